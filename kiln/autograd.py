@@ -1,0 +1,257 @@
+"""Tape-based reverse-mode autodiff with MXNet's API.
+
+Every op applied while recording, to an input that needs a gradient, leaves a TapeNode.
+backward() walks the nodes in reverse topological order and calls each node's gradient
+function, which is written with kiln ops: so a backward pass can itself be recorded
+(create_graph=True) or traced into a graph by hybridize.
+"""
+import contextlib
+
+from .base import KilnError, where_in_user_code
+
+
+class _State:
+    recording = False
+    training = False
+
+
+_state = _State()
+
+
+def is_recording():
+    return _state.recording
+
+
+def is_training():
+    return _state.training
+
+
+def set_recording(flag):
+    prev, _state.recording = _state.recording, bool(flag)
+    return prev
+
+
+def set_training(flag):
+    prev, _state.training = _state.training, bool(flag)
+    return prev
+
+
+@contextlib.contextmanager
+def _scope(recording, training):
+    prev = (_state.recording, _state.training)
+    if recording is not None:
+        _state.recording = recording
+    if training is not None:
+        _state.training = training
+    try:
+        yield
+    finally:
+        _state.recording, _state.training = prev
+
+
+def record(train_mode=True):
+    """Record ops for differentiation; `train_mode` also switches layers to training."""
+    return _scope(True, train_mode)
+
+
+def pause(train_mode=False):
+    return _scope(False, train_mode)
+
+
+def train_mode():
+    return _scope(None, True)
+
+
+def predict_mode():
+    return _scope(None, False)
+
+
+class Leaf:
+    """The tape entry of an array that had attach_grad() called: gradients stop here."""
+    __slots__ = ("array",)
+    in_refs = ()
+
+    def __init__(self, array):
+        self.array = array
+
+
+class TapeNode:
+    """One recorded op: how to turn output gradients into input gradients."""
+    __slots__ = ("name", "backward", "in_refs", "out_avals")
+
+    def __init__(self, name, backward, in_refs, out_avals):
+        self.name = name
+        self.backward = backward
+        self.in_refs = in_refs      # per input: (tape entry, output index) or None
+        self.out_avals = out_avals  # per output: (shape, dtype)
+
+
+def record_primitive(prim, inputs, attrs, out):
+    """Put one primitive application on the tape (the caller checked that it is needed)."""
+    from .ndarray import ndarray
+    in_refs = tuple((a._tape, a._tidx) if a._tape is not None else None for a in inputs)
+    saved_in = tuple(a._alias() for a in inputs)
+    saved_out = ndarray._alias_of(out, None, 0)
+
+    def backward(out_grads):
+        grads = prim.grad(out_grads[0], saved_out, *saved_in, **attrs)
+        if len(grads) != len(saved_in):
+            raise KilnError(f"{prim.name}: gradient rule returned {len(grads)} gradients "
+                            f"for {len(saved_in)} inputs")
+        return grads
+
+    node = TapeNode(prim.name, backward, in_refs, ((out.shape, out.dtype),))
+    out._tape, out._tidx = node, 0
+
+
+def record_custom(name, inputs, outputs, backward):
+    """Put a multi-output function (a compiled graph, a custom Function) on the tape."""
+    in_refs = tuple((a._tape, a._tidx) if a._tape is not None else None for a in inputs)
+    node = TapeNode(name, backward, in_refs, tuple((o.shape, o.dtype) for o in outputs))
+    for i, o in enumerate(outputs):
+        o._tape, o._tidx = node, i
+    return node
+
+
+def _topological(heads):
+    order, seen = [], set()
+    stack = [(h, False) for h in heads]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for ref in node.in_refs:
+            if ref is not None and id(ref[0]) not in seen:
+                stack.append((ref[0], False))
+    return order
+
+
+def _run_backward(heads, head_grads, retain_graph, create_graph):
+    """Propagate gradients; returns {id(leaf): gradient} for every reached leaf."""
+    from .ndarray import ndarray, full_like
+    roots = []
+    grads = {}
+    for h, hg in zip(heads, head_grads):
+        if h._tape is None:
+            raise KilnError("cannot differentiate: the array was not computed from arrays "
+                            "with attach_grad() inside autograd.record()" + where_in_user_code())
+        if hg is None:
+            hg = full_like(h, 1)
+        elif not isinstance(hg, ndarray):
+            from .np import array
+            hg = array(hg, dtype=h.dtype)
+        slot = grads.setdefault(id(h._tape), [None] * len(h._tape.out_avals))
+        slot[h._tidx] = hg if slot[h._tidx] is None else slot[h._tidx] + hg
+        roots.append(h._tape)
+    leaf_grads = {}
+    with _scope(create_graph, None):
+        for node in reversed(_topological(roots)):
+            out_grads = grads.pop(id(node), None)
+            if out_grads is None:
+                continue
+            if isinstance(node, Leaf):
+                leaf_grads[id(node)] = (node, out_grads[0])
+                continue
+            if node.backward is None:
+                raise KilnError("backward through the same graph a second time; pass "
+                                "retain_graph=True to the first backward()" + where_in_user_code())
+            from .np import zeros
+            out_grads = [g if g is not None else zeros(shape, dtype=dt)
+                         for g, (shape, dt) in zip(out_grads, node.out_avals)]
+            in_grads = node.backward(out_grads)
+            if not retain_graph:
+                node.backward = None
+            for ref, g in zip(node.in_refs, in_grads):
+                if ref is None or g is None:
+                    continue
+                slot = grads.setdefault(id(ref[0]), [None] * len(ref[0].out_avals)
+                                        if not isinstance(ref[0], Leaf) else [None])
+                slot[ref[1]] = g if slot[ref[1]] is None else slot[ref[1]] + g
+    return leaf_grads
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create_graph=False):
+    """Compute the gradients of `heads` and store them in the .grad of each leaf."""
+    heads, head_grads = _as_lists(heads, head_grads)
+    with _scope(None, train_mode):
+        found = _run_backward(heads, head_grads, retain_graph, create_graph)
+    for leaf, g in found.values():
+        leaf.array._store_grad(g, create_graph)
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
+         train_mode=True):
+    """Return the gradients of `heads` with respect to `variables` (without touching .grad)."""
+    heads, head_grads = _as_lists(heads, head_grads)
+    single = not isinstance(variables, (list, tuple))
+    variables = [variables] if single else list(variables)
+    for v in variables:
+        if not isinstance(v._tape, Leaf):
+            raise KilnError("autograd.grad: every variable needs attach_grad() before "
+                            "recording" + where_in_user_code())
+    if retain_graph is None:
+        retain_graph = create_graph
+    with _scope(None, train_mode):
+        found = _run_backward(heads, head_grads, retain_graph, create_graph)
+    from .np import zeros_like
+    out = []
+    for v in variables:
+        hit = found.get(id(v._tape))
+        out.append(hit[1] if hit is not None else zeros_like(v))
+    return out[0] if single else out
+
+
+def _as_lists(heads, head_grads):
+    if not isinstance(heads, (list, tuple)):
+        heads = [heads]
+        head_grads = [head_grads]
+    elif head_grads is None:
+        head_grads = [None] * len(heads)
+    return list(heads), list(head_grads)
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    if not isinstance(variables, (list, tuple)):
+        variables, gradients = [variables], [gradients]
+    reqs = grad_reqs if isinstance(grad_reqs, (list, tuple)) else [grad_reqs] * len(variables)
+    for v, g, r in zip(variables, gradients, reqs):
+        v.attach_grad(r)
+        v._grad = g
+
+
+class Function:
+    """A user-defined differentiable function (MXNet's autograd.Function).
+
+    Subclasses implement forward(*inputs) and backward(*output_grads) on kiln arrays.
+    """
+
+    def __init__(self):
+        self._saved = ()
+
+    def save_for_backward(self, *arrays):
+        self._saved = arrays
+
+    @property
+    def saved_tensors(self):
+        return self._saved
+
+    def __call__(self, *inputs):
+        with pause(train_mode=is_training()):
+            outputs = self.forward(*inputs)
+        single = not isinstance(outputs, (list, tuple))
+        outs = [outputs] if single else list(outputs)
+        if is_recording() and any(a._tape is not None for a in inputs):
+            outs = [o._alias() for o in outs]
+
+            def backward_fn(out_grads):
+                with pause():
+                    gs = self.backward(*out_grads)
+                return list(gs) if isinstance(gs, (list, tuple)) else [gs]
+
+            record_custom(type(self).__name__, inputs, outs, backward_fn)
+        return outs[0] if single else tuple(outs)

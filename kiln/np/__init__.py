@@ -1,0 +1,56 @@
+"""kiln.np: the NumPy-compatible array API (MXNet's `mxnet.np`)."""
+import numpy as _onp
+
+from ..ndarray import ndarray
+from .creation import (array, asarray, full, zeros, ones, empty, zeros_like, ones_like,  # noqa
+                       full_like, empty_like, arange, linspace, logspace, eye, identity,
+                       meshgrid, tril, triu)
+from .math import (negative, exp, log, sqrt, abs, absolute, sign, sin, cos, tan, tanh,  # noqa
+                   sinh, cosh, floor, ceil, rint, round, around, logical_not, add, subtract,
+                   multiply, divide, true_divide, power, maximum, minimum, mod, remainder,
+                   equal, not_equal, less, less_equal, greater, greater_equal, logical_and,
+                   logical_or, logical_xor, square, reciprocal, log2, log10, log1p, expm1,
+                   floor_divide, clip, where, isnan, isinf, isfinite, sum, mean, average, var,
+                   std, max, min, amax, amin, prod, argmax, argmin, all, any, count_nonzero,
+                   cumsum, matmul, dot, tensordot, vdot, inner, outer)
+from .manipulation import (reshape, ravel, transpose, swapaxes, moveaxis, expand_dims,  # noqa
+                           squeeze, broadcast_to, broadcast_arrays, concatenate, concat, stack,
+                           vstack, hstack, column_stack, dstack, split, array_split, hsplit,
+                           vsplit, flip, fliplr, flipud, repeat, tile, take, pad, nonzero,
+                           argwhere, unique, argsort, sort, take_along_axis, diag, copy, shape,
+                           size, ndim, atleast_1d, atleast_2d)
+from . import random, linalg  # noqa: F401
+
+float16 = _onp.float16
+float32 = _onp.float32
+float64 = _onp.float64
+int8 = _onp.int8
+uint8 = _onp.uint8
+int32 = _onp.int32
+int64 = _onp.int64
+bool_ = _onp.bool_
+bool = _onp.bool_
+dtype = _onp.dtype
+pi = _onp.pi
+e = _onp.e
+inf = _onp.inf
+nan = _onp.nan
+newaxis = None
+finfo = _onp.finfo
+iinfo = _onp.iinfo
+
+
+def isscalar(x):
+    return _onp.isscalar(x)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(_onp.allclose(_onp.asarray(a), _onp.asarray(b), rtol, atol, equal_nan))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return array(_onp.isclose(_onp.asarray(a), _onp.asarray(b), rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2):
+    return bool(_onp.array_equal(_onp.asarray(a1), _onp.asarray(a2)))

@@ -1,0 +1,140 @@
+"""Array creation. As in MXNet, floats default to float32 and arange/linspace too."""
+import numpy as _np
+
+from ..base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
+from ..ndarray import ndarray, as_array
+from ..ops.creation import full as _full_prim
+
+
+def _shape(op, shape):
+    if isinstance(shape, (int, _np.integer)):
+        shape = (int(shape),)
+    try:
+        shape = tuple(int(d) for d in shape)
+    except TypeError:
+        raise op_error(op, f"shape must be an int or a tuple of ints, got {shape!r}",
+                       KilnError) from None
+    if any(d < 0 for d in shape):
+        raise op_error(op, f"negative dimensions are not allowed, got shape {shape}")
+    return shape
+
+
+def array(object, dtype=None, copy=True, ctx=None, device=None, **kwargs):
+    dt = normalize_dtype(dtype)
+    if isinstance(object, ndarray):
+        out = object if dt is None or object.dtype == dt else object.astype(dt)
+        return out.copy() if copy and out is object else out
+    if isinstance(object, (list, tuple)) and any(isinstance(v, ndarray) for v in object):
+        from .manipulation import stack
+        out = stack([array(v) for v in object])
+        return out if dt is None else out.astype(dt)
+    out = as_array(object, dt)
+    if copy and isinstance(object, _np.ndarray) and out._data is object:
+        out = ndarray._wrap(object.copy())
+    return out
+
+
+def asarray(object, dtype=None, ctx=None, device=None):
+    return array(object, dtype=dtype, copy=False)
+
+
+def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None, out=None):
+    if isinstance(fill_value, ndarray):
+        fill_value = fill_value.item()
+    if dtype is None:
+        dtype = (_np.dtype(_np.bool_) if isinstance(fill_value, bool) else
+                 _np.dtype(_np.int64) if isinstance(fill_value, (int, _np.integer))
+                 else DEFAULT_FLOAT)
+    result = _full_prim(shape=_shape("full", shape), value=fill_value, dtype=normalize_dtype(dtype))
+    return _maybe_out(result, out)
+
+
+def zeros(shape, dtype=None, order="C", ctx=None, device=None):
+    return _full_prim(shape=_shape("zeros", shape), value=0,
+                      dtype=normalize_dtype(dtype, DEFAULT_FLOAT))
+
+
+def ones(shape, dtype=None, order="C", ctx=None, device=None):
+    return _full_prim(shape=_shape("ones", shape), value=1,
+                      dtype=normalize_dtype(dtype, DEFAULT_FLOAT))
+
+
+empty = zeros
+
+
+def _like(a, value, dtype):
+    a = a if isinstance(a, ndarray) else array(a)
+    return _full_prim(shape=a.shape, value=value, dtype=normalize_dtype(dtype, a.dtype))
+
+
+def zeros_like(a, dtype=None, order="C", ctx=None, device=None, out=None):
+    return _maybe_out(_like(a, 0, dtype), out)
+
+
+def ones_like(a, dtype=None, order="C", ctx=None, device=None, out=None):
+    return _maybe_out(_like(a, 1, dtype), out)
+
+
+def full_like(a, fill_value, dtype=None, order="C", ctx=None, device=None, out=None):
+    return _maybe_out(_like(a, fill_value, dtype), out)
+
+
+empty_like = zeros_like
+
+
+def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise op_error("arange", "step must not be zero")
+    return ndarray._wrap(_np.arange(start, stop, step).astype(normalize_dtype(dtype, DEFAULT_FLOAT)))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None,
+             device=None):
+    values, step = _np.linspace(start, stop, num, endpoint=endpoint, retstep=True, axis=axis)
+    out = ndarray._wrap(values.astype(normalize_dtype(dtype, DEFAULT_FLOAT)))
+    return (out, step) if retstep else out
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, ctx=None):
+    values = _np.logspace(start, stop, num, endpoint=endpoint, base=base, axis=axis)
+    return ndarray._wrap(values.astype(normalize_dtype(dtype, DEFAULT_FLOAT)))
+
+
+def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
+    return ndarray._wrap(_np.eye(N, M, k, dtype=normalize_dtype(dtype, DEFAULT_FLOAT)))
+
+
+def identity(n, dtype=None, ctx=None):
+    return eye(n, dtype=dtype)
+
+
+def meshgrid(*xi, indexing="xy"):
+    grids = _np.meshgrid(*[_concrete(x) for x in xi], indexing=indexing)
+    return [as_array(g, g.dtype) for g in grids]
+
+
+def tril(m, k=0):
+    from .math import where
+    m = array(m, copy=False)
+    mask = _np.tri(m.shape[-2], m.shape[-1], k, dtype=bool)
+    return where(ndarray._wrap(mask), m, 0)
+
+
+def triu(m, k=0):
+    from .math import where
+    m = array(m, copy=False)
+    mask = _np.tri(m.shape[-2], m.shape[-1], k - 1, dtype=bool)
+    return where(ndarray._wrap(mask), 0, m)
+
+
+def _concrete(x):
+    return x._concrete("this function") if isinstance(x, ndarray) else _np.asarray(x)
+
+
+def _maybe_out(result, out):
+    if out is None:
+        return result
+    out[...] = result
+    return out

@@ -1,0 +1,357 @@
+"""Shape manipulation: reshape, transpose, stacking, splitting, and friends."""
+import builtins as _b
+
+import numpy as _np
+
+from ..base import normalize_axis, op_error, KilnError
+from ..dispatch import to_operands
+from ..ndarray import ndarray
+from ..ops import REGISTRY as _R
+
+
+def _arr(x):
+    return x if isinstance(x, ndarray) else to_operands([x])[0]
+
+
+def _resolve_shape(op, size, shape):
+    if isinstance(shape, (int, _np.integer)):
+        shape = (int(shape),)
+    shape = [int(d) for d in shape]
+    unknown = [i for i, d in enumerate(shape) if d == -1]
+    if len(unknown) > 1:
+        raise op_error(op, f"can only specify one unknown dimension (-1), got {tuple(shape)}")
+    if any(d < -1 for d in shape):
+        raise op_error(op, f"invalid shape {tuple(shape)}")
+    if unknown:
+        known = 1
+        for d in shape:
+            if d != -1:
+                known *= d
+        if known == 0 or size % known:
+            raise op_error(op, f"cannot reshape array of size {size} into shape {tuple(shape)}")
+        shape[unknown[0]] = size // known
+    return tuple(shape)
+
+
+def reshape(a, newshape=None, order="C", shape=None, reverse=False):
+    a = _arr(a)
+    target = _resolve_shape("reshape", a.size, newshape if newshape is not None else shape)
+    if target == a.shape:
+        return a
+    return _R["reshape"](a, shape=target)
+
+
+def ravel(a, order="C"):
+    return reshape(a, (-1,))
+
+
+def transpose(a, axes=None):
+    a = _arr(a)
+    if axes is None:
+        axes = tuple(range(a.ndim))[::-1]
+    axes = tuple(normalize_axis("transpose", x, a.ndim) for x in axes)
+    if axes == tuple(range(a.ndim)):
+        return a
+    return _R["transpose"](a, axes=axes)
+
+
+def swapaxes(a, axis1, axis2):
+    a = _arr(a)
+    axes = list(range(a.ndim))
+    i, j = normalize_axis("swapaxes", axis1, a.ndim), normalize_axis("swapaxes", axis2, a.ndim)
+    axes[i], axes[j] = axes[j], axes[i]
+    return transpose(a, axes)
+
+
+def moveaxis(a, source, destination):
+    a = _arr(a)
+    src = normalize_axis("moveaxis", source, a.ndim)
+    dst = normalize_axis("moveaxis", destination, a.ndim)
+    order = [i for i in range(a.ndim) if i != src]
+    order.insert(dst, src)
+    return transpose(a, order)
+
+
+def expand_dims(a, axis):
+    a = _arr(a)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = a.ndim + len(axes)
+    axes = sorted(normalize_axis("expand_dims", x, ndim) for x in axes)
+    shape = list(a.shape)
+    for x in axes:
+        shape.insert(x, 1)
+    return reshape(a, tuple(shape))
+
+
+def squeeze(a, axis=None):
+    a = _arr(a)
+    if axis is None:
+        axes = [i for i, d in enumerate(a.shape) if d == 1]
+    else:
+        axes = [normalize_axis("squeeze", x, a.ndim)
+                for x in (axis if isinstance(axis, (tuple, list)) else (axis,))]
+        for x in axes:
+            if a.shape[x] != 1:
+                raise op_error("squeeze", f"cannot select an axis to squeeze out which has "
+                               f"size {a.shape[x]} != 1 (axis {x} of shape {a.shape})")
+    return reshape(a, tuple(d for i, d in enumerate(a.shape) if i not in axes))
+
+
+def broadcast_to(array, shape):
+    a = _arr(array)
+    shape = (int(shape),) if isinstance(shape, (int, _np.integer)) else tuple(int(d) for d in shape)
+    if shape == a.shape:
+        return a
+    return _R["broadcast_to"](a, shape=shape)
+
+
+def broadcast_arrays(*args):
+    from ..ops.rules import broadcast_shapes
+    arrays = [_arr(a) for a in args]
+    shape = broadcast_shapes("broadcast_arrays", *[a.shape for a in arrays])
+    return [broadcast_to(a, shape) for a in arrays]
+
+
+def concatenate(seq, axis=0, out=None):
+    arrays = to_operands(list(seq))
+    if axis is None:
+        arrays, axis = [reshape(a, (-1,)) for a in arrays], 0
+    if not arrays:
+        raise op_error("concatenate", "need at least one array to concatenate")
+    if len(arrays) == 1:
+        return arrays[0]
+    ndims = {a.ndim for a in arrays}
+    if len(ndims) != 1:
+        raise op_error("concatenate", f"all the input arrays must have the same number of "
+                       f"dimensions, got shapes {[a.shape for a in arrays]}")
+    axis = normalize_axis("concatenate", axis, arrays[0].ndim)
+    r = _R["concatenate"](*arrays, axis=axis)
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+concat = concatenate
+
+
+def stack(arrays, axis=0, out=None):
+    arrays = to_operands(list(arrays))
+    if not arrays:
+        raise op_error("stack", "need at least one array to stack")
+    shapes = {a.shape for a in arrays}
+    if len(shapes) != 1:
+        raise op_error("stack", f"all input arrays must have the same shape, got "
+                       f"{[a.shape for a in arrays]}")
+    axis = normalize_axis("stack", axis, arrays[0].ndim + 1)
+    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis, out=out)
+
+
+def vstack(tup):
+    arrays = [_arr(a) for a in tup]
+    return concatenate([reshape(a, (1, -1)) if a.ndim == 1 else a for a in arrays], axis=0)
+
+
+def hstack(tup):
+    arrays = [_arr(a) for a in tup]
+    return concatenate(arrays, axis=0 if arrays[0].ndim == 1 else 1)
+
+
+def column_stack(tup):
+    arrays = [_arr(a) for a in tup]
+    return concatenate([reshape(a, (-1, 1)) if a.ndim == 1 else a for a in arrays], axis=1)
+
+
+def dstack(tup):
+    arrays = [_arr(a) for a in tup]
+    return concatenate([reshape(a, (1, -1, 1)) if a.ndim == 1 else
+                        expand_dims(a, 2) if a.ndim == 2 else a for a in arrays], axis=2)
+
+
+def _take_range(a, axis, start, stop):
+    begin = [0] * a.ndim
+    end = list(a.shape)
+    begin[axis], end[axis] = start, stop
+    if start == 0 and stop == a.shape[axis]:
+        return a
+    return _R["slice"](a, begin=tuple(begin), end=tuple(end), step=(1,) * a.ndim)
+
+
+def split(ary, indices_or_sections, axis=0):
+    a = _arr(ary)
+    axis = normalize_axis("split", axis, a.ndim)
+    n = a.shape[axis]
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0 or n % k:
+            raise op_error("split", f"array split does not result in an equal division: "
+                           f"axis {axis} of size {n} into {k} sections")
+        bounds = [i * (n // k) for i in range(k + 1)]
+    else:
+        bounds = [0] + [_b.min(_b.max(int(i), 0), n) for i in indices_or_sections] + [n]
+    return [_take_range(a, axis, lo, _b.max(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    a = _arr(ary)
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        n, k = a.shape[normalize_axis("array_split", axis, a.ndim)], int(indices_or_sections)
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        indices_or_sections = list(_np.cumsum(sizes)[:-1])
+    return split(a, indices_or_sections, axis)
+
+
+def hsplit(ary, indices_or_sections):
+    a = _arr(ary)
+    return split(a, indices_or_sections, axis=0 if a.ndim == 1 else 1)
+
+
+def vsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, axis=0)
+
+
+def flip(m, axis=None):
+    a = _arr(m)
+    axes = range(a.ndim) if axis is None else (
+        axis if isinstance(axis, (tuple, list)) else (axis,))
+    key = [slice(None)] * a.ndim
+    for x in axes:
+        key[normalize_axis("flip", x, a.ndim)] = slice(None, None, -1)
+    return a[tuple(key)]
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def repeat(a, repeats, axis=None):
+    a = _arr(a)
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    axis = normalize_axis("repeat", axis, a.ndim)
+    idx = _np.repeat(_np.arange(a.shape[axis]), repeats)
+    return _R["take"](a, ndarray._wrap(idx), axis=axis, mode="clip")
+
+
+def tile(A, reps):
+    a = _arr(A)
+    reps = (reps,) if isinstance(reps, (int, _np.integer)) else tuple(reps)
+    if len(reps) < a.ndim:
+        reps = (1,) * (a.ndim - len(reps)) + reps
+    a = reshape(a, (1,) * (len(reps) - a.ndim) + a.shape)
+    for axis, r in enumerate(reps):
+        if r != 1:
+            idx = _np.tile(_np.arange(a.shape[axis]), r)
+            a = _R["take"](a, ndarray._wrap(idx), axis=axis, mode="clip")
+    return a
+
+
+def take(a, indices, axis=None, mode="clip", out=None):
+    a = _arr(a)
+    idx = indices if isinstance(indices, ndarray) else ndarray._wrap(
+        _np.asarray(indices, dtype=_np.int64))
+    if idx.dtype.kind not in "iu":
+        idx = idx.astype(_np.int64)
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    if mode not in ("clip", "wrap", "raise"):
+        raise op_error("take", f"mode must be 'clip', 'wrap' or 'raise', got {mode!r}", KilnError)
+    r = _R["take"](a, idx, axis=normalize_axis("take", axis, a.ndim),
+                   mode="clip" if mode == "raise" else mode)
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
+    a = _arr(array)
+    if mode != "constant":
+        raise op_error("pad", f"only mode='constant' is supported, got {mode!r}", KilnError)
+    widths = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64), (a.ndim, 2))
+    shape = tuple(int(d + lo + hi) for d, (lo, hi) in zip(a.shape, widths))
+    from .creation import full
+    base = full(shape, constant_values, dtype=a.dtype)
+    key = tuple(slice(int(lo), int(lo) + d) for d, (lo, _) in zip(a.shape, widths))
+    base[key] = a
+    return base
+
+
+def nonzero(a):
+    a = _arr(a)
+    return tuple(ndarray._wrap(i) for i in _np.nonzero(a._concrete("nonzero()")))
+
+
+def argwhere(a):
+    return ndarray._wrap(_np.argwhere(_arr(a)._concrete("argwhere()")))
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None):
+    res = _np.unique(_arr(ar)._concrete("unique()"), return_index, return_inverse,
+                     return_counts, axis)
+    if isinstance(res, tuple):
+        return tuple(ndarray._wrap(r) for r in res)
+    return ndarray._wrap(res)
+
+
+def argsort(a, axis=-1, kind=None, order=None):
+    return ndarray._wrap(_np.argsort(_arr(a)._concrete("argsort()"), axis=axis, kind=kind))
+
+
+def sort(a, axis=-1, kind=None, order=None):
+    """Sorted values; differentiable, as a gather by the sort order."""
+    a = _arr(a)
+    order_idx = _np.argsort(a._concrete("sort()"), axis=axis, kind=kind)
+    if a.ndim == 1:
+        return _R["take"](a, ndarray._wrap(order_idx), axis=0, mode="clip")
+    return take_along_axis(a, ndarray._wrap(order_idx), axis)
+
+
+def take_along_axis(arr, indices, axis):
+    """Gather along one axis, as a one-hot product so that gradients come for free."""
+    from ..npx.nn import pick_along
+    return pick_along(_arr(arr), _arr(indices), axis)
+
+
+def diag(v, k=0):
+    a = _arr(v)
+    if k == 0 and a.ndim == 1:
+        return ndarray._wrap(_np.eye(a.shape[0], dtype=a.dtype)) * a
+    if k == 0 and a.ndim == 2:
+        idx = _np.arange(_b.min(a.shape))
+        return a[idx, idx]
+    return ndarray._wrap(_np.diag(a._concrete("diag()"), k))
+
+
+def copy(a):
+    return _arr(a).copy()
+
+
+def shape(a):
+    return _arr(a).shape
+
+
+def size(a, axis=None):
+    a = _arr(a)
+    return a.size if axis is None else a.shape[axis]
+
+
+def ndim(a):
+    return _arr(a).ndim
+
+
+def atleast_1d(*arys):
+    res = [reshape(a, (1,)) if _arr(a).ndim == 0 else _arr(a) for a in arys]
+    return res[0] if len(res) == 1 else res
+
+
+def atleast_2d(*arys):
+    res = []
+    for a in arys:
+        a = _arr(a)
+        res.append(reshape(a, (1,) * (2 - a.ndim) + a.shape) if a.ndim < 2 else a)
+    return res[0] if len(res) == 1 else res

@@ -1,0 +1,117 @@
+"""kiln.np.random: MXNet's signatures (size=..., float32 results)."""
+import numpy as _np
+
+from ..base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
+from ..ndarray import ndarray
+from ..ops import REGISTRY as _R
+from ..ops.creation import seed as _seed, _RandomState
+
+
+def seed(seed=None, ctx=None):
+    _seed(seed)
+
+
+def _size(size):
+    if size is None:
+        return ()
+    if isinstance(size, (int, _np.integer)):
+        return (int(size),)
+    return tuple(int(d) for d in size)
+
+
+def _scalar(op, value):
+    if isinstance(value, ndarray):
+        if value.size != 1:
+            return value
+        value = value.item()
+    return float(value)
+
+
+def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    low, high = _scalar("uniform", low), _scalar("uniform", high)
+    dt = normalize_dtype(dtype, DEFAULT_FLOAT)
+    if isinstance(low, ndarray) or isinstance(high, ndarray):
+        from .manipulation import broadcast_arrays
+        low, high = broadcast_arrays(low, high)
+        u = _R["random_uniform"](shape=_size(size) or low.shape, dtype=dt)
+        r = low + (high - low) * u
+    else:
+        r = _R["random_uniform"](shape=_size(size), dtype=dt, low=low, high=high)
+    return _out(r, out)
+
+
+def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    loc, scale = _scalar("normal", loc), _scalar("normal", scale)
+    dt = normalize_dtype(dtype, DEFAULT_FLOAT)
+    if isinstance(loc, ndarray) or isinstance(scale, ndarray):
+        from .manipulation import broadcast_arrays
+        loc, scale = broadcast_arrays(loc, scale)
+        z = _R["random_normal"](shape=_size(size) or loc.shape, dtype=dt)
+        r = loc + scale * z
+    else:
+        r = _R["random_normal"](shape=_size(size), dtype=dt, loc=loc, scale=scale)
+    return _out(r, out)
+
+
+def randint(low, high=None, size=None, dtype=None, ctx=None, device=None, out=None):
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise op_error("randint", f"low >= high ({low} >= {high})", KilnError)
+    dt = normalize_dtype(dtype, _np.dtype(_np.int64))
+    return _out(_R["random_randint"](shape=_size(size), dtype=dt, low=int(low), high=int(high)),
+                out)
+
+
+def rand(*size, **kwargs):
+    return uniform(size=size, **kwargs)
+
+
+def randn(*size, **kwargs):
+    return normal(size=size, **kwargs)
+
+
+def random(size=None, dtype=None):
+    return uniform(size=size, dtype=dtype)
+
+
+random_sample = random
+
+
+def choice(a, size=None, replace=True, p=None, ctx=None):
+    pool = a._concrete("choice") if isinstance(a, ndarray) else a
+    prob = p._concrete("choice") if isinstance(p, ndarray) else p
+    res = _RandomState.generator.choice(pool, size=size, replace=replace, p=prob)
+    res = _np.asarray(res)
+    return ndarray._wrap(res if res.dtype.kind != "f" else res.astype(DEFAULT_FLOAT))
+
+
+def shuffle(x):
+    """Shuffle along the first axis, in place."""
+    data = x._concrete("shuffle") if isinstance(x, ndarray) else x
+    _RandomState.generator.shuffle(data)
+
+
+def permutation(x):
+    if isinstance(x, (int, _np.integer)):
+        return ndarray._wrap(_RandomState.generator.permutation(int(x)))
+    data = x._concrete("permutation") if isinstance(x, ndarray) else _np.asarray(x)
+    return ndarray._wrap(_RandomState.generator.permutation(data))
+
+
+def multinomial(n, pvals, size=None):
+    p = pvals._concrete("multinomial") if isinstance(pvals, ndarray) else _np.asarray(pvals)
+    return ndarray._wrap(_RandomState.generator.multinomial(n, p, size=size).astype(_np.int64))
+
+
+def bernoulli(prob=0.5, size=None, dtype=None):
+    u = uniform(size=size if size is not None else (
+        prob.shape if isinstance(prob, ndarray) else None))
+    return (u < prob).astype(normalize_dtype(dtype, DEFAULT_FLOAT))
+
+
+def _out(result, out):
+    if out is None:
+        return result
+    out[...] = result
+    return out

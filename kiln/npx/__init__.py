@@ -1,0 +1,35 @@
+"""kiln.npx: MXNet's numpy extensions (neural-network ops, devices, save/load)."""
+from .nn import (relu, sigmoid, softplus, softsign, gelu, elu, selu, silu, swish,  # noqa: F401
+                 activation, leaky_relu, softmax, log_softmax, masked_softmax, one_hot, pick,
+                 batch_dot, fully_connected, convolution, deconvolution, pooling, dropout,
+                 batch_norm, layer_norm, group_norm, embedding, sequence_mask, topk, smooth_l1,
+                 reshape_like, arange_like, stop_gradient)
+from .io import save, load  # noqa: F401
+from ..context import cpu, gpu, cpu_pinned, num_gpus, current_context  # noqa: F401
+from ..context import current_context as current_device  # noqa: F401
+from ..np import reshape  # noqa: F401
+
+
+def set_np(shape=True, array=True, dtype=False):
+    """Accepted for MXNet compatibility: kiln always uses NumPy semantics."""
+
+
+def reset_np():
+    """Accepted for MXNet compatibility."""
+
+
+def is_np_array():
+    return True
+
+
+def is_np_shape():
+    return True
+
+
+def waitall():
+    """kiln runs synchronously; nothing to wait for."""
+
+
+def seed(value):
+    from ..np.random import seed as _seed
+    _seed(value)

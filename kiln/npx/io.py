@@ -1,0 +1,88 @@
+"""npx.save / npx.load: arrays, lists and dicts of arrays in NumPy's .npz format.
+
+Loading never unpickles: object arrays are refused, so a hostile file cannot run code.
+"""
+import io
+import os
+import tempfile
+import zipfile
+
+import numpy as _np
+
+from ..base import KilnError
+from ..ndarray import ndarray
+
+_KIND_KEY = "__kiln_kind__"
+
+
+def _to_numpy(value, what):
+    if isinstance(value, ndarray):
+        return value._concrete(what)
+    return _np.asarray(value)
+
+
+def save(file, arr):
+    """Save an array, a list of arrays or a dict of str -> array to `file` (exact name)."""
+    if isinstance(arr, dict):
+        kind = "dict"
+        entries = {}
+        for k, v in arr.items():
+            if not isinstance(k, str) or k == _KIND_KEY:
+                raise KilnError(f"npx.save: dict keys must be strings (not {_KIND_KEY!r}), "
+                                f"got {k!r}")
+            entries[k] = _to_numpy(v, "npx.save")
+    elif isinstance(arr, (list, tuple)):
+        kind = "list"
+        entries = {f"arr_{i}": _to_numpy(v, "npx.save") for i, v in enumerate(arr)}
+    elif isinstance(arr, ndarray):
+        kind = "list"
+        entries = {"arr_0": _to_numpy(arr, "npx.save")}
+    else:
+        raise KilnError(f"npx.save: expected an ndarray, a list or a dict of ndarrays, got "
+                        f"{type(arr).__name__}")
+    entries[_KIND_KEY] = _np.array(kind)
+    write_npz_atomic(file, entries)
+
+
+def write_npz_atomic(path, entries):
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    buf = io.BytesIO()
+    _np.savez(buf, **entries)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kiln-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(buf.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_npz(path, what="npx.load"):
+    """Read every entry of an .npz file as NumPy arrays, refusing pickled objects."""
+    try:
+        with _np.load(os.fspath(path), allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except FileNotFoundError:
+        raise KilnError(f"{what}: no such file: {path}") from None
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+        raise KilnError(f"{what}: {path} is not a valid kiln/NumPy array file "
+                        f"(corrupt, truncated or holding pickled objects): {exc}") from None
+
+
+def load(file):
+    entries = read_npz(file)
+    kind = entries.pop(_KIND_KEY, None)
+    kind = str(kind) if kind is not None else "dict"
+    for k, v in entries.items():
+        if v.dtype.kind not in "fiub":
+            raise KilnError(f"npx.load: entry {k!r} has unsupported dtype {v.dtype}")
+    if kind == "list":
+        try:
+            order = sorted(entries, key=lambda k: int(k.split("_")[1]))
+        except (IndexError, ValueError):
+            raise KilnError(f"npx.load: {file} has malformed list entries") from None
+        return [ndarray._wrap(entries[k]) for k in order]
+    return {k: ndarray._wrap(v) for k, v in entries.items()}

@@ -1,0 +1,447 @@
+"""Neural-network functions, composed from registry primitives.
+
+Nothing here has a gradient rule of its own: every function is built from primitives, so
+gradients, tracing, fusion and code generation come for free.
+"""
+import math
+
+import numpy as _np
+
+from .. import autograd
+from ..base import DEFAULT_FLOAT, normalize_axis, op_error, KilnError, normalize_dtype
+from ..dispatch import to_operands
+from ..ndarray import ndarray
+from ..ops import REGISTRY as _R
+from .. import np as knp
+
+
+def _arr(x):
+    return x if isinstance(x, ndarray) else to_operands([x])[0]
+
+
+def relu(data):
+    return _R["relu"](_arr(data))
+
+
+def sigmoid(data):
+    return _R["sigmoid"](_arr(data))
+
+
+def softplus(data):
+    x = _arr(data)
+    return relu(x) + knp.log1p(knp.exp(-knp.abs(x)))
+
+
+def softsign(data):
+    x = _arr(data)
+    return x / (1 + knp.abs(x))
+
+
+def gelu(data, approximation="erf"):
+    x = _arr(data)
+    if approximation == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1.0 + _R["tanh"](inner))
+    return 0.5 * x * (1.0 + _R["erf"](x * (1.0 / math.sqrt(2.0))))
+
+
+def elu(data, alpha=1.0):
+    x = _arr(data)
+    return knp.where(x > 0, x, alpha * (knp.exp(knp.minimum(x, 0)) - 1))
+
+
+def selu(data):
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    return scale * elu(data, alpha)
+
+
+def silu(data):
+    x = _arr(data)
+    return x * sigmoid(x)
+
+
+swish = silu
+
+
+def activation(data, act_type="relu", **kwargs):
+    table = {"relu": relu, "sigmoid": sigmoid, "tanh": lambda x: _R["tanh"](_arr(x)),
+             "softrelu": softplus, "softsign": softsign, "gelu": gelu, "silu": silu,
+             "swish": silu, "elu": elu, "selu": selu}
+    fn = table.get(act_type)
+    if fn is None:
+        raise op_error("activation", f"act_type must be one of {sorted(table)}, got "
+                       f"{act_type!r}", KilnError)
+    return fn(data)
+
+
+def leaky_relu(data, gamma=None, act_type="leaky", slope=0.25, **kwargs):
+    x = _arr(data)
+    if act_type == "leaky":
+        return knp.where(x > 0, x, x * slope)
+    if act_type == "prelu":
+        g = gamma
+        if g.ndim == 1 and x.ndim > 1:
+            g = knp.reshape(g, (1, -1) + (1,) * (x.ndim - 2))
+        return knp.where(x > 0, x, x * g)
+    if act_type == "elu":
+        return elu(x, slope)
+    if act_type == "selu":
+        return selu(x)
+    if act_type in ("gelu", "gelu_erf"):
+        return gelu(x)
+    if act_type == "gelu_tanh":
+        return gelu(x, "tanh")
+    raise op_error("leaky_relu", f"unknown act_type {act_type!r}", KilnError)
+
+
+def _masked_fill(x, length, axis, value):
+    steps = knp.arange(x.shape[axis], dtype=length.dtype)
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    steps = knp.reshape(steps, tuple(shape))
+    lead = list(length.shape) + [1] * (x.ndim - length.ndim)
+    mask = steps < knp.reshape(length, tuple(lead))
+    return knp.where(mask, x, value), mask
+
+
+def softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtype=None):
+    x = _arr(data)
+    if temperature is not None and temperature != 1.0:
+        x = x / temperature
+    axis = normalize_axis("softmax", axis, x.ndim)
+    mask = None
+    if use_length and length is not None:
+        x, mask = _masked_fill(x, _arr(length), axis, -_np.inf)
+    e = knp.exp(x - knp.max(x, axis=axis, keepdims=True).detach())
+    if mask is not None:
+        e = knp.where(mask, e, 0)
+    out = e / knp.sum(e, axis=axis, keepdims=True)
+    return out if dtype is None else out.astype(normalize_dtype(dtype))
+
+
+def log_softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtype=None):
+    x = _arr(data)
+    if temperature is not None and temperature != 1.0:
+        x = x / temperature
+    axis = normalize_axis("log_softmax", axis, x.ndim)
+    shifted = x - knp.max(x, axis=axis, keepdims=True).detach()
+    out = shifted - knp.log(knp.sum(knp.exp(shifted), axis=axis, keepdims=True))
+    return out if dtype is None else out.astype(normalize_dtype(dtype))
+
+
+def masked_softmax(data, mask, axis=-1, temperature=1.0, normalize=True):
+    x = _arr(data) / temperature
+    m = _arr(mask).astype(_np.bool_)
+    x = knp.where(m, x, -_np.inf)
+    e = knp.where(m, knp.exp(x - knp.max(x, axis=axis, keepdims=True).detach()), 0)
+    return e / knp.maximum(knp.sum(e, axis=axis, keepdims=True), 1e-30)
+
+
+def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=None):
+    idx = _arr(indices)
+    classes = ndarray._wrap(_np.arange(depth, dtype=_np.int64))
+    hit = knp.expand_dims(idx.astype(_np.int64), -1) == classes
+    dt = normalize_dtype(dtype, DEFAULT_FLOAT)
+    return knp.where(hit, knp.full((), on_value, dtype=dt), knp.full((), off_value, dtype=dt))
+
+
+def pick_along(data, index, axis):
+    """take_along_axis: out[..., j, ...] = data[..., index[..., j, ...], ...] along `axis`."""
+    axis = normalize_axis("pick", axis, data.ndim)
+    if index.ndim != data.ndim:
+        raise op_error("take_along_axis", f"index has {index.ndim} dimensions, data has "
+                       f"{data.ndim}")
+    x = knp.moveaxis(data, axis, -1)
+    idx = knp.moveaxis(index, axis, -1)
+    lead = x.shape[:-1]
+    n = x.shape[-1]
+    idx = knp.broadcast_to(idx, lead + (idx.shape[-1],))
+    base = _np.arange(int(_np.prod(lead, dtype=_np.int64)), dtype=_np.int64).reshape(
+        lead + (1,)) * n
+    flat = ndarray._wrap(base) + knp.clip(idx.astype(_np.int64), 0, n - 1)
+    out = _R["take"](knp.reshape(x, (-1,)), flat, axis=0, mode="clip")
+    return knp.moveaxis(out, -1, axis)
+
+
+def pick(data, index, axis=-1, keepdims=False, mode="clip"):
+    x, idx = _arr(data), _arr(index)
+    axis = normalize_axis("pick", axis, x.ndim)
+    if idx.ndim == x.ndim - 1:
+        idx = knp.expand_dims(idx, axis)
+    n = x.shape[axis]
+    idx = idx.astype(_np.int64)
+    if mode == "wrap":
+        idx = idx % n
+    out = pick_along(x, idx, axis)
+    return out if keepdims else knp.squeeze(out, axis)
+
+
+def batch_dot(a, b, transpose_a=False, transpose_b=False):
+    a, b = _arr(a), _arr(b)
+    if transpose_a:
+        a = knp.swapaxes(a, -1, -2)
+    if transpose_b:
+        b = knp.swapaxes(b, -1, -2)
+    return knp.matmul(a, b)
+
+
+def fully_connected(x, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):
+    x = _arr(x)
+    if flatten and x.ndim != 2:
+        x = knp.reshape(x, (x.shape[0], -1))
+    if x.shape[-1] != weight.shape[1]:
+        raise op_error("fully_connected", f"input has {x.shape[-1]} features (shape "
+                       f"{x.shape}) but the weight of shape {weight.shape} expects "
+                       f"{weight.shape[1]}")
+    y = knp.matmul(x, knp.transpose(weight))
+    if bias is not None and not no_bias:
+        y = y + bias
+    return y
+
+
+def _tuple(value, n, name, default):
+    if value is None or value == ():
+        return (default,) * n
+    if isinstance(value, (int, _np.integer)):
+        return (int(value),) * n
+    value = tuple(int(v) for v in value)
+    if len(value) != n:
+        raise op_error(name, f"expected {n} values, got {value}", KilnError)
+    return value
+
+
+def convolution(data=None, weight=None, bias=None, kernel=None, stride=None, dilate=None,
+                pad=None, num_filter=None, num_group=1, no_bias=False, layout=None, **kwargs):
+    x, w = _arr(data), _arr(weight)
+    nsp = w.ndim - 2
+    if x.ndim != nsp + 2:
+        raise op_error("convolution", f"expected input of {nsp + 2} dimensions for a "
+                       f"{nsp}-d kernel of shape {w.shape}, got input shape {x.shape}")
+    stride = _tuple(stride, nsp, "convolution stride", 1)
+    dilate = _tuple(dilate, nsp, "convolution dilate", 1)
+    pad = _tuple(pad, nsp, "convolution pad", 0)
+    groups = int(num_group)
+    c, f = x.shape[1], w.shape[0]
+    if c != w.shape[1] * groups or f % groups:
+        raise op_error("convolution", f"input has {c} channels (shape {x.shape}) but the "
+                       f"weight of shape {w.shape} with {groups} group(s) expects "
+                       f"{w.shape[1] * groups}")
+    ksize = tuple(w.shape[2:])
+    cols = _R["windows"](x, kernel=ksize, stride=stride, dilation=dilate,
+                         pad=tuple(p for p in pad for _ in (0, 1)), pad_value=0.0)
+    n, out_sp = x.shape[0], cols.shape[1:1 + nsp]
+    rows = n * int(_np.prod(out_sp, dtype=_np.int64))
+    kk = int(_np.prod(ksize, dtype=_np.int64))
+    if groups == 1:
+        y = knp.matmul(knp.reshape(cols, (rows, c * kk)),
+                       knp.transpose(knp.reshape(w, (f, c * kk))))
+        y = knp.reshape(y, (n,) + out_sp + (f,))
+    else:
+        cg, fg = c // groups, f // groups
+        g_cols = knp.reshape(cols, (rows, groups, cg * kk))
+        g_cols = knp.transpose(g_cols, (1, 0, 2))
+        g_w = knp.transpose(knp.reshape(w, (groups, fg, cg * kk)), (0, 2, 1))
+        y = knp.matmul(g_cols, g_w)                              # (groups, rows, fg)
+        y = knp.reshape(knp.transpose(y, (1, 0, 2)), (n,) + out_sp + (f,))
+    y = knp.moveaxis(y, -1, 1)
+    if bias is not None and not no_bias:
+        y = y + knp.reshape(bias, (1, f) + (1,) * nsp)
+    return y
+
+
+def deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, dilate=None,
+                  pad=None, adj=None, num_filter=None, num_group=1, no_bias=False, **kwargs):
+    """Transposed convolution: the adjoint of convolution with respect to its input."""
+    x, w = _arr(data), _arr(weight)
+    nsp = w.ndim - 2
+    stride = _tuple(stride, nsp, "deconvolution stride", 1)
+    dilate = _tuple(dilate, nsp, "deconvolution dilate", 1)
+    pad = _tuple(pad, nsp, "deconvolution pad", 0)
+    adj = _tuple(adj, nsp, "deconvolution adj", 0)
+    if num_group != 1:
+        raise op_error("deconvolution", "num_group > 1 is not supported", KilnError)
+    n, c = x.shape[:2]
+    f = w.shape[1]
+    ksize = tuple(w.shape[2:])
+    in_sp = tuple((x.shape[2 + i] - 1) * stride[i] - 2 * pad[i] + dilate[i] * (ksize[i] - 1)
+                  + 1 + adj[i] for i in range(nsp))
+    kk = int(_np.prod(ksize, dtype=_np.int64))
+    xm = knp.reshape(knp.moveaxis(x, 1, -1), (-1, c))             # (N*O, C)
+    cols = knp.matmul(xm, knp.reshape(w, (c, f * kk)))             # (N*O, F*K)
+    cols = knp.reshape(cols, (n,) + tuple(x.shape[2:]) + (f,) + ksize)
+    y = _R["unwindows"](cols, in_shape=in_sp, kernel=ksize, stride=stride, dilation=dilate,
+                        pad=tuple(p for p in pad for _ in (0, 1)))
+    if bias is not None and not no_bias:
+        y = y + knp.reshape(bias, (1, f) + (1,) * nsp)
+    return y
+
+
+def pooling(data=None, kernel=None, pool_type="max", stride=None, pad=None, global_pool=False,
+            pooling_convention="valid", count_include_pad=True, layout=None, **kwargs):
+    x = _arr(data)
+    nsp = x.ndim - 2
+    if nsp < 1:
+        raise op_error("pooling", f"expected input (N, C, spatial...), got shape {x.shape}")
+    spatial = tuple(range(2, x.ndim))
+    if pool_type not in ("max", "avg", "sum"):
+        raise op_error("pooling", f"pool_type must be 'max', 'avg' or 'sum', got "
+                       f"{pool_type!r}", KilnError)
+    if global_pool:
+        if pool_type == "max":
+            return knp.max(x, axis=spatial, keepdims=True)
+        s = knp.sum(x, axis=spatial, keepdims=True)
+        return s if pool_type == "sum" else s / int(_np.prod(x.shape[2:]))
+    kernel = _tuple(kernel, nsp, "pooling kernel", 1)
+    stride = _tuple(stride, nsp, "pooling stride", 1)
+    pad = _tuple(pad, nsp, "pooling pad", 0)
+    pads = []
+    for i in range(nsp):
+        hi = pad[i]
+        if pooling_convention == "full":
+            size = x.shape[2 + i] + 2 * pad[i] - kernel[i]
+            hi += (-size) % stride[i]
+        pads += [pad[i], hi]
+    fill = -_np.inf if pool_type == "max" else 0.0
+    cols = _R["windows"](x, kernel=kernel, stride=stride, dilation=(1,) * nsp,
+                         pad=tuple(pads), pad_value=fill)
+    kaxes = tuple(range(cols.ndim - nsp, cols.ndim))
+    if pool_type == "max":
+        y = knp.max(cols, axis=kaxes)
+    else:
+        y = knp.sum(cols, axis=kaxes)
+        if pool_type == "avg":
+            if count_include_pad or not any(pads):
+                y = y / int(_np.prod(kernel))
+            else:
+                ones = ndarray._wrap(_np.ones((1, 1) + tuple(x.shape[2:]), x.dtype))
+                counts = knp.sum(_R["windows"](ones, kernel=kernel, stride=stride,
+                                               dilation=(1,) * nsp, pad=tuple(pads)), axis=kaxes)
+                y = y / counts
+    return knp.moveaxis(y, -1, 1)
+
+
+def dropout(data, p=0.5, mode="training", axes=(), cudnn_off=False, **kwargs):
+    x = _arr(data)
+    if p <= 0 or (mode == "training" and not autograd.is_training()):
+        return x
+    if p >= 1:
+        return x * 0
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    keep = knp.random.uniform(size=shape, dtype=x.dtype) >= p
+    return x * keep.astype(x.dtype) * (1.0 / (1.0 - p))
+
+
+def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9,
+               fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, **kwargs):
+    """Batch normalization; in training it also updates running_mean/var in place."""
+    x = _arr(x)
+    axis = normalize_axis("batch_norm", axis, x.ndim)
+    red = tuple(i for i in range(x.ndim) if i != axis)
+    shape = tuple(x.shape[axis] if i == axis else 1 for i in range(x.ndim))
+    if autograd.is_training() and not use_global_stats:
+        mean = knp.mean(x, axis=red, keepdims=True)
+        d = x - mean
+        var = knp.mean(d * d, axis=red, keepdims=True)
+        with autograd.pause():
+            new_mean = running_mean * momentum + knp.reshape(mean.detach(), (-1,)) * (1 - momentum)
+            new_var = running_var * momentum + knp.reshape(var.detach(), (-1,)) * (1 - momentum)
+            running_mean[:] = new_mean
+            running_var[:] = new_var
+    else:
+        mean = knp.reshape(running_mean, shape)
+        var = knp.reshape(running_var, shape)
+        d = x - mean
+    g = knp.ones_like(gamma) if fix_gamma else gamma
+    y = d / knp.sqrt(var + eps) * knp.reshape(g, shape) + knp.reshape(beta, shape)
+    if output_mean_var:
+        return y, knp.reshape(mean, (-1,)), knp.reshape(var, (-1,))
+    return y
+
+
+def layer_norm(data, gamma=None, beta=None, axis=-1, eps=1e-5, output_mean_var=False):
+    x = _arr(data)
+    axis = normalize_axis("layer_norm", axis, x.ndim)
+    mean = knp.mean(x, axis=axis, keepdims=True)
+    d = x - mean
+    var = knp.mean(d * d, axis=axis, keepdims=True)
+    y = d / knp.sqrt(var + eps)
+    shape = tuple(x.shape[axis] if i == axis else 1 for i in range(x.ndim))
+    if gamma is not None:
+        y = y * knp.reshape(gamma, shape)
+    if beta is not None:
+        y = y + knp.reshape(beta, shape)
+    return y
+
+
+def group_norm(data, gamma, beta, num_groups=1, eps=1e-5):
+    x = _arr(data)
+    n, c = x.shape[:2]
+    g = knp.reshape(x, (n, num_groups, -1))
+    mean = knp.mean(g, axis=2, keepdims=True)
+    d = g - mean
+    y = d / knp.sqrt(knp.mean(d * d, axis=2, keepdims=True) + eps)
+    y = knp.reshape(y, x.shape)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    return y * knp.reshape(gamma, shape) + knp.reshape(beta, shape)
+
+
+def embedding(data, weight, input_dim=None, output_dim=None, dtype=None, sparse_grad=False,
+              **kwargs):
+    idx = _arr(data)
+    if idx.dtype.kind == "f":
+        idx = idx.astype(_np.int64)
+    return _R["take"](weight, idx, axis=0, mode="clip")
+
+
+def sequence_mask(data, sequence_length=None, use_sequence_length=False, value=0.0, axis=0):
+    x = _arr(data)
+    if not use_sequence_length or sequence_length is None:
+        return x
+    length = _arr(sequence_length)
+    # the batch axis is the other one of the first two
+    batch_axis = 1 if axis == 0 else 0
+    steps = knp.arange(x.shape[axis], dtype=length.dtype)
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    bshape = [1] * x.ndim
+    bshape[batch_axis] = x.shape[batch_axis]
+    mask = knp.reshape(steps, tuple(shape)) < knp.reshape(length, tuple(bshape))
+    return knp.where(mask, x, value)
+
+
+def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
+    x = _arr(data)
+    order = _np.argsort(x._concrete("topk"), axis=axis)
+    if not is_ascend:
+        order = _np.flip(order, axis=axis)
+    order = _np.take(order, _np.arange(k), axis=axis)
+    idx = ndarray._wrap(order.astype(_np.int64))
+    if ret_typ == "indices":
+        return idx.astype(dtype)
+    values = pick_along(x, idx, axis)
+    if ret_typ == "value":
+        return values
+    return values, idx.astype(dtype)
+
+
+def smooth_l1(data, scalar=1.0):
+    x = _arr(data)
+    s2 = scalar * scalar
+    ax = knp.abs(x)
+    return knp.where(ax < 1.0 / s2, 0.5 * s2 * x * x, ax - 0.5 / s2)
+
+
+def reshape_like(lhs, rhs):
+    return knp.reshape(lhs, _arr(rhs).shape)
+
+
+def arange_like(data, start=0.0, step=1.0, repeat=1, axis=None, ctx=None):
+    x = _arr(data)
+    n = x.size if axis is None else x.shape[axis]
+    values = start + step * _np.arange(n // repeat).repeat(repeat)
+    shape = x.shape if axis is None else (n,)
+    return ndarray._wrap(values.reshape(shape).astype(x.dtype))
+
+
+def stop_gradient(data):
+    return _arr(data).detach()

@@ -1,0 +1,3 @@
+"""The op registry and every primitive. Importing this package registers them all."""
+from .registry import REGISTRY, Primitive, register, get  # noqa: F401
+from . import elementwise, reduce, shape, linalg, creation, window  # noqa: F401

@@ -1,0 +1,79 @@
+"""Shape/dtype rules shared by families of primitives."""
+import numpy as _np
+
+from ..base import DEFAULT_FLOAT, DTypeError, op_error, normalize_axes
+
+_FLOATS = (_np.dtype(_np.float16), _np.dtype(_np.float32), _np.dtype(_np.float64))
+
+
+def is_float(dtype):
+    return _np.dtype(dtype) in _FLOATS
+
+
+def broadcast_shapes(op, *shapes):
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(ndim):
+        size = 1
+        for s in shapes:
+            k = i - (ndim - len(s))
+            if k < 0:
+                continue
+            d = s[k]
+            if d == 1:
+                continue
+            if size != 1 and d != size:
+                raise op_error(op, "operands could not be broadcast together with shapes "
+                               + " ".join(str(tuple(s)) for s in shapes))
+            size = d
+        out.append(size)
+    return tuple(out)
+
+
+def unary_same(name):
+    def rule(x):
+        return x.shape, x.dtype
+    rule.__name__ = f"{name}_shape"
+    return rule
+
+
+def unary_float(name):
+    """Elementwise math that needs a float: ints are promoted to the default float."""
+    def rule(x):
+        return x.shape, (x.dtype if is_float(x.dtype) else DEFAULT_FLOAT)
+    rule.__name__ = f"{name}_shape"
+    return rule
+
+
+def binary_promote(name):
+    def rule(a, b):
+        return broadcast_shapes(name, a.shape, b.shape), _np.result_type(a.dtype, b.dtype)
+    rule.__name__ = f"{name}_shape"
+    return rule
+
+
+def binary_float(name):
+    def rule(a, b):
+        dt = _np.result_type(a.dtype, b.dtype)
+        return broadcast_shapes(name, a.shape, b.shape), (dt if is_float(dt) else DEFAULT_FLOAT)
+    rule.__name__ = f"{name}_shape"
+    return rule
+
+
+def binary_bool(name):
+    def rule(a, b):
+        return broadcast_shapes(name, a.shape, b.shape), _np.dtype(_np.bool_)
+    rule.__name__ = f"{name}_shape"
+    return rule
+
+
+def reduce_shape(op, shape, axis, keepdims):
+    axes = normalize_axes(op, axis, len(shape))
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def require_float(op, dtype):
+    if not is_float(dtype):
+        raise op_error(op, f"expected a floating-point array, got {_np.dtype(dtype)}", DTypeError)

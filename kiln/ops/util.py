@@ -1,0 +1,22 @@
+"""Helpers that gradient rules share."""
+
+
+def sum_to(g, like):
+    """Sum the broadcast dimensions of `g` away so it matches `like`'s shape and dtype."""
+    from .reduce import sum_ as sum_prim
+    from .shape import reshape
+    from .elementwise import cast
+    shape = like.shape
+    if g.shape != shape:
+        lead = g.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
+        if axes:
+            g = sum_prim(g, axis=axes, keepdims=False)
+        if g.shape != shape:
+            g = reshape(g, shape=tuple(shape))
+    if g.dtype != like.dtype:
+        if like.dtype.kind not in "fc":
+            return None
+        g = cast(g, dtype=like.dtype)
+    return g
