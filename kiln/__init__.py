@@ -5,4 +5,4 @@ from . import ops  # noqa: F401  (registers every primitive)
 from .base import KilnError, MXNetError  # noqa: F401
 from .context import Context, Device, cpu, gpu, cpu_pinned, num_gpus, current_context  # noqa
 from . import np, autograd  # noqa: F401
-from .ndarray import ndarray  # noqa: F401
+from . import ndarray, symbol  # noqa: F401  (the `F` namespaces of hybrid_forward)

@@ -457,3 +457,16 @@ def as_array(value, dtype=None):
     if data.dtype.kind not in "fiub":
         raise DTypeError(f"cannot make an array of dtype {data.dtype}{where_in_user_code()}")
     return ndarray._wrap(data)
+
+
+def __getattr__(name):
+    """`F` in hybrid_forward(F, x) is this module when eager: F.relu, F.np.sum, F.npx.relu."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from . import np as _knp, npx as _knpx
+    if name in ("np", "npx"):
+        return _knp if name == "np" else _knpx
+    for space in (_knpx, _knp):
+        if hasattr(space, name):
+            return getattr(space, name)
+    raise AttributeError(f"module 'kiln.ndarray' has no attribute {name!r}")
