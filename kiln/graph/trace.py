@@ -3,26 +3,44 @@ from ..base import KilnError
 from .ir import Node
 
 
+class ParamEntry:
+    __slots__ = ("param", "array", "node", "leaf")
+
+    def __init__(self, param, array, node, leaf):
+        self.param, self.array, self.node, self.leaf = param, array, node, leaf
+
+
 class TraceContext:
-    def __init__(self, name="graph"):
+    def __init__(self, name="graph", differentiate=False):
         self.name = name
+        self.differentiate = differentiate  # parameters become autograd leaves
         self.nodes = []
         self._consts = {}     # id(numpy value) -> (node, value): one node per captured array
-        self.params = {}      # id(Parameter) -> node
+        self.params = {}      # id(Parameter) -> ParamEntry
 
     def add(self, node):
         self.nodes.append(node)
         return node
 
     def param_array(self, param, value):
-        """The symbolic array standing for a Parameter in this trace (one node per parameter)."""
+        """The symbolic array standing for a Parameter in this trace (one node per parameter).
+
+        The same array object is returned on every call, so an in-place write to it inside
+        the traced code (BatchNorm's running statistics) is visible to later reads and is
+        found after tracing as a state update.
+        """
         from ..ndarray import ndarray
         hit = self.params.get(id(param))
         if hit is None:
             node = self.add(Node("param", (), {}, value.shape, value.dtype,
                                  name=getattr(param, "name", None)))
-            hit = self.params[id(param)] = (param, ndarray._from_node(node))
-        return hit[1]
+            array = ndarray._from_node(node)
+            leaf = None
+            if self.differentiate and getattr(value, "_tape", None) is not None:
+                from ..autograd import Leaf
+                leaf = array._tape = Leaf(array)
+            hit = self.params[id(param)] = ParamEntry(param, array, node, leaf)
+        return hit.array
 
     def constant(self, value):
         hit = self._consts.get(id(value))

@@ -1,0 +1,165 @@
+"""The NumPy executor: runs an optimized graph with preallocated buffers.
+
+Planning happens once per graph: every computed node gets a fixed view into a planned
+buffer, and its kernel writes there with `out=`. A call then fills the input and parameter
+slots and runs one flat loop of prepared steps: no autograd bookkeeping, no shape rules,
+no dispatch.
+"""
+import numpy as _np
+
+from ..ops.registry import REGISTRY
+from ..graph.passes import plan_memory
+
+# ops computed as NumPy views of their first input: free, and never written through
+VIEW_OPS = frozenset(("reshape", "transpose", "broadcast_to", "slice"))
+
+_UFUNCS = {
+    "negative": _np.negative, "exp": _np.exp, "log": _np.log, "sqrt": _np.sqrt,
+    "abs": _np.abs, "sign": _np.sign, "sin": _np.sin, "cos": _np.cos, "tanh": _np.tanh,
+    "floor": _np.floor, "ceil": _np.ceil, "round": _np.rint, "logical_not": _np.logical_not,
+    "add": _np.add, "subtract": _np.subtract, "multiply": _np.multiply,
+    "maximum": _np.maximum, "minimum": _np.minimum, "equal": _np.equal,
+    "not_equal": _np.not_equal, "less": _np.less, "less_equal": _np.less_equal,
+    "greater": _np.greater, "greater_equal": _np.greater_equal,
+    "logical_and": _np.logical_and, "logical_or": _np.logical_or,
+    "logical_xor": _np.logical_xor,
+}
+
+
+def _relu(x, out):
+    _np.maximum(x, 0, out)
+
+
+def _sigmoid(x, out):
+    # 1 / (1 + exp(-x)); exp overflow gives inf and then exactly 0, the right limit
+    with _np.errstate(over="ignore"):
+        _np.negative(x, out)
+        _np.exp(out, out)
+    out += 1
+    _np.reciprocal(out, out)
+
+
+def _divide(a, b, out):
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        _np.true_divide(a, b, out)
+
+
+def _matmul(a, b, out):
+    _np.matmul(a, b, out=out)
+
+
+def _cast(x, out):
+    _np.copyto(out, x, casting="unsafe")
+
+
+def _reduction(fn):
+    def factory(axis=None, keepdims=False):
+        def run(x, out):
+            fn(x, axis=axis, keepdims=keepdims, out=out)
+        return run
+    return factory
+
+
+_FIXED = {"relu": _relu, "sigmoid": _sigmoid, "divide": _divide, "matmul": _matmul,
+          "cast": lambda x, out: _cast(x, out)}
+_FACTORIES = {"sum": _reduction(_np.sum), "max": _reduction(_np.max),
+              "min": _reduction(_np.min), "prod": _reduction(_np.prod)}
+
+
+def out_kernel(node):
+    """A function (*inputs, out) that writes node's value into `out`, or None."""
+    op = node.op
+    if op in _UFUNCS:
+        return _UFUNCS[op]
+    if op in _FIXED:
+        return _FIXED[op]
+    if op in _FACTORIES:
+        return _FACTORIES[op](**node.attrs)
+    return None
+
+
+def is_view(node):
+    return node.op in VIEW_OPS
+
+
+def writes_into(node):
+    if node.size == 0:
+        return False
+    return out_kernel(node) is not None
+
+
+class NumpyProgram:
+    """A graph prepared for repeated execution on NumPy."""
+
+    backend = "numpy"
+
+    def __init__(self, graph):
+        self.graph = graph
+        plan = plan_memory(graph, is_view, writes_into)
+        graph.memory_plan = plan
+        self.buffers = [_np.empty(max(c, 1), _np.uint8) for c in plan.capacities]
+        slot = {}
+        vals = []
+
+        def new_slot(node, value=None):
+            slot[id(node)] = len(vals)
+            vals.append(value)
+            return slot[id(node)]
+
+        self.input_slots = [new_slot(n) for n in graph.inputs]
+        self.param_slots = [new_slot(n) for n in graph.params]
+        steps = []
+        for node in graph.nodes:
+            if id(node) in slot:
+                continue
+            if node.op == "const":
+                new_slot(node, node.value)
+                continue
+            if node.op in ("input", "param"):
+                raise RuntimeError(f"graph node {node.name} is not among the graph's "
+                                   "inputs or parameters")
+            ins = tuple(slot[id(i)] for i in node.inputs)
+            s = new_slot(node)
+            buf = plan.buffer_of.get(id(node))
+            if is_view(node):
+                steps.append(_alloc_step(vals, REGISTRY[node.op].impl, ins, s, node.attrs))
+            elif buf is not None:
+                nbytes = node.size * node.dtype.itemsize
+                view = self.buffers[buf][:nbytes].view(node.dtype).reshape(node.shape)
+                vals[s] = view
+                steps.append(_out_step(vals, out_kernel(node), ins, view))
+            else:
+                steps.append(_alloc_step(vals, REGISTRY[node.op].impl, ins, s, node.attrs,
+                                         node.dtype))
+        self.vals = vals
+        self.steps = steps
+        self.output_slots = [slot[id(o)] for o in graph.outputs]
+
+    def __call__(self, inputs, params):
+        vals = self.vals
+        for s, v in zip(self.input_slots, inputs):
+            vals[s] = v
+        for s, v in zip(self.param_slots, params):
+            vals[s] = v
+        for step in self.steps:
+            step()
+        return [_np.array(vals[s], copy=True) for s in self.output_slots]
+
+
+def _out_step(vals, kernel, ins, out):
+    if len(ins) == 1:
+        (a,) = ins
+        return lambda: kernel(vals[a], out)
+    if len(ins) == 2:
+        a, b = ins
+        return lambda: kernel(vals[a], vals[b], out)
+    return lambda: kernel(*[vals[i] for i in ins], out)
+
+
+def _alloc_step(vals, impl, ins, s, attrs, dtype=None):
+    def step():
+        value = impl(*[vals[i] for i in ins], **attrs)
+        if dtype is not None and value.dtype != dtype:
+            value = _np.asarray(value).astype(dtype)
+        vals[s] = value
+    return step

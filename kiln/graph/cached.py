@@ -1,0 +1,174 @@
+"""Hybridized execution: trace once per input signature, optimize, run compiled.
+
+A CachedFunction keeps one compiled entry per signature (array shapes and dtypes, the
+non-array arguments, train/predict mode, and which inputs need gradients). Inside
+autograd.record() a call is one node on the tape; its backward runs the compiled gradient
+graph, built from the registry's gradient rules and optimized like the forward.
+"""
+import numpy as _np
+
+from .. import autograd
+from ..ndarray import ndarray
+from . import trace
+from .capture import capture
+from .passes import optimize
+from .split import split_forward_backward
+from .tree import flatten, unflatten
+
+
+def make_program(graph, backend):
+    from ..backend import select
+    return select(backend).compile(graph)
+
+
+class _Entry:
+    """One compiled signature."""
+
+    def __init__(self, cap, program, params, grad=None):
+        self.cap = cap
+        self.program = program
+        self.params = params            # Parameters, in program.graph.params order
+        self.grad = grad                # (backward program, its params, n_residuals) or None
+
+
+class CachedFunction:
+    def __init__(self, fn, name, backend=None, param_names=None):
+        self.fn = fn
+        self.name = name
+        self.backend = backend
+        self.param_names = param_names   # callable -> {id(param): structural name}
+        self.entries = {}
+
+    # ---- building --------------------------------------------------------------------------
+    def _names(self):
+        return self.param_names() if self.param_names is not None else None
+
+    def _build(self, args, grad_mask):
+        if grad_mask is None:
+            cap = capture(self.fn, args, self.name, self._names())
+            graph = optimize(cap.graph)
+            program = make_program(graph, self.backend)
+            self._known_params = list(cap.params.values())
+            return _Entry(cap, program, [cap.params[id(p)] for p in graph.params])
+        cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask)
+        cap.grad_mask = grad_mask
+        joint = optimize(cap.graph)
+        n_fwd = cap.n_outputs + len(cap.state_params)
+        fwd, bwd, n_res = split_forward_backward(joint, cap.n_inputs, n_fwd)
+        fwd, bwd = optimize(fwd), optimize(bwd)
+        program = make_program(fwd, self.backend)
+        bprogram = make_program(bwd, self.backend)
+        self._known_params = list(cap.params.values())
+        return _Entry(cap, program, [cap.params[id(p)] for p in fwd.params],
+                      (bprogram, [cap.params[id(p)] for p in bwd.params], n_res))
+
+    def entry_for(self, args, training=None, grad_mask=None):
+        arrays, structure = flatten(tuple(args))
+        if training is None:
+            training = autograd.is_training()
+        key = (structure, tuple((a.shape, a.dtype) for a in arrays), training, grad_mask)
+        entry = self.entries.get(key)
+        if entry is None:
+            with autograd._scope(None, training):
+                entry = self.entries[key] = self._build(args, grad_mask)
+        return entry, arrays
+
+    # ---- calling ---------------------------------------------------------------------------
+    def __call__(self, *args):
+        arrays, _ = flatten(tuple(args))
+        grad_mask = None
+        if autograd._state.recording:
+            flags = tuple(a._tape is not None for a in arrays)
+            if any(flags) or self._params_need_grad():
+                grad_mask = flags
+        entry, arrays = self.entry_for(args, grad_mask=grad_mask)
+        values = [a._concrete("a hybridized call") for a in arrays]
+        param_arrays = [p.data() for p in entry.params]
+        results = entry.program(values, [p._data for p in param_arrays])
+        cap = entry.cap
+        n_out = cap.n_outputs
+        for param, value in zip(cap.state_params, results[n_out:n_out + len(cap.state_params)]):
+            _np.copyto(param.data()._data, value)
+        outs = [ndarray._wrap(v) for v in results[:n_out]]
+        if entry.grad is not None:
+            self._record(entry, arrays, values, outs, results[n_out + len(cap.state_params):])
+        return unflatten(cap.out_structure, outs)
+
+    _known_params = None
+
+    def _params_need_grad(self):
+        if self._known_params is None:
+            return True   # before the first trace we cannot know; trace with gradients
+        return any(p.data()._tape is not None for p in self._known_params)
+
+    def _record(self, entry, arrays, values, outs, residuals):
+        bprogram, bparams, _ = entry.grad
+        cap = entry.cap
+        param_values = {id(p): p.data()._data for p in bparams}
+        grad_arrays = [a for a, flag in zip(arrays, cap.grad_mask)
+                       if flag and a.dtype.kind == "f"]
+        float_outs = [k for k, o in enumerate(outs) if o.dtype.kind == "f"]
+        grad_params = cap.grad_params
+
+        def backward(out_grads):
+            gouts = [out_grads[k]._concrete("backward") for k in float_outs]
+            grads = bprogram(list(residuals) + gouts + values,
+                             [param_values[id(p)] for p in bparams])
+            return [ndarray._wrap(g) for g in grads]
+
+        inputs = grad_arrays + [p.data() for p in grad_params]
+        autograd.record_custom(cap.graph.name, inputs, outs, backward)
+
+    def graph(self, *args):
+        entry, _ = self.entry_for(args)
+        return entry.program.graph
+
+
+def call_hybridized(block, *args):
+    cached = block.__dict__.get("_kiln_cached")
+    if cached is None:
+        opts = getattr(block, "_hybrid_opts", None) or {}
+        cached = CachedFunction(block, type(block).__name__, backend=opts.get("backend"),
+                                param_names=lambda: _structural_names(block))
+        block.__dict__["_kiln_cached"] = cached
+    return cached(*args)
+
+
+def _structural_names(block):
+    try:
+        return {id(p): name for name, p in block.collect_params().items()}
+    except Exception:  # a block with deferred or unusual parameters: fall back to own names
+        return {}
+
+
+class HybridFunction:
+    """What kiln.hybridize returns: call it like the original; .graph(*args) shows the graph."""
+
+    def __init__(self, fn, backend=None):
+        self.__wrapped__ = fn
+        names = None
+        if hasattr(fn, "collect_params"):
+            names = lambda: _structural_names(fn)  # noqa: E731
+        name = getattr(fn, "__name__", type(fn).__name__)
+        self._cached = CachedFunction(self._run, name, backend=backend, param_names=names)
+
+    def _run(self, *args):
+        return self.__wrapped__(*args)
+
+    def __call__(self, *args):
+        if trace.current() is not None:
+            return self.__wrapped__(*args)
+        return self._cached(*args)
+
+    def graph(self, *args):
+        return self._cached.graph(*args)
+
+    def __repr__(self):
+        return f"<kiln.hybridize of {self.__wrapped__!r}>"
+
+
+def hybridize(fn_or_block=None, backend=None, **flags):
+    """Compile a function or block: kiln.hybridize(f)(x) computes f(x) as a graph program."""
+    if fn_or_block is None:
+        return lambda f: hybridize(f, backend=backend, **flags)
+    return HybridFunction(fn_or_block, backend=backend)

@@ -1,0 +1,141 @@
+"""Tracing a Python callable into a Graph, optionally with its gradient.
+
+The callable runs once with symbolic arrays for its array arguments; parameters read
+through Parameter.data() become 'param' nodes. Everything goes through the same registry
+as eager execution, so the trace and the eager run cannot drift apart.
+"""
+import warnings
+
+import numpy as _np
+
+from .. import autograd
+from ..base import user_frame
+from ..ndarray import ndarray, as_array
+from . import trace
+from .ir import Graph, Node
+from .tree import flatten, unflatten
+
+_warned_side_effects = False
+
+
+class KilnTraceWarning(UserWarning):
+    pass
+
+
+def _warn_side_effects_once(name):
+    global _warned_side_effects
+    if _warned_side_effects:
+        return
+    _warned_side_effects = True
+    where = user_frame() or ("<kiln>", 0, "")
+    warnings.warn_explicit(
+        f"kiln.hybridize traced {name}: its Python code ran once to build a graph. Side "
+        "effects such as print() happen only while tracing (again for each new input shape "
+        "or mode), not on every call.", KilnTraceWarning, where[0], where[1])
+
+
+def _numbers_as_arrays(value):
+    if isinstance(value, (bool, int, float, _np.number)):
+        return as_array(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_numbers_as_arrays(v) for v in value)
+    return value
+
+
+class Capture:
+    """The result of one trace."""
+
+    def __init__(self, graph, out_structure, n_outputs, state_params, params, n_inputs):
+        self.graph = graph
+        self.out_structure = out_structure
+        self.n_outputs = n_outputs          # user-visible outputs come first
+        self.state_params = state_params    # Parameters written by the trace, in output order
+        self.params = params                # id(param node) -> Parameter
+        self.n_inputs = n_inputs
+
+
+def _input_nodes(arrays, name_prefix="data"):
+    nodes = []
+    for k, a in enumerate(arrays):
+        name = name_prefix if len(arrays) == 1 else f"{name_prefix}{k}"
+        nodes.append(Node("input", (), {}, a.shape, a.dtype, name=name))
+    return nodes
+
+
+def capture(fn, args, name, param_names=None, grad_inputs=None):
+    """Trace fn(*args).
+
+    With grad_inputs (one flag per array argument: does it need a gradient?), the backward
+    pass is traced too. The graph then takes one extra input per float output (its incoming
+    gradient) and returns, after the outputs and state updates, the gradients of the flagged
+    inputs and then of every parameter that needs one (`Capture.grad_params`)."""
+    with_grad = grad_inputs is not None
+    arrays, in_structure = flatten(tuple(args))
+    ctx = trace.TraceContext(name, differentiate=with_grad)
+    in_nodes = _input_nodes(arrays)
+    symbols = []
+    for node in in_nodes:
+        ctx.add(node)
+        sym = ndarray._from_node(node)
+        if with_grad and grad_inputs[len(symbols)] and node.dtype.kind == "f":
+            sym._tape = autograd.Leaf(sym)
+        symbols.append(sym)
+    sym_args = unflatten(in_structure, symbols)
+    trace.push(ctx)
+    try:
+        with autograd._scope(with_grad, None):
+            result = fn(*sym_args)
+        outs, out_structure = flatten(_numbers_as_arrays(result))
+        outs = [o if isinstance(o, ndarray) else as_array(o) for o in outs]
+        out_nodes = [_node_of(ctx, o) for o in outs]
+        entries = list(ctx.params.values())
+        state = [(e.param, e.array) for e in entries if e.array._node is not e.node]
+        state_nodes = [_node_of(ctx, a) for _, a in state]
+        grad_in_nodes, grad_nodes, grad_params = [], [], []
+        if with_grad:
+            grad_in_nodes, grad_nodes, grad_params = _trace_backward(ctx, outs, symbols,
+                                                                     entries)
+    finally:
+        trace.pop()
+    _warn_side_effects_once(name)
+    param_nodes = [e.node for e in entries]
+    names = param_names or {}
+    for e in entries:
+        e.node.name = names.get(id(e.param), e.node.name)
+    graph = Graph(in_nodes + grad_in_nodes, param_nodes,
+                  out_nodes + state_nodes + grad_nodes, name)
+    cap = Capture(graph, out_structure, len(out_nodes), [p for p, _ in state],
+                  {id(e.node): e.param for e in entries}, len(in_nodes))
+    cap.grad_params = grad_params
+    cap.n_grad_outputs = len(grad_in_nodes)
+    return cap
+
+
+def _node_of(ctx, array):
+    if array._node is not None:
+        return array._node
+    return ctx.constant(array._data)
+
+
+def _trace_backward(ctx, outs, symbols, entries):
+    heads, head_grads, grad_in_nodes = [], [], []
+    for k, o in enumerate(outs):
+        if o.dtype.kind != "f":
+            continue
+        node = ctx.add(Node("input", (), {}, o.shape, o.dtype, name=f"grad_out{k}"))
+        grad_in_nodes.append(node)
+        if o._tape is not None:
+            heads.append(o)
+            head_grads.append(ndarray._from_node(node))
+    found = autograd._run_backward(heads, head_grads, retain_graph=True,
+                                   create_graph=False) if heads else {}
+    from ..ops.creation import full
+    leaves = [(s._tape, s) for s in symbols if isinstance(s._tape, autograd.Leaf)]
+    grad_params = [e.param for e in entries if e.leaf is not None]
+    leaves += [(e.leaf, e.leaf.array) for e in entries if e.leaf is not None]
+    grad_nodes = []
+    for leaf, array in leaves:
+        hit = found.get(id(leaf))
+        g = hit[1] if hit is not None else full(shape=array.shape, value=0, dtype=array.dtype)
+        grad_nodes.append(_node_of(ctx, g))
+    return grad_in_nodes, grad_nodes, grad_params

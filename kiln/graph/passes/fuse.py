@@ -1,0 +1,49 @@
+"""Elementwise fusion grouping: chains of elementwise ops, plus epilogues after matmul.
+
+The pass does not change the graph's values; it records `graph.fusion_groups`, lists of
+nodes that a backend may run as one kernel (one loop, one pass over memory). A node joins
+its producer's group when the producer is elementwise (or a matmul heading the group), the
+producer's only consumer is this node, and the shapes agree (no broadcast inside a loop).
+"""
+from ...ops.registry import REGISTRY
+
+
+def _elementwise(node):
+    return not node.is_source and REGISTRY[node.op].elementwise
+
+
+def group_elementwise(graph):
+    users = graph.consumers()
+    outputs = {id(o) for o in graph.outputs}
+    group_of = {}
+    groups = []
+    for node in graph.nodes:
+        if node.is_source:
+            continue
+        if not _elementwise(node):
+            if node.op == "matmul":
+                group_of[id(node)] = len(groups)
+                groups.append([node])
+            continue
+        joined = None
+        for i in node.inputs:
+            gid = group_of.get(id(i))
+            if gid is None or i.shape != node.shape or id(i) in outputs:
+                continue
+            if len(users[id(i)]) != 1:
+                continue
+            if joined is None:
+                joined = gid
+            elif joined != gid:
+                groups[joined].extend(groups[gid])
+                for n in groups[gid]:
+                    group_of[id(n)] = joined
+                groups[gid] = []
+        if joined is None:
+            joined = len(groups)
+            groups.append([])
+        groups[joined].append(node)
+        group_of[id(node)] = joined
+    order = {id(n): k for k, n in enumerate(graph.nodes)}
+    graph.fusion_groups = [sorted(g, key=lambda n: order[id(n)]) for g in groups if len(g) > 1]
+    return graph

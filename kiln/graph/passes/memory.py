@@ -1,0 +1,105 @@
+"""Memory planning: liveness over the schedule, buffer reuse, and in-place updates.
+
+Every computed node gets a slot in a buffer. A buffer is free again once the last reader of
+every value it holds (including views of it) has run. An elementwise node may write over
+its input when that input dies at this node and has the same shape and dtype. A chain of N
+dense+relu layers therefore needs two intermediate buffers, whatever N is.
+"""
+from ...ops.registry import REGISTRY
+
+
+class MemoryPlan:
+    def __init__(self, buffer_of, capacities, naive_bytes, outputs_private):
+        self.buffer_of = buffer_of          # id(node) -> buffer index
+        self.capacities = capacities        # bytes per buffer
+        self.naive_bytes = naive_bytes      # one fresh allocation per computed node
+        self.outputs_private = outputs_private
+
+    @property
+    def num_buffers(self):
+        return len(self.capacities)
+
+    @property
+    def bytes(self):
+        return sum(self.capacities)
+
+    def __repr__(self):
+        return (f"MemoryPlan(num_buffers={self.num_buffers}, bytes={self.bytes}, "
+                f"naive_bytes={self.naive_bytes})")
+
+
+def _nbytes(node):
+    return node.size * node.dtype.itemsize
+
+
+def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True):
+    """Assign buffers to the computed nodes of `graph`.
+
+    is_view(node):     the backend computes node as a view of its first input (no buffer)
+    writes_into(node): the backend can write node's result into a given buffer
+    """
+    schedule = [n for n in graph.nodes if not n.is_source]
+    position = {id(n): k for k, n in enumerate(schedule)}
+    root = {}
+    for n in schedule:
+        if is_view(n):
+            src = n.inputs[0]
+            root[id(n)] = root.get(id(src), id(src))
+    forever = len(schedule)
+    last_use = {}
+    for n in schedule:
+        for i in n.inputs:
+            r = root.get(id(i), id(i))
+            last_use[r] = max(last_use.get(r, -1), position[id(n)])
+    for o in graph.outputs:
+        last_use[root.get(id(o), id(o))] = forever
+
+    buffer_of, capacities, free = {}, [], []
+    owner_count = {}   # buffer -> number of live roots it holds
+    naive = 0
+    for k, n in enumerate(schedule):
+        if is_view(n) or not writes_into(n):
+            continue
+        need = _nbytes(n)
+        naive += need
+        chosen, taken = None, None
+        if REGISTRY[n.op].elementwise:
+            for i in n.inputs:
+                r = root.get(id(i), id(i))
+                b = buffer_of.get(r)
+                if (b is not None and r == id(i) and last_use.get(r) == k and i.shape == n.shape
+                        and i.dtype == n.dtype and owner_count[b] == 1):
+                    chosen, taken = b, r     # in place: the input dies here
+                    owner_count[b] -= 1
+                    break
+        if chosen is None:
+            chosen = _take_free(free, capacities, need)
+        capacities[chosen] = max(capacities[chosen], need)
+        buffer_of[id(n)] = chosen
+        owner_count[chosen] = owner_count.get(chosen, 0) + 1
+        # release the buffers whose values die at this node
+        for i in set(root.get(id(x), id(x)) for x in n.inputs):
+            b = buffer_of.get(i)
+            if b is not None and last_use.get(i) == k and i != taken:
+                owner_count[b] -= 1
+                if owner_count[b] == 0:
+                    free.append(b)
+        if last_use.get(id(n), -1) < k:
+            # computed but never read (dead code should be gone; keep the plan sound)
+            owner_count[chosen] -= 1
+            if owner_count[chosen] == 0:
+                free.append(chosen)
+    return MemoryPlan(buffer_of, capacities, naive, True)
+
+
+def _take_free(free, capacities, need):
+    fitting = [b for b in free if capacities[b] >= need]
+    if fitting:
+        best = min(fitting, key=lambda b: capacities[b])
+    elif free:
+        best = max(free, key=lambda b: capacities[b])
+    else:
+        capacities.append(0)
+        return len(capacities) - 1
+    free.remove(best)
+    return best

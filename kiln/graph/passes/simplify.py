@@ -1,0 +1,55 @@
+"""Algebraic simplification: identities that remove work without changing a value.
+
+x*1, 1*x, x+0, 0+x, x-0, x/1, x**1, -(-x), transpose of transpose, reshape of reshape,
+and reshape/broadcast/cast/transpose that change nothing.
+"""
+import numpy as _np
+
+from ..ir import Node, rewrite
+
+
+def _is_const(node, value):
+    return node.op == "const" and node.size > 0 and bool(_np.all(node.value == value))
+
+
+def _same(node, x):
+    """x can stand in for node: the identity did not broadcast or change the dtype."""
+    return x.shape == node.shape and x.dtype == node.dtype
+
+
+def simplify(graph):
+    def replace(node, inputs):
+        op = node.op
+        if op in ("multiply", "add", "subtract", "divide", "power"):
+            a, b = inputs
+            neutral = 1 if op in ("multiply", "divide", "power") else 0
+            if _is_const(b, neutral) and _same(node, a):
+                return a
+            if op in ("multiply", "add") and _is_const(a, neutral) and _same(node, b):
+                return b
+        elif op == "negative" and inputs[0].op == "negative":
+            return inputs[0].inputs[0]
+        elif op == "transpose":
+            (x,) = inputs
+            axes = node.attrs["axes"]
+            if x.op == "transpose":
+                inner = x.attrs["axes"]
+                axes = tuple(inner[a] for a in axes)
+                x = x.inputs[0]
+            if axes == tuple(range(len(axes))):
+                return x
+            if x is not inputs[0]:
+                return Node("transpose", (x,), {"axes": axes}, node.shape, node.dtype)
+        elif op == "reshape":
+            (x,) = inputs
+            while x.op == "reshape":
+                x = x.inputs[0]
+            if x.shape == node.shape:
+                return x
+            if x is not inputs[0]:
+                return Node("reshape", (x,), node.attrs, node.shape, node.dtype)
+        elif op in ("broadcast_to", "cast"):
+            if _same(node, inputs[0]):
+                return inputs[0]
+        return None
+    return rewrite(graph, replace)

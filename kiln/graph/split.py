@@ -1,0 +1,71 @@
+"""Splitting a traced forward+backward graph into a forward and a backward program.
+
+The joint graph's nodes that do not depend on any incoming output gradient belong to the
+forward program. Forward values that backward nodes read are "residuals": the forward
+program returns them, and the backward program takes them as inputs, so nothing is
+computed twice.
+"""
+from .ir import Graph, Node
+
+
+def substitute(outputs, mapping):
+    """Rebuild `outputs` with the nodes in `mapping` (id -> Node) replaced."""
+    memo = dict(mapping)
+
+    def build(node):
+        hit = memo.get(id(node))
+        if hit is not None:
+            return hit
+        stack = [(node, False)]
+        while stack:
+            n, ready = stack.pop()
+            if id(n) in memo:
+                continue
+            if not ready:
+                stack.append((n, True))
+                stack.extend((i, False) for i in n.inputs if id(i) not in memo)
+                continue
+            new_inputs = tuple(memo[id(i)] for i in n.inputs)
+            if all(a is b for a, b in zip(new_inputs, n.inputs)):
+                memo[id(n)] = n
+            else:
+                memo[id(n)] = Node(n.op, new_inputs, n.attrs, n.shape, n.dtype, name=n.name,
+                                   value=n.value)
+        return memo[id(node)]
+
+    return [build(o) for o in outputs]
+
+
+def split_forward_backward(joint, n_inputs, n_forward_outputs):
+    """joint.inputs = user inputs + incoming gradients; joint.outputs = forward outputs
+    (incl. state updates) + gradients. Returns (forward, backward, n_residuals); the backward
+    graph's inputs are residuals + incoming gradients + user inputs."""
+    user_inputs = joint.inputs[:n_inputs]
+    grad_inputs = joint.inputs[n_inputs:]
+    needs_grad = {id(n) for n in grad_inputs}
+    for n in joint.nodes:
+        if any(id(i) in needs_grad for i in n.inputs):
+            needs_grad.add(id(n))
+    fwd_outputs = joint.outputs[:n_forward_outputs]
+    grad_outputs = joint.outputs[n_forward_outputs:]
+    residuals, seen = [], set()
+
+    def keep(n):
+        if id(n) in needs_grad or n.op in ("const", "input", "param") or id(n) in seen:
+            return
+        seen.add(id(n))
+        residuals.append(n)
+
+    for n in joint.nodes:
+        if id(n) in needs_grad:
+            for i in n.inputs:
+                keep(i)
+    for o in grad_outputs:
+        keep(o)
+    forward = Graph(user_inputs, joint.params, fwd_outputs + residuals, joint.name + "_forward")
+    res_inputs = [Node("input", (), {}, r.shape, r.dtype, name=f"residual{k}")
+                  for k, r in enumerate(residuals)]
+    mapping = {id(r): ri for r, ri in zip(residuals, res_inputs)}
+    backward = Graph(res_inputs + grad_inputs + user_inputs, joint.params,
+                     substitute(grad_outputs, mapping), joint.name + "_backward")
+    return forward, backward, len(residuals)
