@@ -27,21 +27,21 @@ _UFUNCS = {
 
 
 def _relu(x, out):
-    _np.maximum(x, 0, out)
+    _np.maximum(x, 0, out=out)
 
 
 def _sigmoid(x, out):
     # 1 / (1 + exp(-x)); exp overflow gives inf and then exactly 0, the right limit
     with _np.errstate(over="ignore"):
-        _np.negative(x, out)
-        _np.exp(out, out)
+        _np.negative(x, out=out)
+        _np.exp(out, out=out)
     out += 1
-    _np.reciprocal(out, out)
+    _np.reciprocal(out, out=out)
 
 
 def _divide(a, b, out):
     with _np.errstate(divide="ignore", invalid="ignore"):
-        _np.true_divide(a, b, out)
+        _np.true_divide(a, b, out=out)
 
 
 def _matmul(a, b, out):
@@ -149,11 +149,11 @@ class NumpyProgram:
 def _out_step(vals, kernel, ins, out):
     if len(ins) == 1:
         (a,) = ins
-        return lambda: kernel(vals[a], out)
+        return lambda: kernel(vals[a], out=out)
     if len(ins) == 2:
         a, b = ins
-        return lambda: kernel(vals[a], vals[b], out)
-    return lambda: kernel(*[vals[i] for i in ins], out)
+        return lambda: kernel(vals[a], vals[b], out=out)
+    return lambda: kernel(*[vals[i] for i in ins], out=out)
 
 
 def _alloc_step(vals, impl, ins, s, attrs, dtype=None):
