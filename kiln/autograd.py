@@ -74,6 +74,10 @@ class Leaf:
     def __init__(self, array):
         self.array = array
 
+    @property
+    def out_avals(self):   # a leaf is its own single output (x.backward() on a leaf works)
+        return ((self.array.shape, self.array.dtype),)
+
 
 class TapeNode:
     """One recorded op: how to turn output gradients into input gradients."""
@@ -91,10 +95,12 @@ def record_primitive(prim, inputs, attrs, out):
     from .ndarray import ndarray
     in_refs = tuple((a._tape, a._tidx) if a._tape is not None else None for a in inputs)
     saved_in = tuple(a._alias() for a in inputs)
-    saved_out = ndarray._alias_of(out, None, 0)
+    saved = []
 
     def backward(out_grads):
-        grads = prim.grad(out_grads[0], saved_out, *saved_in, **attrs)
+        # the saved output is on the tape too (exp's rule is g * out), so create_graph
+        # differentiates through it
+        grads = prim.grad(out_grads[0], saved[0], *saved_in, **attrs)
         if len(grads) != len(saved_in):
             raise KilnError(f"{prim.name}: gradient rule returned {len(grads)} gradients "
                             f"for {len(saved_in)} inputs")
@@ -102,6 +108,7 @@ def record_primitive(prim, inputs, attrs, out):
 
     node = TapeNode(prim.name, backward, in_refs, ((out.shape, out.dtype),))
     out._tape, out._tidx = node, 0
+    saved.append(ndarray._alias_of(out, None, 0))
 
 
 def record_custom(name, inputs, outputs, backward):

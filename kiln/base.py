@@ -24,6 +24,10 @@ class DTypeError(KilnError, TypeError):
     pass
 
 
+class KilnIndexError(KilnError, IndexError):
+    pass
+
+
 class SymbolicValueError(KilnError, TypeError):
     """A concrete value was asked of a symbolic array while tracing."""
 
@@ -61,7 +65,9 @@ def where_in_user_code():
 
 
 def op_error(op, message, kind=ShapeError):
-    """Build an error naming the op and the user's line."""
+    """Build an error naming the op and the user's line (always a KilnError)."""
+    if kind is IndexError:
+        kind = KilnIndexError
     return kind(f"{op}: {message}{where_in_user_code()}")
 
 

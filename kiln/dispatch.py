@@ -36,9 +36,16 @@ def to_operands(args):
         if isinstance(a, ndarray):
             like = a
             break
+    # MXNet: an integer (or bool) array meeting a Python float computes in the default float
+    # (int64 array * 1.5 is float32, not NumPy's float64)
+    promote = like is not None and not _is_floating(like.dtype) and any(
+        isinstance(a, (float, _np.floating)) for a in args)
     out = []
     for a in args:
         if isinstance(a, ndarray):
+            if promote and not _is_floating(a.dtype):
+                from .ops.elementwise import cast
+                a = cast(a, dtype=DEFAULT_FLOAT)
             out.append(a)
         elif isinstance(a, (bool, int, float, _np.number)):
             out.append(scalar_operand(a, like))
@@ -89,7 +96,10 @@ def binary(name, a, b):
 def inplace_binary(name, target, other):
     """target op= other, keeping target's identity."""
     result = binary(name, target, other)
-    if (target._node is None and target._tape is None and result._tape is None
+    # a gradient leaf (attach_grad) updated outside record() stays a leaf: write in place
+    eager_target = target._tape is None or (isinstance(target._tape, autograd.Leaf)
+                                            and not autograd._state.recording)
+    if (target._node is None and eager_target and result._tape is None
             and target._data.flags.writeable):
         if result.dtype != target.dtype and not _np.can_cast(result.dtype, target.dtype,
                                                                "same_kind"):

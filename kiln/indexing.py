@@ -1,4 +1,6 @@
 """x[key] and x[key] = value, for eager, recorded and symbolic arrays alike."""
+import operator
+
 import numpy as _np
 
 from . import autograd
@@ -48,7 +50,7 @@ def basic_plan(shape, key):
             out_shape.append(n)
         else:
             try:
-                i = int(k)
+                i = operator.index(k)   # 1.5 or "a" is not an index
             except (TypeError, ValueError):
                 raise op_error("getitem", f"unsupported index {k!r} of type {type(k).__name__}",
                                IndexError) from None
@@ -101,7 +103,8 @@ def getitem(x, key):
     if not any(_is_advanced(k) for k in key_t):
         if not _needs_graph(x):
             plan = basic_plan(x.shape, key_t)  # validates with kiln's messages
-            return ndarray._wrap(x._data[key])
+            # an integer index gives a NumPy scalar: keep it a 0-d array (x[3] is array(3.))
+            return ndarray._wrap(_np.asarray(x._data[key]))
         return _apply_basic(x, basic_plan(x.shape, key_t))
     return _advanced_getitem(x, key_t)
 

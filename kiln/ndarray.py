@@ -169,9 +169,14 @@ class ndarray:
     def __repr__(self):
         if self._node is not None:
             return repr(self._node.symbol())
+        # MXNet's format: dtype hidden for float32 (and bool), shown for everything else
         text = repr(self._data)
-        if self._data.dtype == DEFAULT_FLOAT:
-            text = text.replace(", dtype=float32", "")
+        dtype = self._data.dtype
+        if "dtype=" in text:
+            if dtype == DEFAULT_FLOAT:
+                text = text[:text.rindex(",")] + ")"
+        elif dtype not in (DEFAULT_FLOAT, _np.bool_):
+            text = text[:-1] + f", dtype={dtype})"
         return text
 
     def __str__(self):

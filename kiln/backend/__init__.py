@@ -13,11 +13,26 @@ class _NumpyBackend:
         return NumpyProgram(graph)
 
 
-BACKENDS = {"numpy": _NumpyBackend}
+class _CBackend:
+    """Generated C; graphs it cannot lower, or a missing compiler, fall back to NumPy."""
+    name = "c"
+
+    @staticmethod
+    def compile(graph):
+        from .c.program import compile_graph
+        program = compile_graph(graph)
+        return program if program is not None else _NumpyBackend.compile(graph)
+
+
+BACKENDS = {"numpy": _NumpyBackend, "c": _CBackend}
+
+
+def default_backend():
+    return "numpy"
 
 
 def select(name=None):
-    name = name or os.environ.get("KILN_BACKEND") or "numpy"
+    name = name or os.environ.get("KILN_BACKEND") or default_backend()
     try:
         return BACKENDS[name]
     except KeyError:

@@ -10,8 +10,10 @@ def _shape(op, shape):
     if isinstance(shape, (int, _np.integer)):
         shape = (int(shape),)
     try:
+        if isinstance(shape, str):
+            raise TypeError(shape)
         shape = tuple(int(d) for d in shape)
-    except TypeError:
+    except (TypeError, ValueError):
         raise op_error(op, f"shape must be an int or a tuple of ints, got {shape!r}",
                        KilnError) from None
     if any(d < 0 for d in shape):
@@ -82,6 +84,22 @@ def full_like(a, fill_value, dtype=None, order="C", ctx=None, device=None, out=N
 empty_like = zeros_like
 
 
+def _numpy_made(op):
+    """Creation functions computed by NumPy directly: its errors come back as kiln errors."""
+    def deco(fn):
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except KilnError:
+                raise
+            except (ValueError, TypeError) as exc:
+                raise op_error(op, f"{type(exc).__name__}: {exc}", KilnError) from None
+        wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
+        return wrapper
+    return deco
+
+
+@_numpy_made("arange")
 def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
     if stop is None:
         start, stop = 0, start
@@ -90,6 +108,7 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
     return ndarray._wrap(_np.arange(start, stop, step).astype(normalize_dtype(dtype, DEFAULT_FLOAT)))
 
 
+@_numpy_made("linspace")
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None,
              device=None):
     values, step = _np.linspace(start, stop, num, endpoint=endpoint, retstep=True, axis=axis)
@@ -97,11 +116,13 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (out, step) if retstep else out
 
 
+@_numpy_made("logspace")
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, ctx=None):
     values = _np.logspace(start, stop, num, endpoint=endpoint, base=base, axis=axis)
     return ndarray._wrap(values.astype(normalize_dtype(dtype, DEFAULT_FLOAT)))
 
 
+@_numpy_made("eye")
 def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
     return ndarray._wrap(_np.eye(N, M, k, dtype=normalize_dtype(dtype, DEFAULT_FLOAT)))
 

@@ -1,5 +1,6 @@
 """Shape manipulation: reshape, transpose, stacking, splitting, and friends."""
 import builtins as _b
+import operator
 
 import numpy as _np
 
@@ -16,7 +17,10 @@ def _arr(x):
 def _resolve_shape(op, size, shape):
     if isinstance(shape, (int, _np.integer)):
         shape = (int(shape),)
-    shape = [int(d) for d in shape]
+    try:
+        shape = [operator.index(d) for d in shape]
+    except TypeError:
+        raise op_error(op, f"shape must be a tuple of ints, got {shape!r}", KilnError) from None
     unknown = [i for i, d in enumerate(shape) if d == -1]
     if len(unknown) > 1:
         raise op_error(op, f"can only specify one unknown dimension (-1), got {tuple(shape)}")

@@ -1,4 +1,6 @@
 """kiln.np.random: MXNet's signatures (size=..., float32 results)."""
+import operator
+
 import numpy as _np
 
 from ..base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
@@ -16,7 +18,11 @@ def _size(size):
         return ()
     if isinstance(size, (int, _np.integer)):
         return (int(size),)
-    return tuple(int(d) for d in size)
+    try:
+        return tuple(operator.index(d) for d in size)
+    except TypeError:
+        raise op_error("random", f"size must be an int or a tuple of ints, got {size!r}",
+                       KilnError) from None
 
 
 def _scalar(op, value):

@@ -207,7 +207,9 @@ for _name, _fn in (("equal", _np.equal), ("not_equal", _np.not_equal), ("less", 
                    ("less_equal", _np.less_equal), ("greater", _np.greater),
                    ("greater_equal", _np.greater_equal), ("logical_and", _np.logical_and),
                    ("logical_or", _np.logical_or), ("logical_xor", _np.logical_xor)):
-    register(_name, binary_bool(_name), elementwise=True)(lambda a, b, _fn=_fn: _fn(a, b))
+    # bound as module names too, so gradient rules can use them (equal in max's rule)
+    globals()[_name] = register(_name, binary_bool(_name), elementwise=True)(
+        lambda a, b, _fn=_fn: _fn(a, b))
 
 
 # ---- where and cast ------------------------------------------------------------------------

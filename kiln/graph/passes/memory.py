@@ -32,11 +32,17 @@ def _nbytes(node):
     return node.size * node.dtype.itemsize
 
 
-def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True):
+def _registry_elementwise(node):
+    return REGISTRY[node.op].elementwise
+
+
+def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True,
+                inplace_ok=_registry_elementwise):
     """Assign buffers to the computed nodes of `graph`.
 
     is_view(node):     the backend computes node as a view of its first input (no buffer)
     writes_into(node): the backend can write node's result into a given buffer
+    inplace_ok(node):  node may overwrite an input of its shape and dtype that dies there
     """
     schedule = [n for n in graph.nodes if not n.is_source]
     position = {id(n): k for k, n in enumerate(schedule)}
@@ -63,7 +69,7 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
         need = _nbytes(n)
         naive += need
         chosen, taken = None, None
-        if REGISTRY[n.op].elementwise:
+        if inplace_ok(n):
             for i in n.inputs:
                 r = root.get(id(i), id(i))
                 b = buffer_of.get(r)

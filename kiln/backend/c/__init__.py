@@ -1,0 +1,1 @@
+"""The C backend: generated native code for optimized graphs."""

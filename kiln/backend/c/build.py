@@ -1,0 +1,162 @@
+"""Compiling generated C with the system compiler, with an on-disk cache.
+
+The cache key is a hash of the source, the flags and the compiler's version, so a changed
+compiler or flag never reuses a stale object. Writes are atomic (compile to a temporary
+name, then rename), so two processes building the same graph at once are safe. A cached
+object that fails to load is deleted and rebuilt. An in-memory dict sits in front of the
+disk, so a second identical graph in one process costs a dictionary lookup.
+"""
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import warnings
+
+from ...base import KilnError
+
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c99", "-fno-math-errno",
+         "-fopenmp-simd", "-Wno-unused-variable", "-Wno-unused-function")
+
+_loaded = {}
+_lock = threading.Lock()
+_compiler_info = {}
+_warned = False
+
+
+class CompilerUnavailable(KilnError):
+    pass
+
+
+def compiler():
+    """The compiler command and its version string, or raise CompilerUnavailable."""
+    cc = os.environ.get("CC") or "cc"
+    hit = _compiler_info.get(cc)
+    if hit is not None:
+        if isinstance(hit, Exception):
+            raise hit
+        return hit
+    try:
+        res = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+        version = res.stdout.strip().splitlines()[0] if res.returncode == 0 and res.stdout else ""
+        if res.returncode != 0 or not version:
+            raise CompilerUnavailable(f"C compiler {cc!r} did not report a version "
+                                      f"(exit code {res.returncode})")
+        probe = _compile_probe(cc)
+        if probe:
+            raise CompilerUnavailable(f"C compiler {cc!r} cannot build a shared library: "
+                                      f"{probe}")
+    except (OSError, subprocess.SubprocessError) as exc:
+        err = CompilerUnavailable(f"no working C compiler ({cc!r}): {exc}")
+        _compiler_info[cc] = err
+        raise err from None
+    except CompilerUnavailable as err:
+        _compiler_info[cc] = err
+        raise
+    _compiler_info[cc] = (cc, version)
+    return cc, version
+
+
+def _compile_probe(cc):
+    with tempfile.TemporaryDirectory(prefix="kiln-probe-") as tmp:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as f:
+            f.write("int kiln_probe(void) { return 42; }\n")
+        out = os.path.join(tmp, "probe.so")
+        res = subprocess.run([cc, *FLAGS, "-o", out, src], capture_output=True, text=True,
+                             timeout=120)
+        if res.returncode != 0 or not os.path.exists(out):
+            return (res.stderr or res.stdout or "unknown error").strip()[:500]
+    return ""
+
+
+def available():
+    try:
+        compiler()
+        return True
+    except CompilerUnavailable:
+        return False
+
+
+def warn_unavailable_once(reason):
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(f"kiln: the C backend is unavailable ({reason}); using the NumPy "
+                      "executor instead", RuntimeWarning, stacklevel=3)
+
+
+def cache_dir():
+    path = os.environ.get("KILN_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "kiln")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def load(source, extra_flags=()):
+    """Compile `source` (or find it in the cache) and return the loaded ctypes library."""
+    cc, version = compiler()
+    flags = FLAGS + tuple(extra_flags)
+    key = hashlib.sha256("\0".join((source, " ".join(flags), cc, version)).encode()).hexdigest()
+    with _lock:
+        lib = _loaded.get(key)
+        if lib is not None:
+            return lib
+        path = os.path.join(cache_dir(), f"kiln_{key[:32]}.so")
+        lib = None
+        if os.path.exists(path):
+            lib = _try_load(path)
+            if lib is None:
+                _remove(path)        # corrupt or truncated entry: rebuild it
+        if lib is None:
+            _compile(cc, flags, source, path)
+            lib = _try_load(path)
+            if lib is None:
+                raise KilnError(f"C backend: compiled library {path} could not be loaded")
+        _loaded[key] = lib
+        return lib
+
+
+def _try_load(path):
+    try:
+        lib = ctypes.CDLL(path)
+        lib.kiln_abi_version.restype = ctypes.c_int
+        if lib.kiln_abi_version() != ABI_VERSION:
+            return None
+        return lib
+    except (OSError, AttributeError):
+        return None
+
+
+ABI_VERSION = 1
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _compile(cc, flags, source, path):
+    directory = os.path.dirname(path)
+    fd, tmp_so = tempfile.mkstemp(dir=directory, prefix=".kiln-build-", suffix=".so")
+    os.close(fd)
+    src_path = tmp_so[:-3] + ".c"
+    try:
+        with open(src_path, "w") as f:
+            f.write(source)
+        res = subprocess.run([cc, *flags, "-o", tmp_so, src_path, "-lm"], capture_output=True,
+                             text=True, timeout=600)
+        if res.returncode != 0:
+            raise KilnError("C backend: the compiler rejected generated code (a kiln bug); "
+                            f"{cc} said:\n{(res.stderr or res.stdout)[:4000]}")
+        os.replace(tmp_so, path)     # atomic: readers see the old entry or the whole new one
+        if os.environ.get("KILN_KEEP_SOURCE"):
+            shutil.copy(src_path, path[:-3] + ".c")
+    finally:
+        for p in (tmp_so, src_path):
+            if os.path.exists(p):
+                _remove(p)

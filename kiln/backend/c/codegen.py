@@ -1,0 +1,221 @@
+"""Generating one C source for an optimized graph.
+
+The graph is first collapsed into steps: each fusion group (an elementwise chain, possibly
+headed by a matmul) becomes one loop nest; reshapes, and transposes that only feed a
+matmul, become aliases that cost nothing. Memory is planned over the steps with the same
+liveness planner the NumPy executor uses. All data pointers come from one table `P`
+(inputs, parameters, constants, planned buffers, random draws), filled once per plan.
+"""
+import numpy as _np
+
+from ...graph.ir import Graph, Node
+from ...graph.passes.memory import plan_memory
+from ...ops.registry import REGISTRY
+from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
+                    elementwise_expr, PRELUDE, C_TYPES)
+from . import kernels
+
+
+class NotLowerable(Exception):
+    """The graph uses something the C backend does not generate code for."""
+
+
+class Step:
+    __slots__ = ("kind", "nodes", "sink", "inputs", "collapsed")
+
+    def __init__(self, kind, nodes, inputs):
+        self.kind = kind            # 'fused' | 'matmul' | 'alias' | 'random' | 'op'
+        self.nodes = nodes          # graph nodes computed by this step (in order)
+        self.sink = nodes[-1]       # the node whose value leaves the step
+        self.inputs = inputs        # graph nodes read from outside the step
+        self.collapsed = None
+
+
+def _check_dtypes(graph):
+    for n in graph.nodes:
+        if n.dtype not in C_TYPES:
+            raise NotLowerable(f"dtype {n.dtype} of {n.name}")
+
+
+def _lowerable_elementwise(node):
+    if node.is_source or not REGISTRY[node.op].elementwise:
+        return False
+    args = [f"x{k}" for k in range(len(node.inputs))]
+    return elementwise_expr(node.op, args, [i.dtype for i in node.inputs], node.dtype,
+                            node.attrs) is not None
+
+
+def _virtual_transpose(node, users):
+    return (node.op == "transpose" and node.ndim == 2 and node.attrs["axes"] == (1, 0)
+            and users[id(node)] and all(u.op == "matmul" for u in users[id(node)]))
+
+
+def build_steps(graph):
+    _check_dtypes(graph)
+    users = graph.consumers()
+    group_of = {}
+    for grp in graph.fusion_groups:
+        head_ok = grp[0].op == "matmul" or _lowerable_elementwise(grp[0])
+        if head_ok and all(_lowerable_elementwise(n) for n in grp[1:]):
+            for n in grp:
+                group_of[id(n)] = grp
+    steps = []
+    for node in graph.nodes:
+        if node.is_source:
+            continue
+        grp = group_of.get(id(node))
+        if grp is not None:
+            if node is not grp[-1]:
+                continue
+            members = {id(n) for n in grp}
+            ext = []
+            for n in grp:
+                for i in n.inputs:
+                    if id(i) not in members and all(i is not e for e in ext):
+                        ext.append(i)
+            steps.append(Step("matmul" if grp[0].op == "matmul" else "fused", list(grp), ext))
+        elif node.op == "reshape" or _virtual_transpose(node, users):
+            steps.append(Step("alias", [node], list(node.inputs)))
+        elif REGISTRY[node.op].random:
+            steps.append(Step("random", [node], []))
+        elif _lowerable_elementwise(node):
+            steps.append(Step("fused", [node], list(node.inputs)))
+        elif node.op == "matmul":
+            steps.append(Step("matmul", [node], list(node.inputs)))
+        elif node.op in kernels.KERNELS:
+            steps.append(Step("op", [node], list(node.inputs)))
+        else:
+            raise NotLowerable(f"op {node.op}")
+    return steps
+
+
+def collapse(graph, steps):
+    """A graph with one node per step, for memory planning."""
+    mapping = {id(n): n for n in graph.inputs + graph.params}
+    for n in graph.nodes:
+        if n.op == "const":
+            mapping[id(n)] = n
+    for s in steps:
+        ins = tuple(mapping[id(i)] for i in s.inputs)
+        s.collapsed = Node(f"step:{s.kind}", ins, {}, s.sink.shape, s.sink.dtype,
+                           name=s.sink.name)
+        for n in s.nodes:   # a matmul heading a group writes where the group's result goes
+            mapping[id(n)] = s.collapsed
+    outs = [mapping[id(o)] for o in graph.outputs]
+    return Graph(graph.inputs, graph.params, outs, graph.name), mapping
+
+
+class Generated:
+    """The C source plus everything the program needs to fill the pointer table."""
+
+    def __init__(self):
+        self.source = ""
+        self.slots = []          # per table entry: ('input', k) | ('param', k) | ('const', arr)
+                                 # | ('buffer', b) | ('random', node)
+        self.plan = None
+        self.output_slots = []
+
+
+def generate(graph, gemm=None):
+    steps = build_steps(graph)
+    cgraph, mapping = collapse(graph, steps)
+    kinds = {id(s.collapsed): s.kind for s in steps}
+    plan = plan_memory(
+        cgraph,
+        is_view=lambda n: kinds.get(id(n)) == "alias",
+        writes_into=lambda n: kinds.get(id(n)) not in ("alias", "random") and n.size > 0,
+        inplace_ok=lambda n: kinds.get(id(n)) == "fused")
+    gen = Generated()
+    gen.plan = plan
+    slot_of = {}
+
+    def add_slot(key, entry):
+        slot_of[key] = len(gen.slots)
+        gen.slots.append(entry)
+
+    for k, n in enumerate(graph.inputs):
+        add_slot(id(n), ("input", k))
+    for k, n in enumerate(graph.params):
+        add_slot(id(n), ("param", k))
+    buffer_slot = {}
+    for b in range(plan.num_buffers):
+        buffer_slot[b] = len(gen.slots)
+        gen.slots.append(("buffer", b))
+    for n in graph.nodes:
+        if n.op == "const":
+            add_slot(id(n), ("const", n.value))
+
+    def storage(node):
+        """Table index holding `node`'s value (following aliases to their root)."""
+        if id(node) in slot_of:
+            return slot_of[id(node)]
+        c = mapping[id(node)]
+        step_kind = kinds.get(id(c))
+        if step_kind == "alias":
+            return storage(_alias_source(node))
+        if step_kind == "random":
+            add_slot(id(node), ("random", node))
+            return slot_of[id(node)]
+        b = plan.buffer_of.get(id(c))
+        if b is None:
+            add_slot(id(node), ("empty", node))   # zero-size value: never dereferenced
+            return slot_of[id(node)]
+        slot_of[id(node)] = buffer_slot[b]
+        return buffer_slot[b]
+
+    def ptr(node):
+        return f"(({ctype(node.dtype)} *)P[{storage(node)}])"
+
+    body = []
+    for s in steps:
+        if s.kind in ("alias", "random"):
+            storage(s.sink)
+            continue
+        if s.sink.size == 0:
+            continue
+        body.append(f"  /* {s.kind}: {', '.join(n.op for n in s.nodes)} -> {s.sink.name} */")
+        body.append("  {")   # each step in its own scope: its local names never clash
+        if s.kind == "fused":
+            body.append(_fused(s, ptr))
+        elif s.kind == "matmul":
+            body.append(kernels.matmul(s.nodes[0], ptr, _alias_source, gemm))
+            if len(s.nodes) > 1:
+                body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
+        else:
+            body.append(kernels.KERNELS[s.sink.op](s.sink, ptr))
+        body.append("  }")
+    gen.output_slots = [storage(o) for o in graph.outputs]
+    gen.source = "\n".join([PRELUDE, kernels.gemm_prelude(gemm),
+                            "int kiln_run(void **P) {", *body, "  return 0;", "}", ""])
+    return gen
+
+
+def _alias_source(node):
+    """The node whose storage an alias step reads (through chains of aliases)."""
+    return node.inputs[0] if node.op in ("reshape", "transpose") else node
+
+
+def _fused(step, ptr):
+    out = step.sink
+    members = {id(n) for n in step.nodes}
+    ext = []
+    for n in step.nodes:
+        for i in n.inputs:
+            if id(i) not in members and all(i is not e for e in ext):
+                ext.append(i)
+    operands = [Operand(ptr(out), 0, contiguous_strides(out.shape))]
+    for i in ext:
+        operands.append(Operand(ptr(i), 0, broadcast_strides(i.shape, out.shape)))
+
+    def body(offsets):
+        lines, names = [], {}
+        for k, i in enumerate(ext):
+            names[id(i)] = f"{operands[k + 1].ptr}[{offsets[k + 1]}]"
+        for k, n in enumerate(step.nodes):
+            args = [names[id(i)] for i in n.inputs]
+            expr = elementwise_expr(n.op, args, [i.dtype for i in n.inputs], n.dtype, n.attrs)
+            lines.append(f"{ctype(n.dtype)} t{k} = {expr};")
+            names[id(n)] = f"t{k}"
+        lines.append(f"{operands[0].ptr}[{offsets[0]}] = t{len(step.nodes) - 1};")
+        return lines
+    return loop_nest(out.shape, operands, body)

@@ -1,0 +1,328 @@
+"""C text for the non-elementwise ops: matmul, reductions, data movement, gather/scatter,
+and the sliding windows that convolution and pooling are made of.
+
+Each kernel takes the node and ptr(node) -> C pointer expression, and returns C statements.
+Index arithmetic is static (shapes are known), and every gather clips or wraps its indices,
+so generated code cannot read or write out of bounds.
+"""
+import math
+
+import numpy as _np
+
+from .loops import Operand, loop_nest, contiguous_strides, broadcast_strides, ctype
+
+# below this many multiply-adds kiln's own loops beat a BLAS call's fixed cost
+GEMM_BLAS_MIN_FLOPS = 1 << 17
+GEMM_BLAS_MIN_ROWS = 8
+
+
+def c_literal(value, dtype):
+    v = float(value)
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "(-INFINITY)"
+    if _np.dtype(dtype).kind == "f":
+        return repr(v) + ("f" if _np.dtype(dtype) == _np.float32 else "")
+    return str(int(value))
+
+
+# ---- matmul -------------------------------------------------------------------------------
+
+def gemm_prelude(gemm):
+    bits = gemm[2] if gemm else 64
+    INT = "int64_t" if bits == 64 else "int"
+    parts = [f"typedef {INT} kiln_blas_int;"]
+    for T, name in (("float", "s"), ("double", "d")):
+        parts.append(
+            f"typedef void (*kiln_{name}gemm_t)(int, int, int, kiln_blas_int, kiln_blas_int, "
+            f"kiln_blas_int, {T}, const {T} *, kiln_blas_int, const {T} *, kiln_blas_int, "
+            f"{T}, {T} *, kiln_blas_int);\n"
+            f"static kiln_{name}gemm_t kiln_{name}gemm_ptr = 0;")
+    parts.append("void kiln_set_blas(void *s, void *d) {\n"
+                 "  kiln_sgemm_ptr = (kiln_sgemm_t)s; kiln_dgemm_ptr = (kiln_dgemm_t)d;\n}")
+    for T, name in (("float", "s"), ("double", "d")):
+        parts.append(_gemm_function(T, name))
+    return "\n".join(parts)
+
+
+def _gemm_function(T, name):
+    return f"""
+/* C[M,N] = op(A) op(B); row-major; ta/tb: A is stored (K,M) / B is stored (N,K) */
+static void kiln_gemm_{T}(int ta, int tb, int64_t M, int64_t N, int64_t K,
+                          const {T} *A, int64_t lda, const {T} *B, int64_t ldb, {T} *C) {{
+  if (kiln_{name}gemm_ptr && M >= {GEMM_BLAS_MIN_ROWS} && M * N * K >= {GEMM_BLAS_MIN_FLOPS}) {{
+    kiln_{name}gemm_ptr(101, ta ? 112 : 111, tb ? 112 : 111, M, N, K, 1, A, lda, B, ldb, 0, C, N);
+    return;
+  }}
+  if (!ta && tb) {{
+    for (int64_t m = 0; m < M; m++) {{
+      const {T} *a = A + m * lda;
+      int64_t n = 0;
+      for (; n + 4 <= N; n += 4) {{
+        const {T} *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+        {T} s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        #pragma omp simd reduction(+:s0,s1,s2,s3)
+        for (int64_t k = 0; k < K; k++) {{
+          {T} av = a[k]; s0 += av * b0[k]; s1 += av * b1[k]; s2 += av * b2[k]; s3 += av * b3[k];
+        }}
+        C[m * N + n] = s0; C[m * N + n + 1] = s1; C[m * N + n + 2] = s2; C[m * N + n + 3] = s3;
+      }}
+      for (; n < N; n++) {{
+        const {T} *b = B + n * ldb; {T} s = 0;
+        #pragma omp simd reduction(+:s)
+        for (int64_t k = 0; k < K; k++) s += a[k] * b[k];
+        C[m * N + n] = s;
+      }}
+    }}
+  }} else if (!ta && !tb) {{
+    for (int64_t m = 0; m < M; m++) {{
+      {T} *c = C + m * N;
+      for (int64_t n = 0; n < N; n++) c[n] = 0;
+      for (int64_t k = 0; k < K; k++) {{
+        {T} av = A[m * lda + k]; const {T} *b = B + k * ldb;
+        #pragma omp simd
+        for (int64_t n = 0; n < N; n++) c[n] += av * b[n];
+      }}
+    }}
+  }} else {{
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {{
+        {T} s = 0;
+        for (int64_t k = 0; k < K; k++)
+          s += A[ta ? k * lda + m : m * lda + k] * B[tb ? n * ldb + k : k * ldb + n];
+        C[m * N + n] = s;
+      }}
+  }}
+}}"""
+
+
+def matmul(node, ptr, alias_source, gemm):
+    a, b = node.inputs
+    ta = a.op == "transpose" and a.ndim == 2 and a.attrs["axes"] == (1, 0)
+    tb = b.op == "transpose" and b.ndim == 2 and b.attrs["axes"] == (1, 0)
+    pa = ptr(a.inputs[0]) if ta else ptr(a)
+    pb = ptr(b.inputs[0]) if tb else ptr(b)
+    M, K = a.shape[-2], a.shape[-1]
+    N = b.shape[-1]
+    lda = M if ta else K
+    ldb = K if tb else N
+    T = ctype(node.dtype)
+    if T not in ("float", "double") or a.dtype != node.dtype or b.dtype != node.dtype:
+        from .codegen import NotLowerable
+        raise NotLowerable(f"matmul of {a.dtype} and {b.dtype}")
+    if K == 0:
+        return f"  memset({ptr(node)}, 0, {node.size * node.dtype.itemsize});"
+    batch = node.shape[:-2]
+    if not batch:
+        return f"  kiln_gemm_{T}({int(ta)}, {int(tb)}, {M}, {N}, {K}, {pa}, {lda}, {pb}, {ldb}, " \
+               f"{ptr(node)});"
+    sa = [s * M * K for s in broadcast_strides(a.shape[:-2], batch)]
+    sb = [s * K * N for s in broadcast_strides(b.shape[:-2], batch)]
+    so = [s * M * N for s in contiguous_strides(batch)]
+    ops = [Operand(ptr(node), 0, so), Operand(pa, 0, sa), Operand(pb, 0, sb)]
+    return loop_nest(batch, ops, lambda o: [
+        f"kiln_gemm_{T}(0, 0, {M}, {N}, {K}, {pa} + {o[1]}, {lda}, {pb} + {o[2]}, {ldb}, "
+        f"{ptr(node)} + {o[0]});"], simd=False)
+
+
+# ---- reductions ---------------------------------------------------------------------------
+
+def _reduce_axes(node):
+    x = node.inputs[0]
+    axis = node.attrs.get("axis")
+    if axis is None:
+        return tuple(range(x.ndim))
+    return tuple(a % x.ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
+
+
+def reduction(node, ptr):
+    x = node.inputs[0]
+    axes = _reduce_axes(node)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    xs = contiguous_strides(x.shape)
+    T = ctype(node.dtype)
+    acc_t = "double" if node.dtype.kind == "f" else T
+    op = node.op
+    init = {"sum": "0", "prod": "1"}.get(op)
+    if x.size == 0:
+        return f"  /* empty reduction */ for (int64_t j = 0; j < {node.size}; j++) " \
+               f"{ptr(node)}[j] = {init or '0'};"
+    outer_ops = [Operand(ptr(node), 0, contiguous_strides([x.shape[d] for d in kept])),
+                 Operand(ptr(x), 0, [xs[d] for d in kept])]
+
+    def body(o):
+        inner_ops = [Operand(ptr(x), o[1], [xs[d] for d in axes])]
+        if op in ("sum", "prod"):
+            sym = "+" if op == "sum" else "*"
+            inner = loop_nest([x.shape[d] for d in axes], inner_ops,
+                              lambda io: [f"acc {sym}= ({acc_t}){ptr(x)}[{io[0]}];"],
+                              var="j", reduction=f"{sym}:acc")
+            return [f"{acc_t} acc = {init};", inner, f"{ptr(node)}[{o[0]}] = ({T})acc;"]
+        cmp = ">" if op == "max" else "<"
+        inner = loop_nest([x.shape[d] for d in axes], inner_ops, lambda io: [
+            f"{T} v = {ptr(x)}[{io[0]}];",
+            f"if (v {cmp} acc || (v != v && acc == acc)) acc = v;"], var="j", simd=False)
+        return [f"{T} acc = {ptr(x)}[{o[1]}];", inner, f"{ptr(node)}[{o[0]}] = acc;"]
+    return loop_nest([x.shape[d] for d in kept], outer_ops, body, simd=False)
+
+
+def arg_reduction(node, ptr):
+    x = node.inputs[0]
+    axis = node.attrs.get("axis")
+    shape = (x.size,) if axis is None else x.shape
+    axis = 0 if axis is None else axis % x.ndim
+    xs = contiguous_strides(shape)
+    kept = [d for d in range(len(shape)) if d != axis]
+    cmp = ">" if node.op == "argmax" else "<"
+    T = ctype(x.dtype)
+    n, step = shape[axis], xs[axis]
+    ops = [Operand(ptr(node), 0, contiguous_strides([shape[d] for d in kept])),
+           Operand(ptr(x), 0, [xs[d] for d in kept])]
+    return loop_nest([shape[d] for d in kept], ops, lambda o: [
+        f"{T} best = {ptr(x)}[{o[1]}]; int64_t bi = 0;",
+        f"for (int64_t j = 1; j < {n}; j++) {{ {T} v = {ptr(x)}[{o[1]} + j * {step}];",
+        f"  if (v {cmp} best || (v != v && best == best)) {{ best = v; bi = j; }} }}",
+        f"{ptr(node)}[{o[0]}] = bi;"], simd=False)
+
+
+# ---- data movement ------------------------------------------------------------------------
+
+def _copy(node, ptr, src, strides, base=0):
+    T = ctype(node.dtype)
+    ops = [Operand(ptr(node), 0, contiguous_strides(node.shape)), Operand(ptr(src), base, strides)]
+    return loop_nest(node.shape, ops, lambda o: [f"{ptr(node)}[{o[0]}] = ({T}){ptr(src)}[{o[1]}];"])
+
+
+def transpose(node, ptr):
+    x = node.inputs[0]
+    xs = contiguous_strides(x.shape)
+    return _copy(node, ptr, x, [xs[a] for a in node.attrs["axes"]])
+
+
+def broadcast_to(node, ptr):
+    x = node.inputs[0]
+    return _copy(node, ptr, x, broadcast_strides(x.shape, node.shape))
+
+
+def slice_(node, ptr):
+    x = node.inputs[0]
+    xs = contiguous_strides(x.shape)
+    a = node.attrs
+    base = sum(b * s for b, s in zip(a["begin"], xs))
+    return _copy(node, ptr, x, [s * st for s, st in zip(xs, a["step"])], base)
+
+
+def slice_assign(node, ptr):
+    x, v = node.inputs
+    a = node.attrs
+    T = ctype(node.dtype)
+    target = tuple(len(range(b, e, s)) for b, e, s in zip(a["begin"], a["end"], a["step"]))
+    os_ = contiguous_strides(node.shape)
+    base = sum(b * s for b, s in zip(a["begin"], os_))
+    copy = f"  memcpy({ptr(node)}, {ptr(x)}, {node.size * node.dtype.itemsize});"
+    ops = [Operand(ptr(node), base, [s * st for s, st in zip(os_, a["step"])]),
+           Operand(ptr(v), 0, broadcast_strides(v.shape, target))]
+    return copy + "\n" + loop_nest(target, ops,
+                                   lambda o: [f"{ptr(node)}[{o[0]}] = ({T}){ptr(v)}[{o[1]}];"])
+
+
+def concatenate(node, ptr):
+    axis = node.attrs["axis"] % node.ndim
+    os_ = contiguous_strides(node.shape)
+    T = ctype(node.dtype)
+    parts, start = [], 0
+    for x in node.inputs:
+        ops = [Operand(ptr(node), start * os_[axis], os_),
+               Operand(ptr(x), 0, contiguous_strides(x.shape))]
+        parts.append(loop_nest(x.shape, ops,
+                               lambda o, x=x: [f"{ptr(node)}[{o[0]}] = ({T}){ptr(x)}[{o[1]}];"]))
+        start += x.shape[axis]
+    return "\n".join(p for p in parts if p)
+
+
+def _gather_dims(x_shape, axis, idx_size):
+    pre = int(_np.prod(x_shape[:axis], dtype=_np.int64))
+    post = int(_np.prod(x_shape[axis + 1:], dtype=_np.int64))
+    return pre, x_shape[axis], idx_size, post
+
+
+def take(node, ptr):
+    x, idx = node.inputs
+    axis = node.attrs["axis"] % x.ndim
+    pre, n, ni, post = _gather_dims(x.shape, axis, idx.size)
+    fix = "kiln_wrap_index" if node.attrs.get("mode") == "wrap" else "kiln_clip_index"
+    return (f"  for (int64_t p = 0; p < {pre}; p++) for (int64_t i = 0; i < {ni}; i++) {{\n"
+            f"    int64_t j = {fix}((int64_t){ptr(idx)}[i], {n});\n"
+            f"    for (int64_t q = 0; q < {post}; q++) {ptr(node)}[(p * {ni} + i) * {post} + q] = "
+            f"{ptr(x)}[(p * {n} + j) * {post} + q];\n  }}")
+
+
+def scatter_add(node, ptr):
+    g, idx = node.inputs
+    axis = node.attrs["axis"] % node.ndim
+    n = node.attrs["size"]
+    pre, _, ni, post = _gather_dims(node.shape, axis, idx.size)
+    fix = "kiln_wrap_index" if node.attrs.get("mode") == "wrap" else "kiln_clip_index"
+    return (f"  memset({ptr(node)}, 0, {node.size * node.dtype.itemsize});\n"
+            f"  for (int64_t p = 0; p < {pre}; p++) for (int64_t i = 0; i < {ni}; i++) {{\n"
+            f"    int64_t j = {fix}((int64_t){ptr(idx)}[i], {n});\n"
+            f"    for (int64_t q = 0; q < {post}; q++) {ptr(node)}[(p * {n} + j) * {post} + q] += "
+            f"{ptr(g)}[(p * {ni} + i) * {post} + q];\n  }}")
+
+
+def full(node, ptr):
+    value = c_literal(node.attrs["value"], node.dtype)
+    return f"  for (int64_t j = 0; j < {node.size}; j++) {ptr(node)}[j] = {value};"
+
+
+# ---- sliding windows ----------------------------------------------------------------------
+
+def _window_loops(x_shape, out_sp, a):
+    """Loop headers over (n, o..., c, k...) and the input coordinate expressions."""
+    nsp = len(a["kernel"])
+    heads = ["for (int64_t n = 0; n < %d; n++)" % x_shape[0]]
+    heads += [f"for (int64_t o{d} = 0; o{d} < {out_sp[d]}; o{d}++)" for d in range(nsp)]
+    heads += ["for (int64_t c = 0; c < %d; c++)" % x_shape[1]]
+    heads += [f"for (int64_t k{d} = 0; k{d} < {a['kernel'][d]}; k{d}++)" for d in range(nsp)]
+    coords = [f"(o{d} * {a['stride'][d]} + k{d} * {a['dilation'][d]} - {a['pad'][2 * d]})"
+              for d in range(nsp)]
+    inside = " && ".join(f"p{d} >= 0 && p{d} < {x_shape[2 + d]}" for d in range(nsp))
+    xs = contiguous_strides(x_shape)
+    offset = " + ".join([f"n * {xs[0]}", f"c * {xs[1]}"] +
+                        [f"p{d} * {xs[2 + d]}" for d in range(nsp)])
+    decl = " ".join(f"int64_t p{d} = {coords[d]};" for d in range(nsp))
+    return heads, decl, inside, offset
+
+
+def windows(node, ptr):
+    x = node.inputs[0]
+    a = node.attrs
+    nsp = len(a["kernel"])
+    heads, decl, inside, offset = _window_loops(x.shape, node.shape[1:1 + nsp], a)
+    T = ctype(node.dtype)
+    pad = c_literal(a.get("pad_value", 0.0), node.dtype)
+    return (f"  {{ {T} *dst = {ptr(node)};\n  " + "\n  ".join(heads)
+            + f" {{\n    {decl}\n    *dst++ = ({inside}) ? {ptr(x)}[{offset}] : ({T}){pad};\n"
+            + "  } }")
+
+
+def unwindows(node, ptr):
+    g = node.inputs[0]
+    a = node.attrs
+    nsp = len(a["kernel"])
+    heads, decl, inside, offset = _window_loops(node.shape, g.shape[1:1 + nsp], a)
+    T = ctype(node.dtype)
+    return (f"  memset({ptr(node)}, 0, {node.size * node.dtype.itemsize});\n"
+            f"  {{ const {T} *src = {ptr(g)};\n  " + "\n  ".join(heads)
+            + f" {{\n    {decl}\n    if ({inside}) {ptr(node)}[{offset}] += *src;\n"
+            + "    src++;\n  } }")
+
+
+KERNELS = {
+    "sum": reduction, "prod": reduction, "max": reduction, "min": reduction,
+    "argmax": arg_reduction, "argmin": arg_reduction,
+    "transpose": transpose, "broadcast_to": broadcast_to, "slice": slice_,
+    "slice_assign": slice_assign, "concatenate": concatenate, "take": take,
+    "scatter_add": scatter_add, "full": full, "windows": windows, "unwindows": unwindows,
+}

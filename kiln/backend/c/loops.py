@@ -1,0 +1,210 @@
+"""C text for loops over strided operands, and the elementwise expression table.
+
+Every data-movement or elementwise kernel is "for each position of an index space, read
+some operands at (base + sum(i_d * stride_d)) and write one". Strides are element counts:
+0 broadcasts, a permutation transposes, a multiple slices. Adjacent dimensions that every
+operand walks contiguously are merged, so most loops end up one or two deep and the
+innermost one has stride 1 or 0, which the compiler vectorizes.
+"""
+import numpy as _np
+
+C_TYPES = {
+    _np.dtype(_np.float32): "float", _np.dtype(_np.float64): "double",
+    _np.dtype(_np.int32): "int32_t", _np.dtype(_np.int64): "int64_t",
+    _np.dtype(_np.int8): "int8_t", _np.dtype(_np.uint8): "uint8_t",
+    _np.dtype(_np.bool_): "uint8_t",
+}
+
+
+def ctype(dtype):
+    return C_TYPES[_np.dtype(dtype)]
+
+
+def contiguous_strides(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return list(reversed(strides))
+
+
+def broadcast_strides(in_shape, out_shape):
+    """Element strides that read an input of in_shape at every position of out_shape."""
+    pad = len(out_shape) - len(in_shape)
+    base = contiguous_strides(in_shape)
+    out = []
+    for d in range(len(out_shape)):
+        k = d - pad
+        if k < 0 or in_shape[k] == 1:
+            out.append(0)
+        else:
+            out.append(base[k])
+    return out
+
+
+class Operand:
+    """A pointer expression, a base element offset, and one stride per loop dimension."""
+    __slots__ = ("ptr", "base", "strides")
+
+    def __init__(self, ptr, base, strides):
+        # base: an element offset, or a C expression (the offset of an enclosing loop)
+        self.ptr, self.base, self.strides = ptr, base, [int(s) for s in strides]
+
+
+def merge_dims(shape, operands):
+    """Drop size-1 dims and merge neighbours that every operand walks contiguously."""
+    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    new_shape = []
+    new_strides = [[] for _ in operands]
+    for d in dims:
+        if new_shape and all(st[-1] == op.strides[d] * shape[d]
+                             for st, op in zip(new_strides, operands)):
+            new_shape[-1] *= shape[d]
+            for st, op in zip(new_strides, operands):
+                st[-1] = op.strides[d]
+            continue
+        new_shape.append(shape[d])
+        for st, op in zip(new_strides, operands):
+            st.append(op.strides[d])
+    return new_shape, [Operand(op.ptr, op.base, st) for op, st in zip(operands, new_strides)]
+
+
+def loop_nest(shape, operands, body, indent="  ", simd=True, var="i", reduction=None):
+    """C for a loop nest over `shape`; body(offset_exprs) returns the innermost statements.
+
+    `var` names the index variables (nests inside nests need distinct names); `reduction`
+    is an OpenMP reduction clause for the innermost loop, e.g. "+:acc".
+    """
+    if any(d == 0 for d in shape):
+        return ""
+    shape, operands = merge_dims(list(shape), operands)
+    lines = []
+    depth = len(shape)
+    for d, n in enumerate(shape):
+        pad = indent * (d + 1)
+        if d == depth - 1 and simd:
+            lines.append(pad + "#pragma omp simd" + (f" reduction({reduction})" if reduction
+                                                      else ""))
+        lines.append(f"{pad}for (int64_t {var}{d} = 0; {var}{d} < {n}; {var}{d}++) {{")
+    offsets = []
+    for op in operands:
+        terms = [str(op.base)] if op.base not in (0, "0", "") else []
+        for d, s in enumerate(op.strides):
+            if s == 1:
+                terms.append(f"{var}{d}")
+            elif s:
+                terms.append(f"{var}{d} * {s}")
+        offsets.append(" + ".join(terms) or "0")
+    pad = indent * (depth + 1)
+    lines += [pad + stmt for stmt in body(offsets)]
+    for d in reversed(range(depth)):
+        lines.append(indent * (d + 1) + "}")
+    return "\n".join(lines)
+
+
+def float_suffix(dtype):
+    return "f" if _np.dtype(dtype) == _np.float32 else ""
+
+
+def _is_float(dtype):
+    return _np.dtype(dtype).kind == "f"
+
+
+def elementwise_expr(op, args, in_dtypes, out_dtype, attrs):
+    """The C expression of one elementwise op on already-loaded argument expressions.
+
+    Arguments arrive in their own C types; each rule casts to the type it computes in.
+    Returns None when the op is not elementwise-lowerable for these dtypes.
+    """
+    T = ctype(out_dtype)
+    f = float_suffix(out_dtype)
+    fl = _is_float(out_dtype)
+    a = f"(({T}){args[0]})" if args else None
+    b = f"(({T}){args[1]})" if len(args) > 1 else None
+    if op == "negative":
+        return f"(-{a})"
+    if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "floor", "ceil"):
+        return f"{op}{f}({a})" if fl else None
+    if op == "round":
+        return f"rint{f}({a})" if fl else a
+    if op == "abs":
+        return f"fabs{f}({a})" if fl else f"({a} < 0 ? -{a} : {a})"
+    if op == "sign":
+        return f"(({T})(({a} > 0) - ({a} < 0)))" if not fl else \
+            f"({a} > 0 ? ({T})1 : ({a} < 0 ? ({T})-1 : {a}))"
+    if op == "sigmoid":
+        return f"kiln_sigmoid{f}({a})" if fl else None
+    if op == "relu":
+        return f"({a} < 0 ? ({T})0 : {a})"
+    if op == "logical_not":
+        return f"((uint8_t)!({args[0]}))"
+    if op in ("add", "subtract", "multiply"):
+        sym = {"add": "+", "subtract": "-", "multiply": "*"}[op]
+        if out_dtype == _np.bool_:
+            return f"((uint8_t)(({args[0]}) {'|' if op == 'add' else '&'} ({args[1]})))" \
+                if op != "subtract" else None
+        return f"({a} {sym} {b})"
+    if op == "divide":
+        return f"({a} / {b})" if fl else None
+    if op == "power":
+        return f"pow{f}({a}, {b})" if fl else None
+    if op == "maximum":
+        return f"kiln_max_{T}({a}, {b})" if T in ("float", "double") else \
+            f"({a} > {b} ? {a} : {b})"
+    if op == "minimum":
+        return f"kiln_min_{T}({a}, {b})" if T in ("float", "double") else \
+            f"({a} < {b} ? {a} : {b})"
+    if op == "mod":
+        return f"kiln_mod_{T.replace('_t', '')}({a}, {b})" if T in (
+            "float", "double", "int32_t", "int64_t") else None
+    if op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+        ct = ctype(_np.result_type(*in_dtypes))
+        sym = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
+               "greater": ">", "greater_equal": ">="}[op]
+        return f"((uint8_t)((({ct}){args[0]}) {sym} (({ct}){args[1]})))"
+    if op in ("logical_and", "logical_or", "logical_xor"):
+        sym = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}[op]
+        return f"((uint8_t)((({args[0]}) != 0) {sym} (({args[1]}) != 0)))"
+    if op == "where":
+        return f"(({args[0]}) ? (({T}){args[1]}) : (({T}){args[2]}))"
+    if op == "cast":
+        if out_dtype == _np.bool_:
+            return f"((uint8_t)(({args[0]}) != 0))"
+        return f"(({T})({args[0]}))"
+    return None
+
+
+PRELUDE = r"""
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+int kiln_abi_version(void) { return 1; }
+
+static inline float kiln_sigmoidf(float x) {
+  if (x >= 0) { return 1.0f / (1.0f + expf(-x)); }
+  float e = expf(x); return e / (1.0f + e);
+}
+static inline double kiln_sigmoid(double x) {
+  if (x >= 0) { return 1.0 / (1.0 + exp(-x)); }
+  double e = exp(x); return e / (1.0 + e);
+}
+/* NumPy's maximum/minimum propagate NaN from either side */
+static inline float kiln_max_float(float a, float b) { return (a != a || a > b) ? a : b; }
+static inline float kiln_min_float(float a, float b) { return (a != a || a < b) ? a : b; }
+static inline double kiln_max_double(double a, double b) { return (a != a || a > b) ? a : b; }
+static inline double kiln_min_double(double a, double b) { return (a != a || a < b) ? a : b; }
+/* NumPy's mod takes the sign of the divisor; integer mod by zero gives 0 */
+static inline float kiln_mod_float(float a, float b) {
+  float r = fmodf(a, b); if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+static inline double kiln_mod_double(double a, double b) {
+  double r = fmod(a, b); if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+static inline int32_t kiln_mod_int32(int32_t a, int32_t b) {
+  if (b == 0) return 0; int32_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+static inline int64_t kiln_mod_int64(int64_t a, int64_t b) {
+  if (b == 0) return 0; int64_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+static inline int64_t kiln_clip_index(int64_t j, int64_t n) {
+  return j < 0 ? 0 : (j >= n ? n - 1 : j); }
+static inline int64_t kiln_wrap_index(int64_t j, int64_t n) {
+  int64_t r = j % n; return r < 0 ? r + n : r; }
+"""

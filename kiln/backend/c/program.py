@@ -1,0 +1,159 @@
+"""A compiled graph: the generated library plus a pointer table built once per plan.
+
+A call checks each input's shape, dtype and layout (C never sees a wrong one), copies
+small inputs into fixed buffers (cheaper than asking NumPy for a data pointer), refreshes
+parameter pointers only when a parameter's array object changed, makes one ctypes call,
+and returns fresh copies of the outputs.
+"""
+import ctypes
+import os
+import sys
+
+import numpy as _np
+
+from ...base import KilnError
+from ...graph.passes import debug_level
+from ...ops.registry import REGISTRY
+from . import build
+from .blas import find_gemm
+from .codegen import generate
+
+# inputs up to this many bytes are copied into a fixed buffer instead of pointed at
+COPY_INPUT_BYTES = 1 << 16
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
+
+
+class CProgram:
+    backend = "c"
+
+    def __init__(self, graph):
+        self.graph = graph
+        gemm = find_gemm()
+        gen = generate(graph, gemm)
+        if debug_level() >= 2:
+            print(f"[kiln] generated C for {graph.name}:\n{gen.source}", file=sys.stderr)
+        self.source = gen.source
+        lib = build.load(gen.source)
+        if gemm:
+            lib.kiln_set_blas(ctypes.c_void_p(gemm[0]), ctypes.c_void_p(gemm[1]))
+        self._run = lib.kiln_run
+        self._run.argtypes = [ctypes.c_void_p]
+        self._run.restype = ctypes.c_int
+        graph.memory_plan = gen.plan
+        self._keep = []
+        table = (ctypes.c_void_p * max(len(gen.slots), 1))()
+        self.buffers = [_np.empty(max(c, 8), _np.uint8) for c in gen.plan.capacities]
+        self.input_specs = []       # (slot, shape, dtype, fixed buffer or None)
+        self.param_slots = {}
+        self.random_slots = []
+        views = {}
+        for k, entry in enumerate(gen.slots):
+            kind = entry[0]
+            if kind == "buffer":
+                table[k] = _address(self.buffers[entry[1]])
+                views[k] = self.buffers[entry[1]]
+            elif kind == "const":
+                arr = _np.ascontiguousarray(entry[1])
+                self._keep.append(arr)
+                table[k] = _address(arr) if arr.size else None
+            elif kind == "input":
+                node = graph.inputs[entry[1]]
+                nbytes = node.size * node.dtype.itemsize
+                fixed = None
+                if 0 < nbytes <= COPY_INPUT_BYTES:
+                    fixed = _np.empty(node.shape, node.dtype)
+                    table[k] = _address(fixed)
+                self.input_specs.append((k, node.shape, node.dtype, fixed))
+            elif kind == "param":
+                self.param_slots[entry[1]] = k
+            elif kind == "random":
+                self.random_slots.append((k, entry[1]))
+        self._table = table
+        self._table_addr = ctypes.addressof(table)
+        self._param_seen = [None] * len(graph.params)
+        self._param_specs = [(p.shape, p.dtype) for p in graph.params]
+        self._outputs = []
+        for o, slot in zip(graph.outputs, gen.output_slots):
+            self._outputs.append((slot, o.shape, o.dtype, gen.slots[slot]))
+
+    def _check(self, value, shape, dtype, what):
+        if not isinstance(value, _np.ndarray):
+            raise KilnError(f"C backend: {what} must be a NumPy array, got {type(value).__name__}")
+        if value.shape != shape or value.dtype != dtype:
+            raise KilnError(f"C backend: {what} must have shape {shape} and dtype {dtype}, got "
+                            f"shape {value.shape} and dtype {value.dtype}")
+        if not value.flags.c_contiguous:
+            value = _np.ascontiguousarray(value)
+        return value
+
+    def __call__(self, inputs, params):
+        table = self._table
+        if len(inputs) != len(self.input_specs) or len(params) != len(self._param_specs):
+            raise KilnError(f"C backend: expected {len(self.input_specs)} inputs and "
+                            f"{len(self._param_specs)} parameters, got {len(inputs)} and "
+                            f"{len(params)}")
+        keep = []
+        for value, (slot, shape, dtype, fixed) in zip(inputs, self.input_specs):
+            value = self._check(value, shape, dtype, "input")
+            if fixed is not None:
+                fixed[...] = value
+            else:
+                keep.append(value)
+                table[slot] = _address(value) if value.size else None
+        seen = self._param_seen
+        for k, value in enumerate(params):
+            if value is not seen[k]:
+                shape, dtype = self._param_specs[k]
+                checked = self._check(value, shape, dtype, f"parameter {k}")
+                table[self.param_slots[k]] = _address(checked) if checked.size else None
+                seen[k] = checked if checked is value else None
+                if checked is not value:
+                    keep.append(checked)
+        for slot, node in self.random_slots:
+            draw = _np.ascontiguousarray(REGISTRY[node.op].impl(**node.attrs), dtype=node.dtype)
+            keep.append(draw)
+            table[slot] = _address(draw) if draw.size else None
+        self._run(self._table_addr)
+        results = []
+        for slot, shape, dtype, entry in self._outputs:
+            results.append(self._read(slot, shape, dtype, entry, inputs, params, keep))
+        return results
+
+    def _read(self, slot, shape, dtype, entry, inputs, params, keep):
+        kind = entry[0]
+        size = int(_np.prod(shape, dtype=_np.int64))
+        if kind == "buffer":
+            buf = self.buffers[entry[1]]
+            return buf[:size * dtype.itemsize].view(dtype).reshape(shape).copy()
+        if kind == "const":
+            return _np.array(entry[1], copy=True)
+        if kind == "input":
+            return _np.array(inputs[entry[1]], dtype=dtype, copy=True).reshape(shape)
+        if kind == "param":
+            return _np.array(params[entry[1]], dtype=dtype, copy=True).reshape(shape)
+        if kind == "random":
+            addr = self._table[slot]
+            arr = next(a for a in keep if a.size and _address(a) == addr)
+            return arr.reshape(shape).copy()
+        return _np.zeros(shape, dtype)
+
+
+def compile_graph(graph):
+    """A CProgram, or None when the C backend cannot run this graph here."""
+    from .codegen import NotLowerable
+    if not build.available():
+        try:
+            build.compiler()
+        except build.CompilerUnavailable as exc:
+            build.warn_unavailable_once(str(exc))
+        return None
+    try:
+        return CProgram(graph)
+    except NotLowerable as exc:
+        if debug_level() >= 1:
+            print(f"[kiln] C backend cannot lower {graph.name} ({exc}); using NumPy",
+                  file=sys.stderr)
+        return None

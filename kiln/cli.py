@@ -1,0 +1,41 @@
+"""`python -m kiln COMMAND ...` (also the `kiln` script): a table of subcommands.
+
+To add a command, add one row to COMMANDS: name -> (module, function, one-line help).  The
+function takes the remaining argv (a list of str) and returns an exit code; the module is
+imported only when its command runs, so one broken command cannot break the others.
+"""
+import importlib
+import sys
+
+COMMANDS = {
+    "demo": ("kiln.demo", "main", "train an MLP on the bundled 8x8 digits and report accuracy"),
+}
+
+
+def usage():
+    width = max(len(name) for name in COMMANDS)
+    lines = ["usage: python -m kiln COMMAND [options]", "", "commands:"]
+    lines += [f"  {name.ljust(width)}  {help_}" for name, (_, _, help_) in COMMANDS.items()]
+    lines += ["", "Run `python -m kiln COMMAND --help` for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        from . import __version__
+        print(f"kiln {__version__}")
+        return 0
+    entry = COMMANDS.get(argv[0])
+    if entry is None:
+        print(f"kiln: unknown command {argv[0]!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module, function, _ = entry
+    return int(getattr(importlib.import_module(module), function)(argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

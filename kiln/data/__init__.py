@@ -1,0 +1,1 @@
+"""Small data sets that ship inside installed packages (never downloaded)."""

@@ -1,0 +1,326 @@
+"""Block and HybridBlock: the building units of a Gluon model.
+
+Children and parameters register themselves when assigned as attributes, in order. Their
+structural names (the attribute or child keys joined by '.') are the keys of
+collect_params() and of saved parameter files, so the same architecture built twice gives
+the same names: no global counters are involved. `block.name` ('dense0') is for display only.
+"""
+import contextlib
+import re
+import weakref
+from collections import OrderedDict
+
+from ..base import KilnError, where_in_user_code
+from .parameter import Parameter, _shape_known
+from .parameter_dict import ParameterDict
+
+_display_counters = {}
+
+
+def _display_name(cls):
+    base = cls.__name__.lower()
+    n = _display_counters.get(base, 0)
+    _display_counters[base] = n + 1
+    return f"{base}{n}"
+
+
+def _deref(child):
+    # MXNet 2 keeps weak references in _children; accept both that and plain blocks
+    return child() if isinstance(child, weakref.ref) else child
+
+
+def _indent(text, spaces=2):
+    lines = text.split("\n")
+    return "\n".join([lines[0]] + [" " * spaces + line for line in lines[1:]])
+
+
+class HookHandle:
+    """Returned by register_forward_hook; detach() removes the hook."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = weakref.ref(hooks) if not isinstance(hooks, dict) else (lambda: hooks)
+        HookHandle._next_id += 1
+        self.id = HookHandle._next_id
+
+    def detach(self):
+        hooks = self._hooks()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.detach()
+
+
+class Block:
+    def __init__(self, prefix=None, params=None, **kwargs):
+        # `prefix` is accepted for MXNet 1.x code and ignored: names are structural.
+        # `params` (MXNet 1.x sharing): parameters registered later under the same names
+        # are taken from it instead of being created.
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword argument(s) "
+                            f"{', '.join(sorted(kwargs))}{where_in_user_code()}")
+        shared = params
+        object.__setattr__(self, "_children", OrderedDict())
+        object.__setattr__(self, "_reg_params", ParameterDict(owner=self, shared=shared))
+        object.__setattr__(self, "_name", _display_name(type(self)))
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_hybrid_active", False)
+        object.__setattr__(self, "_hybrid_opts", {})
+
+    # ---- registration ----------------------------------------------------------------------
+    def _require_init(self, what):
+        if "_children" not in self.__dict__:
+            raise KilnError(f"{type(self).__name__}: assigning {what} before "
+                            f"super().__init__() was called; call it first in __init__"
+                            f"{where_in_user_code()}")
+
+    def __setattr__(self, name, value):
+        if isinstance(value, Block):
+            self._require_init(f"block {name!r}")
+            self._children[name] = value
+        elif isinstance(value, Parameter):
+            self._require_init(f"parameter {name!r}")
+            value = self._register_param(name, value)
+        elif "_children" in self.__dict__:
+            # an attribute that held a child or parameter now holds something else
+            if name in self._children and _deref(self._children[name]) is self.__dict__.get(name):
+                del self._children[name]
+            if name in self._reg_params and self._reg_params[name] is self.__dict__.get(name):
+                del self._reg_params[name]
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        self._children.pop(name, None)
+        self._reg_params.pop(name, None)
+        object.__delattr__(self, name)
+
+    def _register_param(self, name, param):
+        shared = self._reg_params._shared
+        if shared is not None and name in shared and shared[name] is not param:
+            param = shared[name]          # params=other.params: use the other block's one
+        for existing in self._reg_params.values():
+            if existing is param:
+                return param              # params.get('w') then self.w = ...: one entry
+        if param._owner_name is None:
+            param._owner_name = self._name
+        OrderedDict.__setitem__(self._reg_params, name, param)
+        return param
+
+    def register_child(self, block, name=None):
+        if name is None:
+            name = str(len(self._children))
+        self._children[name] = block
+        return block
+
+    def _replace_param(self, key, new):
+        old = self._reg_params[key]
+        OrderedDict.__setitem__(self._reg_params, key, new)
+        for attr, value in list(self.__dict__.items()):
+            if value is old:
+                object.__setattr__(self, attr, new)
+
+    # ---- names and parameters --------------------------------------------------------------
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def prefix(self):
+        return ""
+
+    @property
+    def params(self):
+        """This block's own parameters (not its children's)."""
+        return self._reg_params
+
+    def name_scope(self):
+        """MXNet 1.x scoping; kiln names parameters structurally, so this does nothing."""
+        return contextlib.nullcontext()
+
+    def _walk_params(self, prefix=""):
+        """(structural name, owning block, local key) for every parameter, children included."""
+        for key in self._reg_params:
+            yield prefix + key, self, key
+        for cname, child in self._children.items():
+            yield from _deref(child)._walk_params(f"{prefix}{cname}.")
+
+    def _collect_params_with_prefix(self, prefix=""):
+        if prefix and not prefix.endswith("."):
+            prefix += "."
+        return OrderedDict((name, owner._reg_params[key])
+                           for name, owner, key in self._walk_params(prefix))
+
+    def collect_params(self, select=None):
+        """Every parameter of this block and its children, by structural name.
+
+        A parameter shared by several layers appears once, under its first name.
+        `select` is a regular expression matched at the start of each name ('.*weight').
+        """
+        pattern = re.compile(select) if select else None
+        out, seen = ParameterDict(), set()
+        for name, param in self._collect_params_with_prefix().items():
+            if id(param) in seen or (pattern is not None and not pattern.match(name)):
+                continue
+            seen.add(id(param))
+            OrderedDict.__setitem__(out, name, param)
+        return out
+
+    def share_parameters(self, shared):
+        """Use the parameters in `shared` (structural name -> Parameter) in place of ours."""
+        if shared is None:
+            return self
+        shared = dict(shared.items())
+        for name, owner, key in list(self._walk_params()):
+            if name in shared:
+                owner._replace_param(key, shared[name])
+        return self
+
+    # ---- initialization and state ----------------------------------------------------------
+    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+        self.collect_params().initialize(init, ctx, verbose, force_reinit)
+
+    def zero_grad(self):
+        self.collect_params().zero_grad()
+
+    def apply(self, fn):
+        for child in self._children.values():
+            _deref(child).apply(fn)
+        fn(self)
+        return self
+
+    def cast(self, dtype):
+        for child in self._children.values():
+            _deref(child).cast(dtype)
+        for param in self._reg_params.values():
+            param.cast(dtype)
+
+    def reset_ctx(self, ctx):
+        self.collect_params().reset_ctx(ctx)
+
+    reset_device = reset_ctx
+
+    def hybridize(self, active=True, **kwargs):
+        for child in self._children.values():
+            _deref(child).hybridize(active, **kwargs)
+
+    def save_parameters(self, filename, deduplicate=False):
+        from .serialization import save_block_parameters
+        save_block_parameters(self, filename, deduplicate)
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
+                        cast_dtype=False, dtype_source="current"):
+        from .serialization import load_block_parameters
+        load_block_parameters(self, filename, allow_missing, ignore_extra, cast_dtype,
+                              dtype_source)
+
+    # MXNet 1.x names
+    save_params = save_parameters
+    load_params = load_parameters
+
+    # ---- calling ---------------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook):
+        handle = HookHandle(self._forward_pre_hooks)
+        self._forward_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_forward_hook(self, hook):
+        handle = HookHandle(self._forward_hooks)
+        self._forward_hooks[handle.id] = hook
+        return handle
+
+    def infer_shape(self, *args):
+        """Fill in unknown (0) parameter dims from the inputs; layers override this."""
+
+    def _infer_deferred(self, args):
+        params = self._reg_params.values()
+        if any(p._data is None and not _shape_known(p.shape) for p in params):
+            self.infer_shape(*args)
+        for p in params:
+            if p._is_pending and _shape_known(p.shape):
+                p._finish_deferred_init()
+
+    def __call__(self, *args, **kwargs):
+        if self.__dict__.get("_kiln_compiling"):
+            # hybridize re-entering the block to trace it: the outer call runs the hooks
+            return self.forward(*args, **kwargs)
+        for hook in list(self._forward_pre_hooks.values()):
+            hook(self, args)
+        self._infer_deferred(args)
+        out = self._run_forward(*args, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            hook(self, args, out)
+        return out
+
+    def _run_forward(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def summary(self, *inputs):
+        from .utils import print_summary
+        print_summary(self, *inputs)
+
+    # ---- display ---------------------------------------------------------------------------
+    def __repr__(self):
+        children = [(k, _deref(v)) for k, v in self._children.items()]
+        if not children:
+            return f"{type(self).__name__}()"
+        body = "\n".join(f"  ({k}): {_indent(repr(b))}" for k, b in children)
+        return f"{type(self).__name__}(\n{body}\n)"
+
+    def __reduce__(self):
+        raise TypeError("Blocks are not picklable by design; use save_parameters")
+
+
+class HybridBlock(Block):
+    """A Block that hybridize() can trace into one compiled graph.
+
+    Write `forward(self, x, ...)` with kiln.np/npx, or the MXNet 1.x
+    `hybrid_forward(self, F, x, ..., **params)`, which gets F = kiln.ndarray when eager and
+    kiln.symbol while tracing, plus this block's own parameters as keyword arguments.
+    """
+
+    def hybridize(self, active=True, backend=None, static_alloc=False, static_shape=False,
+                  **kwargs):
+        object.__setattr__(self, "_hybrid_active", bool(active))
+        opts = dict(backend=backend, static_alloc=static_alloc, static_shape=static_shape)
+        opts.update(kwargs)
+        object.__setattr__(self, "_hybrid_opts", opts)
+        super().hybridize(active, backend=backend, static_alloc=static_alloc,
+                          static_shape=static_shape, **kwargs)
+
+    def _run_forward(self, *args, **kwargs):
+        from ..graph import trace
+        if self._hybrid_active and trace.current() is None and not kwargs:
+            try:
+                from ..graph.cached import call_hybridized
+            except ImportError:
+                return self.forward(*args)
+            self.__dict__["_kiln_compiling"] = True
+            try:
+                return call_hybridized(self, *args)
+            finally:
+                self.__dict__["_kiln_compiling"] = False
+        return self.forward(*args, **kwargs)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward() or "
+                                  "hybrid_forward()")
+
+    def forward(self, x, *args, **kwargs):
+        if type(self).hybrid_forward is HybridBlock.hybrid_forward:
+            raise NotImplementedError(f"{type(self).__name__} must define forward() or "
+                                      "hybrid_forward()")
+        from ..graph import trace
+        from .. import ndarray as eager_f, symbol as traced_f
+        F = traced_f if trace.current() is not None else eager_f
+        params = {key: p.data() for key, p in self._reg_params.items()}
+        params.update(kwargs)
+        return self.hybrid_forward(F, x, *args, **params)

@@ -1,0 +1,8 @@
+"""gluon.data: datasets, samplers, batchify functions and the DataLoader."""
+from .dataset import Dataset, SimpleDataset, ArrayDataset  # noqa: F401
+from .sampler import (Sampler, SequentialSampler, RandomSampler, FilterSampler,  # noqa: F401
+                      IntervalSampler, BatchSampler)
+from . import batchify  # noqa: F401
+from .dataloader import DataLoader  # noqa: F401
+from ...data.digits import Digits  # noqa: F401
+from . import vision  # noqa: F401

@@ -1,0 +1,193 @@
+"""Losses (MXNet's gluon.loss): HybridBlocks returning one loss per sample, shape (batch,).
+
+Every loss is composed from kiln.np / kiln.npx functions, so it differentiates, traces and
+compiles like any other block.  Conventions follow MXNet: `weight` scales the loss,
+`sample_weight` multiplies it elementwise (broadcast), and the result is averaged over every
+axis except `batch_axis`.
+"""
+import numpy as _np
+
+from .. import np as knp, npx
+from ..base import KilnError
+from .block import HybridBlock
+
+
+def _apply_weighting(loss, weight=None, sample_weight=None):
+    if sample_weight is not None:
+        loss = loss * sample_weight
+    if weight is not None:
+        if not isinstance(weight, (int, float, _np.number)):
+            raise KilnError(f"loss weight must be a number, got {type(weight).__name__}")
+        loss = loss * weight
+    return loss
+
+
+def _reshape_like(x, y):
+    """Give `x` the shape of `y` (labels often come as (batch,) for (batch, 1) predictions)."""
+    return x if x.shape == y.shape else knp.reshape(x, y.shape)
+
+
+def _batch_mean(loss, batch_axis):
+    axes = tuple(i for i in range(loss.ndim) if i != batch_axis % max(loss.ndim, 1))
+    return knp.mean(loss, axis=axes) if axes else loss
+
+
+def _as_array(x):
+    from ..ndarray import ndarray, as_array
+    return x if isinstance(x, ndarray) or x is None else as_array(x)
+
+
+class Loss(HybridBlock):
+    """Base class: `weight` (a global scale) and `batch_axis` (the axis not averaged)."""
+
+    def __init__(self, weight=None, batch_axis=0, **kwargs):
+        super().__init__(**kwargs)
+        self._weight = weight
+        self._batch_axis = batch_axis
+
+    def __repr__(self):
+        return f"{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})"
+
+    def forward(self, pred, label, *args, **kwargs):
+        raise NotImplementedError
+
+
+class L2Loss(Loss):
+    """0.5 * weight * (pred - label)^2, averaged over non-batch axes."""
+
+    def __init__(self, weight=1.0, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def forward(self, pred, label, sample_weight=None):
+        label = _reshape_like(_as_array(label), pred)
+        loss = knp.square(label - pred)
+        loss = _apply_weighting(loss, self._weight / 2, sample_weight)
+        return _batch_mean(loss, self._batch_axis)
+
+
+class L1Loss(Loss):
+    """weight * |pred - label|, averaged over non-batch axes."""
+
+    def __init__(self, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def forward(self, pred, label, sample_weight=None):
+        label = _reshape_like(_as_array(label), pred)
+        loss = knp.abs(label - pred)
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return _batch_mean(loss, self._batch_axis)
+
+
+class SoftmaxCrossEntropyLoss(Loss):
+    """Cross entropy of softmax(pred) against class indices (sparse) or distributions."""
+
+    def __init__(self, axis=-1, sparse_label=True, from_logits=False, weight=None,
+                 batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._axis = axis
+        self._sparse_label = sparse_label
+        self._from_logits = from_logits
+
+    def forward(self, pred, label, sample_weight=None):
+        label = _as_array(label)
+        if not self._from_logits:
+            pred = npx.log_softmax(pred, axis=self._axis)
+        if self._sparse_label:
+            loss = -npx.pick(pred, label, axis=self._axis, keepdims=True)
+        else:
+            label = _reshape_like(label, pred)
+            loss = -knp.sum(pred * label, axis=self._axis, keepdims=True)
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return _batch_mean(loss, self._batch_axis)
+
+
+SoftmaxCELoss = SoftmaxCrossEntropyLoss
+
+
+class SigmoidBinaryCrossEntropyLoss(Loss):
+    """Binary cross entropy; on logits it uses the overflow-free form
+    max(x, 0) - x*z + log(1 + exp(-|x|))."""
+
+    def __init__(self, from_sigmoid=False, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_sigmoid = from_sigmoid
+
+    def forward(self, pred, label, sample_weight=None, pos_weight=None):
+        label = _reshape_like(_as_array(label), pred)
+        pos_weight = _as_array(pos_weight)
+        if not self._from_sigmoid:
+            log_term = knp.log1p(knp.exp(-knp.abs(pred)))  # log(1 + exp(-|x|)), never overflows
+            if pos_weight is None:
+                loss = npx.relu(pred) - pred * label + log_term
+            else:
+                # -[p*z*log(s) + (1-z)*log(1-s)] with s = sigmoid(x), in the same stable form
+                log_weight = 1 + (pos_weight - 1) * label
+                loss = pred - pred * label + log_weight * (log_term + npx.relu(-pred))
+        else:
+            eps = 1e-12
+            pos = knp.log(pred + eps) * label
+            if pos_weight is not None:
+                pos = pos * pos_weight
+            loss = -(pos + knp.log(1.0 - pred + eps) * (1.0 - label))
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return _batch_mean(loss, self._batch_axis)
+
+
+SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
+
+
+class KLDivLoss(Loss):
+    """label * (log(label) - pred): pred holds log-probabilities unless from_logits=False."""
+
+    def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._axis = axis
+
+    def forward(self, pred, label, sample_weight=None):
+        label = _as_array(label)
+        if not self._from_logits:
+            pred = npx.log_softmax(pred, axis=self._axis)
+        loss = label * (knp.log(label + 1e-12) - pred)
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return _batch_mean(loss, self._batch_axis)
+
+
+class HuberLoss(Loss):
+    """Squared error below `rho`, absolute error above it (smooth L1)."""
+
+    def __init__(self, rho=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._rho = rho
+
+    def forward(self, pred, label, sample_weight=None):
+        label = _reshape_like(_as_array(label), pred)
+        err = knp.abs(label - pred)
+        loss = knp.where(err > self._rho, err - 0.5 * self._rho,
+                         (0.5 / self._rho) * knp.square(err))
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return _batch_mean(loss, self._batch_axis)
+
+
+class HingeLoss(Loss):
+    """max(0, margin - pred * label) for labels in {-1, 1}."""
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def forward(self, pred, label, sample_weight=None):
+        label = _reshape_like(_as_array(label), pred)
+        loss = npx.relu(self._margin - pred * label)
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return _batch_mean(loss, self._batch_axis)
+
+
+class SquaredHingeLoss(HingeLoss):
+    """max(0, margin - pred * label)^2 for labels in {-1, 1}."""
+
+    def forward(self, pred, label, sample_weight=None):
+        label = _reshape_like(_as_array(label), pred)
+        loss = knp.square(npx.relu(self._margin - pred * label))
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return _batch_mean(loss, self._batch_axis)

@@ -1,0 +1,190 @@
+"""Convolution, transposed convolution and pooling layers (channels-first layouts only)."""
+from ... import npx
+from ...base import KilnError, where_in_user_code
+from ..block import HybridBlock
+from ..parameter import Parameter
+from .activations import Activation
+
+_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+
+
+def _tuple(value, n, what):
+    if isinstance(value, (list, tuple)):
+        value = tuple(int(v) for v in value)
+        if len(value) != n:
+            raise KilnError(f"{what}: expected {n} values, got {value}{where_in_user_code()}")
+        return value
+    return (int(value),) * n
+
+
+def _check_layout(layout, n, cls):
+    expected = _LAYOUTS[n]
+    if layout is None:
+        return expected
+    if layout != expected:
+        raise KilnError(f"{cls}: layout {layout!r} is not supported; kiln implements the "
+                        f"channels-first layout {expected!r} (transpose the input instead)"
+                        f"{where_in_user_code()}")
+    return layout
+
+
+def _check_input(block, x, nsp):
+    if x.ndim != nsp + 2:
+        raise KilnError(f"{block.name} ({type(block).__name__}): expected input of "
+                        f"{nsp + 2} dimensions ({_LAYOUTS[nsp]}), got shape {tuple(x.shape)}"
+                        f"{where_in_user_code()}")
+
+
+class _Conv(HybridBlock):
+    _nsp = 2
+    _transposed = False
+
+    def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1,
+                 layout=None, activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, output_padding=0, **kwargs):
+        super().__init__(**kwargs)
+        n, cls = self._nsp, type(self).__name__
+        self._layout = _check_layout(layout, n, cls)
+        self._channels, self._in_channels, self._groups = channels, in_channels, groups
+        self._kernel = _tuple(kernel_size, n, f"{cls} kernel_size")
+        self._strides = _tuple(strides, n, f"{cls} strides")
+        self._padding = _tuple(padding, n, f"{cls} padding")
+        self._dilation = _tuple(dilation, n, f"{cls} dilation")
+        self._output_padding = _tuple(output_padding, n, f"{cls} output_padding")
+        if channels % groups or (in_channels and in_channels % groups):
+            raise KilnError(f"{cls}: channels ({channels}) and in_channels ({in_channels}) "
+                            f"must be divisible by groups ({groups}){where_in_user_code()}")
+        self.weight = Parameter("weight", shape=self._weight_shape(in_channels),
+                                init=weight_initializer, allow_deferred_init=True)
+        self.bias = Parameter("bias", shape=(channels,), init=bias_initializer) \
+            if use_bias else None
+        self.act = Activation(activation) if activation is not None else None
+
+    def _weight_shape(self, in_channels):
+        if self._transposed:
+            return (in_channels, self._channels // self._groups) + self._kernel
+        return (self._channels, in_channels // self._groups) + self._kernel
+
+    def infer_shape(self, x, *args):
+        _check_input(self, x, self._nsp)
+        self.weight.shape = self._weight_shape(x.shape[1])
+
+    def forward(self, x):
+        _check_input(self, x, self._nsp)
+        w = self.weight.data()
+        b = self.bias.data() if self.bias is not None else None
+        expected = w.shape[0] if self._transposed else w.shape[1] * self._groups
+        if x.shape[1] != expected:
+            raise KilnError(f"{self.name} ({type(self).__name__}): expected input with "
+                            f"{expected} channels, got input of shape {tuple(x.shape)}"
+                            f"{where_in_user_code()}")
+        common = dict(kernel=self._kernel, stride=self._strides, dilate=self._dilation,
+                      pad=self._padding, num_filter=self._channels, num_group=self._groups,
+                      no_bias=b is None)
+        if self._transposed:
+            y = npx.deconvolution(x, w, b, adj=self._output_padding, **common)
+        else:
+            y = npx.convolution(x, w, b, **common)
+        return self.act(y) if self.act is not None else y
+
+    def __repr__(self):
+        in_ch = self.weight.shape[0 if self._transposed else 1]
+        if not self._transposed:
+            in_ch *= self._groups
+        text = (f"{type(self).__name__}({in_ch} -> {self._channels}, "
+                f"kernel_size={self._kernel}, stride={self._strides}")
+        if any(self._padding):
+            text += f", padding={self._padding}"
+        if any(d != 1 for d in self._dilation):
+            text += f", dilation={self._dilation}"
+        if self._groups != 1:
+            text += f", groups={self._groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        if self.act is not None:
+            text += f", {self.act!r}"
+        return text + ")"
+
+
+class Conv1D(_Conv):
+    _nsp = 1
+
+
+class Conv2D(_Conv):
+    _nsp = 2
+
+
+class Conv3D(_Conv):
+    _nsp = 3
+
+
+class Conv1DTranspose(_Conv):
+    _nsp, _transposed = 1, True
+
+
+class Conv2DTranspose(_Conv):
+    _nsp, _transposed = 2, True
+
+
+class Conv3DTranspose(_Conv):
+    _nsp, _transposed = 3, True
+
+
+# ---- pooling ---------------------------------------------------------------------------------
+class _Pool(HybridBlock):
+    _nsp = 2
+    _pool_type = "max"
+    _global = False
+
+    def __init__(self, pool_size=2, strides=None, padding=0, layout=None, ceil_mode=False,
+                 count_include_pad=True, **kwargs):
+        super().__init__(**kwargs)
+        n, cls = self._nsp, type(self).__name__
+        self._layout = _check_layout(layout, n, cls)
+        self._kernel = _tuple(pool_size, n, f"{cls} pool_size")
+        self._strides = self._kernel if strides is None else _tuple(strides, n,
+                                                                     f"{cls} strides")
+        self._padding = _tuple(padding, n, f"{cls} padding")
+        self._ceil_mode = ceil_mode
+        self._count_include_pad = count_include_pad
+
+    def forward(self, x):
+        _check_input(self, x, self._nsp)
+        return npx.pooling(x, kernel=self._kernel, pool_type=self._pool_type,
+                           stride=self._strides, pad=self._padding, global_pool=self._global,
+                           pooling_convention="full" if self._ceil_mode else "valid",
+                           count_include_pad=self._count_include_pad)
+
+    def __repr__(self):
+        if self._global:
+            return f"{type(self).__name__}(layout={self._layout})"
+        return (f"{type(self).__name__}(size={self._kernel}, stride={self._strides}, "
+                f"padding={self._padding}, ceil_mode={self._ceil_mode}, "
+                f"global_pool=False, pool_type={self._pool_type}, layout={self._layout})")
+
+
+class _GlobalPool(_Pool):
+    _global = True
+
+    def __init__(self, layout=None, **kwargs):
+        super().__init__(pool_size=1, layout=layout, **kwargs)
+
+
+def _pool_class(name, nsp, pool_type, base):
+    return type(name, (base,), {"_nsp": nsp, "_pool_type": pool_type,
+                                "__module__": __name__,
+                                "__doc__": f"{pool_type} pooling over {nsp} spatial dims."})
+
+
+MaxPool1D = _pool_class("MaxPool1D", 1, "max", _Pool)
+MaxPool2D = _pool_class("MaxPool2D", 2, "max", _Pool)
+MaxPool3D = _pool_class("MaxPool3D", 3, "max", _Pool)
+AvgPool1D = _pool_class("AvgPool1D", 1, "avg", _Pool)
+AvgPool2D = _pool_class("AvgPool2D", 2, "avg", _Pool)
+AvgPool3D = _pool_class("AvgPool3D", 3, "avg", _Pool)
+GlobalMaxPool1D = _pool_class("GlobalMaxPool1D", 1, "max", _GlobalPool)
+GlobalMaxPool2D = _pool_class("GlobalMaxPool2D", 2, "max", _GlobalPool)
+GlobalMaxPool3D = _pool_class("GlobalMaxPool3D", 3, "max", _GlobalPool)
+GlobalAvgPool1D = _pool_class("GlobalAvgPool1D", 1, "avg", _GlobalPool)
+GlobalAvgPool2D = _pool_class("GlobalAvgPool2D", 2, "avg", _GlobalPool)
+GlobalAvgPool3D = _pool_class("GlobalAvgPool3D", 3, "avg", _GlobalPool)

@@ -1,0 +1,340 @@
+"""Parameter: one named, trainable array of a Block, with deferred (shape-inferred) init.
+
+`data()` always returns the same kiln ndarray object, so writes through it
+(`w.data()[:] += 1`) change the parameter. While hybridize traces, `data()` returns the
+trace's symbolic stand-in for the parameter instead.
+
+A shape may hold 0 for a dimension that is not known yet (Dense(256) before it has seen
+its input). `initialize()` on such a parameter is deferred until the owning layer infers
+the shape from its first input.
+"""
+import warnings
+
+import numpy as _np
+
+from .. import autograd
+from ..base import KilnError, normalize_dtype, where_in_user_code
+from ..context import cpu
+from ..ndarray import ndarray, as_array
+
+
+class ParameterNotInitializedError(KilnError, RuntimeError):
+    """A parameter was used before initialize() (or load_parameters())."""
+
+
+class DeferredInitializationError(KilnError, RuntimeError):
+    """A parameter's shape is not known yet, so it cannot hold data."""
+
+
+def _shape_text(shape):
+    return "None" if shape is None else str(tuple(shape))
+
+
+def _normalize_shape(shape):
+    if shape is None:
+        return None
+    if isinstance(shape, (int, _np.integer)):
+        shape = (shape,)
+    # MXNet 2 writes unknown dims as -1; kiln keeps them as 0 (in_units=0 semantics)
+    return tuple(0 if d is None or int(d) < 0 else int(d) for d in shape)
+
+
+def _shape_known(shape):
+    return shape is not None and all(d > 0 for d in shape)
+
+
+class Parameter:
+    def __init__(self, name="weight", grad_req="write", shape=None, dtype="float32", init=None,
+                 allow_deferred_init=True, differentiable=True, lr_mult=1.0, wd_mult=1.0,
+                 stype="default", grad_stype="default"):
+        self._name = name
+        self._shape = _normalize_shape(shape)
+        self._dtype = normalize_dtype(dtype)
+        self.init = init
+        self._allow_deferred_init = allow_deferred_init
+        self._differentiable = differentiable
+        self._grad_req = grad_req if differentiable else "null"
+        if self._grad_req not in ("write", "add", "null"):
+            raise KilnError(f"Parameter {name!r}: grad_req must be 'write', 'add' or 'null', "
+                            f"got {grad_req!r}{where_in_user_code()}")
+        self.lr_mult = lr_mult
+        self.wd_mult = wd_mult
+        self._data = None
+        self._deferred = None        # (init, default_init, desc name) waiting for a shape
+        self._path = None            # structural name ('0.weight'), learned at initialize()
+        self._owner_name = None      # display name of the block that registered it
+
+    # ---- description -----------------------------------------------------------------------
+    @property
+    def name(self):
+        return self._name
+
+    def _label(self):
+        if self._path:
+            return repr(self._path)
+        if self._owner_name:
+            return f"{self._name!r} of {self._owner_name}"
+        return repr(self._name)
+
+    def __repr__(self):
+        return f"Parameter (shape={_shape_text(self._shape)}, dtype={self._dtype.name})"
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @shape.setter
+    def shape(self, new_shape):
+        new_shape = _normalize_shape(new_shape)
+        old = self._shape
+        if old is not None and new_shape is not None:
+            ok = len(old) == len(new_shape) and all(
+                o == 0 or o == n for o, n in zip(old, new_shape))
+            if not ok:
+                raise KilnError(f"Parameter {self._label()}: cannot change shape from "
+                                f"{_shape_text(old)} to {_shape_text(new_shape)}; only unknown "
+                                f"(0) dimensions can be filled in{where_in_user_code()}")
+        self._shape = new_shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, value):
+        self.cast(value)
+
+    @property
+    def grad_req(self):
+        return self._grad_req
+
+    @grad_req.setter
+    def grad_req(self, req):
+        if req not in ("write", "add", "null"):
+            raise KilnError(f"Parameter {self._label()}: grad_req must be 'write', 'add' or "
+                            f"'null', got {req!r}{where_in_user_code()}")
+        if not self._differentiable:
+            req = "null"
+        self._grad_req = req
+        if self._data is not None:
+            self._data.attach_grad(req)
+
+    @property
+    def ctx(self):
+        return cpu()
+
+    def list_ctx(self):
+        return [cpu()]
+
+    def reset_ctx(self, ctx=None):
+        """kiln runs on the CPU only; kept so MXNet code calling it runs."""
+
+    reset_device = reset_ctx
+
+    # ---- initialization --------------------------------------------------------------------
+    def initialize(self, init=None, ctx=None, default_init=None, force_reinit=False, *,
+                   _path=None):
+        """Create the data now, or once the shape is known (deferred initialization).
+
+        As in MXNet, `init` (or the parameter's own `init`) wins; otherwise `default_init`
+        (the block-level initializer, Uniform() by default) picks by name suffix.
+        """
+        from .. import init as kinit
+        if _path is not None:
+            self._path = _path
+        if self._data is not None and not force_reinit:
+            warnings.warn(f"Parameter {self._label()} is already initialized, ignoring. "
+                          "Set force_reinit=True to re-initialize.", stacklevel=3)
+            return False
+        if default_init is None:
+            default_init = kinit.Uniform()
+        own = init if init is not None else self.init
+        if not _shape_known(self._shape):
+            if not self._allow_deferred_init:
+                raise KilnError(f"Parameter {self._label()} has unknown shape "
+                                f"{_shape_text(self._shape)} and deferred initialization is "
+                                f"not allowed for it{where_in_user_code()}")
+            self._deferred = (own, default_init)
+            return True
+        self._init_now(own, default_init)
+        return True
+
+    def _init_now(self, own, default_init):
+        from .. import init as kinit
+        from ..graph import trace
+        # Fill a fresh array and copy it in: in-place ops such as `data *= mask` in a
+        # custom initializer would otherwise run on the autograd leaf (see _install).
+        fresh = ndarray._wrap(_np.zeros(self._shape, self._dtype))
+        desc = kinit.InitDesc(self._path or self._name,
+                              {"__init__": own} if own is not None else {})
+        with trace.suspended(), autograd.pause():
+            kinit.create(default_init)(desc, fresh)
+        self._install(fresh._concrete("initialize"))
+        self._deferred = None
+
+    def _install(self, value):
+        """Put `value` (NumPy) in the parameter, keeping the array object if there is one."""
+        value = _np.asarray(value)
+        if self._data is not None and self._data.shape == value.shape:
+            with autograd.pause():
+                self._data[...] = ndarray._wrap(value.astype(self._dtype, copy=False))
+            return
+        arr = ndarray._wrap(_np.array(value, dtype=self._dtype, copy=True))
+        arr.attach_grad(self._grad_req)
+        self._data = arr
+
+    def _finish_deferred_init(self):
+        if self._deferred is None or self._data is not None:
+            return
+        if not _shape_known(self._shape):
+            raise DeferredInitializationError(
+                f"Parameter {self._label()} cannot be initialized yet: its shape "
+                f"{_shape_text(self._shape)} has unknown (0) dimensions, which are inferred "
+                f"from the first input. Run the network once (net(X)) before using the "
+                f"parameter, or give the full shape (e.g. in_units=...).{where_in_user_code()}")
+        own, default_init = self._deferred
+        self._init_now(own, default_init)
+
+    @property
+    def _is_pending(self):
+        """initialize() was called but the data waits for the shape."""
+        return self._data is None and self._deferred is not None
+
+    def _check_initialized(self):
+        if self._data is not None:
+            return
+        if self._deferred is not None:
+            self._finish_deferred_init()
+            return
+        raise ParameterNotInitializedError(
+            f"Parameter {self._label()} (shape {_shape_text(self._shape)}) has not been "
+            f"initialized. Call initialize() on the network (net.initialize()) or load "
+            f"parameters (net.load_parameters(path)) before using it.{where_in_user_code()}")
+
+    # ---- data and gradients ----------------------------------------------------------------
+    def data(self, ctx=None):
+        from ..graph import trace
+        tc = trace.current()
+        if tc is not None:
+            if self._data is None:
+                with trace.suspended():
+                    self._check_initialized()
+            return tc.param_array(self, self._data)
+        self._check_initialized()
+        return self._data
+
+    def list_data(self):
+        return [self.data()]
+
+    def grad(self, ctx=None):
+        self._check_initialized()
+        if self._grad_req == "null" or self._data.grad is None:
+            raise KilnError(f"Parameter {self._label()} has no gradient because its grad_req "
+                            f"is 'null'{where_in_user_code()}")
+        return self._data.grad
+
+    def list_grad(self):
+        return [self.grad()]
+
+    def zero_grad(self):
+        if self._data is not None and self._data.grad is not None:
+            g = self._data.grad
+            if g._node is None:
+                g._data[...] = 0
+            else:
+                self._data.grad = ndarray._wrap(_np.zeros(self._shape, self._dtype))
+
+    def set_data(self, data):
+        """Copy `data` into the parameter (the array object stays the same)."""
+        value = data._concrete("set_data") if isinstance(data, ndarray) else _np.asarray(data)
+        self.shape = value.shape
+        if self._data is None:
+            self._install(value)
+            self._deferred = None
+            return
+        if tuple(value.shape) != self._data.shape:
+            raise KilnError(f"Parameter {self._label()}: set_data got shape {value.shape}, "
+                            f"expected {self._data.shape}{where_in_user_code()}")
+        self._install(value)
+
+    def _load_init(self, value, cast_dtype=False, source=""):
+        """Set the parameter from a loaded NumPy array, checking shape and dtype."""
+        value = _np.asarray(value)
+        if self._shape is not None:
+            known = self._shape
+            ok = len(known) == value.ndim and all(k == 0 or k == v
+                                                  for k, v in zip(known, value.shape))
+            if not ok:
+                raise KilnError(f"Parameter {self._label()}: the shape {tuple(value.shape)} "
+                                f"in {source or 'the file'} does not match the network's "
+                                f"shape {_shape_text(known)}{where_in_user_code()}")
+        if value.dtype != self._dtype:
+            if not cast_dtype and not (value.dtype.kind == self._dtype.kind == "f"):
+                raise KilnError(f"Parameter {self._label()}: dtype {value.dtype} in "
+                                f"{source or 'the file'} differs from the network's "
+                                f"{self._dtype}; pass cast_dtype=True to convert"
+                                f"{where_in_user_code()}")
+            value = value.astype(self._dtype)
+        self._shape = tuple(value.shape)
+        self._install(value)
+        self._deferred = None
+
+    def cast(self, dtype):
+        self._dtype = normalize_dtype(dtype)
+        if self._data is not None:
+            value = self._data._concrete("cast").astype(self._dtype)
+            self._data = None
+            self._install(value)
+
+    def var(self):
+        raise KilnError("Parameter.var() is not supported: kiln traces forward() with "
+                        "hybridize() instead of building symbols by hand")
+
+    def row_sparse_data(self, row_id):
+        return self.data()
+
+    def list_row_sparse_data(self, row_id):
+        return [self.data()]
+
+
+class Constant(Parameter):
+    """A parameter with a fixed value and no gradient (`self.params.get_constant`)."""
+
+    def __init__(self, name, value=None, **kwargs):
+        if value is None and "init" in kwargs:
+            value = kwargs.pop("init")
+        arr = value._concrete("Constant") if isinstance(value, ndarray) else \
+            as_array(value)._concrete("Constant")
+        self.value = arr
+        kwargs.pop("grad_req", None)
+        kwargs.setdefault("dtype", arr.dtype)
+        super().__init__(name, grad_req="null", shape=arr.shape, **kwargs)
+
+        from .. import init as kinit
+        constant_value = arr
+
+        class _ConstantInit(kinit.Initializer):
+            def _init_weight(self, _, data):
+                data[:] = ndarray._wrap(constant_value)
+
+            _init_default = _init_weight
+
+        self.init = _ConstantInit()
+
+    def initialize(self, init=None, ctx=None, default_init=None, force_reinit=False, *,
+                   _path=None):
+        # a constant's value is fixed: any initializer passed in is ignored
+        return super().initialize(None, ctx, default_init, force_reinit, _path=_path)
+
+    @property
+    def grad_req(self):
+        return "null"
+
+    @grad_req.setter
+    def grad_req(self, req):
+        if req != "null":
+            warnings.warn(f"Constant {self._label()} has no gradient; ignoring grad_req={req!r}",
+                          stacklevel=2)
+
+    def __repr__(self):
+        return f"Constant (shape={_shape_text(self._shape)}, dtype={self._dtype.name})"

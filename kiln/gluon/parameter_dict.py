@@ -1,0 +1,114 @@
+"""ParameterDict: an ordered name -> Parameter mapping with bulk operations.
+
+`block.params` is one of these owned by the block: `params.get(name, shape=...)` creates a
+parameter and registers it on the block (MXNet 1.x style). `block.collect_params()` returns
+an unowned one keyed by structural names ('0.weight', 'features.2.bias').
+"""
+import re
+from collections import OrderedDict
+
+from ..base import KilnError, where_in_user_code
+from .parameter import Parameter, Constant
+
+
+class ParameterDict(OrderedDict):
+    def __init__(self, items=(), owner=None, shared=None):
+        super().__init__(items)
+        self._owner = owner      # the Block whose own parameters these are, if any
+        self._shared = shared    # params=... given to the owner's constructor (to share)
+
+    # ---- creating parameters (owned dicts only) --------------------------------------------
+    def get(self, name, *default, **kwargs):
+        """Return the parameter `name`, creating it (with **kwargs) on an owned dict.
+
+        On a plain (collected) dict this is dict.get(name, default).
+        """
+        if name in self:
+            param = self[name]
+            if "shape" in kwargs and kwargs["shape"] is not None:
+                param.shape = kwargs["shape"]   # fills unknown dims, checks known ones
+            return param
+        if self._shared is not None and name in self._shared:
+            param = self._shared[name]
+        elif self._owner is None:
+            return default[0] if default else None
+        else:
+            param = Parameter(name, **kwargs)
+        self._owner._register_param(name, param)
+        return param
+
+    def get_constant(self, name, value=None):
+        if name in self:
+            return self[name]
+        if self._owner is None:
+            raise KilnError("get_constant() needs the params of a block (block.params)")
+        const = Constant(name, value)
+        self._owner._register_param(name, const)
+        return const
+
+    # ---- bulk operations -------------------------------------------------------------------
+    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+        from .. import init as kinit
+        import warnings
+        default = kinit.create(init) if init is not None else kinit.Uniform()
+        if verbose:
+            default.set_verbosity(True)
+        skipped = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for name, param in self.items():
+                if param._data is not None and not force_reinit:
+                    skipped.append(name)
+                    continue
+                param.initialize(None, ctx, default, force_reinit=force_reinit, _path=name)
+        if skipped:
+            warnings.warn(f"{len(skipped)} parameter(s) already initialized were left alone "
+                          f"({', '.join(skipped[:5])}{', ...' if len(skipped) > 5 else ''}). "
+                          "Set force_reinit=True to re-initialize.", stacklevel=3)
+
+    def zero_grad(self):
+        for param in self.values():
+            param.zero_grad()
+
+    def setattr(self, name, value):
+        """Set one attribute on every parameter, e.g. setattr('grad_req', 'null')."""
+        for param in self.values():
+            setattr(param, name, value)
+
+    def reset_ctx(self, ctx=None):
+        for param in self.values():
+            param.reset_ctx(ctx)
+
+    reset_device = reset_ctx
+
+    def list_ctx(self):
+        from ..context import cpu
+        return [cpu()]
+
+    def cast(self, dtype):
+        for param in self.values():
+            param.cast(dtype)
+
+    def select(self, pattern):
+        regex = re.compile(pattern)
+        return ParameterDict((k, v) for k, v in self.items() if regex.match(k))
+
+    def update(self, other=(), **kwargs):
+        items = other.items() if hasattr(other, "items") else other
+        for k, v in items:
+            if k in self and self[k] is not v:
+                raise KilnError(f"cannot update ParameterDict: a different parameter is "
+                                f"already named {k!r}{where_in_user_code()}")
+            self[k] = v
+        for k, v in kwargs.items():
+            self[k] = v
+
+    def __repr__(self):
+        if not self:
+            return "{}"
+        lines = [f"{k!r}: {v!r}" for k, v in self.items()]
+        return "{" + ",\n ".join(lines) + "}"
+
+    # no pickle: parameters are saved with Block.save_parameters (npz)
+    def __reduce__(self):
+        raise TypeError("ParameterDict is not picklable; use save_parameters/load_parameters")

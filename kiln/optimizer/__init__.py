@@ -1,0 +1,4 @@
+"""Optimizers (MXNet's `mxnet.optimizer`): each updates NumPy buffers in place."""
+from .base import Optimizer, create, register, registered  # noqa: F401
+from .sgd import SGD, NAG, sgd_update, nag_update  # noqa: F401
+from .adam import Adam, AdamW, adam_update  # noqa: F401

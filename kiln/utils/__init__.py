@@ -1,0 +1,1 @@
+"""Small helpers shared by the command line tools and the demo."""

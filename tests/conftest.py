@@ -1,0 +1,57 @@
+"""Shared helpers for kiln's core tests: oracles, finite differences, global-state hygiene."""
+import numpy as onp
+import pytest
+
+import kiln
+from kiln import autograd
+from kiln.ndarray import ndarray
+
+
+def to_np(x):
+    """A NumPy copy of a kiln array (or anything array-like)."""
+    if isinstance(x, ndarray):
+        return x.asnumpy()
+    return onp.asarray(x)
+
+
+def wrap(value):
+    """A kiln array holding exactly this NumPy value (dtype kept)."""
+    return ndarray._wrap(onp.array(value))
+
+
+def assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=""):
+    onp.testing.assert_allclose(to_np(actual), to_np(expected), rtol=rtol, atol=atol,
+                                err_msg=msg)
+
+
+def numeric_grad(f, inputs, index, eps=1e-6):
+    """Central finite differences of the scalar f(*inputs) with respect to inputs[index]."""
+    x = onp.array(inputs[index], dtype=onp.float64, copy=True)
+    grad = onp.zeros_like(x)
+    args = list(inputs)
+    for i in onp.ndindex(*x.shape):
+        orig = x[i]
+        x[i] = orig + eps
+        args[index] = x.copy()
+        hi = f(*args)
+        x[i] = orig - eps
+        args[index] = x.copy()
+        lo = f(*args)
+        x[i] = orig
+        grad[i] = (hi - lo) / (2 * eps)
+    return grad
+
+
+@pytest.fixture(autouse=True)
+def _clean_state():
+    """Every test starts outside record() and in predict mode, with a fixed seed."""
+    kiln.np.random.seed(0)
+    prev = (autograd._state.recording, autograd._state.training)
+    autograd._state.recording = autograd._state.training = False
+    yield
+    autograd._state.recording, autograd._state.training = prev
+
+
+@pytest.fixture
+def rng():
+    return onp.random.default_rng(1234)
