@@ -11,6 +11,7 @@ import weakref
 from collections import OrderedDict
 
 from ..base import KilnError, where_in_user_code
+from ..graph import trace
 from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
 
@@ -296,8 +297,20 @@ class HybridBlock(Block):
         super().hybridize(active, backend=backend, static_alloc=static_alloc,
                           static_shape=static_shape, **kwargs)
 
+    def __call__(self, *args, **kwargs):
+        # the hot path of a hybridized block: straight to its compiled graphs
+        cached = self.__dict__.get("_kiln_cached")
+        if (cached is not None and self._hybrid_active and not kwargs
+                and not self._forward_pre_hooks and not self._forward_hooks
+                and not trace._stack and not self.__dict__.get("_kiln_compiling")):
+            self.__dict__["_kiln_compiling"] = True
+            try:
+                return cached(*args)
+            finally:
+                self.__dict__["_kiln_compiling"] = False
+        return super().__call__(*args, **kwargs)
+
     def _run_forward(self, *args, **kwargs):
-        from ..graph import trace
         if self._hybrid_active and trace.current() is None and not kwargs:
             try:
                 from ..graph.cached import call_hybridized
@@ -318,7 +331,6 @@ class HybridBlock(Block):
         if type(self).hybrid_forward is HybridBlock.hybrid_forward:
             raise NotImplementedError(f"{type(self).__name__} must define forward() or "
                                       "hybrid_forward()")
-        from ..graph import trace
         from .. import ndarray as eager_f, symbol as traced_f
         F = traced_f if trace.current() is not None else eager_f
         params = {key: p.data() for key, p in self._reg_params.items()}

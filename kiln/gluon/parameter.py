@@ -15,6 +15,7 @@ import numpy as _np
 from .. import autograd
 from ..base import KilnError, normalize_dtype, where_in_user_code
 from ..context import cpu
+from ..graph import trace
 from ..ndarray import ndarray, as_array
 
 
@@ -161,7 +162,6 @@ class Parameter:
 
     def _init_now(self, own, default_init):
         from .. import init as kinit
-        from ..graph import trace
         # Fill a fresh array and copy it in: in-place ops such as `data *= mask` in a
         # custom initializer would otherwise run on the autograd leaf (see _install).
         fresh = ndarray._wrap(_np.zeros(self._shape, self._dtype))
@@ -213,7 +213,6 @@ class Parameter:
 
     # ---- data and gradients ----------------------------------------------------------------
     def data(self, ctx=None):
-        from ..graph import trace
         tc = trace.current()
         if tc is not None:
             if self._data is None:

@@ -13,7 +13,7 @@ from . import trace
 from .capture import capture
 from .passes import optimize
 from .split import split_forward_backward
-from .tree import flatten, unflatten
+from .tree import flatten, unflatten, ARRAY
 
 
 def make_program(graph, backend):
@@ -29,6 +29,19 @@ class _Entry:
         self.program = program
         self.params = params            # Parameters, in program.graph.params order
         self.grad = grad                # (backward program, its params, n_residuals) or None
+        self.single = cap.out_structure is ARRAY
+
+    def run_inference(self, arrays):
+        """The hot path: no autograd, every argument an eager array."""
+        results = self.program([a._data for a in arrays], [p._data._data for p in self.params])
+        cap = self.cap
+        if cap.state_params:
+            n = cap.n_outputs
+            for param, value in zip(cap.state_params, results[n:]):
+                _np.copyto(param._data._data, value)
+        if self.single:
+            return ndarray._wrap(results[0])
+        return unflatten(cap.out_structure, [ndarray._wrap(v) for v in results[:cap.n_outputs]])
 
 
 class CachedFunction:
@@ -38,6 +51,7 @@ class CachedFunction:
         self.backend = backend
         self.param_names = param_names   # callable -> {id(param): structural name}
         self.entries = {}
+        self._fast = {}                  # (shapes/dtypes, training) -> _Entry, for __call__
 
     # ---- building --------------------------------------------------------------------------
     def _names(self):
@@ -75,6 +89,22 @@ class CachedFunction:
 
     # ---- calling ---------------------------------------------------------------------------
     def __call__(self, *args):
+        if not autograd._state.recording:
+            try:
+                key = (tuple([(a._data.shape, a._data.dtype) for a in args]),
+                       autograd._state.training)
+            except AttributeError:      # not all arguments are eager kiln arrays
+                key = None
+            entry = self._fast.get(key)
+            if entry is not None:
+                return entry.run_inference(args)
+            if key is not None and all(type(a) is ndarray for a in args):
+                entry, _ = self.entry_for(args)
+                self._fast[key] = entry
+                return entry.run_inference(args)
+        return self._call(args)
+
+    def _call(self, args):
         arrays, _ = flatten(tuple(args))
         grad_mask = None
         if autograd._state.recording:
@@ -125,13 +155,17 @@ class CachedFunction:
 
 
 def call_hybridized(block, *args):
+    return cached_function_of(block)(*args)
+
+
+def cached_function_of(block):
     cached = block.__dict__.get("_kiln_cached")
     if cached is None:
         opts = getattr(block, "_hybrid_opts", None) or {}
         cached = CachedFunction(block, type(block).__name__, backend=opts.get("backend"),
                                 param_names=lambda: _structural_names(block))
         block.__dict__["_kiln_cached"] = cached
-    return cached(*args)
+    return cached
 
 
 def _structural_names(block):

@@ -17,8 +17,11 @@ import warnings
 
 from ...base import KilnError
 
+# -fassociative-math (with the two flags it requires) lets GCC vectorize sum reductions,
+# which matmul and reductions depend on; unlike -ffast-math it keeps NaN and Inf semantics.
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c99", "-fno-math-errno",
-         "-fopenmp-simd", "-Wno-unused-variable", "-Wno-unused-function")
+         "-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math", "-funroll-loops",
+         "-Wno-unused-variable", "-Wno-unused-function")
 
 _loaded = {}
 _lock = threading.Lock()

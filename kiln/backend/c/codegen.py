@@ -45,14 +45,17 @@ def _lowerable_elementwise(node):
                             node.attrs) is not None
 
 
-def _virtual_transpose(node, users):
+def _virtual_transpose(node, users, outputs):
+    """A 2-D transpose read only by matmuls costs nothing: they read it transposed."""
     return (node.op == "transpose" and node.ndim == 2 and node.attrs["axes"] == (1, 0)
-            and users[id(node)] and all(u.op == "matmul" for u in users[id(node)]))
+            and id(node) not in outputs and users[id(node)]
+            and all(u.op == "matmul" for u in users[id(node)]))
 
 
 def build_steps(graph):
     _check_dtypes(graph)
     users = graph.consumers()
+    outputs = {id(o) for o in graph.outputs}
     group_of = {}
     for grp in graph.fusion_groups:
         head_ok = grp[0].op == "matmul" or _lowerable_elementwise(grp[0])
@@ -74,7 +77,7 @@ def build_steps(graph):
                     if id(i) not in members and all(i is not e for e in ext):
                         ext.append(i)
             steps.append(Step("matmul" if grp[0].op == "matmul" else "fused", list(grp), ext))
-        elif node.op == "reshape" or _virtual_transpose(node, users):
+        elif node.op == "reshape" or _virtual_transpose(node, users, outputs):
             steps.append(Step("alias", [node], list(node.inputs)))
         elif REGISTRY[node.op].random:
             steps.append(Step("random", [node], []))

@@ -62,7 +62,6 @@ static void kiln_gemm_{T}(int ta, int tb, int64_t M, int64_t N, int64_t K,
       for (; n + 4 <= N; n += 4) {{
         const {T} *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
         {T} s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        #pragma omp simd reduction(+:s0,s1,s2,s3)
         for (int64_t k = 0; k < K; k++) {{
           {T} av = a[k]; s0 += av * b0[k]; s1 += av * b1[k]; s2 += av * b2[k]; s3 += av * b3[k];
         }}
@@ -70,7 +69,6 @@ static void kiln_gemm_{T}(int ta, int tb, int64_t M, int64_t N, int64_t K,
       }}
       for (; n < N; n++) {{
         const {T} *b = B + n * ldb; {T} s = 0;
-        #pragma omp simd reduction(+:s)
         for (int64_t k = 0; k < K; k++) s += a[k] * b[k];
         C[m * N + n] = s;
       }}
@@ -81,7 +79,6 @@ static void kiln_gemm_{T}(int ta, int tb, int64_t M, int64_t N, int64_t K,
       for (int64_t n = 0; n < N; n++) c[n] = 0;
       for (int64_t k = 0; k < K; k++) {{
         {T} av = A[m * lda + k]; const {T} *b = B + k * ldb;
-        #pragma omp simd
         for (int64_t n = 0; n < N; n++) c[n] += av * b[n];
       }}
     }}
@@ -123,7 +120,7 @@ def matmul(node, ptr, alias_source, gemm):
     ops = [Operand(ptr(node), 0, so), Operand(pa, 0, sa), Operand(pb, 0, sb)]
     return loop_nest(batch, ops, lambda o: [
         f"kiln_gemm_{T}(0, 0, {M}, {N}, {K}, {pa} + {o[1]}, {lda}, {pb} + {o[2]}, {ldb}, "
-        f"{ptr(node)} + {o[0]});"], simd=False)
+        f"{ptr(node)} + {o[0]});"])
 
 
 # ---- reductions ---------------------------------------------------------------------------
@@ -157,14 +154,14 @@ def reduction(node, ptr):
             sym = "+" if op == "sum" else "*"
             inner = loop_nest([x.shape[d] for d in axes], inner_ops,
                               lambda io: [f"acc {sym}= ({acc_t}){ptr(x)}[{io[0]}];"],
-                              var="j", reduction=f"{sym}:acc")
+                              var="j")
             return [f"{acc_t} acc = {init};", inner, f"{ptr(node)}[{o[0]}] = ({T})acc;"]
         cmp = ">" if op == "max" else "<"
         inner = loop_nest([x.shape[d] for d in axes], inner_ops, lambda io: [
             f"{T} v = {ptr(x)}[{io[0]}];",
-            f"if (v {cmp} acc || (v != v && acc == acc)) acc = v;"], var="j", simd=False)
+            f"if (v {cmp} acc || (v != v && acc == acc)) acc = v;"], var="j")
         return [f"{T} acc = {ptr(x)}[{o[1]}];", inner, f"{ptr(node)}[{o[0]}] = acc;"]
-    return loop_nest([x.shape[d] for d in kept], outer_ops, body, simd=False)
+    return loop_nest([x.shape[d] for d in kept], outer_ops, body)
 
 
 def arg_reduction(node, ptr):
@@ -183,7 +180,7 @@ def arg_reduction(node, ptr):
         f"{T} best = {ptr(x)}[{o[1]}]; int64_t bi = 0;",
         f"for (int64_t j = 1; j < {n}; j++) {{ {T} v = {ptr(x)}[{o[1]} + j * {step}];",
         f"  if (v {cmp} best || (v != v && best == best)) {{ best = v; bi = j; }} }}",
-        f"{ptr(node)}[{o[0]}] = bi;"], simd=False)
+        f"{ptr(node)}[{o[0]}] = bi;"])
 
 
 # ---- data movement ------------------------------------------------------------------------

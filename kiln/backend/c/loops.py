@@ -69,11 +69,11 @@ def merge_dims(shape, operands):
     return new_shape, [Operand(op.ptr, op.base, st) for op, st in zip(operands, new_strides)]
 
 
-def loop_nest(shape, operands, body, indent="  ", simd=True, var="i", reduction=None):
+def loop_nest(shape, operands, body, indent="  ", var="i"):
     """C for a loop nest over `shape`; body(offset_exprs) returns the innermost statements.
 
-    `var` names the index variables (nests inside nests need distinct names); `reduction`
-    is an OpenMP reduction clause for the innermost loop, e.g. "+:acc".
+    `var` names the index variables (nests inside nests need distinct names). Vectorizing
+    is left to the compiler (-O3 with associative math, see build.FLAGS).
     """
     if any(d == 0 for d in shape):
         return ""
@@ -82,9 +82,6 @@ def loop_nest(shape, operands, body, indent="  ", simd=True, var="i", reduction=
     depth = len(shape)
     for d, n in enumerate(shape):
         pad = indent * (d + 1)
-        if d == depth - 1 and simd:
-            lines.append(pad + "#pragma omp simd" + (f" reduction({reduction})" if reduction
-                                                      else ""))
         lines.append(f"{pad}for (int64_t {var}{d} = 0; {var}{d} < {n}; {var}{d}++) {{")
     offsets = []
     for op in operands:

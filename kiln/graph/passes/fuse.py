@@ -35,6 +35,8 @@ def group_elementwise(graph):
             if joined is None:
                 joined = gid
             elif joined != gid:
+                if groups[gid][0].op == "matmul" and groups[joined][0].op == "matmul":
+                    continue   # one matmul per kernel: its epilogue is the rest
                 groups[joined].extend(groups[gid])
                 for n in groups[gid]:
                     group_of[id(n)] = joined
