@@ -9,6 +9,13 @@ import sys
 
 COMMANDS = {
     "demo": ("kiln.demo", "main", "train an MLP on the bundled 8x8 digits and report accuracy"),
+    "inspect": ("kiln.export.commands", "inspect_main",
+                "describe an exported model (PATH-symbol.json): inputs, outputs, ops, params"),
+    "run": ("kiln.export.commands", "run_main", "run an exported model on .npy inputs"),
+    "draw": ("kiln.export.commands", "draw_main", "draw an exported graph (.dot, or .svg via dot)"),
+    "build-c": ("kiln.export.commands", "build_c_main",
+                "write a standalone C program (model.c, Makefile) for an exported model"),
+    "onnx": ("kiln.export.commands", "onnx_main", "convert an exported model to ONNX"),
 }
 
 

@@ -28,7 +28,8 @@ BACKENDS = {"numpy": _NumpyBackend, "c": _CBackend}
 
 
 def default_backend():
-    return "numpy"
+    from .c import build
+    return "c" if build.available() else "numpy"
 
 
 def select(name=None):

@@ -323,6 +323,11 @@ class HybridBlock(Block):
                 self.__dict__["_kiln_compiling"] = False
         return self.forward(*args, **kwargs)
 
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Write `path-symbol.json` and `path-%04d.params` (epoch); see kiln.export."""
+        from ..export.block_export import export_block
+        return export_block(self, path, epoch)
+
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward() or "
                                   "hybrid_forward()")

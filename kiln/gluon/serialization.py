@@ -10,6 +10,7 @@ from ..base import KilnError, where_in_user_code
 from ..npx.io import write_npz_atomic, read_npz
 
 _KIND_KEY = "__kiln_kind__"   # written by npx.save; not a parameter
+_CONST_PREFIX = "__const__."   # graph constants in an exported params file (kiln.export)
 
 
 def save_block_parameters(block, filename, deduplicate=False):
@@ -44,7 +45,9 @@ def load_block_parameters(block, filename, allow_missing=False, ignore_extra=Fal
                           cast_dtype=False, dtype_source="current"):
     raw = read_npz(filename, "load_parameters")
     raw.pop(_KIND_KEY, None)
-    loaded = {_strip_mxnet_prefix(k): v for k, v in raw.items()}
+    # constants that an exported graph keeps beside its parameters are not parameters
+    loaded = {_strip_mxnet_prefix(k): v for k, v in raw.items()
+              if not k.startswith(_CONST_PREFIX)}
     params = block._collect_params_with_prefix()
     # a shared parameter saved under one of its names counts as present under all of them
     found_ids = {id(params[n]) for n in params if n in loaded}

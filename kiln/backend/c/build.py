@@ -21,6 +21,7 @@ from ...base import KilnError
 # which matmul and reductions depend on; unlike -ffast-math it keeps NaN and Inf semantics.
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c99", "-fno-math-errno",
          "-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math", "-funroll-loops",
+         "-fwrapv",   # integer overflow wraps, as in NumPy, instead of being undefined
          "-Wno-unused-variable", "-Wno-unused-function")
 
 _loaded = {}

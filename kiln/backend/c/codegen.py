@@ -122,6 +122,10 @@ class Generated:
 def generate(graph, gemm=None):
     steps = build_steps(graph)
     cgraph, mapping = collapse(graph, steps)
+    # emit steps in exactly the order the memory planner's liveness analysis assumed
+    order = {id(n): k for k, n in enumerate(cgraph.nodes)}
+    steps = sorted((s for s in steps if id(s.collapsed) in order),
+                   key=lambda s: order[id(s.collapsed)])
     kinds = {id(s.collapsed): s.kind for s in steps}
     plan = plan_memory(
         cgraph,

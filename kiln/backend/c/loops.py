@@ -144,7 +144,10 @@ def elementwise_expr(op, args, in_dtypes, out_dtype, attrs):
     if op == "divide":
         return f"({a} / {b})" if fl else None
     if op == "power":
-        return f"pow{f}({a}, {b})" if fl else None
+        if fl:
+            return f"pow{f}({a}, {b})"
+        return f"kiln_ipow_{T.replace('_t', '')}({a}, {b})" if T in ("int32_t", "int64_t") \
+            else None
     if op == "maximum":
         return f"kiln_max_{T}({a}, {b})" if T in ("float", "double") else \
             f"({a} > {b} ? {a} : {b})"
@@ -200,6 +203,13 @@ static inline int32_t kiln_mod_int32(int32_t a, int32_t b) {
   if (b == 0) return 0; int32_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
 static inline int64_t kiln_mod_int64(int64_t a, int64_t b) {
   if (b == 0) return 0; int64_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+/* integer power; a negative exponent follows kiln's eager kernel (float power, truncated) */
+static inline int64_t kiln_ipow_int64(int64_t a, int64_t b) {
+  if (b < 0) return (int64_t)powf((float)a, (float)b);
+  int64_t r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }
+static inline int32_t kiln_ipow_int32(int32_t a, int32_t b) {
+  if (b < 0) return (int32_t)powf((float)a, (float)b);
+  int32_t r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }
 static inline int64_t kiln_clip_index(int64_t j, int64_t n) {
   return j < 0 ? 0 : (j >= n ? n - 1 : j); }
 static inline int64_t kiln_wrap_index(int64_t j, int64_t n) {

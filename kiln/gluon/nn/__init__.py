@@ -10,3 +10,11 @@ from .conv_layers import (Conv1D, Conv2D, Conv3D, Conv1DTranspose, Conv2DTranspo
                           AvgPool2D, AvgPool3D, GlobalMaxPool1D, GlobalMaxPool2D,
                           GlobalMaxPool3D, GlobalAvgPool1D, GlobalAvgPool2D, GlobalAvgPool3D)
 from .norm_layers import BatchNorm, LayerNorm, GroupNorm, InstanceNorm  # noqa: F401
+
+
+def __getattr__(name):
+    # SymbolBlock (kiln/gluon/symbol_block.py) loads on first use, like kiln.gluon.SymbolBlock
+    if name == "SymbolBlock":
+        from ..symbol_block import SymbolBlock
+        return SymbolBlock
+    raise AttributeError(f"module 'kiln.gluon.nn' has no attribute {name!r}")

@@ -1,0 +1,104 @@
+"""HybridBlock.export: the block's inference graph as a symbol file plus a params file.
+
+What is exported is the *raw traced* graph in predict mode (outputs only, so state
+updates and dropout's training branch are gone), not the optimized one: it holds nothing
+but registry primitives exactly as the user's forward produced them, it is stable across
+changes to kiln's optimization passes, and every reader optimizes it again anyway
+(SymbolBlock when hybridized, build-c before generating C). The ONNX exporter's pattern
+matching (windows -> reshape -> matmul = Conv) also relies on this unrewritten form.
+"""
+import numpy as _np
+
+from .. import __version__
+from ..base import KilnError, where_in_user_code
+from ..graph.ir import Graph
+from ..ops.registry import REGISTRY
+from .params import params_path, write_params
+from .symbol import graph_to_json
+
+
+def _latest_signature(block):
+    cached = block.__dict__.get("_kiln_cached")
+    if not getattr(block, "_hybrid_active", False) or cached is None or not cached.entries:
+        raise KilnError(f"export: {type(block).__name__} must be hybridized and called once "
+                        "on an example input before export (net.hybridize(); net(x); "
+                        f"net.export(path)), so kiln knows the input shapes"
+                        f"{where_in_user_code()}")
+    structure, avals, _, _ = list(cached.entries)[-1]
+    return cached, structure, avals
+
+
+def _as_args(block, example_inputs):
+    """Hybridize (if needed) and run the block once on the examples, so shapes are known."""
+    from .. import autograd
+    from ..graph.cached import cached_function_of
+    from ..ndarray import ndarray, as_array
+    args = tuple(a if isinstance(a, ndarray) else as_array(a) for a in example_inputs)
+    if not getattr(block, "_hybrid_active", False):
+        block.hybridize()
+    with autograd.predict_mode():
+        block(*args)
+    return cached_function_of(block), args
+
+
+def inference_graph(block, example_inputs=None):
+    """(Graph of the predict-mode forward, {id(param node): structural name}, Capture).
+
+    Without example inputs, the signature of the block's latest hybridized call is used."""
+    from ..graph.tree import unflatten
+    from ..ndarray import ndarray
+    if example_inputs is not None:
+        cached, args = _as_args(block, example_inputs)
+    else:
+        cached, structure, avals = _latest_signature(block)
+        examples = [ndarray._wrap(_np.zeros(shape, dtype)) for shape, dtype in avals]
+        args = unflatten(structure, examples)
+    entry, _ = cached.entry_for(args, training=False)
+    cap = entry.cap
+    raw = cap.graph
+    graph = Graph(raw.inputs[:cap.n_inputs], raw.params, raw.outputs[:cap.n_outputs],
+                  raw.name)
+    names = {id(p): n for n, p in block.collect_params().items()}
+    param_names = {}
+    for node in graph.nodes:
+        if node.op == "param":
+            param = cap.params[id(node)]
+            if id(param) not in names:
+                raise KilnError(f"export: the graph reads a parameter ({node.name}) that is "
+                                f"not among {type(block).__name__}'s parameters")
+            param_names[id(node)] = names[id(param)]
+        elif not node.is_source and node.op not in REGISTRY:
+            raise KilnError(f"export: op {node.op!r} is not a registry primitive")
+    return graph, param_names, cap
+
+
+def export_block(block, path, epoch=0):
+    """Write `path-symbol.json` and `path-%04d.params`; return both file names."""
+    graph, param_names, cap = inference_graph(block)
+    grad_reqs = {id(n): cap.params[id(n)].grad_req for n in graph.nodes if n.op == "param"}
+    text, consts = graph_to_json(graph, param_names, __version__, grad_reqs)
+    params = {}
+    for node in graph.nodes:
+        if node.op == "param":
+            param = cap.params[id(node)]
+            params[param_names[id(node)]] = param.data()._concrete("export")
+    sym_file = f"{path}-symbol.json"
+    par_file = params_path(path, epoch)
+    _write_text_atomic(sym_file, text)
+    write_params(par_file, params, consts)
+    return sym_file, par_file
+
+
+def _write_text_atomic(path, text):
+    import os
+    import tempfile
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kiln-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,41 @@
+"""Reading an exported model back: a validated symbol plus its checked parameter values,
+and (for the ONNX and C exporters) a kiln Graph rebuilt from them."""
+import numpy as _np
+
+from ..base import KilnError
+from ..graph.ir import Graph, Node
+from .params import match_params, read_params
+from .symbol import read_symbol
+
+
+class LoadedModel:
+    def __init__(self, symbol, params, consts):
+        self.symbol = symbol
+        self.params = params      # structural name -> NumPy array
+        self.consts = consts      # node index -> NumPy array
+
+
+def load_model(symbol_file, param_file):
+    symbol = read_symbol(symbol_file)
+    params, consts = match_params(symbol, read_params(param_file), str(param_file))
+    return LoadedModel(symbol, params, consts)
+
+
+def to_graph(model):
+    """A kiln Graph of the loaded model; const nodes carry their values."""
+    sym = model.symbol
+    built, inputs, params = [], {}, []
+    for k, spec in enumerate(sym.nodes):
+        value = None
+        if spec.op == "const":
+            value = model.consts.get(k)
+            if value is None:
+                raise KilnError(f"constant {spec.name} has no value")
+            value = _np.ascontiguousarray(value)
+        node = Node(spec.op, [built[i] for i in spec.inputs], spec.attrs, spec.shape,
+                    spec.dtype, name=spec.name, value=value)
+        if spec.op == "param":
+            params.append(node)
+        built.append(node)
+    inputs = [built[k] for k in sym.inputs]
+    return Graph(inputs, params, [built[k] for k in sym.outputs], sym.name)

@@ -1,0 +1,127 @@
+"""SymbolBlock: run an exported graph with no Python class of the original model.
+
+The block is an interpreter over the symbol file's nodes: each one is evaluated by calling
+its registry primitive, `REGISTRY[op](*inputs, **attrs)`, through kiln's normal dispatch.
+So the same code runs eagerly, records gradients under autograd.record(), and, once
+hybridized, is traced into a fresh graph made of the very same ops. Parameters are
+ordinary Parameters named by the file's structural names, so Trainer fine-tunes them and
+save_parameters/load_parameters use the same names as the original model.
+
+Nothing from the file is executed as code: ops are looked up in the registry by name, and
+attributes are typed JSON values validated against each op's shape rule at load time.
+"""
+from collections import OrderedDict
+
+import numpy as _np
+
+from ..base import KilnError, where_in_user_code
+from ..ndarray import ndarray
+from ..ops.registry import REGISTRY
+from .block import HybridBlock
+from .parameter import Parameter
+
+
+class SymbolBlock(HybridBlock):
+    """A HybridBlock built from a symbol (see `SymbolBlock.imports`)."""
+
+    def __init__(self, symbol, input_names=None):
+        super().__init__()
+        object.__setattr__(self, "_symbol", symbol)
+        names = symbol.input_names
+        if input_names is None:
+            input_names = names
+        if isinstance(input_names, str):
+            input_names = [input_names]
+        input_names = list(input_names)
+        if sorted(input_names) != sorted(names):
+            raise KilnError(f"SymbolBlock: input_names {input_names} do not match the "
+                            f"symbol's inputs {names}{where_in_user_code()}")
+        # forward's arguments come in the order the caller named them
+        by_name = {symbol.nodes[k].name: k for k in symbol.inputs}
+        object.__setattr__(self, "_input_nodes", [by_name[n] for n in input_names])
+        object.__setattr__(self, "_consts", {})
+        for _, spec in symbol.params:
+            param = Parameter(spec.name, shape=spec.shape, dtype=spec.dtype,
+                              grad_req=spec.grad_req, allow_deferred_init=False)
+            OrderedDict.__setitem__(self._reg_params, spec.name, param)
+
+    @staticmethod
+    def imports(symbol_file, input_names, param_file=None, ctx=None, allow_missing=False,
+                ignore_extra=False):
+        """Load `symbol_file` (and its parameters) as a block; no model class needed."""
+        from ..export.symbol import read_symbol
+        block = SymbolBlock(read_symbol(symbol_file), input_names)
+        if param_file is not None:
+            block.load_parameters(param_file, allow_missing=allow_missing,
+                                  ignore_extra=ignore_extra)
+        return block
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
+                        cast_dtype=False, dtype_source="current"):
+        """Parameters and the graph's constants, checked against the symbol's shapes/dtypes."""
+        from ..export.params import read_params, match_params
+        params, consts = match_params(self._symbol, read_params(filename), str(filename),
+                                      allow_missing, ignore_extra)
+        for name, value in params.items():
+            self._reg_params[name]._load_init(value, source=str(filename))
+        for k, value in consts.items():
+            self._consts[k] = ndarray._wrap(value)
+
+    def forward(self, *args):
+        sym = self._symbol
+        if len(args) != len(self._input_nodes):
+            raise KilnError(f"SymbolBlock: expected {len(self._input_nodes)} inputs "
+                            f"({', '.join(sym.nodes[k].name for k in self._input_nodes)}), "
+                            f"got {len(args)}{where_in_user_code()}")
+        values = [None] * len(sym.nodes)
+        for k, arg in zip(self._input_nodes, args):
+            spec = sym.nodes[k]
+            if not isinstance(arg, ndarray):
+                arg = ndarray._wrap(_np.asarray(arg, dtype=spec.dtype))
+            if tuple(arg.shape) != spec.shape or arg.dtype != spec.dtype:
+                raise KilnError(f"SymbolBlock: input {spec.name!r} must be {spec.dtype}"
+                                f"{list(spec.shape)} (the exported signature), got "
+                                f"{arg.dtype}{list(arg.shape)}{where_in_user_code()}")
+            values[k] = arg
+        # free each value after its last reader, so peak memory follows the graph's width
+        last_use = {}
+        for k, spec in enumerate(sym.nodes):
+            for i in spec.inputs:
+                last_use[i] = k
+        keep = set(sym.outputs)
+        for k, spec in enumerate(sym.nodes):
+            if spec.op == "input":
+                continue
+            if spec.op == "param":
+                values[k] = self._reg_params[spec.name].data()
+            elif spec.op == "const":
+                if k not in self._consts:
+                    raise KilnError(f"SymbolBlock: constant {spec.name} has no value; load "
+                                    f"the params file first{where_in_user_code()}")
+                values[k] = self._consts[k]
+            else:
+                values[k] = _evaluate(k, spec, [values[i] for i in spec.inputs])
+            for i in spec.inputs:
+                if last_use.get(i) == k and i not in keep:
+                    values[i] = None
+        outs = [values[k] for k in sym.outputs]
+        return outs[0] if len(outs) == 1 else outs
+
+    def __repr__(self):
+        sym = self._symbol
+        return (f"SymbolBlock({sym.name}: inputs {sym.input_names}, "
+                f"{len(sym.nodes)} nodes, {len(sym.params)} parameters)")
+
+
+def _evaluate(k, spec, inputs):
+    try:
+        out = REGISTRY[spec.op](*inputs, **spec.attrs)
+    except KilnError:
+        raise
+    except Exception as exc:  # a validated file can still hold values an op rejects
+        raise KilnError(f"SymbolBlock: node {k} ({spec.op}) failed: "
+                        f"{type(exc).__name__}: {exc}") from None
+    if tuple(out.shape) != spec.shape or out.dtype != spec.dtype:
+        raise KilnError(f"SymbolBlock: node {k} ({spec.op}) gave {out.dtype}"
+                        f"{list(out.shape)}, the file declares {spec.dtype}{list(spec.shape)}")
+    return out

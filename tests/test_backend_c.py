@@ -1,0 +1,204 @@
+"""The C backend against eager: every registry case, random programs, bad inputs, the cache.
+
+Skipped as a whole when no C compiler works here; the NumPy fallback is tested separately
+(test_backend_fallback.py)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as onp
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+import kiln
+from kiln import np, npx, autograd
+from kiln.base import KilnError
+from kiln.backend.c import build
+from kiln.ops import REGISTRY
+from kiln.ops.rules import is_float
+
+from test_grad_registry import CASES, IDS, _differentiable
+from test_hybridize_functions import make_program, recipes, shapes
+from conftest import wrap, to_np
+
+pytestmark = pytest.mark.skipif(not build.available(), reason="no working C compiler")
+
+
+def _c_program_of(hybrid):
+    entry = next(iter(hybrid._cached.entries.values()))
+    return entry.program
+
+
+@pytest.mark.parametrize("name,idx", IDS, ids=[f"{n}-{i}" for n, i in IDS])
+def test_registry_case_matches_eager(name, idx):
+    prim, case = REGISTRY[name], CASES[name][idx]
+    if prim.random:
+        out = kiln.hybridize(lambda: prim(**case.attrs), backend="c")()
+        assert out.shape == tuple(prim.shape(**case.attrs)[0])
+        return
+    fn = lambda *xs: prim(*xs, **case.attrs)  # noqa: E731
+    eager = fn(*[wrap(v) for v in case.inputs])
+    hybrid = kiln.hybridize(fn, backend="c")
+    got = hybrid(*[wrap(v) for v in case.inputs])
+    assert got.shape == eager.shape and got.dtype == eager.dtype
+    onp.testing.assert_allclose(to_np(got), to_np(eager), rtol=1e-5, atol=1e-6)
+    assert type(_c_program_of(hybrid)).__name__ == "CProgram"
+    which = [i for i, v in enumerate(case.inputs) if is_float(onp.asarray(v).dtype)]
+    if not (_differentiable(prim, eager) and which):
+        return
+    proj = onp.random.default_rng(3).standard_normal(eager.shape).astype(eager.dtype)
+
+    def grads(f):
+        xs = [wrap(v) for v in case.inputs]
+        for i in which:
+            xs[i].attach_grad()
+        with autograd.record():
+            loss = (f(*xs) * wrap(proj)).sum()
+        loss.backward()
+        return [to_np(xs[i].grad) for i in which]
+
+    for g_c, g_e in zip(grads(hybrid), grads(fn)):
+        onp.testing.assert_allclose(g_c, g_e, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(recipe=recipes, shape=shapes, seed=st.integers(0, 2**16))
+def test_random_programs_on_c_match_eager(recipe, shape, seed):
+    rng = onp.random.default_rng(seed)
+    xv = rng.normal(size=shape).astype("float32")
+    yv = rng.normal(size=shape).astype("float32")
+    prog = make_program(recipe)
+
+    def run(fn):
+        x, y = np.array(xv), np.array(yv)
+        x.attach_grad()
+        y.attach_grad()
+        with autograd.record():
+            out = fn(x, y)
+        out.backward()
+        return out.asnumpy(), x.grad.asnumpy(), y.grad.asnumpy()
+
+    for c, e in zip(run(kiln.hybridize(prog, backend="c")), run(prog)):
+        onp.testing.assert_allclose(c, e, rtol=5e-5, atol=5e-5)
+
+
+# ---- bad input never reaches C unchecked --------------------------------------------------
+
+def _mlp():
+    from kiln.gluon import nn
+    net = nn.HybridSequential()
+    net.add(nn.Dense(16, activation="relu"), nn.Dense(3))
+    net.initialize()
+    return net
+
+
+def test_wrong_shapes_dtypes_layouts_and_empty_inputs_are_safe():
+    net = _mlp()
+    x = np.random.normal(size=(4, 8))
+    eager = net(x).asnumpy()
+    net.hybridize(backend="c")
+    onp.testing.assert_allclose(net(x).asnumpy(), eager, rtol=1e-5, atol=1e-6)
+    # a new batch size or dtype traces again instead of reading out of bounds
+    x2 = np.random.normal(size=(7, 8))
+    onp.testing.assert_allclose(net(x2).asnumpy(), _eager_copy(net, x2), rtol=1e-5, atol=1e-6)
+    x64 = x.astype("float64")
+    assert net(x64).shape == (4, 3)
+    # non-contiguous input (a transposed view)
+    xt = np.asarray(onp.asfortranarray(x.asnumpy()))
+    assert not xt._data.flags.c_contiguous
+    onp.testing.assert_allclose(net(xt).asnumpy(), eager, rtol=1e-5, atol=1e-6)
+    # empty batch
+    empty = net(np.zeros((0, 8)))
+    assert empty.shape == (0, 3)
+    # the wrong number of features is a clear error
+    with pytest.raises(KilnError, match="features|not aligned"):
+        net(np.zeros((4, 5)))
+
+
+def _eager_copy(net, x):
+    net.hybridize(active=False)
+    try:
+        return net(x).asnumpy()
+    finally:
+        net.hybridize(backend="c")
+
+
+def test_program_checks_every_input_before_calling_c():
+    h = kiln.hybridize(lambda a, b: np.dot(a, b) + 1, backend="c")
+    a, b = np.ones((2, 3)), np.ones((3, 4))
+    h(a, b)
+    program = _c_program_of(h)
+    assert type(program).__name__ == "CProgram"
+    ok = [a.asnumpy(), b.asnumpy()]
+    for bad in ([onp.ones((2, 2), "f4"), ok[1]], [ok[0].astype("f8"), ok[1]],
+                [ok[0], "not an array"], [ok[0]]):
+        with pytest.raises(KilnError):
+            program(bad, [])
+    onp.testing.assert_allclose(program([ok[0][:, ::-1].copy(order="F"), ok[1]], [])[0],
+                                onp.full((2, 4), 4.0))
+
+
+def test_gather_indices_out_of_range_are_clipped_not_read_out_of_bounds():
+    table = np.arange(12).reshape(4, 3)
+    h = kiln.hybridize(lambda t, i: npx.embedding(i, t, 4, 3), backend="c")
+    idx = np.array(onp.array([0, 3, 99, -5]), dtype="int64")
+    got = h(table, idx).asnumpy()
+    onp.testing.assert_array_equal(got, table.asnumpy()[[0, 3, 3, 0]])
+
+
+# ---- the on-disk cache ---------------------------------------------------------------------
+
+SCRIPT = textwrap.dedent("""
+    import sys, time
+    t0 = time.perf_counter()
+    import kiln
+    from kiln import np
+    h = kiln.hybridize(lambda x: np.tanh(x) * 3 + 1, backend="c")
+    out = h(np.ones((5,)))
+    print(type(next(iter(h._cached.entries.values())).program).__name__, float(out[0]))
+""")
+
+
+def _run_script(env):
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.split()
+
+
+def test_cache_is_reused_and_corrupt_entries_are_rebuilt(tmp_path):
+    env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path))
+    kind, value = _run_script(env)
+    assert kind == "CProgram" and abs(float(value) - (onp.tanh(1) * 3 + 1)) < 1e-5
+    entries = [p for p in os.listdir(tmp_path) if p.endswith(".so")]
+    assert len(entries) == 1
+    assert _run_script(env)[0] == "CProgram"
+    assert [p for p in os.listdir(tmp_path) if p.endswith(".so")] == entries
+    # truncate the cached object: the next process must notice and rebuild it
+    path = tmp_path / entries[0]
+    path.write_bytes(path.read_bytes()[:100])
+    kind, value = _run_script(env)
+    assert kind == "CProgram" and abs(float(value) - (onp.tanh(1) * 3 + 1)) < 1e-5
+    assert path.stat().st_size > 100
+
+
+def test_two_processes_compiling_the_same_graph_at_once(tmp_path):
+    env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path))
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        assert out.split()[0] == "CProgram"
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".kiln-build")]
+
+
+def test_no_compiler_falls_back_to_numpy_with_a_warning(tmp_path):
+    env = dict(os.environ, CC="/bin/false", KILN_CACHE_DIR=str(tmp_path))
+    res = subprocess.run([sys.executable, "-W", "always", "-c", SCRIPT], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    kind, value = res.stdout.split()
+    assert kind == "NumpyProgram" and abs(float(value) - (onp.tanh(1) * 3 + 1)) < 1e-5
+    assert "C backend is unavailable" in res.stderr
