@@ -13,6 +13,7 @@ import numpy as onp
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import peers  # noqa: E402
+import first_call  # noqa: E402
 
 import kiln  # noqa: E402
 from kiln import np  # noqa: E402
@@ -74,6 +75,8 @@ def main(argv=None):
         ref = min(hybrid, key=lambda t: t[1])[0]
         print(harness.markdown_table(f"batch {batch}", timed, ref))
         print()
+    if "c" in backends:
+        print(first_call.report())
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import sys
 
 COMMANDS = {
     "demo": ("kiln.demo", "main", "train an MLP on the bundled 8x8 digits and report accuracy"),
+    "bench": ("kiln.bench_command", "main",
+              "benchmarks from bench/: `bench` (seed MLP vs peers), `bench train`"),
     "inspect": ("kiln.export.commands", "inspect_main",
                 "describe an exported model (PATH-symbol.json): inputs, outputs, ops, params"),
     "run": ("kiln.export.commands", "run_main", "run an exported model on .npy inputs"),
