@@ -226,11 +226,24 @@ class Parameter:
         return [self.data()]
 
     def grad(self, ctx=None):
+        tc = trace.current()
+        if tc is not None:
+            return self._traced_grad(tc)
         self._check_initialized()
         if self._grad_req == "null" or self._data.grad is None:
             raise KilnError(f"Parameter {self._label()} has no gradient because its grad_req "
                             f"is 'null'{where_in_user_code()}")
         return self._data.grad
+
+    def _traced_grad(self, tc):
+        """Inside a trace: the gradient a traced backward() left on this parameter's symbol."""
+        from .. import np as knp
+        if self._grad_req == "null":
+            raise KilnError(f"Parameter {self._label()} has no gradient because its grad_req "
+                            f"is 'null'{where_in_user_code()}")
+        sym = self.data()
+        g = sym._grad
+        return g if g is not None else knp.zeros(sym.shape, dtype=sym.dtype)
 
     def list_grad(self):
         return [self.grad()]

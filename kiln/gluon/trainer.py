@@ -8,6 +8,7 @@ own `rescale_grad`) as in MXNet.  Single device: `allreduce_grads` has nothing t
 import numpy as _np
 
 from ..base import KilnError
+from ..graph import trace
 from .. import optimizer as _opt
 from ..npx.io import write_npz_atomic, read_npz
 
@@ -84,6 +85,10 @@ class Trainer:
         """Update the parameters with their current gradients (no all-reduce)."""
         if not batch_size or batch_size < 0:
             raise KilnError(f"Trainer.step: batch_size must be positive, got {batch_size!r}")
+        if trace.current() is not None:
+            from .trainer_traced import update_traced
+            update_traced(self, batch_size)
+            return
         self._optimizer.rescale_grad = self._scale / batch_size
         for i, (name, param) in enumerate(zip(self._names, self._params)):
             if getattr(param, "grad_req", "write") == "null":

@@ -33,6 +33,8 @@ class _Entry:
 
     def run_inference(self, arrays):
         """The hot path: no autograd, every argument an eager array."""
+        for hook in self.cap.pre_call:
+            hook()
         results = self.program([a._data for a in arrays], [p._data._data for p in self.params])
         cap = self.cap
         if cap.state_params:
@@ -113,6 +115,8 @@ class CachedFunction:
                 grad_mask = flags
         entry, arrays = self.entry_for(args, grad_mask=grad_mask)
         values = [a._concrete("a hybridized call") for a in arrays]
+        for hook in entry.cap.pre_call:
+            hook()
         param_arrays = [p.data() for p in entry.params]
         results = entry.program(values, [p._data for p in param_arrays])
         cap = entry.cap

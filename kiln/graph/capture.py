@@ -108,6 +108,7 @@ def capture(fn, args, name, param_names=None, grad_inputs=None):
                   {id(e.node): e.param for e in entries}, len(in_nodes))
     cap.grad_params = grad_params
     cap.n_grad_outputs = len(grad_in_nodes)
+    cap.pre_call = list(ctx.pre_call)
     return cap
 
 

@@ -17,6 +17,7 @@ class TraceContext:
         self.nodes = []
         self._consts = {}     # id(numpy value) -> (node, value): one node per captured array
         self.params = {}      # id(Parameter) -> ParamEntry
+        self.pre_call = []    # functions to run before every call of the compiled program
 
     def add(self, node):
         self.nodes.append(node)
@@ -36,11 +37,19 @@ class TraceContext:
                                  name=getattr(param, "name", None)))
             array = ndarray._from_node(node)
             leaf = None
-            if self.differentiate and getattr(value, "_tape", None) is not None:
+            # a parameter with a gradient is a leaf, so a backward() traced inside the
+            # function (a whole training step) reaches it
+            if getattr(value, "_tape", None) is not None:
                 from ..autograd import Leaf
                 leaf = array._tape = Leaf(array)
+                array._grad_req = "write"
             hit = self.params[id(param)] = ParamEntry(param, array, node, leaf)
         return hit.array
+
+    def symbol_input(self, array):
+        """The node a symbolic operand contributes (a control-flow subtrace captures outer
+        symbols here; see kiln/graph/subgraph.py)."""
+        return array._node
 
     def constant(self, value):
         hit = self._consts.get(id(value))
@@ -84,7 +93,7 @@ def add_node(prim, arrays, attrs, shape, dtype):
     inputs = []
     for a in arrays:
         if a._node is not None:
-            inputs.append(a._node)
+            inputs.append(ctx.symbol_input(a))
         else:
             inputs.append(ctx.constant(a._data))
     return ctx.add(Node(prim.name, inputs, attrs, shape, dtype))

@@ -6,6 +6,10 @@ Both follow PyTorch's arithmetic exactly, which is the Adam paper's:
 MXNet folds the bias correction into the learning rate instead and so adds eps to the
 uncorrected sqrt(v); the two differ only by eps * sqrt(1-b2^t), far below float32 noise for
 the default eps.  AdamW decays first, as torch.optim.AdamW does: w -= lr * wd * w.
+
+The per-step scalars (bias corrections, step size) are computed in Python by `scalars`; the
+array arithmetic in `adam_update` uses only operators, so it runs on NumPy buffers eagerly
+and on kiln symbols inside a compiled training step.
 """
 import math
 
@@ -14,23 +18,26 @@ import numpy as _np
 from .base import Optimizer, register
 
 
-def adam_update(weight, grad, mean, var, lr, wd, t, beta1, beta2, epsilon,
-                decoupled_wd=False):
-    """One Adam/AdamW step at step number t >= 1, in place on weight, mean and var."""
-    dt = weight.dtype.type
-    if wd and decoupled_wd:
-        weight *= dt(1.0 - lr * wd)
-    elif wd:
-        grad = grad + weight * dt(wd)
-    mean *= dt(beta1)
-    mean += dt(1.0 - beta1) * grad
-    var *= dt(beta2)
-    var += dt(1.0 - beta2) * (grad * grad)
-    bias1 = 1.0 - beta1 ** t
-    bias2 = 1.0 - beta2 ** t
-    denom = _np.sqrt(var) / dt(math.sqrt(bias2))
-    denom += dt(epsilon)
-    weight -= dt(lr / bias1) * (mean / denom)
+def adam_scalars(lr, wd, t, beta1, beta2, decoupled_wd):
+    return {"step": lr / (1.0 - beta1 ** t),
+            "inv_bias2": 1.0 / math.sqrt(1.0 - beta2 ** t),
+            "wd": wd,
+            "decay": 1.0 - lr * wd if decoupled_wd else 1.0}
+
+
+def adam_update(weight, grad, mean, var, s, beta1, beta2, epsilon, use_wd, decoupled_wd):
+    """One Adam/AdamW step, in place on weight, mean and var; `s` from adam_scalars."""
+    if use_wd and decoupled_wd:
+        weight *= s["decay"]
+    elif use_wd:
+        grad = grad + weight * s["wd"]
+    mean *= beta1
+    mean += (1.0 - beta1) * grad
+    var *= beta2
+    var += (1.0 - beta2) * (grad * grad)
+    denom = var ** 0.5 * s["inv_bias2"]
+    denom += epsilon
+    weight -= s["step"] * (mean / denom)
 
 
 @register
@@ -49,10 +56,13 @@ class Adam(Optimizer):
         return (_np.zeros(weight.shape, dtype=weight.dtype),
                 _np.zeros(weight.shape, dtype=weight.dtype))
 
-    def step_one(self, weight, grad, state, lr, wd, t):
+    def scalars(self, lr, wd, t):
+        return adam_scalars(lr, wd, t, self.beta1, self.beta2, self.decoupled_wd)
+
+    def apply(self, weight, grad, state, s):
         mean, var = state
-        adam_update(weight, grad, mean, var, lr, wd, t, self.beta1, self.beta2, self.epsilon,
-                    decoupled_wd=self.decoupled_wd)
+        adam_update(weight, grad, mean, var, s, self.beta1, self.beta2, self.epsilon,
+                    use_wd=bool(self.wd), decoupled_wd=self.decoupled_wd)
 
 
 @register

@@ -47,10 +47,12 @@ def registered():
 
 
 def preprocess_grad(grad, rescale_grad, clip_gradient):
-    """rescale, then clip: MXNet's order.  Returns a new array; `grad` is left untouched."""
-    g = grad * grad.dtype.type(rescale_grad)
+    """rescale, then clip: MXNet's order.  Returns a new array; `grad` is left untouched.
+
+    Operators and .clip only, so it works on NumPy buffers and on kiln symbols alike."""
+    g = grad * rescale_grad
     if clip_gradient is not None and clip_gradient >= 0:
-        _np.clip(g, -clip_gradient, clip_gradient, out=g)
+        g = g.clip(-clip_gradient, clip_gradient)
     return g
 
 
@@ -146,6 +148,14 @@ class Optimizer:
     step = update
 
     def step_one(self, weight, grad, state, lr, wd, t):
+        self.apply(weight, grad, state, self.scalars(lr, wd, t))
+
+    def scalars(self, lr, wd, t):
+        """The per-step scalars of the update, as Python floats (dict: name -> value)."""
+        raise NotImplementedError
+
+    def apply(self, weight, grad, state, s):
+        """The array arithmetic of one update, in place; operators only (see sgd.py)."""
         raise NotImplementedError
 
     # ---- states as flat arrays (for Trainer.save_states) -------------------------------------

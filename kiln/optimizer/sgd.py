@@ -6,39 +6,46 @@ PyTorch keeps it unscaled (buf = momentum * buf + g;  w -= lr * buf).  With a co
 learning rate mom == -lr * buf, so the two give the same weights step for step; they differ
 only in how a learning-rate change acts on momentum already accumulated.  We follow MXNet,
 since code written for MXNet must behave as it did there.
+
+The update functions use only arithmetic operators and in-place operators, so the same code
+updates NumPy buffers eagerly and kiln symbols inside a compiled training step. `lr` and `wd`
+may be Python floats or 0-d arrays; whether weight decay or momentum is used at all is
+decided by the optimizer's configuration.
 """
 import numpy as _np
 
 from .base import Optimizer, register
 
 
-def sgd_update(weight, grad, mom, lr, wd, momentum):
+def sgd_update(weight, grad, mom, lr, wd, momentum, use_wd=True):
     """One SGD step, in place on `weight` (and `mom` when momentum is used)."""
-    if wd:
-        grad = grad + weight * weight.dtype.type(wd)
+    if use_wd:
+        grad = grad + weight * wd
     if mom is None:
-        weight -= weight.dtype.type(lr) * grad
+        weight -= lr * grad
         return
-    mom *= mom.dtype.type(momentum)
-    mom -= mom.dtype.type(lr) * grad
+    mom *= momentum
+    mom -= lr * grad
     weight += mom
 
 
-def nag_update(weight, grad, mom, lr, wd, momentum):
+def nag_update(weight, grad, mom, lr, wd, momentum, use_wd=True):
     """One Nesterov step (MXNet's NAG, equal to torch SGD(nesterov=True) at constant lr)."""
-    if wd:
-        grad = grad + weight * weight.dtype.type(wd)
+    if use_wd:
+        grad = grad + weight * wd
     if mom is None:
-        weight -= weight.dtype.type(lr) * grad
+        weight -= lr * grad
         return
-    mom *= mom.dtype.type(momentum)
-    mom -= mom.dtype.type(lr) * grad
-    weight += mom.dtype.type(momentum) * mom - mom.dtype.type(lr) * grad
+    mom *= momentum
+    mom -= lr * grad
+    weight += momentum * mom - lr * grad
 
 
 @register
 class SGD(Optimizer):
     """Stochastic gradient descent, optionally with momentum."""
+
+    update_fn = staticmethod(sgd_update)
 
     def __init__(self, learning_rate=0.1, momentum=0.0, lazy_update=False, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
@@ -50,16 +57,19 @@ class SGD(Optimizer):
             return None
         return _np.zeros(weight.shape, dtype=weight.dtype)
 
-    def step_one(self, weight, grad, state, lr, wd, t):
-        sgd_update(weight, grad, state, lr, wd, self.momentum)
+    def scalars(self, lr, wd, t):
+        return {"lr": lr, "wd": wd}
+
+    def apply(self, weight, grad, state, s):
+        self.update_fn(weight, grad, state, s["lr"], s["wd"], self.momentum,
+                       use_wd=bool(self.wd))
 
 
 @register
 class NAG(SGD):
     """Nesterov accelerated gradient."""
 
+    update_fn = staticmethod(nag_update)
+
     def __init__(self, learning_rate=0.1, momentum=0.9, **kwargs):
         super().__init__(learning_rate=learning_rate, momentum=momentum, **kwargs)
-
-    def step_one(self, weight, grad, state, lr, wd, t):
-        nag_update(weight, grad, state, lr, wd, self.momentum)

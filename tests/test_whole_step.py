@@ -1,0 +1,127 @@
+"""A whole training step (forward, backward, optimizer update) compiled into one program."""
+import numpy as onp
+import pytest
+
+import kiln
+from kiln import np, autograd, gluon, init, lr_scheduler
+from kiln.base import KilnError
+from kiln.gluon import nn
+
+
+def build(kind, seed=0):
+    np.random.seed(seed)
+    net = nn.HybridSequential()
+    if kind == "mlp":
+        net.add(nn.Dense(32, activation="relu"), nn.Dense(10))
+        shape = (16, 20)
+    else:
+        # no conv bias before BatchNorm: its true gradient is zero, and Adam would turn the
+        # float noise standing in for that zero into full-size steps that differ run to run
+        net.add(nn.Conv2D(4, kernel_size=3, padding=1, use_bias=False), nn.BatchNorm(),
+                nn.Activation("relu"),
+                nn.MaxPool2D(2), nn.Flatten(), nn.Dense(10))
+        shape = (8, 1, 6, 6)
+    net.initialize(init.Xavier())
+    net(np.zeros(shape))
+    return net, shape
+
+
+def twins(kind, optimizer, params):
+    a, shape = build(kind)
+    b, _ = build(kind)
+    for pa, pb in zip(a.collect_params().values(), b.collect_params().values()):
+        pb.set_data(pa.data())
+    ta = gluon.Trainer(a.collect_params(), optimizer, dict(params))
+    tb = gluon.Trainer(b.collect_params(), optimizer, dict(params))
+    return (a, ta), (b, tb), shape
+
+
+def make_step(net, trainer):
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def step(x, y):
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(x.shape[0])
+        return loss
+    return step
+
+
+def _data(rng, shape):
+    return (np.array(rng.normal(size=shape).astype("float32")),
+            np.array(rng.integers(0, 10, size=shape[0]).astype("float32")))
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+@pytest.mark.parametrize("optimizer,params", [
+    ("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
+    ("adam", {"learning_rate": 0.01}),
+    ("adamw", {"learning_rate": 0.01, "wd": 0.05}),
+    ("nag", {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-3, "clip_gradient": 1.0}),
+])
+def test_compiled_step_matches_eager_for_50_steps(kind, optimizer, params):
+    (a, ta), (b, tb), shape = twins(kind, optimizer, params)
+    eager, compiled = make_step(a, ta), kiln.hybridize(make_step(b, tb))
+    rng = onp.random.default_rng(1)
+    for _ in range(50):
+        x, y = _data(rng, shape)
+        onp.testing.assert_allclose(compiled(x, y).asnumpy(), eager(x, y).asnumpy(),
+                                    rtol=1e-4, atol=1e-5)
+    for pa, pb in zip(a.collect_params().values(), b.collect_params().values()):
+        onp.testing.assert_allclose(pb.data().asnumpy(), pa.data().asnumpy(), rtol=1e-4,
+                                    atol=1e-5)
+    assert ta.optimizer.num_update == tb.optimizer.num_update == 50
+
+
+def test_compiled_step_is_one_program_updating_parameters_in_place():
+    (a, ta), (b, tb), shape = twins("mlp", "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+    step = kiln.hybridize(make_step(b, tb))
+    weight = b[0].weight.data()
+    buffer = weight._data
+    x, y = _data(onp.random.default_rng(0), shape)
+    before = buffer.copy()
+    step(x, y)
+    assert b[0].weight.data() is weight and weight._data is buffer
+    assert not onp.allclose(buffer, before)
+    g = step.graph(x, y)
+    assert {"matmul", "relu", "exp", "log"} <= set(g.ops)
+    assert len(step._cached.entries) == 1
+
+
+def test_learning_rate_changes_are_not_baked_in():
+    sched = lr_scheduler.FactorScheduler(step=5, factor=0.5, base_lr=0.1)
+    (a, ta), (b, tb), shape = twins("mlp", "sgd", {"learning_rate": 0.1, "lr_scheduler": sched})
+    tb._optimizer.lr_scheduler = lr_scheduler.FactorScheduler(step=5, factor=0.5, base_lr=0.1)
+    eager, compiled = make_step(a, ta), kiln.hybridize(make_step(b, tb))
+    rng = onp.random.default_rng(2)
+    for _ in range(12):
+        x, y = _data(rng, shape)
+        eager(x, y)
+        compiled(x, y)
+    for pa, pb in zip(a.collect_params().values(), b.collect_params().values()):
+        onp.testing.assert_allclose(pb.data().asnumpy(), pa.data().asnumpy(), rtol=1e-4,
+                                    atol=1e-6)
+
+
+def test_eager_and_compiled_steps_share_optimizer_state():
+    (a, ta), (b, tb), shape = twins("mlp", "adam", {"learning_rate": 0.01})
+    eager_a = make_step(a, ta)
+    eager_b, compiled_b = make_step(b, tb), kiln.hybridize(make_step(b, tb))
+    rng = onp.random.default_rng(3)
+    for i in range(10):
+        x, y = _data(rng, shape)
+        eager_a(x, y)
+        (compiled_b if i % 2 else eager_b)(x, y)
+    for pa, pb in zip(a.collect_params().values(), b.collect_params().values()):
+        onp.testing.assert_allclose(pb.data().asnumpy(), pa.data().asnumpy(), rtol=1e-4,
+                                    atol=1e-6)
+
+
+def test_grad_req_add_is_refused_in_a_compiled_step():
+    net, shape = build("mlp")
+    net.collect_params().setattr("grad_req", "add")
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    x, y = _data(onp.random.default_rng(0), shape)
+    with pytest.raises(KilnError, match="grad_req='add'"):
+        kiln.hybridize(make_step(net, trainer))(x, y)
