@@ -4,7 +4,17 @@ __version__ = "0.1.0"
 from . import ops  # noqa: F401  (registers every primitive)
 from .base import KilnError, MXNetError  # noqa: F401
 from .context import Context, Device, cpu, gpu, cpu_pinned, num_gpus, current_context  # noqa
-from . import np, autograd  # noqa: F401
+from . import np, npx, autograd  # noqa: F401
+from .np import random  # noqa: F401  (mx.random.seed / mx.random.uniform)
 from . import ndarray, symbol  # noqa: F401  (the `F` namespaces of hybrid_forward)
-from . import init, gluon  # noqa: F401,E402
+from . import init, gluon, optimizer, lr_scheduler  # noqa: F401,E402
 from .graph.cached import hybridize  # noqa: F401,E402
+from .fit import fit  # noqa: F401,E402
+
+
+def __getattr__(name):
+    # kiln.onnx needs the optional onnx package only when it is used
+    if name == "onnx":
+        import importlib
+        return importlib.import_module(".onnx", __name__)
+    raise AttributeError(f"module 'kiln' has no attribute {name!r}")

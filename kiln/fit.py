@@ -1,0 +1,62 @@
+"""A small training loop: compiled steps, a progress bar, per-epoch metrics.
+
+    history = kiln.fit(net, train_loader, loss_fn, trainer, epochs=10, val_data=test_loader)
+
+Each step (forward, backward, optimizer update) is compiled once per batch shape with
+kiln.hybridize, so an epoch runs one native program per batch. Pass compiled=False to
+train eagerly with the same loop (for debugging, or to compare).
+"""
+import time
+
+from . import autograd
+from .graph.cached import hybridize
+
+
+def make_step(net, loss_fn, trainer, compiled=True, backend=None):
+    """step(x, y) -> per-sample loss; one optimizer update per call."""
+    def step(x, y):
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(x.shape[0])
+        return loss
+    return hybridize(step, backend=backend) if compiled else step
+
+
+def accuracy(net, loader):
+    """Top-1 classification accuracy of `net` over `loader`."""
+    correct, count = 0, 0
+    for x, y in loader:
+        pred = net(x).argmax(axis=1).asnumpy()
+        correct += int((pred == y.asnumpy().reshape(pred.shape)).sum())
+        count += len(pred)
+    return correct / max(count, 1)
+
+
+def fit(net, train_data, loss_fn, trainer, epochs=1, val_data=None, compiled=True,
+        backend=None, quiet=False, log=print):
+    """Train `net`; returns a list of per-epoch dicts (loss, seconds, and val accuracy)."""
+    from .utils.progress import progress
+    step = make_step(net, loss_fn, trainer, compiled=compiled, backend=backend)
+    history = []
+    for epoch in range(1, epochs + 1):
+        start = time.perf_counter()
+        total, count = 0.0, 0
+        bar = progress(train_data, desc=f"epoch {epoch}/{epochs}", disable=quiet, leave=False,
+                       unit="batch")
+        for x, y in bar:
+            loss = step(x, y)
+            total += float(loss.sum())
+            count += x.shape[0]
+            bar.set_postfix(loss=total / max(count, 1), refresh=False)
+        record = {"epoch": epoch, "loss": total / max(count, 1),
+                  "seconds": time.perf_counter() - start}
+        if val_data is not None:
+            record["val_accuracy"] = accuracy(net, val_data)
+        history.append(record)
+        if log is not None:
+            extra = (f"  val accuracy {record['val_accuracy']:.2%}"
+                     if "val_accuracy" in record else "")
+            log(f"epoch {epoch:3d}  loss {record['loss']:.4f}{extra}  "
+                f"({record['seconds']:.2f} s)")
+    return history
