@@ -49,7 +49,7 @@ def gemm_prelude(gemm):
 def _gemm_function(T, name):
     return f"""
 /* C[M,N] = op(A) op(B); row-major; ta/tb: A is stored (K,M) / B is stored (N,K) */
-static void kiln_gemm_{T}(int ta, int tb, int64_t M, int64_t N, int64_t K,
+__attribute__((noinline)) static void kiln_gemm_{T}(int ta, int tb, int64_t M, int64_t N, int64_t K,
                           const {T} *A, int64_t lda, const {T} *B, int64_t ldb, {T} *C) {{
   if (kiln_{name}gemm_ptr && M >= {GEMM_BLAS_MIN_ROWS} && M * N * K >= {GEMM_BLAS_MIN_FLOPS}) {{
     kiln_{name}gemm_ptr(101, ta ? 112 : 111, tb ? 112 : 111, M, N, K, 1, A, lda, B, ldb, 0, C, N);
