@@ -14,7 +14,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 import kiln  # noqa: E402
-from kiln import np, autograd, gluon, init  # noqa: E402
+from kiln import np, gluon, init  # noqa: E402
+from kiln.fit import make_step  # noqa: E402
 from kiln.gluon import nn  # noqa: E402
 
 SIZES = (784, 256, 128, 10)
@@ -31,14 +32,7 @@ def kiln_step(backend):
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR})
 
-    def step(x, y):
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(x.shape[0])
-        return loss
-
-    return step if backend is None else kiln.hybridize(step, backend=backend)
+    return make_step(net, loss_fn, trainer, compiled=backend is not None, backend=backend)
 
 
 def torch_steps(xv, yv, with_compile):

@@ -464,8 +464,8 @@ def as_array(value, dtype=None):
     return ndarray._wrap(data)
 
 
-def __getattr__(name):
-    """`F` in hybrid_forward(F, x) is this module when eager: F.relu, F.np.sum, F.npx.relu."""
+def namespace_attr(module_name, name):
+    """Attribute lookup of the `F` modules: np and npx, then their functions."""
     if name.startswith("__"):
         raise AttributeError(name)
     from . import np as _knp, npx as _knpx
@@ -474,4 +474,9 @@ def __getattr__(name):
     for space in (_knpx, _knp):
         if hasattr(space, name):
             return getattr(space, name)
-    raise AttributeError(f"module 'kiln.ndarray' has no attribute {name!r}")
+    raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+
+
+def __getattr__(name):
+    """`F` in hybrid_forward(F, x) is this module when eager: F.relu, F.np.sum, F.npx.relu."""
+    return namespace_attr(__name__, name)

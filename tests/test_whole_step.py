@@ -3,7 +3,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np, autograd, gluon, init, lr_scheduler
+from kiln import np, gluon, init, lr_scheduler
+from kiln.fit import make_step as fit_step
 from kiln.base import KilnError
 from kiln.gluon import nn
 
@@ -37,15 +38,8 @@ def twins(kind, optimizer, params):
 
 
 def make_step(net, trainer):
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-
-    def step(x, y):
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(x.shape[0])
-        return loss
-    return step
+    """The eager step; kiln.hybridize(make_step(...)) is the compiled one."""
+    return fit_step(net, gluon.loss.SoftmaxCrossEntropyLoss(), trainer, compiled=False)
 
 
 def _data(rng, shape):
