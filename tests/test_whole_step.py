@@ -119,3 +119,22 @@ def test_grad_req_add_is_refused_in_a_compiled_step():
     x, y = _data(onp.random.default_rng(0), shape)
     with pytest.raises(KilnError, match="grad_req='add'"):
         kiln.hybridize(make_step(net, trainer))(x, y)
+
+
+def test_loading_optimizer_states_reaches_the_compiled_step(tmp_path):
+    (a, ta), (b, tb), shape = twins("mlp", "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+    eager, compiled = make_step(a, ta), kiln.hybridize(make_step(b, tb))
+    rng = onp.random.default_rng(5)
+    for _ in range(3):
+        x, y = _data(rng, shape)
+        eager(x, y)
+        compiled(x, y)
+    ta.save_states(str(tmp_path / "a.states"))
+    tb.load_states(str(tmp_path / "a.states"))
+    for _ in range(3):
+        x, y = _data(rng, shape)
+        eager(x, y)
+        compiled(x, y)
+    for pa, pb in zip(a.collect_params().values(), b.collect_params().values()):
+        onp.testing.assert_allclose(pb.data().asnumpy(), pa.data().asnumpy(), rtol=1e-4,
+                                    atol=1e-6)

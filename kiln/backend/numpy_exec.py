@@ -5,6 +5,8 @@ buffer, and its kernel writes there with `out=`. A call then fills the input and
 slots and runs one flat loop of prepared steps: no autograd bookkeeping, no shape rules,
 no dispatch.
 """
+import threading
+
 import numpy as _np
 
 from ..ops.registry import REGISTRY
@@ -48,6 +50,10 @@ def _matmul(a, b, out):
     _np.matmul(a, b, out=out)
 
 
+def _copy_into(x, out):
+    _np.copyto(out, x, casting="unsafe")
+
+
 def _cast(x, out):
     _np.copyto(out, x, casting="unsafe")
 
@@ -66,9 +72,18 @@ _FACTORIES = {"sum": _reduction(_np.sum), "max": _reduction(_np.max),
               "min": _reduction(_np.min), "prod": _reduction(_np.prod)}
 
 
+_FLOAT_MATH = frozenset(("exp", "log", "sqrt", "sin", "cos", "tanh", "floor", "ceil", "round"))
+
+
 def out_kernel(node):
     """A function (*inputs, out) that writes node's value into `out`, or None."""
     op = node.op
+    if op == "round" and node.dtype.kind != "f":
+        return _copy_into        # rounding an integer changes nothing
+    if op in _FLOAT_MATH and node.dtype.kind == "f":
+        uf = _UFUNCS[op]
+        # compute in the output's precision: NumPy would pick float16 for int8/uint8 inputs
+        return lambda *xs, out: uf(*xs, out=out, dtype=out.dtype)
     if op in _UFUNCS:
         return _UFUNCS[op]
     if op in _FIXED:
@@ -133,9 +148,15 @@ class NumpyProgram:
                                          node.dtype))
         self.vals = vals
         self.steps = steps
+        self._lock = threading.Lock()
         self.output_slots = [slot[id(o)] for o in graph.outputs]
 
     def __call__(self, inputs, params):
+        # the buffers are shared by all calls: one call at a time
+        with self._lock:
+            return self._call(inputs, params)
+
+    def _call(self, inputs, params):
         vals = self.vals
         for s, v in zip(self.input_slots, inputs):
             vals[s] = v

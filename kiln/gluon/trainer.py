@@ -149,6 +149,15 @@ class Trainer:
             states[i] = (None if fresh is None else arrays[0] if len(arrays) == 1 and
                          not isinstance(fresh, (list, tuple)) else type(fresh)(arrays))
             counts[i] = int(entries[f"{i}/count"])
+        # copy into the existing state arrays where there are some: a compiled training
+        # step holds on to them (see trainer_traced.py)
+        for i, new in states.items():
+            old = self._states.get(i)
+            if old is not None and new is not None:
+                for dst, src in zip(self._optimizer.state_arrays(old),
+                                    self._optimizer.state_arrays(new)):
+                    _np.copyto(dst, src)
+                states[i] = old
         self._states = states
         self._optimizer._index_update_count = counts
         self._optimizer.num_update = int(entries["__num_update__"])

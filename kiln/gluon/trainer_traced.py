@@ -30,6 +30,9 @@ def _state_vars(trainer, i, weight):
         vars_ = [StateVar(a, f"trainer.{trainer._names[i]}.state{k}")
                  for k, a in enumerate(arrays)]
         hit = cache[i] = (trainer._states[i], vars_)
+    elif hit[0] is not trainer._states[i]:
+        raise KilnError(f"Trainer: the optimizer state of {trainer._names[i]!r} was replaced "
+                        "after a training step was compiled; compile the step again")
     return hit
 
 

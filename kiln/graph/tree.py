@@ -15,6 +15,33 @@ class Leaf:
 ARRAY = Leaf()
 
 
+class Static:
+    """A non-array argument, compared as part of a trace's cache key.
+
+    The type is part of the key (1, 1.0 and True may trace differently); floats compare by
+    bit pattern, so NaN matches itself and -0.0 differs from 0.0; unhashable values by repr.
+    """
+    __slots__ = ("value", "key")
+
+    def __init__(self, value):
+        self.value = value
+        try:
+            hash(value)
+            plain = value.hex() if isinstance(value, float) else value
+        except TypeError:
+            plain = repr(value)
+        self.key = (type(value), plain)
+
+    def __eq__(self, other):
+        return isinstance(other, Static) and self.key == other.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __repr__(self):
+        return repr(self.value)
+
+
 def flatten(value):
     """(arrays, structure): structure is hashable and holds every non-array value."""
     arrays = []
@@ -32,11 +59,7 @@ def flatten(value):
             return ("list", tuple(walk(x) for x in v))
         if isinstance(v, dict):
             return ("dict", tuple((k, walk(v[k])) for k in v))
-        try:
-            hash(v)
-        except TypeError:
-            return ("static", repr(v))
-        return ("static", v)
+        return ("static", Static(v))
 
     structure = walk(value)
     return arrays, structure
@@ -49,6 +72,8 @@ def unflatten(structure, arrays):
         if s is ARRAY:
             return next(it)
         kind, body = s
+        if kind == "static":
+            return body.value
         if kind == "tuple":
             return tuple(build(x) for x in body)
         if kind == "list":

@@ -92,6 +92,22 @@ def warn_unavailable_once(reason):
                       "executor instead", RuntimeWarning, stacklevel=3)
 
 
+def _cpu_signature():
+    """What -march=native depends on: a cache shared across machines must not mix them."""
+    import platform
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features", "model name")):
+                    flags += line
+                    if line.startswith(("flags", "Features")):
+                        break
+    except OSError:
+        pass
+    return platform.machine() + hashlib.sha256(flags.encode()).hexdigest()[:16]
+
+
 def cache_dir():
     path = os.environ.get("KILN_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "kiln")
@@ -113,7 +129,8 @@ def load(source, extra_flags=()):
     cc, version = compiler()
     opt = SMALL_OPT if len(source) <= BIG_SOURCE else BIG_OPT
     flags = opt + FLAGS + tuple(extra_flags)
-    key = hashlib.sha256("\0".join((source, " ".join(flags), cc, version)).encode()).hexdigest()
+    key = hashlib.sha256("\0".join((source, " ".join(flags), cc, version,
+                                     _cpu())).encode()).hexdigest()
     with _lock:
         lib = _loaded.get(key)
         if lib is not None:
@@ -134,6 +151,16 @@ def load(source, extra_flags=()):
 
 
 def _try_load(path):
+    # dlopen of a truncated object can kill the process (SIGBUS), so the file is checked
+    # against the digest written beside it before it is ever mapped
+    try:
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        with open(path + ".sha256") as f:
+            if f.read().strip() != digest:
+                return None
+    except OSError:
+        return None
     try:
         lib = ctypes.CDLL(path)
         lib.kiln_abi_version.restype = ctypes.c_int
@@ -145,6 +172,22 @@ def _try_load(path):
 
 
 ABI_VERSION = 1
+
+
+def _write_atomic(path, text):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".kiln-digest-")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+_cpu_cached = []
+
+
+def _cpu():
+    if not _cpu_cached:
+        _cpu_cached.append(_cpu_signature())
+    return _cpu_cached[0]
 
 
 def _remove(path):
@@ -167,6 +210,9 @@ def _compile(cc, flags, source, path):
         if res.returncode != 0:
             raise KilnError("C backend: the compiler rejected generated code (a kiln bug); "
                             f"{cc} said:\n{(res.stderr or res.stdout)[:4000]}")
+        with open(tmp_so, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        _write_atomic(path + ".sha256", digest)
         os.replace(tmp_so, path)     # atomic: readers see the old entry or the whole new one
         if os.environ.get("KILN_KEEP_SOURCE"):
             shutil.copy(src_path, path[:-3] + ".c")

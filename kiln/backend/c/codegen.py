@@ -173,6 +173,10 @@ def generate(graph, gemm=None):
     def ptr(node):
         return f"(({ctype(node.dtype)} *)P[{storage(node)}])"
 
+    def is_alias(node):
+        c = mapping.get(id(node))
+        return c is not None and kinds.get(id(c)) == "alias"
+
     body = []
     for s in steps:
         if s.kind in ("alias", "random"):
@@ -185,7 +189,7 @@ def generate(graph, gemm=None):
         if s.kind == "fused":
             body.append(_fused(s, ptr))
         elif s.kind == "matmul":
-            body.append(kernels.matmul(s.nodes[0], ptr, _alias_source, gemm))
+            body.append(kernels.matmul(s.nodes[0], ptr, is_alias, gemm))
             if len(s.nodes) > 1:
                 body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
         else:

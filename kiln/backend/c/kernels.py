@@ -94,10 +94,11 @@ __attribute__((noinline)) static void kiln_gemm_{T}(int ta, int tb, int64_t M, i
 }}"""
 
 
-def matmul(node, ptr, alias_source, gemm):
+def matmul(node, ptr, is_alias, gemm):
+    """is_alias(n): n is a transpose left unmaterialized, to be read transposed in place."""
     a, b = node.inputs
-    ta = a.op == "transpose" and a.ndim == 2 and a.attrs["axes"] == (1, 0)
-    tb = b.op == "transpose" and b.ndim == 2 and b.attrs["axes"] == (1, 0)
+    ta = a.op == "transpose" and a.ndim == 2 and a.attrs["axes"] == (1, 0) and is_alias(a)
+    tb = b.op == "transpose" and b.ndim == 2 and b.attrs["axes"] == (1, 0) and is_alias(b)
     pa = ptr(a.inputs[0]) if ta else ptr(a)
     pb = ptr(b.inputs[0]) if tb else ptr(b)
     M, K = a.shape[-2], a.shape[-1]
@@ -119,8 +120,8 @@ def matmul(node, ptr, alias_source, gemm):
     so = [s * M * N for s in contiguous_strides(batch)]
     ops = [Operand(ptr(node), 0, so), Operand(pa, 0, sa), Operand(pb, 0, sb)]
     return loop_nest(batch, ops, lambda o: [
-        f"kiln_gemm_{T}(0, 0, {M}, {N}, {K}, {pa} + {o[1]}, {lda}, {pb} + {o[2]}, {ldb}, "
-        f"{ptr(node)} + {o[0]});"])
+        f"kiln_gemm_{T}({int(ta)}, {int(tb)}, {M}, {N}, {K}, {pa} + {o[1]}, {lda}, "
+        f"{pb} + {o[2]}, {ldb}, {ptr(node)} + {o[0]});"])
 
 
 # ---- reductions ---------------------------------------------------------------------------

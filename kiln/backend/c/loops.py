@@ -158,7 +158,10 @@ def elementwise_expr(op, args, in_dtypes, out_dtype, attrs):
         return f"kiln_mod_{T.replace('_t', '')}({a}, {b})" if T in (
             "float", "double", "int32_t", "int64_t") else None
     if op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
-        ct = ctype(_np.result_type(*in_dtypes))
+        rt = _np.result_type(*in_dtypes)
+        ct = C_TYPES.get(rt) or ("int32_t" if rt.kind in "iu" and rt.itemsize <= 4 else None)
+        if ct is None:
+            return None
         sym = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
                "greater": ">", "greater_equal": ">="}[op]
         return f"((uint8_t)((({ct}){args[0]}) {sym} (({ct}){args[1]})))"
@@ -200,9 +203,9 @@ static inline float kiln_mod_float(float a, float b) {
 static inline double kiln_mod_double(double a, double b) {
   double r = fmod(a, b); if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
 static inline int32_t kiln_mod_int32(int32_t a, int32_t b) {
-  if (b == 0) return 0; int32_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+  if (b == 0 || b == -1) return 0;   /* INT_MIN % -1 traps on x86 */ int32_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
 static inline int64_t kiln_mod_int64(int64_t a, int64_t b) {
-  if (b == 0) return 0; int64_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+  if (b == 0 || b == -1) return 0; int64_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
 /* integer power; a negative exponent follows kiln's eager kernel (float power, truncated) */
 static inline int64_t kiln_ipow_int64(int64_t a, int64_t b) {
   if (b < 0) return (int64_t)powf((float)a, (float)b);

@@ -6,8 +6,8 @@ parameter pointers only when a parameter's array object changed, makes one ctype
 and returns fresh copies of the outputs.
 """
 import ctypes
-import os
 import sys
+import threading
 
 import numpy as _np
 
@@ -73,6 +73,8 @@ class CProgram:
                 self.random_slots.append((k, entry[1]))
         self._table = table
         self._table_addr = ctypes.addressof(table)
+        # the table and buffers are shared by all calls: one call at a time
+        self._lock = threading.Lock()
         self._param_seen = [None] * len(graph.params)
         self._param_specs = [(p.shape, p.dtype) for p in graph.params]
         self._outputs = []
@@ -95,6 +97,10 @@ class CProgram:
         return value
 
     def __call__(self, inputs, params):
+        with self._lock:
+            return self._call(inputs, params)
+
+    def _call(self, inputs, params):
         table = self._table
         if len(inputs) != len(self.input_specs) or len(params) != len(self._param_specs):
             raise KilnError(f"C backend: expected {len(self.input_specs)} inputs and "
