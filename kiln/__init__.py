@@ -9,6 +9,7 @@ from .np import random  # noqa: F401  (mx.random.seed / mx.random.uniform)
 from . import ndarray, symbol  # noqa: F401  (the `F` namespaces of hybrid_forward)
 from . import init, gluon, optimizer, lr_scheduler  # noqa: F401,E402
 from .graph.cached import hybridize  # noqa: F401,E402
+from .graph.explain import explain  # noqa: F401,E402
 from .fit import fit  # noqa: F401,E402
 
 

@@ -17,6 +17,7 @@ from kiln import autograd, np, npx
 from kiln.ops import REGISTRY
 from kiln.ops.rules import is_float
 from conftest import assert_close, numeric_grad, to_np, wrap
+from control_flow_cases import control_cases
 
 R = onp.random.default_rng(0)
 
@@ -227,6 +228,8 @@ CASES = {
                   C(u(2, 4, 2, 3), in_shape=(7,), kernel=(3,), stride=(2,), dilation=(1,),
                     pad=(1, 1))],
 }
+
+CASES.update(control_cases(C))   # cond / while_loop: attributes are subgraphs
 
 IDS = [(name, i) for name in sorted(REGISTRY) for i in range(len(CASES.get(name, [None])))]
 

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import kiln
+import kiln.graph.fallback
 from kiln import np, npx, autograd, gluon, init
 from kiln.gluon import nn
 
@@ -72,10 +73,23 @@ def test_seed_exercise_asnumpy_in_hybrid_forward_names_the_line():
     net.initialize()
     x = np.random.normal(size=(1, 3))
     net(x)
+    expected = net(x).asnumpy()
+    # hybridize keeps it eager (correct result) and the warning names the line ...
     net.hybridize()
-    with pytest.raises(kiln.base.SymbolicValueError) as info:
-        net(x)
-    assert "x.asnumpy()" in str(info.value) and "test_hybridize_gluon.py" in str(info.value)
+    with pytest.warns(kiln.graph.fallback.HybridizeFallbackWarning, match="asnumpy") as rec:
+        onp.testing.assert_allclose(net(x).asnumpy(), expected, rtol=1e-6)
+    import linecache
+    assert linecache.getline(rec[0].filename, rec[0].lineno).strip() == "x.asnumpy()"
+    # ... and strict=True makes it the error, with the user's line
+    strict = Bad()
+    strict.initialize()
+    strict(x)
+    strict.hybridize(strict=True)
+    with pytest.raises(kiln.graph.fallback.HybridizeError) as info:
+        strict(x)
+    cause = info.value.__cause__
+    assert isinstance(cause, kiln.base.SymbolicValueError)
+    assert "x.asnumpy()" in str(cause) and "test_hybridize_gluon.py" in str(cause)
 
 
 # ---- model zoo: MLP, LeNet-style CNN with BatchNorm and Dropout, residual block -----------

@@ -35,6 +35,16 @@ def _indent(text, spaces=2):
     return "\n".join([lines[0]] + [" " * spaces + line for line in lines[1:]])
 
 
+def _forward(block, method, args, kwargs):
+    """Call block.<method>; while hybridize traces, the version whose array-dependent
+    control flow became graph ops (kiln/graph/convert.py)."""
+    fn = getattr(block, method)
+    if trace._stack and trace.current() is not None:
+        from ..graph.convert import convert
+        fn = convert(fn)
+    return fn(*args, **kwargs)
+
+
 class HookHandle:
     """Returned by register_forward_hook; detach() removes the hook."""
 
@@ -249,7 +259,7 @@ class Block:
     def __call__(self, *args, **kwargs):
         if self.__dict__.get("_kiln_compiling"):
             # hybridize re-entering the block to trace it: the outer call runs the hooks
-            return self.forward(*args, **kwargs)
+            return _forward(self, "forward", args, kwargs)
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, args)
         self._infer_deferred(args)
@@ -259,7 +269,7 @@ class Block:
         return out
 
     def _run_forward(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        return _forward(self, "forward", args, kwargs)
 
     def forward(self, *args):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
@@ -294,6 +304,9 @@ class HybridBlock(Block):
         opts = dict(backend=backend, static_alloc=static_alloc, static_shape=static_shape)
         opts.update(kwargs)
         object.__setattr__(self, "_hybrid_opts", opts)
+        cached = self.__dict__.get("_kiln_cached")
+        if cached is not None:      # hybridize(strict=...) again: applies to the next trace
+            cached.strict = bool(kwargs.get("strict", False))
         super().hybridize(active, backend=backend, static_alloc=static_alloc,
                           static_shape=static_shape, **kwargs)
 
@@ -321,7 +334,7 @@ class HybridBlock(Block):
                 return call_hybridized(self, *args)
             finally:
                 self.__dict__["_kiln_compiling"] = False
-        return self.forward(*args, **kwargs)
+        return _forward(self, "forward", args, kwargs)
 
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Write `path-symbol.json` and `path-%04d.params` (epoch); see kiln.export."""
@@ -340,4 +353,4 @@ class HybridBlock(Block):
         F = traced_f if trace.current() is not None else eager_f
         params = {key: p.data() for key, p in self._reg_params.items()}
         params.update(kwargs)
-        return self.hybrid_forward(F, x, *args, **params)
+        return _forward(self, "hybrid_forward", (F, x) + args, params)

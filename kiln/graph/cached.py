@@ -23,6 +23,8 @@ def make_program(graph, backend):
 
 class _Entry:
     """One compiled signature."""
+    eager = False       # see fallback.EagerEntry
+    guards = None       # None, or a check that captured constants are unchanged (guards.py)
 
     def __init__(self, cap, program, params, grad=None):
         self.cap = cap
@@ -47,9 +49,10 @@ class _Entry:
 
 
 class CachedFunction:
-    def __init__(self, fn, name, backend=None, param_names=None):
+    def __init__(self, fn, name, backend=None, param_names=None, strict=False):
         self.fn = fn
         self.name = name
+        self.strict = strict             # a trace that breaks is an error, not a fallback
         self.backend = backend
         self.param_names = param_names   # callable -> {id(param): structural name}
         self.entries = {}
@@ -84,9 +87,10 @@ class CachedFunction:
             training = autograd.is_training()
         key = (structure, tuple((a.shape, a.dtype) for a in arrays), training, grad_mask)
         entry = self.entries.get(key)
-        if entry is None:
+        if entry is None or entry.guards is not None and not entry.guards():
+            from .fallback import build_entry
             with autograd._scope(None, training):
-                entry = self.entries[key] = self._build(args, grad_mask)
+                entry = self.entries[key] = build_entry(self, args, grad_mask)
         return entry, arrays
 
     # ---- calling ---------------------------------------------------------------------------
@@ -98,7 +102,7 @@ class CachedFunction:
             except AttributeError:      # not all arguments are eager kiln arrays
                 key = None
             entry = self._fast.get(key)
-            if entry is not None:
+            if entry is not None and (entry.guards is None or entry.guards()):
                 return entry.run_inference(args)
             if key is not None and all(type(a) is ndarray for a in args):
                 entry, _ = self.entry_for(args)
@@ -114,6 +118,8 @@ class CachedFunction:
             if any(flags) or self._params_need_grad():
                 grad_mask = flags
         entry, arrays = self.entry_for(args, grad_mask=grad_mask)
+        if entry.eager:
+            return entry.run(args)
         values = [a._concrete("a hybridized call") for a in arrays]
         for hook in entry.cap.pre_call:
             hook()
@@ -167,6 +173,7 @@ def cached_function_of(block):
     if cached is None:
         opts = getattr(block, "_hybrid_opts", None) or {}
         cached = CachedFunction(block, type(block).__name__, backend=opts.get("backend"),
+                                strict=bool(opts.get("strict", False)),
                                 param_names=lambda: _structural_names(block))
         block.__dict__["_kiln_cached"] = cached
     return cached
@@ -182,20 +189,22 @@ def _structural_names(block):
 class HybridFunction:
     """What kiln.hybridize returns: call it like the original; .graph(*args) shows the graph."""
 
-    def __init__(self, fn, backend=None):
+    def __init__(self, fn, backend=None, strict=False):
         self.__wrapped__ = fn
         names = None
         if hasattr(fn, "collect_params"):
             names = lambda: _structural_names(fn)  # noqa: E731
         name = getattr(fn, "__name__", type(fn).__name__)
-        self._cached = CachedFunction(self._run, name, backend=backend, param_names=names)
+        self._cached = CachedFunction(self._run, name, backend=backend, param_names=names,
+                                      strict=strict)
 
     def _run(self, *args):
-        return self.__wrapped__(*args)
+        from .convert import convert     # array-dependent if/while become graph ops
+        return convert(self.__wrapped__)(*args)
 
     def __call__(self, *args):
         if trace.current() is not None:
-            return self.__wrapped__(*args)
+            return self._run(*args)
         return self._cached(*args)
 
     def graph(self, *args):
@@ -209,4 +218,4 @@ def hybridize(fn_or_block=None, backend=None, **flags):
     """Compile a function or block: kiln.hybridize(f)(x) computes f(x) as a graph program."""
     if fn_or_block is None:
         return lambda f: hybridize(f, backend=backend, **flags)
-    return HybridFunction(fn_or_block, backend=backend)
+    return HybridFunction(fn_or_block, backend=backend, strict=bool(flags.get("strict")))

@@ -1,0 +1,119 @@
+"""kiln.explain(fn_or_block, *args): what hybridize would compile for these inputs, and why
+any of it would run eagerly.
+
+It traces a fresh copy (the object's own caches are untouched, nothing is warned) and
+returns an Explanation: `graphs` (what was compiled), `breaks` (why tracing stopped: kind,
+construct, reason, file:line) and `watched` (captured constants that trigger a retrace).
+"""
+import warnings
+from collections import Counter
+
+from .. import autograd
+from .ir import Graph
+
+CONTROL_OPS = ("cond", "while_loop", "while_loop_grad")
+
+
+class GraphInfo:
+    def __init__(self, graph, backend):
+        self.name = graph.name
+        self.backend = backend
+        self.ops = Counter(graph.ops)
+        self.n_ops = sum(self.ops.values())
+        self.control_flow = sum(_control_ops(graph).values())
+
+    def __str__(self):
+        flow = f", {self.control_flow} control-flow ops" if self.control_flow else ""
+        return f"graph {self.name}: {self.n_ops} ops{flow}, runs on {self.backend}"
+
+
+def _control_ops(graph, seen=None):
+    """Control-flow ops in graph and, recursively, in its subgraphs."""
+    seen = set() if seen is None else seen
+    found = Counter()
+    for n in graph.nodes:
+        if n.op in CONTROL_OPS:
+            found[n.op] += 1
+        for v in n.attrs.values():
+            if isinstance(v, Graph) and id(v) not in seen:
+                seen.add(id(v))
+                found += _control_ops(v, seen)
+    return found
+
+
+class Explanation:
+    def __init__(self, name, graphs, breaks, watched):
+        self.name = name
+        self.graphs = graphs          # [GraphInfo]
+        self.breaks = breaks          # [fallback.Break]
+        self.watched = watched        # descriptions of guarded constants
+
+    @property
+    def compiled(self):
+        return not self.breaks
+
+    @property
+    def reasons(self):
+        return [b.kind for b in self.breaks]
+
+    def __str__(self):
+        if self.compiled:
+            lines = [f"kiln.explain({self.name}): compiled into {len(self.graphs)} graph(s)"]
+            lines += [f"  {g}" for g in self.graphs]
+        else:
+            lines = [f"kiln.explain({self.name}): runs eagerly (not compiled), "
+                     f"{len(self.breaks)} break(s)"]
+            for k, b in enumerate(self.breaks, 1):
+                lines.append(f"  break {k} [{b.kind}] {b.construct} at {b.where}")
+                if b.code:
+                    lines.append(f"      {b.code}")
+                lines.append(f"      {b.reason}")
+        if self.watched:
+            lines.append("  retraces when these captured constants change: "
+                         + ", ".join(self.watched))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain(fn_or_block, *args, training=False):
+    """Trace fn_or_block(*args) as hybridize would and report what happened."""
+    from .cached import CachedFunction, HybridFunction, _structural_names
+    from .capture import KilnTraceWarning
+    target = fn_or_block
+    if isinstance(target, HybridFunction):
+        target = target.__wrapped__
+    is_block = hasattr(target, "collect_params") and hasattr(target, "forward")
+    name = type(target).__name__ if is_block else getattr(target, "__name__", repr(target))
+    if is_block:
+        target._infer_deferred(args)
+        cached = CachedFunction(target, name, param_names=lambda: _structural_names(target))
+    else:
+        wrapper = HybridFunction(target)
+        cached = CachedFunction(wrapper._run, name)
+    cached.quiet = True
+    previous = target.__dict__.get("_kiln_compiling") if is_block else None
+    if is_block:
+        target.__dict__["_kiln_compiling"] = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", KilnTraceWarning)
+            entry, _ = cached.entry_for(args, training=training,
+                                        grad_mask=None if not autograd.is_recording() else
+                                        tuple(a._tape is not None for a in _arrays(args)))
+    finally:
+        if is_block:
+            target.__dict__["_kiln_compiling"] = previous
+    if entry.eager:
+        return Explanation(name, [], list(entry.breaks), [])
+    graphs = [GraphInfo(entry.program.graph, getattr(entry.program, "backend", "?"))]
+    if entry.grad is not None:
+        bprog = entry.grad[0]
+        graphs.append(GraphInfo(bprog.graph, getattr(bprog, "backend", "?")))
+    watched = list(getattr(entry.guards, "descriptions", []))
+    return Explanation(name, graphs, [], watched)
+
+
+def _arrays(args):
+    from .tree import flatten
+    return flatten(tuple(args))[0]
