@@ -4,9 +4,16 @@ Each builder takes the weights as NumPy arrays [(W, b), ...] with W of shape (ou
 returns (name, zero-argument call, note) tuples; peers that are not installed are skipped.
 """
 import importlib.util
+import os
 import time
 
 import numpy as onp
+
+# Peers share two cores with kiln in one process. Their thread pools must not spin while
+# someone else runs: an OpenMP pool that busy-waits after torch ran made every later
+# measurement 10-100x slower. Inductor's parallel compile workers likewise.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 
 def _have(mod):
