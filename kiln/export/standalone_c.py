@@ -82,7 +82,7 @@ def _model_c(graph, gen, weight_names):
             words = max(1, -(-gen.plan.capacities[slot[1]] // 8))
             decls.append(f"static uint64_t kiln_buffer{slot[1]}[{words}];")
             fills.append(f"  P[{k}] = (void *)kiln_buffer{slot[1]};")
-        elif kind == "empty":
+        elif kind in ("empty", "bound"):       # 'bound': set by the generated code
             fills.append(f"  P[{k}] = 0;")
         else:
             raise KilnError(f"build-c: the graph needs a {kind!r} slot ({slot[1]}), which a "

@@ -21,8 +21,8 @@ Gradients
               backward. Second-order gradients through a loop are not supported.
 
 Eager kernels evaluate subgraphs with the NumPy executor (one NumpyProgram per subgraph,
-cached on the graph object). The C backend does not lower these ops, so a graph that uses
-them runs on the NumPy executor.
+cached on the graph object). The C backend lowers all three into the generated source
+(kiln/backend/c/control.py); what it cannot lower falls back to the NumPy executor.
 """
 import numpy as _np
 

@@ -9,7 +9,6 @@ disk, so a second identical graph in one process costs a dictionary lookup.
 import ctypes
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -201,12 +200,12 @@ def _compile(cc, flags, source, path):
     directory = os.path.dirname(path)
     fd, tmp_so = tempfile.mkstemp(dir=directory, prefix=".kiln-build-", suffix=".so")
     os.close(fd)
-    src_path = tmp_so[:-3] + ".c"
     try:
-        with open(src_path, "w") as f:
-            f.write(source)
-        res = subprocess.run([cc, *flags, "-o", tmp_so, src_path, "-lm"], capture_output=True,
-                             text=True, timeout=600)
+        # the source goes in on stdin: a temporary file name would be recorded in the object,
+        # so two processes building the same entry at once would write different bytes and
+        # one could pair its .so with the other's digest (then the load fails)
+        res = subprocess.run([cc, *flags, "-x", "c", "-o", tmp_so, "-", "-lm"], input=source,
+                             capture_output=True, text=True, timeout=600)
         if res.returncode != 0:
             raise KilnError("C backend: the compiler rejected generated code (a kiln bug); "
                             f"{cc} said:\n{(res.stderr or res.stdout)[:4000]}")
@@ -215,8 +214,8 @@ def _compile(cc, flags, source, path):
         _write_atomic(path + ".sha256", digest)
         os.replace(tmp_so, path)     # atomic: readers see the old entry or the whole new one
         if os.environ.get("KILN_KEEP_SOURCE"):
-            shutil.copy(src_path, path[:-3] + ".c")
+            with open(path[:-3] + ".c", "w") as f:
+                f.write(source)
     finally:
-        for p in (tmp_so, src_path):
-            if os.path.exists(p):
-                _remove(p)
+        if os.path.exists(tmp_so):
+            _remove(tmp_so)

@@ -5,11 +5,13 @@ headed by a matmul) becomes one loop nest; reshapes, and transposes that only fe
 matmul, become aliases that cost nothing. Memory is planned over the steps with the same
 liveness planner the NumPy executor uses. All data pointers come from one table `P`
 (inputs, parameters, constants, planned buffers, random draws), filled once per plan.
+`emit_graph` is reusable: control.py calls it for each subgraph of cond / while_loop and
+wraps the result in a static function that shares the table.
 """
 import numpy as _np
 
 from ...graph.ir import Graph, Node
-from ...graph.passes.memory import plan_memory
+from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     elementwise_expr, PRELUDE, C_TYPES)
@@ -20,11 +22,15 @@ class NotLowerable(Exception):
     """The graph uses something the C backend does not generate code for."""
 
 
+# ops whose attributes hold subgraphs; control.py lowers them to calls of static functions
+CONTROL_OPS = ("cond", "while_loop", "while_loop_grad")
+
+
 class Step:
     __slots__ = ("kind", "nodes", "sink", "inputs", "collapsed")
 
     def __init__(self, kind, nodes, inputs):
-        self.kind = kind            # 'fused' | 'matmul' | 'alias' | 'random' | 'op'
+        self.kind = kind            # 'fused' | 'matmul' | 'alias' | 'random' | 'op' | 'control'
         self.nodes = nodes          # graph nodes computed by this step (in order)
         self.sink = nodes[-1]       # the node whose value leaves the step
         self.inputs = inputs        # graph nodes read from outside the step
@@ -87,6 +93,8 @@ def build_steps(graph):
             steps.append(Step("matmul", [node], list(node.inputs)))
         elif node.op in kernels.KERNELS:
             steps.append(Step("op", [node], list(node.inputs)))
+        elif node.op in CONTROL_OPS:
+            steps.append(Step("control", [node], list(node.inputs)))
         else:
             raise NotLowerable(f"op {node.op}")
     return steps
@@ -114,12 +122,61 @@ class Generated:
     def __init__(self):
         self.source = ""
         self.slots = []          # per table entry: ('input', k) | ('param', k) | ('const', arr)
-                                 # | ('buffer', b) | ('random', node)
+                                 # | ('buffer', b) | ('random', node) | ('empty', node)
+                                 # | ('bound', what): set by the generated code itself
         self.plan = None
         self.output_slots = []
 
 
+class Emitter:
+    """One C source being generated. Its pointer table, buffers and static functions are
+    shared by the top-level graph and every control-flow subgraph lowered into it, so a
+    subgraph's values are just more table entries and more statically planned buffers."""
+
+    def __init__(self, gemm):
+        self.gemm = gemm
+        self.slots = []
+        self.capacities = []     # bytes per buffer, over every (sub)graph of the source
+        self.functions = []      # C text of static helper functions, callees first
+        self.naive_bytes = 0
+
+    def add_slot(self, entry):
+        self.slots.append(entry)
+        return len(self.slots) - 1
+
+    def new_buffer(self, nbytes):
+        """A buffer of its own (not shared by any memory plan): a fresh table slot."""
+        self.capacities.append(int(nbytes))
+        return self.add_slot(("buffer", len(self.capacities) - 1))
+
+    def add_function(self, body, comment):
+        name = f"kiln_sub{len(self.functions)}"
+        self.functions.append("\n".join([f"/* {comment} */", f"static int {name}(void **P) {{",
+                                          *body, "  return 0;", "}"]))
+        return name
+
+
 def generate(graph, gemm=None):
+    em = Emitter(gemm)
+    ins = [em.add_slot(("input", k)) for k in range(len(graph.inputs))]
+    params = [em.add_slot(("param", k)) for k in range(len(graph.params))]
+    body, out_slots, plan = emit_graph(em, graph, ins, params)
+    gen = Generated()
+    gen.slots = em.slots
+    # emit_graph allocated the top graph's planned buffers first, so its buffer indices are
+    # the source-wide ones; the capacities list also covers the subgraphs' buffers
+    gen.plan = MemoryPlan(plan.buffer_of, em.capacities, em.naive_bytes, True)
+    gen.output_slots = out_slots
+    gen.source = "\n".join([PRELUDE, kernels.gemm_prelude(gemm), *em.functions,
+                            "int kiln_run(void **P) {", *body, "  return 0;", "}", ""])
+    return gen
+
+
+def emit_graph(em, graph, input_slots, param_slots):
+    """C statements computing `graph` into table slots of `em`.
+
+    input_slots/param_slots: the table entries holding graph.inputs / graph.params. Returns
+    (lines, output slots, the graph's memory plan)."""
     steps = build_steps(graph)
     cgraph, mapping = collapse(graph, steps)
     # emit steps in exactly the order the memory planner's liveness analysis assumed
@@ -130,27 +187,24 @@ def generate(graph, gemm=None):
     plan = plan_memory(
         cgraph,
         is_view=lambda n: kinds.get(id(n)) == "alias",
-        writes_into=lambda n: kinds.get(id(n)) not in ("alias", "random") and n.size > 0,
+        # control steps write their own dedicated buffers (see control.py)
+        writes_into=lambda n: kinds.get(id(n)) not in ("alias", "random", "control")
+        and n.size > 0,
         inplace_ok=lambda n: kinds.get(id(n)) == "fused")
-    gen = Generated()
-    gen.plan = plan
+    em.naive_bytes += plan.naive_bytes
     slot_of = {}
-
-    def add_slot(key, entry):
-        slot_of[key] = len(gen.slots)
-        gen.slots.append(entry)
-
-    for k, n in enumerate(graph.inputs):
-        add_slot(id(n), ("input", k))
-    for k, n in enumerate(graph.params):
-        add_slot(id(n), ("param", k))
-    buffer_slot = {}
-    for b in range(plan.num_buffers):
-        buffer_slot[b] = len(gen.slots)
-        gen.slots.append(("buffer", b))
+    for n, k in zip(graph.inputs, input_slots):
+        slot_of[id(n)] = k
+    for n, k in zip(graph.params, param_slots):
+        slot_of[id(n)] = k
+    buffer_slot = [em.new_buffer(c) for c in plan.capacities]
     for n in graph.nodes:
         if n.op == "const":
-            add_slot(id(n), ("const", n.value))
+            slot_of[id(n)] = em.add_slot(("const", n.value))
+    flow = None
+    if any(s.kind == "control" for s in steps):
+        from .control import ControlFlow   # control.py builds on this module
+        flow = ControlFlow(em, graph)
 
     def storage(node):
         """Table index holding `node`'s value (following aliases to their root)."""
@@ -161,14 +215,14 @@ def generate(graph, gemm=None):
         if step_kind == "alias":
             return storage(_alias_source(node))
         if step_kind == "random":
-            add_slot(id(node), ("random", node))
-            return slot_of[id(node)]
-        b = plan.buffer_of.get(id(c))
-        if b is None:
-            add_slot(id(node), ("empty", node))   # zero-size value: never dereferenced
-            return slot_of[id(node)]
-        slot_of[id(node)] = buffer_slot[b]
-        return buffer_slot[b]
+            slot_of[id(node)] = em.add_slot(("random", node))
+        elif step_kind == "control":
+            slot_of[id(node)] = flow.output_slot(node)
+        elif plan.buffer_of.get(id(c)) is None:
+            slot_of[id(node)] = em.add_slot(("empty", node))  # zero-size: never dereferenced
+        else:
+            slot_of[id(node)] = buffer_slot[plan.buffer_of[id(c)]]
+        return slot_of[id(node)]
 
     def ptr(node):
         return f"(({ctype(node.dtype)} *)P[{storage(node)}])"
@@ -182,6 +236,12 @@ def generate(graph, gemm=None):
         if s.kind in ("alias", "random"):
             storage(s.sink)
             continue
+        if s.kind == "control":
+            storage(s.sink)
+            code = flow.emit(s.sink, storage)    # empty for a node whose group already ran
+            if code:
+                body += [f"  /* {s.sink.op} -> {s.sink.name} */", "  {", code, "  }"]
+            continue
         if s.sink.size == 0:
             continue
         body.append(f"  /* {s.kind}: {', '.join(n.op for n in s.nodes)} -> {s.sink.name} */")
@@ -189,16 +249,13 @@ def generate(graph, gemm=None):
         if s.kind == "fused":
             body.append(_fused(s, ptr))
         elif s.kind == "matmul":
-            body.append(kernels.matmul(s.nodes[0], ptr, is_alias, gemm))
+            body.append(kernels.matmul(s.nodes[0], ptr, is_alias, em.gemm))
             if len(s.nodes) > 1:
                 body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
         else:
             body.append(kernels.KERNELS[s.sink.op](s.sink, ptr))
         body.append("  }")
-    gen.output_slots = [storage(o) for o in graph.outputs]
-    gen.source = "\n".join([PRELUDE, kernels.gemm_prelude(gemm),
-                            "int kiln_run(void **P) {", *body, "  return 0;", "}", ""])
-    return gen
+    return body, [storage(o) for o in graph.outputs], plan
 
 
 def _alias_source(node):

@@ -71,6 +71,8 @@ class CProgram:
                 self.param_slots[entry[1]] = k
             elif kind == "random":
                 self.random_slots.append((k, entry[1]))
+            # 'empty' (never dereferenced) and 'bound' (a subgraph input the generated code
+            # points at its operand before each call) need nothing from Python
         self._table = table
         self._table_addr = ctypes.addressof(table)
         # the table and buffers are shared by all calls: one call at a time
