@@ -22,6 +22,9 @@ from .codegen import generate
 COPY_INPUT_BYTES = 1 << 16
 
 
+_ndarray = _np.ndarray
+
+
 def _address(array):
     return array.__array_interface__["data"][0]
 
@@ -78,6 +81,7 @@ class CProgram:
         # the table and buffers are shared by all calls: one call at a time
         self._lock = threading.Lock()
         self._param_seen = [None] * len(graph.params)
+        self._n_inputs, self._n_params = len(graph.inputs), len(graph.params)
         self._param_specs = [(p.shape, p.dtype) for p in graph.params]
         self._outputs = []
         for o, slot in zip(graph.outputs, gen.output_slots):
@@ -104,17 +108,17 @@ class CProgram:
 
     def _call(self, inputs, params):
         table = self._table
-        if len(inputs) != len(self.input_specs) or len(params) != len(self._param_specs):
-            raise KilnError(f"C backend: expected {len(self.input_specs)} inputs and "
-                            f"{len(self._param_specs)} parameters, got {len(inputs)} and "
+        if len(inputs) != self._n_inputs or len(params) != self._n_params:
+            raise KilnError(f"C backend: expected {self._n_inputs} inputs and "
+                            f"{self._n_params} parameters, got {len(inputs)} and "
                             f"{len(params)}")
         keep = []
         for value, (slot, shape, dtype, fixed) in zip(inputs, self.input_specs):
-            if value.__class__ is not _np.ndarray or value.shape != shape \
+            if value.__class__ is not _ndarray or value.shape != shape \
                     or value.dtype != dtype or not value.flags.c_contiguous:
                 value = self._check(value, shape, dtype, "input")
             if fixed is not None:
-                _np.copyto(fixed, value)
+                fixed[...] = value
             else:
                 keep.append(value)
                 table[slot] = _address(value) if value.size else None
