@@ -169,3 +169,22 @@ def _walk(node, seen=None):
     for i in node.inputs:
         out += _walk(i, seen)
     return out
+
+
+def test_simplify_transposed_product_becomes_product_of_transposes():
+    a, b = inp((4, 3), "a"), inp((3, 5), "b")
+    mm = op("matmul", a, b, out=(4, 5))
+    t = op("transpose", mm, out=(5, 4), axes=(1, 0))
+    g = simplify(Graph([a, b], [], [t]))
+    assert g.ops == ["transpose", "transpose", "matmul"]
+    av, bv = onp.random.rand(4, 3), onp.random.rand(3, 5)
+    onp.testing.assert_allclose(run(g, av, bv)[0], (av.astype("f4") @ bv.astype("f4")).T,
+                                rtol=1e-5)
+    # a transposed operand cancels instead of stacking a second transpose
+    at = op("transpose", inp((3, 4), "a2"), out=(4, 3), axes=(1, 0))
+    g2 = simplify(Graph([at.inputs[0], b], [], [op("transpose", op("matmul", at, b, out=(4, 5)),
+                                                   out=(5, 4), axes=(1, 0))]))
+    assert g2.ops == ["transpose", "matmul"]
+    # not when the product has another reader: that would compute it twice
+    g3 = simplify(Graph([a, b], [], [t, mm]))
+    assert g3.ops.count("matmul") == 1

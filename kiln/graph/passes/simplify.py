@@ -1,7 +1,9 @@
 """Algebraic simplification: identities that remove work without changing a value.
 
 x*1, 1*x, x+0, 0+x, x-0, x/1, x**1, -(-x), transpose of transpose, reshape of reshape,
-and reshape/broadcast/cast/transpose that change nothing.
+reshape/broadcast/cast/transpose that change nothing, and (A B)^T = B^T A^T for 2-D
+matrices, which turns a weight gradient's transposed product into one matmul whose
+operand transposes backends read for free.
 """
 import numpy as _np
 
@@ -17,7 +19,21 @@ def _same(node, x):
     return x.shape == node.shape and x.dtype == node.dtype
 
 
+def _transposed(m):
+    """m^T for a 2-D node, cancelling a transpose instead of stacking a second one."""
+    if m.op == "transpose" and m.attrs["axes"] == (1, 0):
+        return m.inputs[0]
+    return Node("transpose", (m,), {"axes": (1, 0)}, (m.shape[1], m.shape[0]), m.dtype)
+
+
 def simplify(graph):
+    users = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            users[id(i)] = users.get(id(i), 0) + 1
+    for o in graph.outputs:
+        users[id(o)] = users.get(id(o), 0) + 1
+
     def replace(node, inputs):
         op = node.op
         if op in ("multiply", "add", "subtract", "divide", "power"):
@@ -32,6 +48,11 @@ def simplify(graph):
         elif op == "transpose":
             (x,) = inputs
             axes = node.attrs["axes"]
+            if (axes == (1, 0) and x.op == "matmul" and x.ndim == 2
+                    and users.get(id(node.inputs[0]), 0) == 1):
+                a, b = x.inputs
+                return Node("matmul", (_transposed(b), _transposed(a)), {}, node.shape,
+                            node.dtype)
             if x.op == "transpose":
                 inner = x.attrs["axes"]
                 axes = tuple(inner[a] for a in axes)
