@@ -12,6 +12,23 @@ SUPPORTED_DTYPES = tuple(_np.dtype(t) for t in (
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+class Shaped:
+    """ndim and size derived from .shape: graph nodes and the abstract values shape rules
+    read (a shape rule takes anything with .shape and .dtype)."""
+    __slots__ = ()
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
 class KilnError(Exception):
     """Base class for every error kiln raises on bad user input."""
 

@@ -20,7 +20,7 @@ before anything is allocated or run, and every problem is a KilnError.
 """
 import json
 
-from ..base import KilnError
+from ..base import Shaped, KilnError
 from ..graph.ir import SOURCE_OPS
 from ..ops.registry import REGISTRY
 from . import attrs as tattrs
@@ -37,24 +37,13 @@ MAX_TOTAL_ELEMENTS = 1 << 30         # over all nodes of the graph
 MAX_FILE_BYTES = 256 << 20
 
 
-class NodeSpec:
+class NodeSpec(Shaped):
     __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "name", "grad_req")
 
     def __init__(self, op, inputs, attrs, shape, dtype, name, grad_req="write"):
         self.op, self.inputs, self.attrs = op, inputs, attrs
         self.shape, self.dtype, self.name = shape, dtype, name
         self.grad_req = grad_req
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
 
 
 class Symbol:
@@ -261,23 +250,12 @@ def _node(raw, k, n_before, where):
     return NodeSpec(op, tuple(inputs), attrs, shape, dtype, name, grad_req)
 
 
-class _Aval:
+class _Aval(Shaped):
     """What a shape rule reads: shape, dtype, ndim, size."""
     __slots__ = ("shape", "dtype")
 
     def __init__(self, spec):
         self.shape, self.dtype = spec.shape, spec.dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
 
 
 def _check_rule(spec, nodes, where):

@@ -3,13 +3,15 @@ import itertools
 
 import numpy as _np
 
+from ..base import Shaped
+
 # ops that are not computations: graph inputs, parameters and constants
 SOURCE_OPS = ("input", "param", "const")
 
 _ids = itertools.count()
 
 
-class Node:
+class Node(Shaped):
     __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "name", "value", "id", "__weakref__")
 
     def __init__(self, op, inputs, attrs, shape, dtype, name=None, value=None):
@@ -21,17 +23,6 @@ class Node:
         self.value = value              # the NumPy value of a const node
         self.id = next(_ids)
         self.name = name or f"{op}{self.id}"
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
 
     @property
     def is_source(self):
