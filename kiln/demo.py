@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import numpy as _onp
 
@@ -168,6 +169,10 @@ def _standalone_c(sym_file, par_file, x_all, original, y_all, out_dir):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from kiln.base import KilnError
+    from kiln.graph.capture import KilnTraceWarning
+    # the demo compiles on purpose; the "side effects run only while tracing" note is for
+    # people hybridizing their own code
+    warnings.filterwarnings("ignore", category=KilnTraceWarning)
     start = time.perf_counter()
     mode = "eager" if args.eager else "compiled"
     print(f"kiln demo: 8x8 digits, {args.optimizer} lr={args.lr}, batch {args.batch_size}, "
