@@ -168,11 +168,16 @@ def _standalone_c(sym_file, par_file, x_all, original, y_all, out_dir):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from kiln.base import KilnError
     from kiln.graph.capture import KilnTraceWarning
     # the demo compiles on purpose; the "side effects run only while tracing" note is for
     # people hybridizing their own code
-    warnings.filterwarnings("ignore", category=KilnTraceWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnTraceWarning)
+        return _run(args)
+
+
+def _run(args):
+    from kiln.base import KilnError
     start = time.perf_counter()
     mode = "eager" if args.eager else "compiled"
     print(f"kiln demo: 8x8 digits, {args.optimizer} lr={args.lr}, batch {args.batch_size}, "
