@@ -316,9 +316,13 @@ class HybridBlock(Block):
         if (cached is not None and self._hybrid_active and not kwargs
                 and not self._forward_pre_hooks and not self._forward_hooks
                 and not trace._stack and not self.__dict__.get("_kiln_compiling")):
-            # a miss traces by calling the block again, inside the trace: that call takes
-            # the ordinary path below (trace._stack is set), which runs forward inline
-            return cached(*args)
+            # the flag sends calls back into this block (a trace, or the eager fallback
+            # when a signature could not be compiled) down the ordinary path to forward
+            self.__dict__["_kiln_compiling"] = True
+            try:
+                return cached(*args)
+            finally:
+                self.__dict__["_kiln_compiling"] = False
         return super().__call__(*args, **kwargs)
 
     def _run_forward(self, *args, **kwargs):
