@@ -31,6 +31,11 @@ def scalar_operand(value, like):
 
 
 def to_operands(args):
+    for a in args:
+        if a.__class__ is not ndarray:
+            break
+    else:
+        return list(args)      # the common case: nothing to convert
     like = None
     for a in args:
         if isinstance(a, ndarray):

@@ -72,17 +72,18 @@ class ndarray:
     def _value(self):
         return self._node if self._node is not None else self._data
 
+    # shape, dtype and ndim are read on every op: no detour through _value
     @property
     def shape(self):
-        return tuple(self._value.shape)
+        return self._data.shape if self._node is None else self._node.shape
 
     @property
     def dtype(self):
-        return self._value.dtype
+        return self._data.dtype if self._node is None else self._node.dtype
 
     @property
     def ndim(self):
-        return len(self._value.shape)
+        return self._data.ndim if self._node is None else self._node.ndim
 
     @property
     def size(self):

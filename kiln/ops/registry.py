@@ -32,11 +32,20 @@ class Primitive:
         return f"<primitive {self.name}>"
 
     def __call__(self, *args, **attrs):
-        from ..dispatch import apply
-        return apply(self, args, attrs)
+        return _apply()(self, args, attrs)
 
 
 REGISTRY = {}
+
+_dispatch = []
+
+
+def _apply():
+    # dispatch imports the array type, which imports this module: bind on first use
+    if not _dispatch:
+        from ..dispatch import apply
+        _dispatch.append(apply)
+    return _dispatch[0]
 
 
 def register(name, shape, grad=None, **hints):
