@@ -7,7 +7,7 @@ function, which is written with kiln ops: so a backward pass can itself be recor
 """
 import contextlib
 
-from .base import KilnError, where_in_user_code
+from .base import KilnError, where_in_user_code, postorder
 
 
 class _State:
@@ -121,21 +121,7 @@ def record_custom(name, inputs, outputs, backward):
 
 
 def _topological(heads):
-    order, seen = [], set()
-    stack = [(h, False) for h in heads]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for ref in node.in_refs:
-            if ref is not None and id(ref[0]) not in seen:
-                stack.append((ref[0], False))
-    return order
+    return postorder(list(heads), lambda n: [r[0] for r in n.in_refs if r is not None])
 
 
 def _run_backward(heads, head_grads, retain_graph, create_graph):

@@ -52,6 +52,26 @@ class SymbolicValueError(KilnError, TypeError):
 MXNetError = KilnError  # code written for MXNet catches this name
 
 
+def postorder(roots, children):
+    """Every node reachable from `roots`, each after all of its children(node): the
+    iterative depth-first order that graphs (inputs first) and the autograd tape use."""
+    order, seen = [], set()
+    stack = [(n, False) for n in reversed(roots)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for child in reversed(children(node)):
+            if id(child) not in seen:
+                stack.append((child, False))
+    return order
+
+
 def user_frame():
     """The innermost stack frame outside the kiln package, as (file, line, code)."""
     frame = sys._getframe(1)

@@ -6,7 +6,7 @@ modes and the traced graph's shapes are exactly the eager ones.
 import numpy as _np
 
 from . import autograd
-from .base import DEFAULT_FLOAT, DEFAULT_INT, KilnError, op_error, where_in_user_code
+from .base import DEFAULT_FLOAT, DEFAULT_INT, KilnError, op_error
 from .ndarray import ndarray, as_array
 from .ops.registry import REGISTRY
 from .graph import trace

@@ -5,7 +5,7 @@ import numpy as _np
 
 from . import autograd
 from .base import KilnError, op_error
-from .ndarray import ndarray, as_array
+from .ndarray import ndarray
 
 
 class _Plan:
@@ -102,7 +102,7 @@ def getitem(x, key):
     key_t = _as_tuple(key)
     if not any(_is_advanced(k) for k in key_t):
         if not _needs_graph(x):
-            plan = basic_plan(x.shape, key_t)  # validates with kiln's messages
+            basic_plan(x.shape, key_t)  # validates, so errors carry kiln's messages
             # an integer index gives a NumPy scalar: keep it a 0-d array (x[3] is array(3.))
             return ndarray._wrap(_np.asarray(x._data[key]))
         return _apply_basic(x, basic_plan(x.shape, key_t))

@@ -19,7 +19,7 @@ from kiln.ops import REGISTRY
 from kiln.ops.rules import is_float
 
 from test_grad_registry import CASES, IDS, _differentiable
-from test_hybridize_functions import make_program, recipes, shapes
+from test_hybridize_functions import make_program, recipes, shapes, run_with_grads
 from conftest import wrap, to_np
 
 NOT_LOWERED_TO_C = ()   # control flow compiles too (kiln/backend/c/control.py)
@@ -72,17 +72,8 @@ def test_random_programs_on_c_match_eager(recipe, shape, seed):
     xv = rng.normal(size=shape).astype("float32")
     yv = rng.normal(size=shape).astype("float32")
     prog = make_program(recipe)
-
-    def run(fn):
-        x, y = np.array(xv), np.array(yv)
-        x.attach_grad()
-        y.attach_grad()
-        with autograd.record():
-            out = fn(x, y)
-        out.backward()
-        return out.asnumpy(), x.grad.asnumpy(), y.grad.asnumpy()
-
-    for c, e in zip(run(kiln.hybridize(prog, backend="c")), run(prog)):
+    for c, e in zip(run_with_grads(kiln.hybridize(prog, backend="c"), xv, yv),
+                    run_with_grads(prog, xv, yv)):
         onp.testing.assert_allclose(c, e, rtol=5e-5, atol=5e-5)
 
 

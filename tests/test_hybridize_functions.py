@@ -35,6 +35,17 @@ def make_program(recipe):
     return program
 
 
+def run_with_grads(fn, xv, yv):
+    """fn(x, y) and the gradients of its sum with respect to x and y, as NumPy arrays."""
+    x, y = np.array(xv), np.array(yv)
+    x.attach_grad()
+    y.attach_grad()
+    with autograd.record():
+        out = fn(x, y)
+    out.backward()
+    return out.asnumpy(), x.grad.asnumpy(), y.grad.asnumpy()
+
+
 recipes = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 20), st.integers(0, 20),
                              st.integers(0, 20)), min_size=1, max_size=8)
 shapes = st.sampled_from([(3,), (2, 3), (4, 4), (1, 5), (2, 3, 2)])
@@ -48,18 +59,8 @@ def test_random_programs_match_eager(recipe, shape, seed):
     yv = rng.normal(size=shape).astype("float32")
     prog = make_program(recipe)
     hybrid = kiln.hybridize(prog)
-
-    def grads(fn):
-        x, y = np.array(xv), np.array(yv)
-        x.attach_grad()
-        y.attach_grad()
-        with autograd.record():
-            out = fn(x, y)
-        out.backward()
-        return out.asnumpy(), x.grad.asnumpy(), y.grad.asnumpy()
-
-    eager = grads(prog)
-    compiled = grads(hybrid)
+    eager = run_with_grads(prog, xv, yv)
+    compiled = run_with_grads(hybrid, xv, yv)
     for e, c in zip(eager, compiled):
         onp.testing.assert_allclose(c, e, rtol=2e-5, atol=2e-5)
     # inference path (no recording) too

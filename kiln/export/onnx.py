@@ -11,7 +11,7 @@ import os
 import numpy as _np
 
 from ..base import KilnError
-from .onnx_ops import lowering, windows_generic
+from .onnx_ops import lowering
 
 # ONNX IR version per opset that onnxruntime accepts (IR 8 covers opsets up to 17)
 _IR_FOR_OPSET = [(17, 8), (20, 9), (21, 10)]
@@ -75,7 +75,7 @@ def find_patterns(graph):
         if w.op != "windows":
             continue
         a = w.attrs
-        nsp, pad_value = len(a["kernel"]), float(a.get("pad_value", 0.0))
+        pad_value = float(a.get("pad_value", 0.0))
         user = _sole_user(users, w, outputs)
         if user is None:
             continue

@@ -3,7 +3,7 @@ import itertools
 
 import numpy as _np
 
-from ..base import Shaped
+from ..base import Shaped, postorder
 
 # ops that are not computations: graph inputs, parameters and constants
 SOURCE_OPS = ("input", "param", "const")
@@ -138,21 +138,7 @@ class Graph:
 
 
 def topological(outputs):
-    order, seen = [], set()
-    stack = [(n, False) for n in reversed(outputs)]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for i in reversed(node.inputs):
-            if id(i) not in seen:
-                stack.append((i, False))
-    return order
+    return postorder(list(outputs), lambda n: n.inputs)
 
 
 def rewrite(graph, replace):

@@ -319,7 +319,7 @@ def matmul(a, b, out=None):
 
 def dot(a, b, out=None):
     """NumPy's dot: matmul for 1-D/2-D, a sum over a's last and b's second-to-last axis else."""
-    from .manipulation import reshape, moveaxis
+    from .manipulation import reshape
     a, b = to_operands([a, b])
     if a.ndim == 0 or b.ndim == 0:
         return _out(a * b, out)

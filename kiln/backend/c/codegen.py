@@ -8,8 +8,6 @@ liveness planner the NumPy executor uses. All data pointers come from one table 
 `emit_graph` is reusable: control.py calls it for each subgraph of cond / while_loop and
 wraps the result in a static function that shares the table.
 """
-import numpy as _np
-
 from ...graph.ir import Graph, Node
 from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.registry import REGISTRY
