@@ -125,7 +125,9 @@ def _trace_backward(ctx, outs, symbols, entries):
             continue
         node = ctx.add(Node("input", (), {}, o.shape, o.dtype, name=f"grad_out{k}"))
         grad_in_nodes.append(node)
-        if o._tape is not None:
+        # an output whose tape the traced code already consumed (a training step that
+        # ran its own loss.backward()) has no gradient to give the outer tape
+        if o._tape is not None and getattr(o._tape, "backward", True) is not None:
             heads.append(o)
             head_grads.append(ndarray._from_node(node))
     found = autograd._run_backward(heads, head_grads, retain_graph=True,

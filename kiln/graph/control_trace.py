@@ -136,6 +136,7 @@ def emit_cond(pred, then_fn, else_fn, args=(), names=None, what="if"):
     operands, (ins_t, ins_e) = union_captures([ctx_t, ctx_e])
     then_graph = Subgraph(ins_t, [], outs_t, "then")
     else_graph = Subgraph(ins_e, [], outs_e, "else")
+    _refuse_random([then_graph, else_graph], len(outs_t), "if", where)
     _refuse_random_gradients([then_graph, else_graph], [pred] + operands, what, where)
     from ..ops.registry import REGISTRY
     prim = REGISTRY["cond"]
@@ -158,6 +159,17 @@ def _has_random(graph):
         if any(isinstance(v, Subgraph) and _has_random(v) for v in n.attrs.values()):
             return True
     return False
+
+
+def _refuse_random(graphs, n_outputs, what, where):
+    """A loop, or a branch with several results, evaluates its subgraphs once per result
+    node (and a loop memoizes by operand values): random draws inside would disagree
+    between results or repeat between calls, so such code runs eagerly."""
+    if n_outputs > 1:
+        if any(_has_random(g) for g in graphs):
+            raise ControlFlowError(f"{what}: a random op (dropout, np.random) inside a loop, "
+                                   f"or inside a branch with several results, is not "
+                                   f"compiled{where}")
 
 
 def _refuse_random_gradients(graphs, operands, what, where):
@@ -199,6 +211,14 @@ def emit_while(cond_fn, body_fn, values, names=None, max_iterations=None, what="
         traced = _trace_loop(cond_fn, body_fn, leaves, structure, carried_pos, init, where,
                              names, what)
         retry = False
+        if attempt == 0 and traced["temps"]:
+            # a name first assigned inside the body is read after the loop in Python: carry
+            # it, starting from zeros (eagerly it would not exist if the loop ran no time)
+            for k, value in traced["temps"].items():
+                init[k] = as_array(_np.zeros(value.shape, dtype=value.dtype))
+                leaves[k] = init[k]
+            carried_pos = sorted(set(carried_pos) | set(traced["temps"]))
+            retry = True
         for k, out in traced["body_outs"].items():
             start = init[k]
             if out.shape == start.shape and out.dtype == start.dtype:
@@ -220,6 +240,7 @@ def emit_while(cond_fn, body_fn, values, names=None, max_iterations=None, what="
     body_outs = [ctx_b.node_of(traced["body_outs"][k]) for k in carried_pos]
     body_graph = Subgraph(traced["in_b"] + inv_b, [], body_outs, "while_body")
     operands = [init[k] for k in carried_pos] + invariants
+    _refuse_random([cond_graph, body_graph], 2, "while loop", where)
     _refuse_random_gradients([cond_graph, body_graph], operands, what, where)
     from ..ops.registry import REGISTRY
     prim = REGISTRY["while_loop"]
@@ -277,10 +298,12 @@ def _trace_loop(cond_fn, body_fn, leaves, structure, carried_pos, init, where, n
     if new_structure != structure:
         raise ControlFlowError(f"{what}: the loop body returns {new_structure}, but the loop "
                         f"carries {structure}{where}")
-    body_outs = {}
+    body_outs, temps = {}, {}
     for k, (old, nv) in enumerate(zip(leaves, new_leaves)):
         if isinstance(old, Static) and old.value is UNDEF:
-            continue    # a temporary the body assigns before use; not carried
+            if _is_array(nv):
+                temps[k] = nv   # first assigned in the body: carried, so it exists after
+            continue
         if k in init:
             if isinstance(nv, Static):
                 raise ControlFlowError(f"{what}: {_label(names, k, 'loop value')} becomes "
@@ -292,4 +315,4 @@ def _trace_loop(cond_fn, body_fn, leaves, structure, carried_pos, init, where, n
                             f"changes inside a loop with an array condition "
                             f"({_short(old)} -> {_short(nv)}){where}")
     return dict(ctx_c=ctx_c, ctx_b=ctx_b, in_c=in_c, in_b=in_b, pred=pred_node,
-                body_outs=body_outs)
+                body_outs=body_outs, temps=temps)

@@ -93,7 +93,13 @@ def for_range(bounds, body_fn, values, names):
     counter = asarray(start).astype("int64")
     out = emit_while(cond, body, (counter,) + values[1:], ("<counter>",) + tuple(names[1:]),
                      what="for")
-    return (out[0] - step,) + tuple(out[1:])
+    last = out[0] - step
+    previous = values[0]
+    if previous is not UNDEF:
+        # a loop that ran no time leaves the loop variable as it was, as in Python
+        from ..np import where
+        last = where(out[0] != counter, last, previous)
+    return (last,) + tuple(out[1:])
 
 
 # ---- boolean operators in tests (short-circuit kept for Python values) ---------------------

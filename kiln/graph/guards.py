@@ -18,6 +18,14 @@ _active = []     # recorders of the builds in progress (nested builds: children 
 _SCALARS = (bool, int, float, complex, str, type(None))
 
 
+def _global_loads(code):
+    """Names the code reads as globals. co_names also lists attribute names (x.mean), which
+    would watch an unrelated global of the same name and retrace on its changes."""
+    import dis
+    return {i.argval for i in dis.get_instructions(code)
+            if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+
+
 def _snapshot(value):
     """(kind, reference, copy) for a value worth watching, else None."""
     from ..ndarray import ndarray
@@ -61,7 +69,7 @@ class Recorder:
         from .convert import _all_code
         glob = fn.__globals__
         for c in _all_code(code):
-            for name in c.co_names:
+            for name in _global_loads(c):
                 if name in glob:
                     self.watch(("global", id(glob), name),
                                lambda g=glob, n=name: g.get(n, _MISSING), glob[name],
