@@ -3,31 +3,36 @@ import gc
 import time
 
 
-def per_call_seconds(fn, min_time=0.2, repeats=5, warmup=20):
-    """Median over `repeats` rounds of the mean time per call; each round lasts ~min_time/5."""
-    for _ in range(warmup):
-        fn()
-    n = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(n):
+def side_by_side(rows, min_time=0.2, rounds=5, warmup=20):
+    """[(name, fn, note)] -> [(name, seconds per call, note)], timed in interleaved rounds.
+
+    Each round times every runtime once, so a slow stretch of a shared machine, or a
+    thread pool still spinning after the previous runtime, hits all of them alike; the
+    result per runtime is the median over rounds."""
+    plans = []
+    for name, fn, note in rows:
+        for _ in range(warmup):
             fn()
-        elapsed = time.perf_counter() - start
-        if elapsed > min_time / repeats or n > 1 << 20:
-            break
-        n *= 2
-    samples = []
-    gc.disable()
-    try:
-        for _ in range(repeats):
+        n = 1
+        while True:
             start = time.perf_counter()
             for _ in range(n):
                 fn()
-            samples.append((time.perf_counter() - start) / n)
+            if time.perf_counter() - start > min_time / rounds or n > 1 << 20:
+                break
+            n *= 2
+        plans.append((name, fn, note, n, []))
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for name, fn, note, n, samples in plans:
+                start = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                samples.append((time.perf_counter() - start) / n)
     finally:
         gc.enable()
-    samples.sort()
-    return samples[len(samples) // 2]
+    return [(name, sorted(s)[len(s) // 2], note) for name, fn, note, n, s in plans]
 
 
 def fmt_time(seconds):

@@ -69,8 +69,7 @@ def main(argv=None):
         rows += peers.torch_peers(weights, xv, with_compile=not args.no_compile)
         rows += peers.jax_peers(weights, xv)
         rows += peers.onnxruntime_peers(weights, xv)
-        timed = [(name, harness.per_call_seconds(fn, min_time=min_time), note)
-                 for name, fn, note in rows]
+        timed = harness.side_by_side(rows, min_time=min_time)
         hybrid = [t for t in timed if t[0].startswith("kiln hybridized")]
         ref = min(hybrid, key=lambda t: t[1])[0]
         print(harness.markdown_table(f"batch {batch}", timed, ref))

@@ -95,7 +95,6 @@ def jax_peers(weights, x):
 def onnxruntime_peers(weights, x):
     if not (_have("onnxruntime") and _have("onnx")):
         return []
-    import onnx
     from onnx import helper, TensorProto, numpy_helper
     import onnxruntime as ort
     nodes, inits = [], []

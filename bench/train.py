@@ -125,8 +125,7 @@ def main(argv=None):
     rows += torch_steps(xv, yv, not args.no_compile)
     rows += jax_step(xv, yv)
     min_time = 0.1 if args.quick else 0.5
-    timed = [(name, harness.per_call_seconds(fn, min_time=min_time, warmup=5), note)
-             for name, fn, note in rows]
+    timed = harness.side_by_side(rows, min_time=min_time, warmup=5)
     ref = min((t for t in timed if t[0].startswith("kiln compiled")), key=lambda t: t[1])[0]
     print(f"kiln {kiln.__version__}: training step, MLP {'-'.join(map(str, SIZES))}, batch "
           f"{BATCH}, softmax cross-entropy, SGD lr={LR}\n")
