@@ -11,6 +11,7 @@ from kiln import np, npx, autograd
 from kiln.backend.c import build, control
 
 from conftest import to_np
+from test_control_flow import _grads  # noqa: E402
 from test_control_flow import (FixedHiddenMLP, NewtonSqrt, BatchBranch, powers, grow,
                                npx_program, run_with_grads, assert_same, HALF, ZEROS)
 
@@ -95,17 +96,6 @@ def test_branch_on_batch_statistic_every_branch():
         assert_same(run_with_grads(eager, x), run_with_grads(hybrid, x))
     assert seen == {"a", "b", "c"}, seen
     assert_compiled(hybrid._kiln_cached)
-
-
-def _grads(fn, *args):
-    xs = [np.array(a) for a in args]
-    for a in xs:
-        if a.dtype.kind == "f":
-            a.attach_grad()
-    with autograd.record():
-        out = fn(*xs)
-    out.backward()
-    return to_np(out), [to_np(a.grad) for a in xs if a.dtype.kind == "f"]
 
 
 def _assert_grads_match(fn, h, *args, tol=1e-5):
