@@ -3,12 +3,18 @@ import gc
 import time
 
 
-def side_by_side(rows, min_time=0.2, rounds=5, warmup=20):
+# OpenBLAS workers spin about 2^28 cycles after a call, OpenMP's KMP_BLOCKTIME is 200 ms:
+# a pause this long lets the previous runtime's pool park before the next is timed
+SETTLE_SECONDS = 0.25
+
+
+def side_by_side(rows, min_time=0.2, rounds=5, warmup=20, settle=SETTLE_SECONDS):
     """[(name, fn, note)] -> [(name, seconds per call, note)], timed in interleaved rounds.
 
-    Each round times every runtime once, so a slow stretch of a shared machine, or a
-    thread pool still spinning after the previous runtime, hits all of them alike; the
-    result per runtime is the median over rounds."""
+    Each round times every runtime once, so a slow stretch of a shared machine hits all of
+    them alike, and waits `settle` seconds between runtimes, so no runtime is timed while
+    the previous one's threads still spin; the result per runtime is the median over
+    rounds."""
     plans = []
     for name, fn, note in rows:
         for _ in range(warmup):
@@ -26,6 +32,7 @@ def side_by_side(rows, min_time=0.2, rounds=5, warmup=20):
     try:
         for _ in range(rounds):
             for name, fn, note, n, samples in plans:
+                time.sleep(settle)
                 start = time.perf_counter()
                 for _ in range(n):
                     fn()
@@ -54,3 +61,13 @@ def markdown_table(title, rows, reference):
         ratio = f"{t / ref:.2f}×" if (t is not None and ref) else "n/a"
         lines.append(f"| {name} | {fmt_time(t)} | {ratio} | {note} |")
     return "\n".join(lines)
+
+
+def setup_line():
+    """What the C backend's matmuls run on, for the table's caption."""
+    from kiln.backend.c.blas import find_blas
+    from kiln.backend.c.runtime import thread_count
+    blas = find_blas()
+    name = {"mkl": "Intel MKL", "openblas": "NumPy's OpenBLAS"}.get(blas.name if blas else "",
+                                                                   "kiln's own loops")
+    return f"C backend matmuls: {name}, {thread_count()} threads (kiln's pool)"

@@ -58,7 +58,8 @@ def main(argv=None):
     from kiln.backend import BACKENDS
     backends = list(BACKENDS)
     min_time = 0.05 if args.quick else 0.3
-    print(f"kiln {kiln.__version__} benchmark: seed MLP 512-256-128-2, float32, CPU\n")
+    print(f"kiln {kiln.__version__} benchmark: seed MLP 512-256-128-2, float32, CPU; "
+          f"{harness.setup_line()}\n")
     for batch in [int(b) for b in args.batches.split(",")]:
         np.random.seed(0)
         x = np.random.normal(size=(batch, 512))

@@ -128,7 +128,7 @@ def main(argv=None):
     timed = harness.side_by_side(rows, min_time=min_time, warmup=5)
     ref = min((t for t in timed if t[0].startswith("kiln compiled")), key=lambda t: t[1])[0]
     print(f"kiln {kiln.__version__}: training step, MLP {'-'.join(map(str, SIZES))}, batch "
-          f"{BATCH}, softmax cross-entropy, SGD lr={LR}\n")
+          f"{BATCH}, softmax cross-entropy, SGD lr={LR}; {harness.setup_line()}\n")
     print(harness.markdown_table("ms per step", timed, ref))
 
 

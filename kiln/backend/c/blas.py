@@ -1,46 +1,102 @@
-"""Finding a CBLAS sgemm/dgemm to call from generated code.
+"""Finding a CBLAS sgemm/dgemm for the gemm runtime to call.
 
-NumPy's wheels bundle OpenBLAS and export ILP64 CBLAS symbols (`scipy_cblas_sgemm64_`).
-Calling the copy NumPy already loaded shares its thread pool; loading a second OpenBLAS
-would make two pools fight. Other NumPy builds name things differently, so every lookup is
-defensive and the caller falls back to kiln's own loops when nothing is found.
+Two providers, chosen by KILN_BLAS ('mkl', 'openblas' or 'none'), else the first found:
+- Intel MKL from the optional `kiln[mkl]` extra (PyPI's `mkl` wheel puts libmkl_rt in
+  the environment's lib/). It is faster than OpenBLAS at the small and medium shapes
+  kiln serves. kiln loads its own copy and keeps it single-threaded per call.
+- The OpenBLAS that NumPy's wheels bundle, exporting ILP64 CBLAS symbols
+  (`scipy_cblas_sgemm64_`). Calling the copy NumPy already loaded avoids a second library.
+
+Both export a per-thread thread-count setter, which the runtime uses to run each BLAS call
+on one thread while it does the parallel split itself. Every lookup is defensive; with
+nothing found, generated code uses kiln's own loops.
 """
 import ctypes
 import glob
 import os
+import sys
+from dataclasses import dataclass
 
-_CANDIDATES = (
+_OPENBLAS_SYMBOLS = (
     ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 64),
     ("cblas_sgemm64_", "cblas_dgemm64_", 64),
     ("cblas_sgemm", "cblas_dgemm", 32),
 )
+_MKL_SEQUENTIAL = 1      # MKL_THREADING_SEQUENTIAL in mkl_service.h
 
-_found = None
+
+@dataclass(frozen=True)
+class Blas:
+    name: str
+    sgemm: int
+    dgemm: int
+    bits: int               # width of the BLAS integer arguments
+    threads_local: int      # address of `int f(int)` setting this thread's count, or 0
 
 
-def find_gemm():
-    """(sgemm address, dgemm address, integer bits) or None."""
-    global _found
-    if _found is not None:
-        return _found or None
-    _found = False
-    if os.environ.get("KILN_NO_BLAS"):
-        return None
-    import numpy
-    roots = [os.path.join(os.path.dirname(numpy.__file__), os.pardir, "numpy.libs"),
-             os.path.join(os.path.dirname(numpy.__file__), ".dylibs")]
-    libs = []
-    for root in roots:
-        libs += sorted(glob.glob(os.path.join(root, "*openblas*")))
-    for path in libs:
+def _address(lib, name):
+    fn = getattr(lib, name, None)
+    return ctypes.cast(fn, ctypes.c_void_p).value if fn is not None else 0
+
+
+def _mkl():
+    names = ["libmkl_rt.so*", "libmkl_rt*.dylib", "mkl_rt*.dll"]
+    roots = [os.path.join(sys.prefix, "lib"), os.path.join(sys.prefix, "Library", "bin")]
+    paths = [p for root in roots for n in names for p in sorted(glob.glob(os.path.join(root, n)))]
+    for path in paths:
         try:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for sname, dname, bits in _CANDIDATES:
-            s, d = getattr(lib, sname, None), getattr(lib, dname, None)
-            if s is not None and d is not None:
-                _found = (ctypes.cast(s, ctypes.c_void_p).value,
-                          ctypes.cast(d, ctypes.c_void_p).value, bits)
-                return _found
+        if not (_address(lib, "cblas_sgemm") and _address(lib, "cblas_dgemm")):
+            continue
+        # sequential MKL: the runtime does the threading, and two OpenMP pools in one
+        # process (MKL's and a peer's) would fight over two cores
+        setter = getattr(lib, "MKL_Set_Threading_Layer", None)
+        if setter is not None:
+            setter.argtypes = [ctypes.c_int]
+            setter(_MKL_SEQUENTIAL)
+        return Blas("mkl", _address(lib, "cblas_sgemm"), _address(lib, "cblas_dgemm"), 32,
+                    _address(lib, "MKL_Set_Num_Threads_Local"))
+    return None
+
+
+def _openblas():
+    import numpy
+    roots = [os.path.join(os.path.dirname(numpy.__file__), os.pardir, "numpy.libs"),
+             os.path.join(os.path.dirname(numpy.__file__), ".dylibs")]
+    for path in [p for root in roots for p in sorted(glob.glob(os.path.join(root, "*openblas*")))]:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for sname, dname, bits in _OPENBLAS_SYMBOLS:
+            s, d = _address(lib, sname), _address(lib, dname)
+            if s and d:
+                return Blas("openblas", s, d, bits, _address(lib, "openblas_set_num_threads_local"))
+    return None
+
+
+_PROVIDERS = {"mkl": _mkl, "openblas": _openblas}
+_found = None
+
+
+def find_blas():
+    """The Blas to use, or None."""
+    global _found
+    if _found is None:
+        _found = _search() or False
+    return _found or None
+
+
+def _search():
+    choice = os.environ.get("KILN_BLAS", "").lower()
+    if os.environ.get("KILN_NO_BLAS") or choice == "none":
+        return None
+    if choice in _PROVIDERS:
+        return _PROVIDERS[choice]()
+    for find in _PROVIDERS.values():
+        blas = find()
+        if blas is not None:
+            return blas
     return None

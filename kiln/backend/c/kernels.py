@@ -30,14 +30,13 @@ def c_literal(value, dtype):
 # ---- matmul -------------------------------------------------------------------------------
 
 def gemm_prelude(gemm):
-    bits = gemm[2] if gemm else 64
-    INT = "int64_t" if bits == 64 else "int"
-    parts = [f"typedef {INT} kiln_blas_int;"]
+    """Declarations for calling the gemm runtime (kiln/backend/c/runtime.py) through a
+    pointer set after loading; `gemm` only says whether one exists."""
+    parts = []
     for T, name in (("float", "s"), ("double", "d")):
         parts.append(
-            f"typedef void (*kiln_{name}gemm_t)(int, int, int, kiln_blas_int, kiln_blas_int, "
-            f"kiln_blas_int, {T}, const {T} *, kiln_blas_int, const {T} *, kiln_blas_int, "
-            f"{T}, {T} *, kiln_blas_int);\n"
+            f"typedef void (*kiln_{name}gemm_t)(int, int, int64_t, int64_t, int64_t, "
+            f"const {T} *, int64_t, const {T} *, int64_t, {T} *);\n"
             f"static kiln_{name}gemm_t kiln_{name}gemm_ptr = 0;")
     parts.append("void kiln_set_blas(void *s, void *d) {\n"
                  "  kiln_sgemm_ptr = (kiln_sgemm_t)s; kiln_dgemm_ptr = (kiln_dgemm_t)d;\n}")
@@ -52,7 +51,7 @@ def _gemm_function(T, name):
 __attribute__((noinline)) static void kiln_gemm_{T}(int ta, int tb, int64_t M, int64_t N, int64_t K,
                           const {T} *A, int64_t lda, const {T} *B, int64_t ldb, {T} *C) {{
   if (kiln_{name}gemm_ptr && M >= {GEMM_BLAS_MIN_ROWS} && M * N * K >= {GEMM_BLAS_MIN_FLOPS}) {{
-    kiln_{name}gemm_ptr(101, ta ? 112 : 111, tb ? 112 : 111, M, N, K, 1, A, lda, B, ldb, 0, C, N);
+    kiln_{name}gemm_ptr(ta, tb, M, N, K, A, lda, B, ldb, C);
     return;
   }}
   if (!ta && tb) {{

@@ -15,8 +15,9 @@ from ...base import KilnError
 from ...graph.passes import debug_level
 from ...ops.registry import REGISTRY
 from . import build
-from .blas import find_gemm
 from .codegen import generate
+from .fastcall import caller_type
+from .runtime import gemm_runtime
 
 # inputs up to this many bytes are copied into a fixed buffer instead of pointed at
 COPY_INPUT_BYTES = 1 << 16
@@ -34,7 +35,7 @@ class CProgram:
 
     def __init__(self, graph):
         self.graph = graph
-        gemm = find_gemm()
+        gemm = gemm_runtime()
         gen = generate(graph, gemm)
         if debug_level() >= 2:
             print(f"[kiln] generated C for {graph.name}:\n{gen.source}", file=sys.stderr)
@@ -91,6 +92,25 @@ class CProgram:
         if all(entry[0] == "buffer" for _, _, _, entry in self._outputs):
             self._fixed_outputs = [self._buffer_view(entry[1], shape, dtype)
                                    for _, shape, dtype, entry in self._outputs]
+        self._caller = self._make_caller(lib) if self._fixed_outputs is not None \
+            and not self.random_slots else None
+        if self._caller is not None:
+            self._lock = self._caller
+
+    def _make_caller(self, lib):
+        Caller = caller_type()
+        if Caller is None:
+            return None
+        ins = tuple((slot, tuple(shape), dtype.num, dtype.itemsize,
+                     _address(fixed) if fixed is not None else 0)
+                    for slot, shape, dtype, fixed in self.input_specs)
+        pars = tuple((self.param_slots[k], tuple(shape), dtype.num, dtype.itemsize, 0)
+                     for k, (shape, dtype) in enumerate(self._param_specs))
+        outs = tuple((0, tuple(v.shape), v.dtype.num, v.dtype.itemsize,
+                      _address(v) if v.size else 0)
+                     for v in self._fixed_outputs)
+        run = ctypes.cast(lib.kiln_run, ctypes.c_void_p).value
+        return Caller(run, self._table_addr, ins, pars, outs)
 
     def _check(self, value, shape, dtype, what):
         if not isinstance(value, _np.ndarray):
@@ -103,6 +123,16 @@ class CProgram:
         return value
 
     def __call__(self, inputs, params):
+        caller = self._caller
+        if caller is not None:
+            out = caller(inputs, params)
+            if out is not None:
+                return out
+            # the fast path declined (a wrong or unusual input): take the Python path, which
+            # converts or raises; holding the caller made it forget its bound parameters
+            with caller:
+                self._param_seen = [None] * self._n_params
+                return self._call(inputs, params)
         with self._lock:
             return self._call(inputs, params)
 

@@ -1,0 +1,141 @@
+"""The C fast path of a CProgram call, and its hand-over to the Python path."""
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as onp
+import pytest
+
+import kiln
+from kiln import np
+from kiln.backend.c import build
+from kiln.base import KilnError
+from kiln.gluon import nn
+
+pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler")
+
+
+def _net():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(16, activation="relu"), nn.Dense(3))
+    net.initialize()
+    net.hybridize(backend="c")
+    return net
+
+
+def _program(net):
+    return next(iter(net._kiln_cached.entries.values())).program
+
+
+def _eager(net, x):
+    h = x
+    for layer in net:
+        h = h @ layer.weight.data().asnumpy().T + layer.bias.data().asnumpy()
+        if layer is net[0]:
+            h = onp.maximum(h, 0)
+    return h
+
+
+def test_fast_path_is_used_and_matches_eager():
+    net = _net()
+    x = onp.random.rand(4, 10).astype("float32")
+    out = net(np.array(x)).asnumpy()
+    prog = _program(net)
+    if prog._caller is None:
+        pytest.skip("the fast-call extension could not be built here (no Python headers)")
+    onp.testing.assert_allclose(out, _eager(net, x), rtol=1e-5, atol=1e-6)
+    params = [p.data()._data for p in net.collect_params().values()]
+    assert prog._caller([x], params) is not None
+
+
+def test_declined_inputs_take_the_python_path_and_parameters_stay_consistent():
+    net = _net()
+    x = onp.random.rand(4, 10).astype("float32")
+    net(np.array(x))
+    prog = _program(net)
+    params = [p.data()._data for p in net.collect_params().values()]
+    other = [p * 2 for p in params]
+    want = prog([x], params)[0]
+    # non-contiguous input and other parameters: the Python path binds `other`
+    wide = onp.zeros((4, 20), "float32")
+    wide[:, ::2] = x
+    got_other = prog([wide[:, ::2]], other)[0]
+    assert not onp.allclose(got_other, want)
+    # back on the fast path with the first parameters: they must be bound again
+    onp.testing.assert_array_equal(prog([x], params)[0], want)
+    # and back on the Python path with `other`, which the fast path replaced in the table
+    onp.testing.assert_array_equal(prog([wide[:, ::2]], other)[0], got_other)
+    onp.testing.assert_array_equal(prog([x], other)[0], got_other)
+
+
+def test_parameter_changes_are_seen():
+    net = _net()
+    x = np.array(onp.random.rand(2, 10).astype("float32"))
+    before = net(x).asnumpy()
+    w = net[1].weight
+    w.set_data(w.data() * 0 + 1)          # a new array object
+    after = net(x).asnumpy()
+    onp.testing.assert_allclose(after, _eager(net, x.asnumpy()), rtol=1e-5, atol=1e-6)
+    w.data()._data[...] = 2               # the same object, changed in place
+    onp.testing.assert_allclose(net(x).asnumpy(), _eager(net, x.asnumpy()), rtol=1e-5,
+                                atol=1e-6)
+    assert not onp.allclose(before, after)
+
+
+def test_wrong_inputs_raise_clear_errors():
+    net = _net()
+    x = onp.random.rand(4, 10).astype("float32")
+    net(np.array(x))
+    prog = _program(net)
+    params = [p.data()._data for p in net.collect_params().values()]
+    with pytest.raises(KilnError, match="shape"):
+        prog([x.astype("float64")], params)
+    with pytest.raises(KilnError, match="shape"):
+        prog([x[:3]], params)
+    with pytest.raises(KilnError, match="expected 1 inputs"):
+        prog([x, x], params)
+    with pytest.raises(KilnError, match="NumPy array"):
+        prog([x.tolist()], params)
+
+
+def test_threads_share_a_program():
+    net = _net()
+    xs = [onp.random.rand(8, 10).astype("float32") for _ in range(4)]
+    net(np.array(xs[0]))
+    want = [_eager(net, x) for x in xs]
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(200):
+                got = net(np.array(xs[k])).asnumpy()
+                onp.testing.assert_allclose(got, want[k], rtol=1e-5, atol=1e-6)
+        except Exception as exc:     # reported below: pytest does not see thread failures
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_without_the_extension_the_python_path_serves(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as onp, kiln
+        from kiln import np
+        f = kiln.hybridize(lambda x: np.tanh(x) * 2, backend="c")
+        x = onp.linspace(-1, 1, 7).astype("float32")
+        prog = None
+        out = f(np.array(x)).asnumpy()
+        prog = next(iter(f._cached.entries.values())).program
+        print(type(prog).__name__, prog._caller, float(abs(out - onp.tanh(x) * 2).max()))
+    """)
+    env = dict(os.environ, KILN_NO_FASTCALL="1", KILN_CACHE_DIR=str(tmp_path))
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    kind, caller, err = res.stdout.split()
+    assert (kind, caller) == ("CProgram", "None") and float(err) < 1e-6

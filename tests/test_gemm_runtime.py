@@ -1,0 +1,101 @@
+"""The gemm runtime: kiln's thread pool splitting one gemm into blocks over a BLAS."""
+import ctypes
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as onp
+import pytest
+
+from kiln.backend.c import build
+from kiln.backend.c.runtime import gemm_runtime
+
+pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler")
+
+_I = ctypes.c_int64
+_SIG = [ctypes.c_int, ctypes.c_int, _I, _I, _I, ctypes.c_void_p, _I, ctypes.c_void_p, _I,
+        ctypes.c_void_p]
+
+
+def _gemm(dtype):
+    rt = gemm_runtime()
+    if rt is None:
+        pytest.skip("no BLAS found")
+    address = rt[0] if dtype == onp.float32 else rt[1]
+    return ctypes.CFUNCTYPE(None, *_SIG)(address)
+
+
+def _check(dtype, M, N, K, ta, tb, seed=0):
+    rng = onp.random.default_rng(seed)
+    a = rng.standard_normal((K, M) if ta else (M, K)).astype(dtype)
+    b = rng.standard_normal((N, K) if tb else (K, N)).astype(dtype)
+    c = onp.full((M, N), onp.nan, dtype)
+    _gemm(dtype)(ta, tb, M, N, K, a.ctypes.data, a.shape[1], b.ctypes.data, b.shape[1],
+                 c.ctypes.data)
+    want = (a.T if ta else a).astype(onp.float64) @ (b.T if tb else b).astype(onp.float64)
+    tol = 1e-4 if dtype == onp.float32 else 1e-10
+    onp.testing.assert_allclose(c, want, rtol=tol, atol=tol * onp.sqrt(K))
+
+
+# shapes above the parallel threshold, split by columns (N >= M) and by rows (M > N), with
+# extents that are not multiples of the 16-wide block alignment
+@pytest.mark.parametrize("M,N,K", [(64, 256, 512), (1000, 37, 300), (129, 1000, 70),
+                                   (8, 4099, 64), (3000, 9, 128)])
+@pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_parallel_gemm_equals_numpy(M, N, K, ta, tb):
+    _check(onp.float32, M, N, K, ta, tb)
+
+
+@pytest.mark.parametrize("ta,tb", [(0, 1), (1, 0)])
+def test_parallel_dgemm_equals_numpy(ta, tb):
+    _check(onp.float64, 300, 200, 100, ta, tb)
+
+
+def test_concurrent_callers_each_get_their_own_result():
+    errors = []
+
+    def work(seed):
+        try:
+            for k in range(5):
+                _check(onp.float32, 256, 300, 128, seed % 2, k % 2, seed=seed * 10 + k)
+        except Exception as exc:     # reported below: pytest does not see thread failures
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+SCRIPT = textwrap.dedent("""
+    import numpy as onp, kiln
+    from kiln import np
+    from kiln.backend.c.runtime import gemm_runtime
+    from kiln.backend.c.blas import find_blas
+    onp.random.seed(0)
+    w = np.array(onp.random.rand(300, 200).astype("float32"))
+    x = np.array(onp.random.rand(64, 200).astype("float32"))
+    f = kiln.hybridize(lambda x, w: np.maximum(np.dot(x, w.T), 0), backend="c")
+    out = f(x, w).asnumpy()
+    ref = onp.maximum(x.asnumpy() @ w.asnumpy().T, 0)
+    blas = find_blas()
+    print(blas.name if blas else "none", float(abs(out - ref).max()))
+""")
+
+
+@pytest.mark.parametrize("choice,threads", [("openblas", "1"), ("openblas", "2"),
+                                            ("mkl", "2"), ("none", "2")])
+def test_blas_choice_and_thread_count(choice, threads, tmp_path):
+    env = dict(os.environ, KILN_BLAS=choice, KILN_NUM_THREADS=threads,
+               KILN_CACHE_DIR=str(tmp_path))
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    name, err = res.stdout.split()
+    if choice == "mkl" and name == "none":
+        pytest.skip("MKL is not installed (the optional kiln[mkl] extra)")
+    assert name == choice
+    assert float(err) < 1e-3
