@@ -16,9 +16,25 @@ from .split import split_forward_backward
 from .tree import flatten, unflatten, ARRAY
 
 
-def make_program(graph, backend):
+def make_program(graph, backend, cap=None):
+    """Compile `graph`; with `cap`, its outputs after the first cap.n_outputs are the new
+    values of cap.state_params, which the program may write into the parameters itself."""
     from ..backend import select
+    if cap is not None and cap.state_params:
+        index = {id(cap.params[id(p)]): j for j, p in enumerate(graph.params)}
+        graph.state_outputs = {cap.n_outputs + k: index[id(param)]
+                               for k, param in enumerate(cap.state_params)
+                               if id(param) in index}
     return select(backend).compile(graph)
+
+
+def _write_state(cap, results):
+    """Copy the new parameter values a program returned into the parameters; a program
+    that wrote one in place returns None in its place."""
+    n = cap.n_outputs
+    for param, value in zip(cap.state_params, results[n:n + len(cap.state_params)]):
+        if value is not None:
+            _np.copyto(param.data()._data, value)
 
 
 class _Entry:
@@ -40,9 +56,7 @@ class _Entry:
         results = self.program([a._data for a in arrays], [p._data._data for p in self.params])
         cap = self.cap
         if cap.state_params:
-            n = cap.n_outputs
-            for param, value in zip(cap.state_params, results[n:]):
-                _np.copyto(param._data._data, value)
+            _write_state(cap, results)
         if self.single:
             return ndarray._wrap(results[0])
         return unflatten(cap.out_structure, [ndarray._wrap(v) for v in results[:cap.n_outputs]])
@@ -66,7 +80,7 @@ class CachedFunction:
         if grad_mask is None:
             cap = capture(self.fn, args, self.name, self._names())
             graph = optimize(cap.graph)
-            program = make_program(graph, self.backend)
+            program = make_program(graph, self.backend, cap)
             self._known_params = list(cap.params.values())
             return _Entry(cap, program, [cap.params[id(p)] for p in graph.params])
         cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask)
@@ -75,7 +89,7 @@ class CachedFunction:
         n_fwd = cap.n_outputs + len(cap.state_params)
         fwd, bwd, n_res = split_forward_backward(joint, cap.n_inputs, n_fwd)
         fwd, bwd = optimize(fwd), optimize(bwd)
-        program = make_program(fwd, self.backend)
+        program = make_program(fwd, self.backend, cap)
         bprogram = make_program(bwd, self.backend)
         self._known_params = list(cap.params.values())
         return _Entry(cap, program, [cap.params[id(p)] for p in fwd.params],
@@ -127,8 +141,7 @@ class CachedFunction:
         results = entry.program(values, [p._data for p in param_arrays])
         cap = entry.cap
         n_out = cap.n_outputs
-        for param, value in zip(cap.state_params, results[n_out:n_out + len(cap.state_params)]):
-            _np.copyto(param.data()._data, value)
+        _write_state(cap, results)
         outs = [ndarray._wrap(v) for v in results[:n_out]]
         if entry.grad is not None:
             self._record(entry, arrays, values, outs, results[n_out + len(cap.state_params):])

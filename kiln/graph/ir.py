@@ -85,6 +85,9 @@ class Graph:
         self.nodes = topological(self.outputs)
         self.memory_plan = None
         self.fusion_groups = []
+        # {output index: param index}: outputs that are the new value of a parameter, which
+        # the caller writes back; a backend may write them into the parameter in place
+        self.state_outputs = {}
 
     @property
     def ops(self):

@@ -14,6 +14,7 @@ from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     elementwise_expr, PRELUDE, C_TYPES)
 from . import kernels
+from .param_writes import param_writes
 
 
 class NotLowerable(Exception):
@@ -124,6 +125,7 @@ class Generated:
                                  # | ('bound', what): set by the generated code itself
         self.plan = None
         self.output_slots = []
+        self.param_writes = set()    # output indices computed straight into a parameter
 
 
 class Emitter:
@@ -137,6 +139,7 @@ class Emitter:
         self.capacities = []     # bytes per buffer, over every (sub)graph of the source
         self.functions = []      # C text of static helper functions, callees first
         self.naive_bytes = 0
+        self.param_writes = {}   # id(output node) -> parameter slot it is computed into
 
     def add_slot(self, entry):
         self.slots.append(entry)
@@ -158,19 +161,20 @@ def generate(graph, gemm=None):
     em = Emitter(gemm)
     ins = [em.add_slot(("input", k)) for k in range(len(graph.inputs))]
     params = [em.add_slot(("param", k)) for k in range(len(graph.params))]
-    body, out_slots, plan = emit_graph(em, graph, ins, params)
+    body, out_slots, plan = emit_graph(em, graph, ins, params, top=True)
     gen = Generated()
     gen.slots = em.slots
     # emit_graph allocated the top graph's planned buffers first, so its buffer indices are
     # the source-wide ones; the capacities list also covers the subgraphs' buffers
     gen.plan = MemoryPlan(plan.buffer_of, em.capacities, em.naive_bytes, True)
     gen.output_slots = out_slots
+    gen.param_writes = {k for k, o in enumerate(graph.outputs) if id(o) in em.param_writes}
     gen.source = "\n".join([PRELUDE, kernels.gemm_prelude(gemm), *em.functions,
                             "int kiln_run(void **P) {", *body, "  return 0;", "}", ""])
     return gen
 
 
-def emit_graph(em, graph, input_slots, param_slots):
+def emit_graph(em, graph, input_slots, param_slots, top=False):
     """C statements computing `graph` into table slots of `em`.
 
     input_slots/param_slots: the table entries holding graph.inputs / graph.params. Returns
@@ -229,6 +233,9 @@ def emit_graph(em, graph, input_slots, param_slots):
         c = mapping.get(id(node))
         return c is not None and kinds.get(id(c)) == "alias"
 
+    if top:
+        em.param_writes = param_writes(graph, steps, storage, param_slots)
+        slot_of.update(em.param_writes)
     body = []
     for s in steps:
         if s.kind in ("alias", "random"):

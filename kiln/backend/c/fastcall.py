@@ -144,6 +144,11 @@ static PyObject *Caller_call(Caller *self, PyObject *args, PyObject *kw) {
   if (out == NULL) return NULL;
   for (Py_ssize_t k = 0; k < self->n_out; k++) {
     spec_t *s = &S[self->n_in + self->n_par + k];
+    if (s->typenum < 0) {      /* written into its parameter by the program */
+      Py_INCREF(Py_None);
+      PyList_SET_ITEM(out, k, Py_None);
+      continue;
+    }
     PyObject *a = PyArray_SimpleNew(s->ndim, s->dims, s->typenum);
     if (a == NULL) { Py_DECREF(out); return NULL; }
     PyList_SET_ITEM(out, k, a);
@@ -168,7 +173,7 @@ static PyObject *Caller_call(Caller *self, PyObject *args, PyObject *kw) {
   Py_END_ALLOW_THREADS
   for (Py_ssize_t k = 0; k < self->n_out; k++) {
     spec_t *s = &S[self->n_in + self->n_par + k];
-    if (s->nbytes)
+    if (s->typenum >= 0 && s->nbytes)
       memcpy(PyArray_DATA((PyArrayObject *)PyList_GET_ITEM(out, k)), s->fixed, s->nbytes);
   }
   pthread_mutex_unlock(&self->mutex);

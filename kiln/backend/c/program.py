@@ -87,11 +87,15 @@ class CProgram:
         self._outputs = []
         for o, slot in zip(graph.outputs, gen.output_slots):
             self._outputs.append((slot, o.shape, o.dtype, gen.slots[slot]))
+        # outputs computed straight into their parameter (param_writes.py) come back as None
+        self._written = gen.param_writes
         # the common case, every output in a planned buffer: views made once, copied per call
         self._fixed_outputs = None
-        if all(entry[0] == "buffer" for _, _, _, entry in self._outputs):
-            self._fixed_outputs = [self._buffer_view(entry[1], shape, dtype)
-                                   for _, shape, dtype, entry in self._outputs]
+        if all(k in self._written or entry[0] == "buffer"
+               for k, (_, _, _, entry) in enumerate(self._outputs)):
+            self._fixed_outputs = [None if k in self._written else
+                                   self._buffer_view(entry[1], shape, dtype)
+                                   for k, (_, shape, dtype, entry) in enumerate(self._outputs)]
         self._caller = self._make_caller(lib) if self._fixed_outputs is not None \
             and not self.random_slots else None
         if self._caller is not None:
@@ -106,7 +110,8 @@ class CProgram:
                     for slot, shape, dtype, fixed in self.input_specs)
         pars = tuple((self.param_slots[k], tuple(shape), dtype.num, dtype.itemsize, 0)
                      for k, (shape, dtype) in enumerate(self._param_specs))
-        outs = tuple((0, tuple(v.shape), v.dtype.num, v.dtype.itemsize,
+        outs = tuple((0, (), -1, 0, 0) if v is None else  # -1: returned as None
+                     (0, tuple(v.shape), v.dtype.num, v.dtype.itemsize,
                       _address(v) if v.size else 0)
                      for v in self._fixed_outputs)
         run = ctypes.cast(lib.kiln_run, ctypes.c_void_p).value
@@ -162,8 +167,19 @@ class CProgram:
             table[slot] = _address(draw) if draw.size else None
         self._run(self._table_addr)
         if self._fixed_outputs is not None:
-            return [v.copy() for v in self._fixed_outputs]
-        return [self._read(k, inputs, params, keep) for k in range(len(self._outputs))]
+            results = [None if v is None else v.copy() for v in self._fixed_outputs]
+        else:
+            results = [self._read(k, inputs, params, keep) for k in range(len(self._outputs))]
+        for k in self._written:
+            # a parameter bound through a converted copy: its new value is in the copy
+            param = self.graph.state_outputs[k]
+            if self._param_seen[param] is None:
+                results[k] = _np.array(self._param_copy(param, keep), copy=True)
+        return results
+
+    def _param_copy(self, k, keep):
+        addr = self._table[self.param_slots[k]]
+        return next(a for a in keep if a.size and _address(a) == addr)
 
     def _bind_param(self, k, value, keep):
         shape, dtype = self._param_specs[k]
@@ -176,6 +192,8 @@ class CProgram:
             keep.append(checked)
 
     def _read(self, k, inputs, params, keep):
+        if k in self._written:
+            return None
         slot, shape, dtype, entry = self._outputs[k]
         kind = entry[0]
         if kind == "buffer":
