@@ -10,31 +10,37 @@ import numpy as onp
 import pytest
 
 from kiln.backend.c import build
-from kiln.backend.c.runtime import gemm_runtime
+from kiln.backend.c.runtime import runtime
 
 pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler")
 
 _I = ctypes.c_int64
-_SIG = [ctypes.c_int, ctypes.c_int, _I, _I, _I, ctypes.c_void_p, _I, ctypes.c_void_p, _I,
-        ctypes.c_void_p]
+_SIG = [ctypes.c_int, ctypes.c_int, _I, _I, _I, ctypes.c_float, ctypes.c_void_p, _I,
+        ctypes.c_void_p, _I, ctypes.c_float, ctypes.c_void_p]
+_DSIG = [ctypes.c_int, ctypes.c_int, _I, _I, _I, ctypes.c_double, ctypes.c_void_p, _I,
+         ctypes.c_void_p, _I, ctypes.c_double, ctypes.c_void_p]
 
 
 def _gemm(dtype):
-    rt = gemm_runtime()
-    if rt is None:
+    rt = runtime()
+    if rt is None or not rt.sgemm:
         pytest.skip("no BLAS found")
-    address = rt[0] if dtype == onp.float32 else rt[1]
-    return ctypes.CFUNCTYPE(None, *_SIG)(address)
+    address = rt.sgemm if dtype == onp.float32 else rt.dgemm
+    return ctypes.CFUNCTYPE(None, *(_SIG if dtype == onp.float32 else _DSIG))(address)
 
 
-def _check(dtype, M, N, K, ta, tb, seed=0):
+def _check(dtype, M, N, K, ta, tb, seed=0, alpha=1.0, beta=0.0):
     rng = onp.random.default_rng(seed)
     a = rng.standard_normal((K, M) if ta else (M, K)).astype(dtype)
     b = rng.standard_normal((N, K) if tb else (K, N)).astype(dtype)
-    c = onp.full((M, N), onp.nan, dtype)
-    _gemm(dtype)(ta, tb, M, N, K, a.ctypes.data, a.shape[1], b.ctypes.data, b.shape[1],
-                 c.ctypes.data)
-    want = (a.T if ta else a).astype(onp.float64) @ (b.T if tb else b).astype(onp.float64)
+    c0 = rng.standard_normal((M, N)).astype(dtype)
+    c = c0.copy() if beta else onp.full((M, N), onp.nan, dtype)
+    _gemm(dtype)(ta, tb, M, N, K, alpha, a.ctypes.data, a.shape[1], b.ctypes.data, b.shape[1],
+                 beta, c.ctypes.data)
+    want = alpha * ((a.T if ta else a).astype(onp.float64) @
+                    (b.T if tb else b).astype(onp.float64))
+    if beta:
+        want += beta * c0
     tol = 1e-4 if dtype == onp.float32 else 1e-10
     onp.testing.assert_allclose(c, want, rtol=tol, atol=tol * onp.sqrt(K))
 
@@ -51,6 +57,12 @@ def test_parallel_gemm_equals_numpy(M, N, K, ta, tb):
 @pytest.mark.parametrize("ta,tb", [(0, 1), (1, 0)])
 def test_parallel_dgemm_equals_numpy(ta, tb):
     _check(onp.float64, 300, 200, 100, ta, tb)
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float64])
+def test_alpha_and_beta_scale_and_accumulate(dtype):
+    _check(dtype, 200, 300, 64, 1, 0, alpha=-0.25, beta=1.0)
+    _check(dtype, 5, 40, 8, 0, 1, alpha=2.0, beta=0.5)
 
 
 def test_concurrent_callers_each_get_their_own_result():
@@ -73,7 +85,7 @@ def test_concurrent_callers_each_get_their_own_result():
 SCRIPT = textwrap.dedent("""
     import numpy as onp, kiln
     from kiln import np
-    from kiln.backend.c.runtime import gemm_runtime
+    from kiln.backend.c.runtime import runtime
     from kiln.backend.c.blas import find_blas
     onp.random.seed(0)
     w = np.array(onp.random.rand(300, 200).astype("float32"))
@@ -99,3 +111,17 @@ def test_blas_choice_and_thread_count(choice, threads, tmp_path):
         pytest.skip("MKL is not installed (the optional kiln[mkl] extra)")
     assert name == choice
     assert float(err) < 1e-3
+
+
+@pytest.mark.parametrize("rows", [1, 3, 7])
+@pytest.mark.parametrize("features", [128, 200, 257])
+def test_small_batch_layers_split_over_threads_equal_numpy(rows, features):
+    import kiln
+    from kiln import np
+    rng = onp.random.default_rng(rows * 1000 + features)
+    x = rng.standard_normal((rows, 600)).astype("float32")
+    w = rng.standard_normal((features, 600)).astype("float32")
+    f = kiln.hybridize(lambda x, w: np.dot(x, w.T), backend="c")
+    got = f(np.array(x), np.array(w)).asnumpy()
+    onp.testing.assert_allclose(got, x.astype(onp.float64) @ w.T.astype(onp.float64),
+                                rtol=1e-4, atol=1e-3)

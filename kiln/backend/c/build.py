@@ -91,6 +91,32 @@ def warn_unavailable_once(reason):
                       "executor instead", RuntimeWarning, stacklevel=3)
 
 
+def _vector_flags():
+    # GCC vectorizes with 256-bit registers on AVX-512 machines unless told otherwise; the
+    # batch-1 matmul loop, bound by reading the weights, runs about 25% faster with 512
+    if "avx512f" in _cpu_flags():
+        return ("-mprefer-vector-width=512",)
+    return ()
+
+
+_flags_cached = []
+
+
+def _cpu_flags():
+    if not _flags_cached:
+        found = set()
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("flags"):
+                        found = set(line.split(":", 1)[1].split())
+                        break
+        except OSError:
+            pass
+        _flags_cached.append(found)
+    return _flags_cached[0]
+
+
 def _cpu_signature():
     """What -march=native depends on: a cache shared across machines must not mix them."""
     import platform
@@ -127,7 +153,7 @@ def load(source, extra_flags=()):
     """Compile `source` (or find it in the cache) and return the loaded ctypes library."""
     cc, version = compiler()
     opt = SMALL_OPT if len(source) <= BIG_SOURCE else BIG_OPT
-    flags = opt + FLAGS + tuple(extra_flags)
+    flags = opt + FLAGS + _vector_flags() + tuple(extra_flags)
     key = hashlib.sha256("\0".join((source, " ".join(flags), cc, version,
                                      _cpu())).encode()).hexdigest()
     with _lock:

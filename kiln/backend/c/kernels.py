@@ -30,47 +30,80 @@ def c_literal(value, dtype):
 # ---- matmul -------------------------------------------------------------------------------
 
 def gemm_prelude(gemm):
-    """Declarations for calling the gemm runtime (kiln/backend/c/runtime.py) through a
-    pointer set after loading; `gemm` only says whether one exists."""
-    parts = []
+    """Declarations for calling the runtime (kiln/backend/c/runtime.py) through pointers set
+    after loading, and kiln's own matmul loops for when no BLAS pays or exists."""
+    parts = ["typedef void (*kiln_block_fn)(void *, int64_t);",
+             "typedef void (*kiln_parallel_t)(kiln_block_fn, void *, int64_t);",
+             "static kiln_parallel_t kiln_parallel_ptr = 0;"]
     for T, name in (("float", "s"), ("double", "d")):
         parts.append(
-            f"typedef void (*kiln_{name}gemm_t)(int, int, int64_t, int64_t, int64_t, "
-            f"const {T} *, int64_t, const {T} *, int64_t, {T} *);\n"
+            f"typedef void (*kiln_{name}gemm_t)(int, int, int64_t, int64_t, int64_t, {T}, "
+            f"const {T} *, int64_t, const {T} *, int64_t, {T}, {T} *);\n"
             f"static kiln_{name}gemm_t kiln_{name}gemm_ptr = 0;")
-    parts.append("void kiln_set_blas(void *s, void *d) {\n"
-                 "  kiln_sgemm_ptr = (kiln_sgemm_t)s; kiln_dgemm_ptr = (kiln_dgemm_t)d;\n}")
+    parts.append("void kiln_set_runtime(void *s, void *d, void *par) {\n"
+                 "  kiln_sgemm_ptr = (kiln_sgemm_t)s; kiln_dgemm_ptr = (kiln_dgemm_t)d;\n"
+                 "  kiln_parallel_ptr = (kiln_parallel_t)par;\n}")
     for T, name in (("float", "s"), ("double", "d")):
         parts.append(_gemm_function(T, name))
     return "\n".join(parts)
 
 
+# a batch-1 layer this big (multiply-adds) is split over the runtime's threads, in blocks
+# of this many output features: each core then streams its own part of the weights
+GEMV_PARALLEL_MIN = 1 << 16
+GEMV_BLOCK_ROWS = 64
+
+
 def _gemm_function(T, name):
     return f"""
+/* C[m, n0:n1] = A[m, :] . B[n, :] for the rows m < M: the B-transposed (Dense) form */
+static void kiln_nt_{T}(int64_t M, int64_t n0, int64_t n1, int64_t K, const {T} *A,
+                        int64_t lda, const {T} *B, int64_t ldb, {T} *C, int64_t ldc) {{
+  for (int64_t m = 0; m < M; m++) {{
+    const {T} *a = A + m * lda;
+    int64_t n = n0;
+    for (; n + 8 <= n1; n += 8) {{     /* eight weight rows share each load of a */
+      const {T} *b = B + n * ldb;
+      {T} s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+      for (int64_t k = 0; k < K; k++) {{
+        {T} av = a[k];
+        s0 += av * b[k]; s1 += av * b[ldb + k]; s2 += av * b[2 * ldb + k];
+        s3 += av * b[3 * ldb + k]; s4 += av * b[4 * ldb + k]; s5 += av * b[5 * ldb + k];
+        s6 += av * b[6 * ldb + k]; s7 += av * b[7 * ldb + k];
+      }}
+      {T} *c = C + m * ldc + n;
+      c[0] = s0; c[1] = s1; c[2] = s2; c[3] = s3; c[4] = s4; c[5] = s5; c[6] = s6; c[7] = s7;
+    }}
+    for (; n < n1; n++) {{
+      const {T} *b = B + n * ldb; {T} s = 0;
+      for (int64_t k = 0; k < K; k++) s += a[k] * b[k];
+      C[m * ldc + n] = s;
+    }}
+  }}
+}}
+
+typedef struct {{ int64_t M, N, K, lda, ldb; const {T} *A, *B; {T} *C; }} kiln_nt_job_{T};
+
+static void kiln_nt_block_{T}(void *ctx, int64_t b) {{
+  const kiln_nt_job_{T} *j = ctx;
+  int64_t n0 = b * {GEMV_BLOCK_ROWS}, n1 = n0 + {GEMV_BLOCK_ROWS};
+  if (n1 > j->N) n1 = j->N;
+  kiln_nt_{T}(j->M, n0, n1, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->N);
+}}
+
 /* C[M,N] = op(A) op(B); row-major; ta/tb: A is stored (K,M) / B is stored (N,K) */
 __attribute__((noinline)) static void kiln_gemm_{T}(int ta, int tb, int64_t M, int64_t N, int64_t K,
                           const {T} *A, int64_t lda, const {T} *B, int64_t ldb, {T} *C) {{
   if (kiln_{name}gemm_ptr && M >= {GEMM_BLAS_MIN_ROWS} && M * N * K >= {GEMM_BLAS_MIN_FLOPS}) {{
-    kiln_{name}gemm_ptr(ta, tb, M, N, K, A, lda, B, ldb, C);
+    kiln_{name}gemm_ptr(ta, tb, M, N, K, 1, A, lda, B, ldb, 0, C);
     return;
   }}
   if (!ta && tb) {{
-    for (int64_t m = 0; m < M; m++) {{
-      const {T} *a = A + m * lda;
-      int64_t n = 0;
-      for (; n + 4 <= N; n += 4) {{
-        const {T} *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
-        {T} s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int64_t k = 0; k < K; k++) {{
-          {T} av = a[k]; s0 += av * b0[k]; s1 += av * b1[k]; s2 += av * b2[k]; s3 += av * b3[k];
-        }}
-        C[m * N + n] = s0; C[m * N + n + 1] = s1; C[m * N + n + 2] = s2; C[m * N + n + 3] = s3;
-      }}
-      for (; n < N; n++) {{
-        const {T} *b = B + n * ldb; {T} s = 0;
-        for (int64_t k = 0; k < K; k++) s += a[k] * b[k];
-        C[m * N + n] = s;
-      }}
+    if (kiln_parallel_ptr && M * N * K >= {GEMV_PARALLEL_MIN} && N >= 2 * {GEMV_BLOCK_ROWS}) {{
+      kiln_nt_job_{T} job = {{M, N, K, lda, ldb, A, B, C}};
+      kiln_parallel_ptr(kiln_nt_block_{T}, &job, (N + {GEMV_BLOCK_ROWS - 1}) / {GEMV_BLOCK_ROWS});
+    }} else {{
+      kiln_nt_{T}(M, 0, N, K, A, lda, B, ldb, C, N);
     }}
   }} else if (!ta && !tb) {{
     for (int64_t m = 0; m < M; m++) {{

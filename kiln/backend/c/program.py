@@ -17,7 +17,7 @@ from ...ops.registry import REGISTRY
 from . import build
 from .codegen import generate
 from .fastcall import caller_type
-from .runtime import gemm_runtime
+from .runtime import runtime
 
 # inputs up to this many bytes are copied into a fixed buffer instead of pointed at
 COPY_INPUT_BYTES = 1 << 16
@@ -35,14 +35,15 @@ class CProgram:
 
     def __init__(self, graph):
         self.graph = graph
-        gemm = gemm_runtime()
-        gen = generate(graph, gemm)
+        rt = runtime()
+        gen = generate(graph, rt)
         if debug_level() >= 2:
             print(f"[kiln] generated C for {graph.name}:\n{gen.source}", file=sys.stderr)
         self.source = gen.source
         lib = build.load(gen.source)
-        if gemm:
-            lib.kiln_set_blas(ctypes.c_void_p(gemm[0]), ctypes.c_void_p(gemm[1]))
+        if rt is not None:
+            lib.kiln_set_runtime(ctypes.c_void_p(rt.sgemm or None),
+                                 ctypes.c_void_p(rt.dgemm or None), ctypes.c_void_p(rt.parallel))
         self._run = lib.kiln_run
         self._run.argtypes = [ctypes.c_void_p]
         self._run.restype = ctypes.c_int

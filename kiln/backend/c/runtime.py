@@ -1,19 +1,24 @@
-"""The gemm runtime shared by every compiled program: a BLAS behind kiln's own thread pool.
+"""The runtime shared by every compiled program: kiln's thread pool, and a BLAS behind it.
 
-Generated code calls `kiln_rt_sgemm(ta, tb, M, N, K, A, lda, B, ldb, C)` through a pointer.
-The runtime cuts C into column (or row) blocks and hands them to the calling thread and
-to worker threads, each calling the BLAS single-threaded on its block. Blocks are claimed
-from one atomic ticket, so a worker that the OS has not scheduled simply claims nothing
-and the caller finishes the job alone: on a shared machine a busy core costs its share of
-the speed-up, never a stall. Workers spin briefly after a job (gemms in a program come back
-to back) and then sleep.
+`kiln_rt_parallel(fn, ctx, nblocks)` runs fn(ctx, b) for every block b on the calling
+thread and the worker threads. The blocks are cut into one contiguous range per thread;
+each thread claims from its own range first (so a block's data stays in the same core's
+cache call after call), then from the others'. Claims are atomic, so a worker the OS has
+not scheduled simply claims nothing and the caller finishes the job alone: on a shared
+machine a busy core costs its share of the speed-up, never a stall. Workers spin briefly
+after a job (a program's parallel steps come back to back) and then sleep.
+
+`kiln_rt_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C)` cuts C into column (or
+row) blocks and runs them in parallel, each a single-threaded BLAS call. Generated code
+also hands the pool its own loops (the batch-1 matmul, see kernels.py).
 
 The library is compiled once per BLAS integer width and cached like generated code; the
-generated code never sees the BLAS's calling convention, only this function's.
+generated code never sees the BLAS's calling convention, only these functions'.
 """
 import ctypes
 import os
 import threading
+from typing import NamedTuple
 
 from . import build
 from .blas import find_blas
@@ -23,7 +28,8 @@ PARALLEL_MIN_MADDS = 1 << 20
 # a block of C gets at least this many multiply-adds, so the per-block call cost stays small
 BLOCK_MIN_MADDS = 1 << 18
 SPIN_MICROSECONDS = 200
-BLOCKS_PER_THREAD = int(__import__("os").environ.get("KB", "2"))
+# blocks per thread: more balance a busy core better, fewer repack the other operand less
+BLOCKS_PER_THREAD = 2
 
 _SOURCE = r"""
 #define _POSIX_C_SOURCE 200809L
@@ -40,29 +46,140 @@ typedef void (*sgemm_t)(int, int, int, bint, bint, bint, float, const float *, b
 typedef void (*dgemm_t)(int, int, int, bint, bint, bint, double, const double *, bint,
                         const double *, bint, double, double *, bint);
 typedef int (*threads_local_t)(int);
+typedef void (*block_fn)(void *ctx, int64_t block);
 
 static sgemm_t blas_s;
 static dgemm_t blas_d;
 static threads_local_t threads_local;   /* BLAS call runs single-threaded on this thread */
 
-typedef struct {
-  int ta, tb, is_double, by_columns;
-  int64_t M, N, K, lda, ldb, block, nblocks;
-  const void *A, *B;
-  void *C;
-} job_t;
-
-static job_t job;
-/* high 32 bits: job generation; low 32 bits: next block to claim */
-static _Atomic uint64_t ticket;
-static atomic_long finished;
+#define MAX_THREADS 64
+/* The job being run: blocks [0, nblocks), cut into `parts` contiguous ranges, range r
+   first claimed by participant r (the caller is 0), so that a block lands on the same core
+   call after call (its data stays in that core's cache) unless that core is busy. */
+static struct { block_fn fn; void *ctx; int64_t nblocks; int parts; } job;
+/* per range: high 32 bits the job generation, low 32 bits the next block to claim; each
+   on its own cache line, so claims in one range do not slow the others */
+static struct { _Atomic uint64_t v; char pad[56]; } next_block[MAX_THREADS]
+    __attribute__((aligned(64)));
+static _Atomic uint32_t generation __attribute__((aligned(64)));
+static atomic_long finished __attribute__((aligned(64)));
 static atomic_int sleepers;
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t call_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int n_workers;
 
-static void run_block(const job_t *j, int64_t b) {
+static void pause_cpu(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static int64_t range_start(int64_t nblocks, int parts, int r) {
+  return nblocks * r / parts;
+}
+
+/* claim and run blocks of job `gen`, own range first, then the others' leftovers */
+static void help(uint32_t gen, int self) {
+  int parts = job.parts;
+  if (parts < 1 || parts > MAX_THREADS) return;      /* a newer job is being posted */
+  for (int k = 0; k < parts; k++) {
+    int r = (self + k) % parts;
+    for (;;) {
+      uint64_t t = atomic_load(&next_block[r].v);
+      if ((uint32_t)(t >> 32) != gen) return;        /* that job is over */
+      int64_t b = (int64_t)(t & 0xffffffffu);
+      if (b >= range_start(job.nblocks, parts, r + 1)) break;
+      if (!atomic_compare_exchange_weak(&next_block[r].v, &t, t + 1)) continue;
+      /* the job cannot change before this block is counted finished */
+      job.fn(job.ctx, b);
+      atomic_fetch_add(&finished, 1);
+    }
+  }
+}
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static void *worker(void *arg) {
+  int self = (int)(intptr_t)arg;
+  if (threads_local) threads_local(1);
+  uint32_t seen = atomic_load(&generation);
+  for (;;) {
+    double start = now_us();
+    int spins = 0;
+    while (atomic_load(&generation) == seen) {
+      pause_cpu();
+      if (++spins % 256 == 0 && now_us() - start > SPIN_US) {
+        pthread_mutex_lock(&mutex);
+        atomic_fetch_add(&sleepers, 1);
+        while (atomic_load(&generation) == seen) pthread_cond_wait(&wake, &mutex);
+        atomic_fetch_sub(&sleepers, 1);
+        pthread_mutex_unlock(&mutex);
+        break;
+      }
+    }
+    seen = atomic_load(&generation);
+    help(seen, self);
+  }
+  return 0;
+}
+
+int kiln_rt_init(void *s, void *d, void *local, int workers) {
+  blas_s = (sgemm_t)s; blas_d = (dgemm_t)d; threads_local = (threads_local_t)local;
+  if (workers > MAX_THREADS - 1) workers = MAX_THREADS - 1;
+  for (int i = 0; i < workers; i++) {
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, worker, (void *)(intptr_t)(n_workers + 1)) == 0)
+      n_workers++;
+    pthread_attr_destroy(&attr);
+  }
+  return n_workers;
+}
+
+int kiln_rt_threads(void) { return n_workers + 1; }
+
+/* run fn(ctx, b) for b in [0, nblocks) on the caller and the workers; returns when all ran */
+void kiln_rt_parallel(block_fn fn, void *ctx, int64_t nblocks) {
+  if (n_workers == 0 || nblocks <= 1) {
+    for (int64_t b = 0; b < nblocks; b++) fn(ctx, b);
+    return;
+  }
+  pthread_mutex_lock(&call_mutex);       /* one parallel job at a time */
+  int parts = n_workers + 1 < nblocks ? n_workers + 1 : (int)nblocks;
+  uint32_t gen = atomic_load(&generation) + 1;
+  job.fn = fn; job.ctx = ctx; job.nblocks = nblocks; job.parts = parts;
+  atomic_store(&finished, 0);
+  for (int r = 0; r < parts; r++)
+    atomic_store(&next_block[r].v, ((uint64_t)gen << 32) | (uint64_t)range_start(nblocks, parts, r));
+  atomic_store(&generation, gen);
+  if (atomic_load(&sleepers) > 0) {
+    pthread_mutex_lock(&mutex);
+    pthread_cond_broadcast(&wake);
+    pthread_mutex_unlock(&mutex);
+  }
+  help(gen, 0);
+  while (atomic_load(&finished) < nblocks) pause_cpu();
+  pthread_mutex_unlock(&call_mutex);
+}
+
+/* ---- gemm: C = alpha op(A) op(B) + beta C, row-major, C is M x N with ldc = N ---- */
+typedef struct {
+  int ta, tb, is_double, by_columns;
+  int64_t M, N, K, lda, ldb, block;
+  double alpha, beta;
+  const char *A, *B;
+  char *C;
+} gemm_t;
+
+static void gemm_block(void *ctx, int64_t b) {
+  const gemm_t *j = ctx;
   int64_t lo = b * j->block, hi = lo + j->block;
   int64_t M = j->M, N = j->N, ldc = j->N;
   size_t sz = j->is_double ? 8 : 4;
@@ -81,129 +198,51 @@ static void run_block(const job_t *j, int64_t b) {
   }
   int ta = j->ta ? 112 : 111, tb = j->tb ? 112 : 111;
   if (j->is_double)
-    blas_d(101, ta, tb, M, N, j->K, 1.0, (const double *)A, j->lda, (const double *)B,
-           j->ldb, 0.0, (double *)C, ldc);
+    blas_d(101, ta, tb, M, N, j->K, j->alpha, (const double *)A, j->lda, (const double *)B,
+           j->ldb, j->beta, (double *)C, ldc);
   else
-    blas_s(101, ta, tb, M, N, j->K, 1.0f, (const float *)A, j->lda, (const float *)B,
-           j->ldb, 0.0f, (float *)C, ldc);
-}
-
-/* claim and run blocks of the job of generation `gen` until none is left */
-static void help(uint32_t gen) {
-  for (;;) {
-    uint64_t t = atomic_load(&ticket);
-    if ((uint32_t)(t >> 32) != gen) return;
-    int64_t b = (int64_t)(t & 0xffffffffu);
-    if (b >= job.nblocks) return;
-    if (!atomic_compare_exchange_weak(&ticket, &t, t + 1)) continue;
-    /* job cannot change before this block is counted finished */
-    run_block(&job, b);
-    atomic_fetch_add(&finished, 1);
-  }
-}
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-static void *worker(void *unused) {
-  (void)unused;
-  if (threads_local) threads_local(1);
-  uint32_t seen = (uint32_t)(atomic_load(&ticket) >> 32);
-  for (;;) {
-    double start = now_us();
-    int spins = 0;
-    while ((uint32_t)(atomic_load(&ticket) >> 32) == seen) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-      if (++spins % 256 == 0 && now_us() - start > SPIN_US) {
-        pthread_mutex_lock(&mutex);
-        atomic_fetch_add(&sleepers, 1);
-        while ((uint32_t)(atomic_load(&ticket) >> 32) == seen)
-          pthread_cond_wait(&wake, &mutex);
-        atomic_fetch_sub(&sleepers, 1);
-        pthread_mutex_unlock(&mutex);
-        break;
-      }
-    }
-    seen = (uint32_t)(atomic_load(&ticket) >> 32);
-    help(seen);
-  }
-  return 0;
-}
-
-int kiln_rt_init(void *s, void *d, void *local, int workers) {
-  blas_s = (sgemm_t)s; blas_d = (dgemm_t)d; threads_local = (threads_local_t)local;
-  for (int i = 0; i < workers; i++) {
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &attr, worker, 0) == 0) n_workers++;
-    pthread_attr_destroy(&attr);
-  }
-  return n_workers;
+    blas_s(101, ta, tb, M, N, j->K, (float)j->alpha, (const float *)A, j->lda,
+           (const float *)B, j->ldb, (float)j->beta, (float *)C, ldc);
 }
 
 static void gemm(int is_double, int ta, int tb, int64_t M, int64_t N, int64_t K,
-                 const void *A, int64_t lda, const void *B, int64_t ldb, void *C) {
+                 double alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
+                 double beta, void *C) {
   int previous = threads_local ? threads_local(1) : 0;
-  int64_t madds = M * N * K;
-  int64_t nblocks = 1, block = N;
-  int by_columns = N >= M;
-  if (n_workers > 0 && madds >= PARALLEL_MIN) {
-    int64_t extent = by_columns ? N : M;
-    int64_t unit = by_columns ? M * K : N * K;       /* madds per column (row) of C */
-    int64_t align = 16;
-    block = (BLOCK_MIN + unit - 1) / unit;
-    block = (block + align - 1) / align * align;
-    int64_t most = (extent + align - 1) / align;      /* never more blocks than aligned cuts */
-    nblocks = (extent + block - 1) / block;
-    if (nblocks > BLOCKS_PER_THREAD * (n_workers + 1)) {
-      nblocks = BLOCKS_PER_THREAD * (n_workers + 1);
-      block = ((extent + nblocks - 1) / nblocks + align - 1) / align * align;
-      nblocks = (extent + block - 1) / block;
-    }
+  gemm_t j = {ta, tb, is_double, N >= M, M, N, K, lda, ldb, N, alpha, beta, A, B, C};
+  int64_t nblocks = 1;
+  if (n_workers > 0 && M * N * K >= PARALLEL_MIN) {
+    int64_t extent = j.by_columns ? N : M;
+    int64_t unit = j.by_columns ? M * K : N * K;     /* madds per column (row) of C */
+    int64_t align = 16, most = (extent + align - 1) / align;
+    int64_t want = (M * N * K) / BLOCK_MIN;          /* blocks of at least BLOCK_MIN */
+    int64_t cap = BLOCKS_PER_THREAD * (n_workers + 1);
+    nblocks = want < cap ? want : cap;
     if (nblocks > most) nblocks = most;
+    if (nblocks < 1) nblocks = 1;
+    j.block = ((extent + nblocks - 1) / nblocks + align - 1) / align * align;
+    nblocks = (extent + j.block - 1) / j.block;
+    (void)unit;
   }
-  job_t mine = {ta, tb, is_double, by_columns, M, N, K, lda, ldb, block, nblocks, A, B, C};
   if (nblocks <= 1) {
-    mine.by_columns = 1; mine.block = N; mine.nblocks = 1;
-    run_block(&mine, 0);
+    j.by_columns = 1; j.block = N;
+    gemm_block(&j, 0);
   } else {
-    /* one parallel job at a time; concurrent callers queue here */
-    pthread_mutex_lock(&call_mutex);
-    job = mine;
-    atomic_store(&finished, 0);
-    uint32_t gen = (uint32_t)(atomic_load(&ticket) >> 32) + 1;
-    atomic_store(&ticket, (uint64_t)gen << 32);
-    if (atomic_load(&sleepers) > 0) {
-      pthread_mutex_lock(&mutex);
-      pthread_cond_broadcast(&wake);
-      pthread_mutex_unlock(&mutex);
-    }
-    help(gen);
-    while (atomic_load(&finished) < nblocks) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
-    pthread_mutex_unlock(&call_mutex);
+    kiln_rt_parallel(gemm_block, &j, nblocks);
   }
   if (threads_local) threads_local(previous);
 }
 
-void kiln_rt_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A,
-                   int64_t lda, const float *B, int64_t ldb, float *C) {
-  gemm(0, ta, tb, M, N, K, A, lda, B, ldb, C);
+void kiln_rt_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C) {
+  gemm(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C);
 }
 
-void kiln_rt_dgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const double *A,
-                   int64_t lda, const double *B, int64_t ldb, double *C) {
-  gemm(1, ta, tb, M, N, K, A, lda, B, ldb, C);
+void kiln_rt_dgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, double alpha,
+                   const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+                   double *C) {
+  gemm(1, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C);
 }
 """
 
@@ -211,8 +250,15 @@ _runtime = None
 _lock = threading.Lock()
 
 
+class Runtime(NamedTuple):
+    sgemm: int        # address of kiln_rt_sgemm, or 0 when no BLAS was found
+    dgemm: int
+    parallel: int     # address of kiln_rt_parallel
+    blas: str         # 'mkl', 'openblas' or 'none'
+
+
 def thread_count():
-    """Threads a gemm may use: KILN_NUM_THREADS, else the CPUs this process may run on."""
+    """Threads the runtime uses: KILN_NUM_THREADS, else the CPUs this process may run on."""
     value = os.environ.get("KILN_NUM_THREADS")
     if value:
         try:
@@ -234,9 +280,8 @@ def source_for(bits):
     return defines + _SOURCE
 
 
-def gemm_runtime():
-    """(address of kiln_rt_sgemm, address of kiln_rt_dgemm, BLAS name), or None when no
-    BLAS was found (generated code then uses its own loops)."""
+def runtime():
+    """The process's Runtime (built and started on first use), or None without a compiler."""
     global _runtime
     with _lock:
         if _runtime is None:
@@ -245,11 +290,16 @@ def gemm_runtime():
 
 
 def _start():
-    blas = find_blas()
-    if blas is None:
+    if not build.available():
         return None
-    lib = build.load(source_for(blas.bits), extra_flags=("-pthread",))
+    blas = find_blas()
+    lib = build.load(source_for(blas.bits if blas else 64), extra_flags=("-pthread",))
     lib.kiln_rt_init.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int]
-    lib.kiln_rt_init(blas.sgemm, blas.dgemm, blas.threads_local, thread_count() - 1)
+    if blas is None:
+        lib.kiln_rt_init(None, None, None, thread_count() - 1)
+    else:
+        lib.kiln_rt_init(blas.sgemm, blas.dgemm, blas.threads_local, thread_count() - 1)
     address = lambda name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value  # noqa: E731
-    return address("kiln_rt_sgemm"), address("kiln_rt_dgemm"), blas.name
+    return Runtime(address("kiln_rt_sgemm") if blas else 0,
+                   address("kiln_rt_dgemm") if blas else 0,
+                   address("kiln_rt_parallel"), blas.name if blas else "none")
