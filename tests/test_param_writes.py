@@ -105,3 +105,55 @@ def test_compiled_sgd_step_updates_the_parameter_arrays_in_place():
     assert len(prog._written) == len(arrays)
     for p, a, b in zip(net.collect_params().values(), arrays, before):
         assert p.data()._data is a and not onp.array_equal(a, b)
+
+
+# ---- X + alpha * (A @ B) as one accumulating gemm (backend/c/gemm_accumulate.py) ----------
+
+def _update_graph(k, n, m, op="subtract", operand_is_w=False):
+    w = Node("param", (), {}, (k, n), F32, name="w")
+    a = Node("input", (), {}, (m, k), F32, name="a")
+    b = Node("input", (), {}, (m, n), F32, name="b")
+    lr = Node("input", (), {}, (), F32, name="lr")
+    left = w if operand_is_w else a
+    at = Node("transpose", (left,), {"axes": (1, 0)}, (left.shape[1], left.shape[0]), F32)
+    if operand_is_w:      # w - lr * (w^T-shaped product): the gemm would read what it writes
+        at = Node("transpose", (Node("matmul", (w, Node("transpose", (w,), {"axes": (1, 0)},
+                                                          (n, k), F32)), {}, (k, k), F32),),
+                  {"axes": (1, 0)}, (k, k), F32)
+        grad = Node("matmul", (at, w), {}, (k, n), F32)
+    else:
+        grad = Node("matmul", (at, b), {}, (k, n), F32)
+    step = Node("multiply", (grad, lr), {}, (k, n), F32)
+    new_w = Node(op, (w, step), {}, (k, n), F32)
+    from kiln.graph.passes import optimize
+    graph = optimize(Graph([a, b, lr], [w], [new_w]))
+    graph.state_outputs = {0: 0}
+    return graph
+
+
+@pytest.mark.parametrize("k,n,m", [(3, 5, 4), (200, 300, 64)])   # kiln's loops, then BLAS
+@pytest.mark.parametrize("op", ["subtract", "add"])
+def test_weight_update_accumulates_in_one_gemm(k, n, m, op):
+    prog = CProgram(_update_graph(k, n, m, op))
+    gemm_calls = [ln for ln in prog.source.splitlines() if ln.strip().startswith("kiln_gemm_")]
+    assert len(gemm_calls) == 1 and gemm_calls[0].rstrip(");").split(", ")[-2] == "1"
+    rng = onp.random.default_rng(k)
+    a, b = rng.standard_normal((m, k)).astype(F32), rng.standard_normal((m, n)).astype(F32)
+    w = rng.standard_normal((k, n)).astype(F32)
+    lr = onp.array(0.1, F32)
+    want = getattr(onp, op)(w.astype(onp.float64), 0.1 * (a.T.astype(onp.float64) @ b))
+    out = prog([a, b, lr], [w])
+    assert out == [None]
+    onp.testing.assert_allclose(w, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_gemm_reading_the_weight_does_not_accumulate_into_it():
+    prog = CProgram(_update_graph(6, 6, 4, operand_is_w=True))
+    rng = onp.random.default_rng(1)
+    a, b = rng.standard_normal((4, 6)).astype(F32), rng.standard_normal((4, 6)).astype(F32)
+    w = rng.standard_normal((6, 6)).astype(F32)
+    w64 = w.astype(onp.float64)
+    want = w64 - 0.1 * ((w64 @ w64.T).T @ w64)
+    out = prog([a, b, onp.array(0.1, F32)], [w])
+    got = w if out[0] is None else out[0]
+    onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

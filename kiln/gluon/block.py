@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 from ..base import KilnError, where_in_user_code
 from ..graph import trace
+from ..graph.cached import MISS
 from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
 
@@ -312,10 +313,14 @@ class HybridBlock(Block):
 
     def __call__(self, *args, **kwargs):
         # the hot path of a hybridized block: straight to its compiled graphs
-        cached = self.__dict__.get("_kiln_cached")
-        if (cached is not None and self._hybrid_active and not kwargs
-                and not self._forward_pre_hooks and not self._forward_hooks
-                and not trace._stack and not self.__dict__.get("_kiln_compiling")):
+        state = self.__dict__
+        cached = state.get("_kiln_cached")
+        if (cached is not None and state["_hybrid_active"] and not kwargs
+                and not state["_forward_pre_hooks"] and not state["_forward_hooks"]
+                and not trace._stack and not state.get("_kiln_compiling")):
+            out = cached.call_fast(args)
+            if out is not MISS:
+                return out
             # the flag sends calls back into this block (a trace, or the eager fallback
             # when a signature could not be compiled) down the ordinary path to forward
             self.__dict__["_kiln_compiling"] = True

@@ -14,6 +14,7 @@ from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     elementwise_expr, PRELUDE, C_TYPES)
 from . import kernels
+from .gemm_accumulate import accumulate_form
 from .param_writes import param_writes
 
 
@@ -254,9 +255,14 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         if s.kind == "fused":
             body.append(_fused(s, ptr))
         elif s.kind == "matmul":
-            body.append(kernels.matmul(s.nodes[0], ptr, is_alias, em.gemm))
-            if len(s.nodes) > 1:
-                body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
+            alpha = accumulate_form(s, storage, ptr) if len(s.nodes) > 1 else None
+            if alpha is not None:   # X + alpha * A B: one gemm accumulating into X
+                body.append(kernels.matmul(s.nodes[0], ptr, is_alias, em.gemm, alpha=alpha,
+                                           beta="1", out=ptr(s.sink)))
+            else:
+                body.append(kernels.matmul(s.nodes[0], ptr, is_alias, em.gemm))
+                if len(s.nodes) > 1:
+                    body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
         else:
             body.append(kernels.KERNELS[s.sink.op](s.sink, ptr))
         body.append("  }")

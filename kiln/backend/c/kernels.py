@@ -55,15 +55,19 @@ GEMV_BLOCK_ROWS = 64
 
 
 def _gemm_function(T, name):
+    # beta == 0 must not read C (it may hold anything, NaN included), as in BLAS
+    store = "(beta == 0 ? alpha * ({s}) : alpha * ({s}) + beta * ({c}))"
     return f"""
-/* C[m, n0:n1] = A[m, :] . B[n, :] for the rows m < M: the B-transposed (Dense) form */
-static void kiln_nt_{T}(int64_t M, int64_t n0, int64_t n1, int64_t K, const {T} *A,
-                        int64_t lda, const {T} *B, int64_t ldb, {T} *C, int64_t ldc) {{
+/* C[m, n0:n1] = alpha A[m, :] . B[n, :] + beta C[m, n] for the rows m < M: the Dense form */
+static void kiln_nt_{T}(int64_t M, int64_t n0, int64_t n1, int64_t K, {T} alpha,
+                        const {T} *A, int64_t lda, const {T} *B, int64_t ldb, {T} beta,
+                        {T} *C, int64_t ldc) {{
   for (int64_t m = 0; m < M; m++) {{
     const {T} *a = A + m * lda;
     int64_t n = n0;
     for (; n + 8 <= n1; n += 8) {{     /* eight weight rows share each load of a */
       const {T} *b = B + n * ldb;
+      {T} s[8];
       {T} s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
       for (int64_t k = 0; k < K; k++) {{
         {T} av = a[k];
@@ -71,63 +75,68 @@ static void kiln_nt_{T}(int64_t M, int64_t n0, int64_t n1, int64_t K, const {T} 
         s3 += av * b[3 * ldb + k]; s4 += av * b[4 * ldb + k]; s5 += av * b[5 * ldb + k];
         s6 += av * b[6 * ldb + k]; s7 += av * b[7 * ldb + k];
       }}
+      s[0] = s0; s[1] = s1; s[2] = s2; s[3] = s3; s[4] = s4; s[5] = s5; s[6] = s6; s[7] = s7;
       {T} *c = C + m * ldc + n;
-      c[0] = s0; c[1] = s1; c[2] = s2; c[3] = s3; c[4] = s4; c[5] = s5; c[6] = s6; c[7] = s7;
+      for (int j = 0; j < 8; j++) c[j] = {store.format(s="s[j]", c="c[j]")};
     }}
     for (; n < n1; n++) {{
-      const {T} *b = B + n * ldb; {T} s = 0;
-      for (int64_t k = 0; k < K; k++) s += a[k] * b[k];
-      C[m * ldc + n] = s;
+      const {T} *b = B + n * ldb; {T} acc = 0;
+      for (int64_t k = 0; k < K; k++) acc += a[k] * b[k];
+      C[m * ldc + n] = {store.format(s="acc", c="C[m * ldc + n]")};
     }}
   }}
 }}
 
-typedef struct {{ int64_t M, N, K, lda, ldb; const {T} *A, *B; {T} *C; }} kiln_nt_job_{T};
+typedef struct {{ int64_t M, N, K, lda, ldb; {T} alpha, beta; const {T} *A, *B; {T} *C; }}
+  kiln_nt_job_{T};
 
 static void kiln_nt_block_{T}(void *ctx, int64_t b) {{
   const kiln_nt_job_{T} *j = ctx;
   int64_t n0 = b * {GEMV_BLOCK_ROWS}, n1 = n0 + {GEMV_BLOCK_ROWS};
   if (n1 > j->N) n1 = j->N;
-  kiln_nt_{T}(j->M, n0, n1, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->N);
+  kiln_nt_{T}(j->M, n0, n1, j->K, j->alpha, j->A, j->lda, j->B, j->ldb, j->beta, j->C, j->N);
 }}
 
-/* C[M,N] = op(A) op(B); row-major; ta/tb: A is stored (K,M) / B is stored (N,K) */
-__attribute__((noinline)) static void kiln_gemm_{T}(int ta, int tb, int64_t M, int64_t N, int64_t K,
-                          const {T} *A, int64_t lda, const {T} *B, int64_t ldb, {T} *C) {{
+/* C[M,N] = alpha op(A) op(B) + beta C; row-major; ta/tb: A is stored (K,M) / B is (N,K) */
+__attribute__((noinline)) static void kiln_gemm_{T}(int ta, int tb, int64_t M, int64_t N,
+    int64_t K, {T} alpha, const {T} *A, int64_t lda, const {T} *B, int64_t ldb, {T} beta,
+    {T} *C) {{
   if (kiln_{name}gemm_ptr && M >= {GEMM_BLAS_MIN_ROWS} && M * N * K >= {GEMM_BLAS_MIN_FLOPS}) {{
-    kiln_{name}gemm_ptr(ta, tb, M, N, K, 1, A, lda, B, ldb, 0, C);
+    kiln_{name}gemm_ptr(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C);
     return;
   }}
   if (!ta && tb) {{
     if (kiln_parallel_ptr && M * N * K >= {GEMV_PARALLEL_MIN} && N >= 2 * {GEMV_BLOCK_ROWS}) {{
-      kiln_nt_job_{T} job = {{M, N, K, lda, ldb, A, B, C}};
+      kiln_nt_job_{T} job = {{M, N, K, lda, ldb, alpha, beta, A, B, C}};
       kiln_parallel_ptr(kiln_nt_block_{T}, &job, (N + {GEMV_BLOCK_ROWS - 1}) / {GEMV_BLOCK_ROWS});
     }} else {{
-      kiln_nt_{T}(M, 0, N, K, A, lda, B, ldb, C, N);
+      kiln_nt_{T}(M, 0, N, K, alpha, A, lda, B, ldb, beta, C, N);
     }}
   }} else if (!ta && !tb) {{
     for (int64_t m = 0; m < M; m++) {{
       {T} *c = C + m * N;
-      for (int64_t n = 0; n < N; n++) c[n] = 0;
+      for (int64_t n = 0; n < N; n++) c[n] = beta == 0 ? 0 : beta * c[n];
       for (int64_t k = 0; k < K; k++) {{
-        {T} av = A[m * lda + k]; const {T} *b = B + k * ldb;
+        {T} av = alpha * A[m * lda + k]; const {T} *b = B + k * ldb;
         for (int64_t n = 0; n < N; n++) c[n] += av * b[n];
       }}
     }}
   }} else {{
     for (int64_t m = 0; m < M; m++)
       for (int64_t n = 0; n < N; n++) {{
-        {T} s = 0;
+        {T} acc = 0;
         for (int64_t k = 0; k < K; k++)
-          s += A[ta ? k * lda + m : m * lda + k] * B[tb ? n * ldb + k : k * ldb + n];
-        C[m * N + n] = s;
+          acc += A[ta ? k * lda + m : m * lda + k] * B[tb ? n * ldb + k : k * ldb + n];
+        C[m * N + n] = {store.format(s="acc", c="C[m * N + n]")};
       }}
   }}
 }}"""
 
 
-def matmul(node, ptr, is_alias, gemm):
-    """is_alias(n): n is a transpose left unmaterialized, to be read transposed in place."""
+def matmul(node, ptr, is_alias, gemm, alpha="1", beta="0", out=None):
+    """is_alias(n): n is a transpose left unmaterialized, to be read transposed in place.
+    Computes out = alpha * node + beta * out (out: a C pointer, default node's storage)."""
+    out = out or ptr(node)
     a, b = node.inputs
     ta = a.op == "transpose" and a.ndim == 2 and a.attrs["axes"] == (1, 0) and is_alias(a)
     tb = b.op == "transpose" and b.ndim == 2 and b.attrs["axes"] == (1, 0) and is_alias(b)
@@ -141,19 +150,22 @@ def matmul(node, ptr, is_alias, gemm):
     if T not in ("float", "double") or a.dtype != node.dtype or b.dtype != node.dtype:
         from .codegen import NotLowerable
         raise NotLowerable(f"matmul of {a.dtype} and {b.dtype}")
-    if K == 0:
-        return f"  memset({ptr(node)}, 0, {node.size * node.dtype.itemsize});"
+    if K == 0 and beta == "0":
+        return f"  memset({out}, 0, {node.size * node.dtype.itemsize});"
     batch = node.shape[:-2]
     if not batch:
-        return f"  kiln_gemm_{T}({int(ta)}, {int(tb)}, {M}, {N}, {K}, {pa}, {lda}, {pb}, {ldb}, " \
-               f"{ptr(node)});"
+        return f"  kiln_gemm_{T}({int(ta)}, {int(tb)}, {M}, {N}, {K}, {alpha}, {pa}, {lda}, " \
+               f"{pb}, {ldb}, {beta}, {out});"
+    if K == 0 or beta != "0" or out != ptr(node):
+        from .codegen import NotLowerable
+        raise NotLowerable("accumulating batched matmul")
     sa = [s * M * K for s in broadcast_strides(a.shape[:-2], batch)]
     sb = [s * K * N for s in broadcast_strides(b.shape[:-2], batch)]
     so = [s * M * N for s in contiguous_strides(batch)]
     ops = [Operand(ptr(node), 0, so), Operand(pa, 0, sa), Operand(pb, 0, sb)]
     return loop_nest(batch, ops, lambda o: [
-        f"kiln_gemm_{T}({int(ta)}, {int(tb)}, {M}, {N}, {K}, {pa} + {o[1]}, {lda}, "
-        f"{pb} + {o[2]}, {ldb}, {ptr(node)} + {o[0]});"])
+        f"kiln_gemm_{T}({int(ta)}, {int(tb)}, {M}, {N}, {K}, 1, {pa} + {o[1]}, {lda}, "
+        f"{pb} + {o[2]}, {ldb}, 0, {ptr(node)} + {o[0]});"])
 
 
 # ---- reductions ---------------------------------------------------------------------------
