@@ -139,3 +139,32 @@ def test_without_the_extension_the_python_path_serves(tmp_path):
     assert res.returncode == 0, res.stderr
     kind, caller, err = res.stdout.split()
     assert (kind, caller) == ("CProgram", "None") and float(err) < 1e-6
+
+
+def test_the_dispatcher_serves_whole_block_calls_and_declines_the_rest():
+    from kiln import autograd
+    net = _net()
+    x = onp.random.rand(4, 10).astype("float32")
+    net(np.array(x))
+    dispatch = net._kiln_cached.dispatch
+    if dispatch is None:
+        pytest.skip("the fast-call extension could not be built here")
+    out = dispatch(np.array(x))
+    assert type(out) is np.ndarray
+    onp.testing.assert_allclose(out.asnumpy(), _eager(net, x), rtol=1e-5, atol=1e-6)
+    assert dispatch(np.array(x[:2])) is NotImplemented          # no entry for this shape
+    assert dispatch(x) is NotImplemented                          # not a kiln array
+    with autograd.record():
+        assert dispatch(np.array(x)) is NotImplemented            # gradients need the tape
+        y = net(np.array(x))
+    onp.testing.assert_allclose(y.asnumpy(), _eager(net, x), rtol=1e-5, atol=1e-6)
+    # other shapes and parameters changed by set_data go through it correctly
+    onp.testing.assert_allclose(net(np.array(x[:2])).asnumpy(), _eager(net, x[:2]),
+                                rtol=1e-5, atol=1e-6)
+    net[0].weight.set_data(net[0].weight.data() * 3)
+    onp.testing.assert_allclose(net(np.array(x)).asnumpy(), _eager(net, x), rtol=1e-5,
+                                atol=1e-6)
+    wide = onp.zeros((4, 20), "float32")
+    wide[:, ::2] = x
+    onp.testing.assert_allclose(net(np.array(wide)[:, ::2]).asnumpy(), _eager(net, x),
+                                rtol=1e-5, atol=1e-6)

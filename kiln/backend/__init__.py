@@ -38,3 +38,13 @@ def select(name=None):
         return BACKENDS[name]
     except KeyError:
         raise KilnError(f"unknown backend {name!r}; expected one of {sorted(BACKENDS)}") from None
+
+
+def fast_dispatcher():
+    """A C dispatcher serving a hybridized function's compiled calls whole (see
+    c/fastcall.py), or None when the C extension is not available here."""
+    from .c import build
+    if not build.available():
+        return None
+    from .c.fastcall import dispatcher
+    return dispatcher()

@@ -318,6 +318,11 @@ class HybridBlock(Block):
         if (cached is not None and state["_hybrid_active"] and not kwargs
                 and not state["_forward_pre_hooks"] and not state["_forward_hooks"]
                 and not trace._stack and not state.get("_kiln_compiling")):
+            dispatch = cached.dispatch
+            if dispatch is not None:
+                out = dispatch(*args)
+                if out is not NotImplemented:
+                    return out
             out = cached.call_fast(args)
             if out is not MISS:
                 return out

@@ -74,6 +74,9 @@ class CachedFunction:
         self.param_names = param_names   # callable -> {id(param): structural name}
         self.entries = {}
         self._fast = {}                  # (shapes/dtypes, training) -> _Entry, for __call__
+        # the C dispatcher serving plain compiled entries whole (backend/c/fastcall.py)
+        self.dispatch = None
+        self._dispatched = set()
 
     # ---- building --------------------------------------------------------------------------
     def _names(self):
@@ -127,6 +130,10 @@ class CachedFunction:
         return entry.run_inference(args)
 
     def __call__(self, *args):
+        if self.dispatch is not None:
+            out = self.dispatch(*args)
+            if out is not NotImplemented:
+                return out
         out = self.call_fast(args)
         if out is not MISS:
             return out
@@ -139,8 +146,27 @@ class CachedFunction:
             if key is not None and all(type(a) is ndarray for a in args):
                 entry, _ = self.entry_for(args)
                 self._fast[key] = entry
+                self._offer_to_dispatcher(entry, key[1])
                 return entry.run_inference(args)
         return self._call(args)
+
+    def _offer_to_dispatcher(self, entry, training):
+        """Entries with nothing to do in Python around the program (no guards, hooks or
+        state to write back, one output) are served by the C dispatcher."""
+        if entry.eager:
+            return
+        caller = getattr(entry.program, "_caller", None)
+        cap = entry.cap
+        if caller is None or entry.guards is not None or cap.pre_call \
+                or cap.state_params or not entry.single or id(entry) in self._dispatched:
+            return
+        if self.dispatch is None:
+            from ..backend import fast_dispatcher
+            self.dispatch = fast_dispatcher()
+            if self.dispatch is None:
+                return
+        self.dispatch.add(caller, list(entry.params), training)
+        self._dispatched.add(id(entry))
 
     def _call(self, args):
         arrays, _ = flatten(tuple(args))

@@ -1,17 +1,24 @@
-"""A CPython extension that makes the whole per-call path of a CProgram one C call.
+"""A CPython extension that makes the per-call path of a compiled program one C call.
 
 For a batch-1 model the generated code runs in about 10 µs, and the Python around it
-(checking inputs, binding parameters, the ctypes call, copying outputs) cost as much again.
-`Caller` does all of that in C: it checks each input and parameter against the planned
+(checking inputs, binding parameters, the ctypes call, copying outputs, finding the entry
+for the arguments, wrapping the result) cost about as much again.
+
+`Caller` serves one CProgram: it checks each input and parameter against the planned
 shape, dtype and layout, copies small inputs into their fixed buffers, rebinds a parameter
 only when its array object changed, releases the GIL while the generated code runs, and
 returns fresh output arrays. Anything it does not handle (a wrong or non-contiguous input,
 another array type) makes it return None, and CProgram takes its Python path, which
-converts or raises the clear error.
+converts or raises the clear error. A Caller is also the program's lock (`with caller:`),
+shared by both paths: the table and buffers belong to one call at a time.
 
-A Caller is also the program's lock (`with caller:`), shared by both paths: the table and
-buffers belong to one call at a time. Building it needs the Python and NumPy headers; when
-they are missing, CProgram keeps its Python path.
+`Dispatcher` serves a hybridized function: given kiln arrays, it finds the compiled entry
+whose Caller accepts them (not while recording; same training mode), reads the current
+parameter arrays, runs it and wraps the single output. Entries that need Python around the
+program (guards, pre-call hooks, state written back, several outputs) are never added, and
+anything it declines returns NotImplemented for the Python path.
+
+Building it needs the Python and NumPy headers; without them kiln keeps its Python paths.
 """
 import importlib.machinery
 import importlib.util
@@ -127,17 +134,14 @@ static void lock(Caller *self) {
   Py_END_ALLOW_THREADS
 }
 
-static PyObject *Caller_call(Caller *self, PyObject *args, PyObject *kw) {
-  PyObject *inputs, *params;
-  if (!PyArg_ParseTuple(args, "OO", &inputs, &params)) return NULL;
-  if (!PyList_CheckExact(inputs) || !PyList_CheckExact(params)
-      || PyList_GET_SIZE(inputs) != self->n_in || PyList_GET_SIZE(params) != self->n_par)
-    Py_RETURN_NONE;
+/* run with these input and parameter arrays (borrowed): a new list of outputs, a new
+   reference to None when an array is not as planned, or NULL with an error set */
+static PyObject *run_core(Caller *self, PyObject *const *inputs, PyObject *const *params) {
   spec_t *S = self->specs;
   for (Py_ssize_t k = 0; k < self->n_in; k++)
-    if (!matches(PyList_GET_ITEM(inputs, k), &S[k])) Py_RETURN_NONE;
+    if (!matches(inputs[k], &S[k])) Py_RETURN_NONE;
   for (Py_ssize_t k = 0; k < self->n_par; k++) {
-    PyObject *p = PyList_GET_ITEM(params, k);
+    PyObject *p = params[k];
     if (p != self->seen[k] && !matches(p, &S[self->n_in + k])) Py_RETURN_NONE;
   }
   PyObject *out = PyList_New(self->n_out);
@@ -155,12 +159,12 @@ static PyObject *Caller_call(Caller *self, PyObject *args, PyObject *kw) {
   }
   lock(self);
   for (Py_ssize_t k = 0; k < self->n_in; k++) {
-    PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(inputs, k);
+    PyArrayObject *a = (PyArrayObject *)inputs[k];
     if (S[k].fixed) memcpy(S[k].fixed, PyArray_DATA(a), S[k].nbytes);
     else self->table[S[k].slot] = S[k].nbytes ? PyArray_DATA(a) : NULL;
   }
   for (Py_ssize_t k = 0; k < self->n_par; k++) {
-    PyObject *p = PyList_GET_ITEM(params, k);
+    PyObject *p = params[k];
     if (p == self->seen[k]) continue;
     spec_t *s = &S[self->n_in + k];
     self->table[s->slot] = s->nbytes ? PyArray_DATA((PyArrayObject *)p) : NULL;
@@ -183,6 +187,15 @@ static PyObject *Caller_call(Caller *self, PyObject *args, PyObject *kw) {
     return NULL;
   }
   return out;
+}
+
+static PyObject *Caller_call(Caller *self, PyObject *args, PyObject *kw) {
+  PyObject *inputs, *params;
+  if (!PyArg_ParseTuple(args, "OO", &inputs, &params)) return NULL;
+  if (!PyList_CheckExact(inputs) || !PyList_CheckExact(params)
+      || PyList_GET_SIZE(inputs) != self->n_in || PyList_GET_SIZE(params) != self->n_par)
+    Py_RETURN_NONE;
+  return run_core(self, &PyList_GET_ITEM(inputs, 0), &PyList_GET_ITEM(params, 0));
 }
 
 static PyObject *Caller_enter(Caller *self, PyObject *unused) {
@@ -214,16 +227,133 @@ static PyTypeObject CallerType = {
   .tp_methods = Caller_methods,
 };
 
+/* ---- Dispatcher: a hybridized block's whole call, kiln arrays in, a kiln array out ---- */
+
+#define MAX_ARGS 16
+
+typedef struct {
+  PyObject_HEAD
+  PyObject *array_type;   /* kiln.ndarray: arguments must be exactly this type */
+  PyObject *state;        /* kiln.autograd._state: no recording, and the training flag */
+  PyObject *wrap;         /* ndarray._wrap */
+  PyObject *entries;      /* list of (Caller, list of Parameters, training flag) */
+} Dispatcher;
+
+static PyObject *s_data, *s_recording, *s_training;
+
+static int Dispatcher_init(Dispatcher *self, PyObject *args, PyObject *kw) {
+  if (!PyArg_ParseTuple(args, "OOO", &self->array_type, &self->state, &self->wrap)) return -1;
+  Py_INCREF(self->array_type); Py_INCREF(self->state); Py_INCREF(self->wrap);
+  self->entries = PyList_New(0);
+  return self->entries ? 0 : -1;
+}
+
+static void Dispatcher_dealloc(Dispatcher *self) {
+  Py_XDECREF(self->array_type); Py_XDECREF(self->state); Py_XDECREF(self->wrap);
+  Py_XDECREF(self->entries);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Dispatcher_add(Dispatcher *self, PyObject *args) {
+  PyObject *caller, *params, *training;
+  if (!PyArg_ParseTuple(args, "O!O!O", &CallerType, &caller, &PyList_Type, &params, &training))
+    return NULL;
+  PyObject *entry = PyTuple_Pack(3, caller, params, PyObject_IsTrue(training) ? Py_True : Py_False);
+  if (entry == NULL || PyList_Append(self->entries, entry) < 0) { Py_XDECREF(entry); return NULL; }
+  Py_DECREF(entry);
+  Py_RETURN_NONE;
+}
+
+static int flag(PyObject *obj, PyObject *name) {
+  PyObject *v = PyObject_GetAttr(obj, name);
+  if (v == NULL) { PyErr_Clear(); return -1; }
+  int t = PyObject_IsTrue(v);
+  Py_DECREF(v);
+  if (t < 0) PyErr_Clear();
+  return t;
+}
+
+/* the wrapped single output, NotImplemented when no entry serves these arguments */
+static PyObject *Dispatcher_call(Dispatcher *self, PyObject *args, PyObject *kw) {
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  if (kw != NULL || n > MAX_ARGS || flag(self->state, s_recording) != 0)
+    Py_RETURN_NOTIMPLEMENTED;
+  int training = flag(self->state, s_training);
+  if (training < 0) Py_RETURN_NOTIMPLEMENTED;
+  PyObject *ins[MAX_ARGS];
+  Py_ssize_t got = 0;
+  PyObject *result = Py_NotImplemented;
+  for (; got < n; got++) {
+    PyObject *a = PyTuple_GET_ITEM(args, got);
+    if ((PyObject *)Py_TYPE(a) != self->array_type) goto done;
+    ins[got] = PyObject_GetAttr(a, s_data);
+    if (ins[got] == NULL) { PyErr_Clear(); goto done; }
+  }
+  for (Py_ssize_t e = 0; e < PyList_GET_SIZE(self->entries); e++) {
+    PyObject *entry = PyList_GET_ITEM(self->entries, e);
+    Caller *caller = (Caller *)PyTuple_GET_ITEM(entry, 0);
+    PyObject *params = PyTuple_GET_ITEM(entry, 1);
+    if ((PyTuple_GET_ITEM(entry, 2) == Py_True) != training || caller->n_in != n
+        || PyList_GET_SIZE(params) != caller->n_par) continue;
+    Py_ssize_t np_ = caller->n_par, bound = 0;
+    PyObject **pars = PyMem_Malloc((np_ ? np_ : 1) * sizeof(PyObject *));
+    if (pars == NULL) { result = PyErr_NoMemory(); goto done; }
+    for (; bound < np_; bound++) {        /* Parameter._data._data: the NumPy array */
+      PyObject *d = PyObject_GetAttr(PyList_GET_ITEM(params, bound), s_data);
+      pars[bound] = d ? PyObject_GetAttr(d, s_data) : NULL;
+      Py_XDECREF(d);
+      if (pars[bound] == NULL) { PyErr_Clear(); break; }
+    }
+    PyObject *out = bound == np_ ? run_core(caller, ins, pars) : (Py_INCREF(Py_None), Py_None);
+    for (Py_ssize_t k = 0; k < bound; k++) Py_DECREF(pars[k]);
+    PyMem_Free(pars);
+    if (out == NULL) { result = NULL; goto done; }
+    if (out == Py_None) { Py_DECREF(out); continue; }
+    result = PyObject_CallFunctionObjArgs(self->wrap, PyList_GET_ITEM(out, 0), NULL);
+    Py_DECREF(out);
+    goto done;
+  }
+done:
+  for (Py_ssize_t k = 0; k < got; k++) Py_DECREF(ins[k]);
+  if (result == Py_NotImplemented) Py_INCREF(result);
+  return result;
+}
+
+static PyMethodDef Dispatcher_methods[] = {
+  {"add", (PyCFunction)Dispatcher_add, METH_VARARGS, "add(caller, params, training)"},
+  {NULL}
+};
+
+static PyTypeObject DispatcherType = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "kiln_fastcall.Dispatcher",
+  .tp_basicsize = sizeof(Dispatcher),
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_new = PyType_GenericNew,
+  .tp_init = (initproc)Dispatcher_init,
+  .tp_dealloc = (destructor)Dispatcher_dealloc,
+  .tp_call = (ternaryfunc)Dispatcher_call,
+  .tp_methods = Dispatcher_methods,
+};
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kiln_fastcall", NULL, -1, NULL};
 
 PyMODINIT_FUNC PyInit_kiln_fastcall(void) {
   import_array();
-  if (PyType_Ready(&CallerType) < 0) return NULL;
+  if (PyType_Ready(&CallerType) < 0 || PyType_Ready(&DispatcherType) < 0) return NULL;
+  s_data = PyUnicode_InternFromString("_data");
+  s_recording = PyUnicode_InternFromString("recording");
+  s_training = PyUnicode_InternFromString("training");
+  if (!s_data || !s_recording || !s_training) return NULL;
   PyObject *m = PyModule_Create(&module);
   if (m == NULL) return NULL;
   Py_INCREF(&CallerType);
   if (PyModule_AddObject(m, "Caller", (PyObject *)&CallerType) < 0) {
     Py_DECREF(&CallerType); Py_DECREF(m); return NULL;
+  }
+  Py_INCREF(&DispatcherType);
+  if (PyModule_AddObject(m, "Dispatcher", (PyObject *)&DispatcherType) < 0) {
+    Py_DECREF(&DispatcherType); Py_DECREF(m); return NULL;
   }
   return m;
 }
@@ -233,13 +363,28 @@ _module = None
 _lock = threading.Lock()
 
 
-def caller_type():
-    """kiln_fastcall.Caller, or None when the extension cannot be built here."""
+def _get():
     global _module
     with _lock:
         if _module is None:
             _module = _build() or False
-        return _module.Caller if _module else None
+        return _module or None
+
+
+def caller_type():
+    """kiln_fastcall.Caller, or None when the extension cannot be built here."""
+    module = _get()
+    return module.Caller if module else None
+
+
+def dispatcher():
+    """A new kiln_fastcall.Dispatcher for one hybridized function, or None."""
+    module = _get()
+    if not module:
+        return None
+    from ... import autograd
+    from ...ndarray import ndarray
+    return module.Dispatcher(ndarray, autograd._state, ndarray._wrap)
 
 
 def _build():
