@@ -24,6 +24,7 @@ FLAGS = ("-march=native", "-fPIC", "-shared", "-std=c99", "-fno-math-errno",
          "-Wno-unused-variable", "-Wno-unused-function")
 
 _loaded = {}
+_building = {}     # key -> lock held while that key is compiled
 _lock = threading.Lock()
 _compiler_info = {}
 _warned = False
@@ -47,7 +48,9 @@ def compiler():
         if res.returncode != 0 or not version:
             raise CompilerUnavailable(f"C compiler {cc!r} did not report a version "
                                       f"(exit code {res.returncode})")
-        probe = _compile_probe(cc)
+        probe = "" if _probe_passed_before(cc, version) else _compile_probe(cc)
+        if not probe:
+            _remember_probe(cc, version)
         if probe:
             raise CompilerUnavailable(f"C compiler {cc!r} cannot build a shared library: "
                                       f"{probe}")
@@ -60,6 +63,27 @@ def compiler():
         raise
     _compiler_info[cc] = (cc, version)
     return cc, version
+
+
+def _probe_marker(cc, version):
+    digest = hashlib.sha256("\0".join((cc, version, " ".join(FLAGS))).encode()).hexdigest()
+    return os.path.join(cache_dir(), f"probe-{digest[:24]}.ok")
+
+
+def _probe_passed_before(cc, version):
+    # the probe compile costs ~50 ms of every process's first call; its success is cached
+    try:
+        return os.path.exists(_probe_marker(cc, version))
+    except OSError:
+        return False
+
+
+def _remember_probe(cc, version):
+    try:
+        with open(_probe_marker(cc, version), "w"):
+            pass
+    except OSError:
+        pass
 
 
 def _compile_probe(cc):
@@ -160,6 +184,13 @@ def load(source, extra_flags=()):
         lib = _loaded.get(key)
         if lib is not None:
             return lib
+        building = _building.setdefault(key, threading.Lock())
+    # one build per key at a time; different sources compile side by side
+    with building:
+        with _lock:
+            lib = _loaded.get(key)
+        if lib is not None:
+            return lib
         path = os.path.join(cache_dir(), f"kiln_{key[:32]}.so")
         lib = None
         if os.path.exists(path):
@@ -171,7 +202,8 @@ def load(source, extra_flags=()):
             lib = _try_load(path)
             if lib is None:
                 raise KilnError(f"C backend: compiled library {path} could not be loaded")
-        _loaded[key] = lib
+        with _lock:
+            _loaded[key] = lib
         return lib
 
 

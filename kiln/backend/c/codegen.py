@@ -159,6 +159,7 @@ class Emitter:
 
 
 def generate(graph, gemm=None):
+    # `gemm` is accepted for older callers; whether a BLAS exists is decided at load time
     em = Emitter(gemm)
     ins = [em.add_slot(("input", k)) for k in range(len(graph.inputs))]
     params = [em.add_slot(("param", k)) for k in range(len(graph.params))]

@@ -35,12 +35,18 @@ class CProgram:
 
     def __init__(self, graph):
         self.graph = graph
-        rt = runtime()
-        gen = generate(graph, rt)
+        gen = generate(graph)
         if debug_level() >= 2:
             print(f"[kiln] generated C for {graph.name}:\n{gen.source}", file=sys.stderr)
         self.source = gen.source
+        # on a cold cache the runtime and the fast-call extension compile beside the program
+        helpers = [threading.Thread(target=runtime), threading.Thread(target=caller_type)]
+        for t in helpers:
+            t.start()
         lib = build.load(gen.source)
+        for t in helpers:
+            t.join()
+        rt = runtime()
         if rt is not None:
             lib.kiln_set_runtime(ctypes.c_void_p(rt.sgemm or None),
                                  ctypes.c_void_p(rt.dgemm or None), ctypes.c_void_p(rt.parallel))
