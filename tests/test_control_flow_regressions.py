@@ -97,3 +97,31 @@ def test_a_compiled_training_step_called_inside_record():
             loss = step(np.ones((2, 3)), np.zeros((2, 4)))
     assert loss.shape == (2,)
     assert not onp.allclose(net[0].weight.data().asnumpy(), before)
+
+
+def test_arrays_read_in_a_helper_method_are_watched_and_its_branches_converted():
+    class Scaled(nn.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.scale = np.array([2.0, 2.0])
+            self.limit = 1.0
+
+        def rescale(self, x):
+            if x.sum() > self.limit:        # an array-dependent branch inside the helper
+                return x * self.scale
+            return x - self.scale
+
+        def forward(self, x):
+            return self.rescale(x) + 1
+
+    block = Scaled()
+    block.hybridize()
+    big, small = np.array([3.0, 4.0]), np.array([0.1, 0.2])
+    onp.testing.assert_allclose(block(big).asnumpy(), [7.0, 9.0])
+    onp.testing.assert_allclose(block(small).asnumpy(), [-0.9, -0.8])
+    block.scale = np.array([10.0, 10.0])      # a new array read only inside the helper
+    onp.testing.assert_allclose(block(big).asnumpy(), [31.0, 41.0])
+    block.scale[:] = 3.0                      # changed in place
+    onp.testing.assert_allclose(block(big).asnumpy(), [10.0, 13.0])
+    block.limit = 100.0                       # a number read only inside the helper
+    onp.testing.assert_allclose(block(big).asnumpy(), [1.0, 2.0])

@@ -125,3 +125,57 @@ def test_small_batch_layers_split_over_threads_equal_numpy(rows, features):
     got = f(np.array(x), np.array(w)).asnumpy()
     onp.testing.assert_allclose(got, x.astype(onp.float64) @ w.T.astype(onp.float64),
                                 rtol=1e-4, atol=1e-3)
+
+
+_POOL_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdatomic.h>
+#include <stdint.h>
+int kiln_rt_init(void *s, void *d, void *local, int workers);
+void kiln_rt_parallel(void (*fn)(void *, int64_t), void *ctx, int64_t nblocks);
+typedef struct { atomic_int runs[16]; int64_t n; atomic_int returned, late; } job;
+static void block(void *p, int64_t b) {
+  job *j = p;
+  if (atomic_load(&j->returned)) atomic_fetch_add(&j->late, 1);
+  atomic_fetch_add(&j->runs[b], 1);
+  for (volatile int i = 0; i < 50; i++) {}
+}
+#define RING 1024
+static job ring[RING];
+int main(int argc, char **argv) {
+  long iters = atol(argv[2]), bad = 0;
+  kiln_rt_init(0, 0, 0, atoi(argv[1]));
+  for (long it = 0; it < iters + RING; it++) {
+    job *j = &ring[it % RING];
+    if (it >= RING) {          /* the job that used this slot: nothing ran after it ended */
+      bad += atomic_load(&j->late);
+      for (int b = 0; b < j->n; b++) bad += atomic_load(&j->runs[b]) != 1;
+    }
+    if (it >= iters) continue;
+    memset(j, 0, sizeof *j);
+    j->n = (it & 1) ? 16 : 2;  /* jobs of different sizes back to back */
+    kiln_rt_parallel(block, j, j->n);
+    atomic_store(&j->returned, 1);
+    for (int b = 0; b < j->n; b++) bad += atomic_load(&j->runs[b]) != 1;
+  }
+  printf("%ld\n", bad);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_pool_runs_every_block_once_and_none_after_the_call_returns(workers, tmp_path):
+    from kiln.backend.c.runtime import source_for
+    (tmp_path / "rt.c").write_text(source_for(64))
+    (tmp_path / "driver.c").write_text(_POOL_DRIVER)
+    exe = tmp_path / "driver"
+    cc = os.environ.get("CC") or "cc"
+    subprocess.run([cc, "-O2", "-pthread", "-std=gnu11", str(tmp_path / "driver.c"),
+                    str(tmp_path / "rt.c"), "-o", str(exe)], check=True, timeout=300)
+    res = subprocess.run([str(exe), str(workers), "200000"], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "0"

@@ -88,6 +88,18 @@ def test_a_converted_parameter_returns_its_new_value():
     onp.testing.assert_array_equal(view, wv)   # the program wrote the copy, not the view
 
 
+def test_a_read_only_parameter_is_never_written():
+    w, g = leaves()
+    prog = program([node("subtract", w, g)], {0: 0}, w, g)
+    assert prog._written == {0}
+    wv, gv = values()
+    frozen = onp.frombuffer(wv.tobytes(), F32).reshape(wv.shape)   # read-only memory
+    for _ in range(2):        # the fast path declines, the Python path copies
+        out = prog([gv], [frozen])
+        onp.testing.assert_allclose(out[0], wv - gv, rtol=1e-6)
+        onp.testing.assert_array_equal(frozen, wv)
+
+
 def test_compiled_sgd_step_updates_the_parameter_arrays_in_place():
     net = nn.HybridSequential()
     net.add(nn.Dense(16, activation="relu"), nn.Dense(4))
@@ -157,3 +169,21 @@ def test_a_gemm_reading_the_weight_does_not_accumulate_into_it():
     out = prog([a, b, onp.array(0.1, F32)], [w])
     got = w if out[0] is None else out[0]
     onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_float32_product_into_a_float64_state_keeps_its_loop():
+    import kiln
+    from kiln.graph.state import StateVar
+    rng = onp.random.default_rng(0)
+    w0 = rng.standard_normal((64, 48))
+    state = StateVar(w0.copy(), "w")
+
+    def step(a, b):
+        w = state.data()
+        w -= a @ b                  # float32 matmul, promoted into a float64 state
+        return (a * 2).sum()
+    a = rng.standard_normal((64, 32)).astype("float32")
+    b = rng.standard_normal((32, 48)).astype("float32")
+    kiln.hybridize(step, backend="c")(np.array(a), np.array(b))
+    onp.testing.assert_allclose(state._data.asnumpy(), w0 - (a @ b).astype("float64"),
+                                rtol=1e-5, atol=1e-5)

@@ -5,6 +5,8 @@ loops over Python numbers still unroll at trace time; only a symbolic array test
 `cond` / `while_loop` node. Nothing here runs on the hot path: converted code only runs
 while hybridize traces.
 """
+import types
+
 from ..base import KilnError, SymbolicValueError
 from ..ndarray import ndarray
 from . import trace
@@ -176,4 +178,9 @@ def read_attr(obj, name):
     value = getattr(obj, name)
     from .guards import note_attribute
     note_attribute(obj, name, value)
+    if type(value) is types.MethodType and value.__self__ is obj:
+        # a helper method of the traced object: converted too, so its own `self.` reads
+        # are watched and its array-dependent control flow becomes graph ops
+        from .convert import convert
+        return convert(value)
     return value

@@ -8,8 +8,9 @@ and content for arrays, value for numbers) and a mismatch makes hybridize trace 
 
 Cost: an entry without guards pays one attribute test per call; each guard costs a lookup
 and a comparison (an array guard compares bytes, so it scales with the array's size).
-Values reached other ways (an array inside a dict attribute, a number in a helper
-function's globals) are not watched.
+Helper methods of the traced object are converted too, so their reads are watched. Values
+reached other ways (an array inside a dict attribute, a number in the globals of a plain
+function the traced code calls) are not watched.
 """
 import numpy as _np
 

@@ -45,6 +45,7 @@ typedef int (*run_fn)(void **);
 typedef struct {
   Py_ssize_t slot;
   int ndim, typenum;
+  int writeable;         /* the program writes this parameter in place */
   npy_intp dims[NPY_MAXDIMS];
   char *fixed;           /* inputs: the fixed buffer, or NULL; outputs: the planned buffer */
   npy_intp nbytes;
@@ -64,7 +65,8 @@ static int parse_spec(PyObject *t, spec_t *s) {
   PyObject *shape;
   unsigned long long fixed;
   Py_ssize_t itemsize;
-  if (!PyArg_ParseTuple(t, "nOinK", &s->slot, &shape, &s->typenum, &itemsize, &fixed))
+  if (!PyArg_ParseTuple(t, "nOinKi", &s->slot, &shape, &s->typenum, &itemsize, &fixed,
+                        &s->writeable))
     return -1;
   if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS) {
     PyErr_SetString(PyExc_ValueError, "shape must be a tuple of at most NPY_MAXDIMS ints");
@@ -122,6 +124,7 @@ static int matches(PyObject *obj, const spec_t *s) {
   PyArrayObject *a = (PyArrayObject *)obj;
   if (PyArray_NDIM(a) != s->ndim || PyArray_TYPE(a) != s->typenum) return 0;
   if (!PyArray_ISNOTSWAPPED(a) || !PyArray_ISCARRAY_RO(a)) return 0;
+  if (s->writeable && !PyArray_ISWRITEABLE(a)) return 0;
   npy_intp *dims = PyArray_DIMS(a);
   for (int d = 0; d < s->ndim; d++) if (dims[d] != s->dims[d]) return 0;
   return 1;

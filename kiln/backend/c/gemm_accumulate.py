@@ -13,8 +13,8 @@ def accumulate_form(step, storage, ptr):
     """The C expression for alpha when `step` (a matmul heading an elementwise chain)
     computes X + alpha * matmul with X stored where the step's result goes, else None."""
     mm, chain = step.nodes[0], step.nodes[1:]
-    if mm.ndim != 2 or not chain:
-        return None
+    if mm.ndim != 2 or not chain or any(n.dtype != mm.dtype for n in chain):
+        return None       # a promoting chain (float32 matmul into float64) keeps its loop
     current, scalars = mm, []
     for n in chain[:-1]:
         other = _other_input(n, current)

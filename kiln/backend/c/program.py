@@ -96,6 +96,7 @@ class CProgram:
             self._outputs.append((slot, o.shape, o.dtype, gen.slots[slot]))
         # outputs computed straight into their parameter (param_writes.py) come back as None
         self._written = gen.param_writes
+        self._written_params = {graph.state_outputs[k] for k in self._written}
         # the common case, every output in a planned buffer: views made once, copied per call
         self._fixed_outputs = None
         if all(k in self._written or entry[0] == "buffer"
@@ -113,13 +114,14 @@ class CProgram:
         if Caller is None:
             return None
         ins = tuple((slot, tuple(shape), dtype.num, dtype.itemsize,
-                     _address(fixed) if fixed is not None else 0)
+                     _address(fixed) if fixed is not None else 0, 0)
                     for slot, shape, dtype, fixed in self.input_specs)
-        pars = tuple((self.param_slots[k], tuple(shape), dtype.num, dtype.itemsize, 0)
+        pars = tuple((self.param_slots[k], tuple(shape), dtype.num, dtype.itemsize, 0,
+                      int(k in self._written_params))
                      for k, (shape, dtype) in enumerate(self._param_specs))
-        outs = tuple((0, (), -1, 0, 0) if v is None else  # -1: returned as None
+        outs = tuple((0, (), -1, 0, 0, 0) if v is None else  # -1: returned as None
                      (0, tuple(v.shape), v.dtype.num, v.dtype.itemsize,
-                      _address(v) if v.size else 0)
+                      _address(v) if v.size else 0, 0)
                      for v in self._fixed_outputs)
         run = ctypes.cast(lib.kiln_run, ctypes.c_void_p).value
         return Caller(run, self._table_addr, ins, pars, outs)
@@ -191,6 +193,8 @@ class CProgram:
     def _bind_param(self, k, value, keep):
         shape, dtype = self._param_specs[k]
         checked = self._check(value, shape, dtype, f"parameter {self.graph.params[k].name}")
+        if k in self._written_params and not checked.flags.writeable:
+            checked = checked.copy()        # written in place: never into read-only memory
         self._table[self.param_slots[k]] = _address(checked) if checked.size else None
         if checked is value:
             self._param_seen[k] = value     # pointer stays valid while this array lives

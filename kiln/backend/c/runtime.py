@@ -57,8 +57,13 @@ static threads_local_t threads_local;   /* BLAS call runs single-threaded on thi
    first claimed by participant r (the caller is 0), so that a block lands on the same core
    call after call (its data stays in that core's cache) unless that core is busy. */
 static struct { block_fn fn; void *ctx; int64_t nblocks; int parts; } job;
-/* per range: high 32 bits the job generation, low 32 bits the next block to claim; each
-   on its own cache line, so claims in one range do not slow the others */
+/* per range, one atomic word: the job generation (16 bits), the range's end (24 bits) and
+   its next block to claim (24 bits). The end lives in the word, not in `job`, so a thread
+   still looking at a finished job never judges its stale range by the next job's size;
+   each word on its own cache line, so claims in one range do not slow the others */
+#define FIELD ((1ull << 24) - 1)
+#define TICKET(gen, end, next) \
+  (((uint64_t)((gen) & 0xffffu) << 48) | ((uint64_t)(end) << 24) | (uint64_t)(next))
 static struct { _Atomic uint64_t v; char pad[56]; } next_block[MAX_THREADS]
     __attribute__((aligned(64)));
 static _Atomic uint32_t generation __attribute__((aligned(64)));
@@ -81,17 +86,18 @@ static int64_t range_start(int64_t nblocks, int parts, int r) {
 
 /* claim and run blocks of job `gen`, own range first, then the others' leftovers */
 static void help(uint32_t gen, int self) {
-  int parts = job.parts;
-  if (parts < 1 || parts > MAX_THREADS) return;      /* a newer job is being posted */
+  int parts = job.parts;    /* only bounds the ranges looked at; claims check the ticket */
+  if (parts < 1 || parts > MAX_THREADS) return;
   for (int k = 0; k < parts; k++) {
     int r = (self + k) % parts;
     for (;;) {
       uint64_t t = atomic_load(&next_block[r].v);
-      if ((uint32_t)(t >> 32) != gen) return;        /* that job is over */
-      int64_t b = (int64_t)(t & 0xffffffffu);
-      if (b >= range_start(job.nblocks, parts, r + 1)) break;
+      if ((t >> 48) != (gen & 0xffffu)) return;      /* that job is over */
+      int64_t end = (int64_t)((t >> 24) & FIELD), b = (int64_t)(t & FIELD);
+      if (b >= end) break;
       if (!atomic_compare_exchange_weak(&next_block[r].v, &t, t + 1)) continue;
-      /* the job cannot change before this block is counted finished */
+      /* a successful claim is of the current job's block b, which cannot finish (and so
+         the job cannot change) before this block is counted */
       job.fn(job.ctx, b);
       atomic_fetch_add(&finished, 1);
     }
@@ -147,7 +153,7 @@ int kiln_rt_threads(void) { return n_workers + 1; }
 
 /* run fn(ctx, b) for b in [0, nblocks) on the caller and the workers; returns when all ran */
 void kiln_rt_parallel(block_fn fn, void *ctx, int64_t nblocks) {
-  if (n_workers == 0 || nblocks <= 1) {
+  if (n_workers == 0 || nblocks <= 1 || nblocks > (int64_t)FIELD) {
     for (int64_t b = 0; b < nblocks; b++) fn(ctx, b);
     return;
   }
@@ -157,7 +163,8 @@ void kiln_rt_parallel(block_fn fn, void *ctx, int64_t nblocks) {
   job.fn = fn; job.ctx = ctx; job.nblocks = nblocks; job.parts = parts;
   atomic_store(&finished, 0);
   for (int r = 0; r < parts; r++)
-    atomic_store(&next_block[r].v, ((uint64_t)gen << 32) | (uint64_t)range_start(nblocks, parts, r));
+    atomic_store(&next_block[r].v, TICKET(gen, range_start(nblocks, parts, r + 1),
+                                          range_start(nblocks, parts, r)));
   atomic_store(&generation, gen);
   if (atomic_load(&sleepers) > 0) {
     pthread_mutex_lock(&mutex);
