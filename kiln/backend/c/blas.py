@@ -23,6 +23,7 @@ _OPENBLAS_SYMBOLS = (
     ("cblas_sgemm", "cblas_dgemm", 32),
 )
 _MKL_SEQUENTIAL = 1      # MKL_THREADING_SEQUENTIAL in mkl_service.h
+_MKL_LP64 = 0            # MKL_INTERFACE_LP64
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,12 @@ def _mkl():
             continue
         if not (_address(lib, "cblas_sgemm") and _address(lib, "cblas_dgemm")):
             continue
+        # 32-bit integers whatever MKL_INTERFACE_LAYER says: the runtime is built for them
+        interface = getattr(lib, "MKL_Set_Interface_Layer", None)
+        if interface is not None:
+            interface.argtypes = [ctypes.c_int]
+            if interface(_MKL_LP64) != _MKL_LP64:
+                continue
         # sequential MKL: the runtime does the threading, and two OpenMP pools in one
         # process (MKL's and a peer's) would fight over two cores
         setter = getattr(lib, "MKL_Set_Threading_Layer", None)
