@@ -126,15 +126,13 @@ def _update_graph(k, n, m, op="subtract", operand_is_w=False):
     a = Node("input", (), {}, (m, k), F32, name="a")
     b = Node("input", (), {}, (m, n), F32, name="b")
     lr = Node("input", (), {}, (), F32, name="lr")
-    left = w if operand_is_w else a
-    at = Node("transpose", (left,), {"axes": (1, 0)}, (left.shape[1], left.shape[0]), F32)
-    if operand_is_w:      # w - lr * (w^T-shaped product): the gemm would read what it writes
-        at = Node("transpose", (Node("matmul", (w, Node("transpose", (w,), {"axes": (1, 0)},
-                                                          (n, k), F32)), {}, (k, k), F32),),
-                  {"axes": (1, 0)}, (k, k), F32)
-        grad = Node("matmul", (at, w), {}, (k, n), F32)
+    def t(x):
+        return Node("transpose", (x,), {"axes": (1, 0)}, (x.shape[1], x.shape[0]), F32)
+    if operand_is_w:      # w - lr * ((w w^T)^T w): the gemm would read what it writes
+        grad = Node("matmul", (t(Node("matmul", (w, t(w)), {}, (k, k), F32)), w), {},
+                    (k, n), F32)
     else:
-        grad = Node("matmul", (at, b), {}, (k, n), F32)
+        grad = Node("matmul", (t(a), b), {}, (k, n), F32)
     step = Node("multiply", (grad, lr), {}, (k, n), F32)
     new_w = Node(op, (w, step), {}, (k, n), F32)
     from kiln.graph.passes import optimize

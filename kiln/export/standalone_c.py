@@ -1,7 +1,7 @@
 """build-c: an exported model as a standalone C program (no Python, no BLAS).
 
 The compute is exactly the C backend's: the symbol file is rebuilt as a Graph, optimized,
-and handed to `kiln.backend.c.codegen.generate(graph, gemm=None)`, whose `kiln_run(void
+and handed to `kiln.backend.c.codegen.generate(graph)`, whose `kiln_run(void
 **P)` reads every pointer from one table. This module writes the table's owner around it:
 
   model.h    int kiln_model_run(const float *inputs[], float *outputs[]) and the sizes
@@ -189,7 +189,7 @@ def build_c(symbol_file, param_file, out_dir):
                                 "programs take and give float32 only")
     graph = optimize(graph)
     try:
-        gen = generate(graph, gemm=None)
+        gen = generate(graph)
     except NotLowerable as exc:
         raise KilnError(f"build-c: the C backend cannot generate this graph: {exc}") from None
     arrays, weight_names = {}, {}

@@ -318,11 +318,6 @@ class HybridBlock(Block):
         if (cached is not None and state["_hybrid_active"] and not kwargs
                 and not state["_forward_pre_hooks"] and not state["_forward_hooks"]
                 and not trace._stack and not state.get("_kiln_compiling")):
-            dispatch = cached.dispatch
-            if dispatch is not None:
-                out = dispatch(*args)
-                if out is not NotImplemented:
-                    return out
             out = cached.call_fast(args)
             if out is not MISS:
                 return out
@@ -330,7 +325,7 @@ class HybridBlock(Block):
             # when a signature could not be compiled) down the ordinary path to forward
             self.__dict__["_kiln_compiling"] = True
             try:
-                return cached(*args)
+                return cached.call_slow(args)
             finally:
                 self.__dict__["_kiln_compiling"] = False
         return super().__call__(*args, **kwargs)

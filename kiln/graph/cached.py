@@ -114,40 +114,42 @@ class CachedFunction:
         return entry, arrays
 
     # ---- calling ---------------------------------------------------------------------------
+    def _fast_key(self, args):
+        """(argument shapes and dtypes, training) when every argument is an eager kiln
+        array and nothing records, else None."""
+        state = autograd._state
+        if state.recording:
+            return None
+        try:
+            return (tuple([(a._data.shape, a._data.dtype) for a in args]), state.training)
+        except AttributeError:      # not all arguments are eager kiln arrays
+            return None
+
     def call_fast(self, args):
         """The result when a compiled signature serves `args` as they are, else MISS. It
         never runs the traced function, so a block may call it without re-entry guards."""
-        state = autograd._state
-        if state.recording:
-            return MISS
-        try:
-            key = (tuple([(a._data.shape, a._data.dtype) for a in args]), state.training)
-        except AttributeError:      # not all arguments are eager kiln arrays
-            return MISS
-        entry = self._fast.get(key)
+        if self.dispatch is not None:
+            out = self.dispatch(*args)
+            if out is not NotImplemented:
+                return out
+        entry = self._fast.get(self._fast_key(args))
         if entry is None or entry.guards is not None and not entry.guards():
             return MISS
         return entry.run_inference(args)
 
     def __call__(self, *args):
-        if self.dispatch is not None:
-            out = self.dispatch(*args)
-            if out is not NotImplemented:
-                return out
         out = self.call_fast(args)
-        if out is not MISS:
-            return out
-        if not autograd._state.recording:
-            try:
-                key = (tuple([(a._data.shape, a._data.dtype) for a in args]),
-                       autograd._state.training)
-            except AttributeError:
-                key = None
-            if key is not None and all(type(a) is ndarray for a in args):
-                entry, _ = self.entry_for(args)
-                self._fast[key] = entry
-                self._offer_to_dispatcher(entry, key[1])
-                return entry.run_inference(args)
+        return out if out is not MISS else self.call_slow(args)
+
+    def call_slow(self, args):
+        """A call call_fast did not serve: build the signature's entry (tracing), or run
+        under autograd."""
+        key = self._fast_key(args)
+        if key is not None and all(type(a) is ndarray for a in args):
+            entry, _ = self.entry_for(args)
+            self._fast[key] = entry
+            self._offer_to_dispatcher(entry, key[1])
+            return entry.run_inference(args)
         return self._call(args)
 
     def _offer_to_dispatcher(self, entry, training):

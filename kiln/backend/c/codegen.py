@@ -134,8 +134,7 @@ class Emitter:
     shared by the top-level graph and every control-flow subgraph lowered into it, so a
     subgraph's values are just more table entries and more statically planned buffers."""
 
-    def __init__(self, gemm):
-        self.gemm = gemm
+    def __init__(self):
         self.slots = []
         self.capacities = []     # bytes per buffer, over every (sub)graph of the source
         self.functions = []      # C text of static helper functions, callees first
@@ -158,9 +157,8 @@ class Emitter:
         return name
 
 
-def generate(graph, gemm=None):
-    # `gemm` is accepted for older callers; whether a BLAS exists is decided at load time
-    em = Emitter(gemm)
+def generate(graph):
+    em = Emitter()
     ins = [em.add_slot(("input", k)) for k in range(len(graph.inputs))]
     params = [em.add_slot(("param", k)) for k in range(len(graph.params))]
     body, out_slots, plan = emit_graph(em, graph, ins, params, top=True)
@@ -171,7 +169,7 @@ def generate(graph, gemm=None):
     gen.plan = MemoryPlan(plan.buffer_of, em.capacities, em.naive_bytes, True)
     gen.output_slots = out_slots
     gen.param_writes = {k for k, o in enumerate(graph.outputs) if id(o) in em.param_writes}
-    gen.source = "\n".join([PRELUDE, kernels.gemm_prelude(gemm), *em.functions,
+    gen.source = "\n".join([PRELUDE, kernels.gemm_prelude(), *em.functions,
                             "int kiln_run(void **P) {", *body, "  return 0;", "}", ""])
     return gen
 
@@ -258,10 +256,10 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         elif s.kind == "matmul":
             alpha = accumulate_form(s, storage, ptr) if len(s.nodes) > 1 else None
             if alpha is not None:   # X + alpha * A B: one gemm accumulating into X
-                body.append(kernels.matmul(s.nodes[0], ptr, is_alias, em.gemm, alpha=alpha,
+                body.append(kernels.matmul(s.nodes[0], ptr, is_alias, alpha=alpha,
                                            beta="1", out=ptr(s.sink)))
             else:
-                body.append(kernels.matmul(s.nodes[0], ptr, is_alias, em.gemm))
+                body.append(kernels.matmul(s.nodes[0], ptr, is_alias))
                 if len(s.nodes) > 1:
                     body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
         else:

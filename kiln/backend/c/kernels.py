@@ -29,7 +29,7 @@ def c_literal(value, dtype):
 
 # ---- matmul -------------------------------------------------------------------------------
 
-def gemm_prelude(gemm):
+def gemm_prelude():
     """Declarations for calling the runtime (kiln/backend/c/runtime.py) through pointers set
     after loading, and kiln's own matmul loops for when no BLAS pays or exists."""
     parts = ["typedef void (*kiln_block_fn)(void *, int64_t);",
@@ -133,7 +133,7 @@ __attribute__((noinline)) static void kiln_gemm_{T}(int ta, int tb, int64_t M, i
 }}"""
 
 
-def matmul(node, ptr, is_alias, gemm, alpha="1", beta="0", out=None):
+def matmul(node, ptr, is_alias, alpha="1", beta="0", out=None):
     """is_alias(n): n is a transpose left unmaterialized, to be read transposed in place.
     Computes out = alpha * node + beta * out (out: a C pointer, default node's storage)."""
     out = out or ptr(node)

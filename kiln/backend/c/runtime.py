@@ -220,7 +220,6 @@ static void gemm(int is_double, int ta, int tb, int64_t M, int64_t N, int64_t K,
   int64_t nblocks = 1;
   if (n_workers > 0 && M * N * K >= PARALLEL_MIN) {
     int64_t extent = j.by_columns ? N : M;
-    int64_t unit = j.by_columns ? M * K : N * K;     /* madds per column (row) of C */
     int64_t align = 16, most = (extent + align - 1) / align;
     int64_t want = (M * N * K) / BLOCK_MIN;          /* blocks of at least BLOCK_MIN */
     int64_t cap = BLOCKS_PER_THREAD * (n_workers + 1);
@@ -229,7 +228,6 @@ static void gemm(int is_double, int ta, int tb, int64_t M, int64_t N, int64_t K,
     if (nblocks < 1) nblocks = 1;
     j.block = ((extent + nblocks - 1) / nblocks + align - 1) / align * align;
     nblocks = (extent + j.block - 1) / j.block;
-    (void)unit;
   }
   if (nblocks <= 1) {
     j.by_columns = 1; j.block = N;
