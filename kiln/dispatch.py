@@ -10,6 +10,7 @@ from .base import DEFAULT_FLOAT, DEFAULT_INT, KilnError, op_error
 from .ndarray import ndarray, as_array
 from .ops.registry import REGISTRY
 from .graph import trace
+from .writes import arrays_written
 
 
 def _is_floating(dt):
@@ -114,6 +115,7 @@ def inplace_binary(name, target, other):
             raise op_error(name, f"in-place result of shape {result.shape} does not fit the "
                            f"target's shape {target.shape}")
         target._data[...] = result._data
+        arrays_written()
     else:
         if result.shape != target.shape:
             raise op_error(name, f"in-place result of shape {result.shape} does not fit the "

@@ -6,6 +6,7 @@ import numpy as _np
 from . import autograd
 from .base import KilnError, op_error
 from .ndarray import ndarray
+from .writes import arrays_written
 
 
 class _Plan:
@@ -208,6 +209,7 @@ def _eager_setitem(x, key, value):
         value = value._concrete("setitem")
     if not x._data.flags.writeable:
         x._data = _np.array(x._data, copy=True)
+    arrays_written()
     try:
         x._data[_numpy_key(key)] = value
     except (IndexError, ValueError, TypeError) as exc:

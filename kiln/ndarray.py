@@ -9,6 +9,7 @@ import numpy as _np
 from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
                    where_in_user_code, normalize_dtype)
 from .context import cpu
+from .writes import arrays_written
 
 _api = None  # kiln.np, bound lazily: ndarray methods are thin wrappers around it
 
@@ -66,6 +67,7 @@ class ndarray:
         """Make this object hold `other`'s value: in-place ops on tracked or symbolic arrays."""
         self._data, self._node = other._data, other._node
         self._tape, self._tidx = other._tape, other._tidx
+        arrays_written()
 
     # ---- basic properties ------------------------------------------------------------------
     @property
@@ -126,8 +128,15 @@ class ndarray:
         return _np.array(self._concrete("asnumpy()"), copy=True)
 
     def __array__(self, dtype=None, copy=None):
+        # read-only: a write through NumPy would go past kiln's count of writes (writes.py)
         data = self._concrete("__array__")
-        return data if dtype is None else data.astype(dtype, copy=False)
+        if dtype is not None and data.dtype != dtype:
+            return data.astype(dtype)
+        if copy:
+            return data.copy()
+        view = data.view()
+        view.flags.writeable = False
+        return view
 
     def item(self, *args):
         data = self._concrete("item()")

@@ -82,7 +82,8 @@ def _model_c(graph, gen, weight_names):
             words = max(1, -(-gen.plan.capacities[slot[1]] // 8))
             decls.append(f"static uint64_t kiln_buffer{slot[1]}[{words}];")
             fills.append(f"  P[{k}] = (void *)kiln_buffer{slot[1]};")
-        elif kind in ("empty", "bound"):       # 'bound': set by the generated code
+        elif kind in ("empty", "bound", "pack_cache"):
+            # 'bound': set by the generated code; no pack cache: plain gemm calls
             fills.append(f"  P[{k}] = 0;")
         else:
             raise KilnError(f"build-c: the graph needs a {kind!r} slot ({slot[1]}), which a "

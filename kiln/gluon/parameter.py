@@ -17,6 +17,7 @@ from ..base import KilnError, normalize_dtype, where_in_user_code
 from ..context import cpu
 from ..graph import trace
 from ..ndarray import ndarray, as_array
+from ..writes import arrays_written
 
 
 class ParameterNotInitializedError(KilnError, RuntimeError):
@@ -175,6 +176,7 @@ class Parameter:
     def _install(self, value):
         """Put `value` (NumPy) in the parameter, keeping the array object if there is one."""
         value = _np.asarray(value)
+        arrays_written()
         if self._data is not None and self._data.shape == value.shape:
             with autograd.pause():
                 self._data[...] = ndarray._wrap(value.astype(self._dtype, copy=False))

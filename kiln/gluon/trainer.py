@@ -11,6 +11,7 @@ from ..base import KilnError
 from ..graph import trace
 from .. import optimizer as _opt
 from ..npx.io import write_npz_atomic, read_npz
+from ..writes import arrays_written
 
 _FORMAT = "kiln-trainer-states-v1"
 
@@ -90,6 +91,7 @@ class Trainer:
             update_traced(self, batch_size)
             return
         self._optimizer.rescale_grad = self._scale / batch_size
+        arrays_written()    # the updates below write straight into NumPy buffers
         for i, (name, param) in enumerate(zip(self._names, self._params)):
             if getattr(param, "grad_req", "write") == "null":
                 continue
@@ -158,6 +160,7 @@ class Trainer:
                                     self._optimizer.state_arrays(new)):
                     _np.copyto(dst, src)
                 states[i] = old
+        arrays_written()
         self._states = states
         self._optimizer._index_update_count = counts
         self._optimizer.num_update = int(entries["__num_update__"])

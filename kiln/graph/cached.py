@@ -9,6 +9,7 @@ import numpy as _np
 
 from .. import autograd
 from ..ndarray import ndarray
+from ..writes import arrays_written
 from . import trace
 from .capture import capture
 from .passes import optimize
@@ -34,7 +35,10 @@ def make_program(graph, backend, cap=None):
 def _write_state(cap, results):
     """Copy the new parameter values a program returned into the parameters; a program
     that wrote one in place returns None in its place."""
+    if not cap.state_params:
+        return
     n = cap.n_outputs
+    arrays_written()        # also for the parameters the program wrote in place
     for param, value in zip(cap.state_params, results[n:n + len(cap.state_params)]):
         if value is not None:
             _np.copyto(param.data()._data, value)

@@ -33,6 +33,9 @@ class Blas:
     dgemm: int
     bits: int               # width of the BLAS integer arguments
     threads_local: int      # address of `int f(int)` setting this thread's count, or 0
+    # addresses of cblas_sgemm_pack_get_size, cblas_sgemm_pack, cblas_sgemm_compute (MKL
+    # only; see packed.py), or ()
+    pack: tuple = ()
 
 
 def _address(lib, name):
@@ -63,8 +66,10 @@ def _mkl():
         if setter is not None:
             setter.argtypes = [ctypes.c_int]
             setter(_MKL_SEQUENTIAL)
+        pack = tuple(_address(lib, name) for name in (
+            "cblas_sgemm_pack_get_size", "cblas_sgemm_pack", "cblas_sgemm_compute"))
         return Blas("mkl", _address(lib, "cblas_sgemm"), _address(lib, "cblas_dgemm"), 32,
-                    _address(lib, "MKL_Set_Num_Threads_Local"))
+                    _address(lib, "MKL_Set_Num_Threads_Local"), pack if all(pack) else ())
     return None
 
 

@@ -123,6 +123,7 @@ class Generated:
         self.source = ""
         self.slots = []          # per table entry: ('input', k) | ('param', k) | ('const', arr)
                                  # | ('buffer', b) | ('random', node) | ('empty', node)
+                                 # | ('pack_cache',): the runtime's state for one matmul
                                  # | ('bound', what): set by the generated code itself
         self.plan = None
         self.output_slots = []
@@ -259,13 +260,29 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
                 body.append(kernels.matmul(s.nodes[0], ptr, is_alias, alpha=alpha,
                                            beta="1", out=ptr(s.sink)))
             else:
-                body.append(kernels.matmul(s.nodes[0], ptr, is_alias))
+                body.append(kernels.matmul(s.nodes[0], ptr, is_alias,
+                                           cache=_pack_cache(em, s.nodes[0], storage, is_alias,
+                                                            top)))
                 if len(s.nodes) > 1:
                     body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
         else:
             body.append(kernels.KERNELS[s.sink.op](s.sink, ptr))
         body.append("  }")
     return body, [storage(o) for o in graph.outputs], plan
+
+
+def _pack_cache(em, node, storage, is_alias, top):
+    """A table entry for packed copies of the matmul's B (packed.py), or None: only for a
+    parameter of the top-level graph that the program never writes in place."""
+    b = node.inputs[1]
+    if b.op == "transpose" and is_alias(b):      # read transposed in place: B is the param
+        b = b.inputs[0]
+    if not top or b.op != "param" or node.ndim != 2:
+        return None
+    slot = storage(b)
+    if em.slots[slot][0] != "param" or slot in em.param_writes.values():
+        return None
+    return f"P[{em.add_slot(('pack_cache',))}]"
 
 
 def _alias_source(node):

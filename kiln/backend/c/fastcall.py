@@ -58,6 +58,7 @@ typedef struct {
   Py_ssize_t n_in, n_par, n_out;
   spec_t *specs;         /* inputs, then parameters, then outputs */
   PyObject **seen;       /* strong references to the parameter arrays bound in the table */
+  uint64_t *writes;      /* the runtime's write count (kiln/writes.py), or NULL */
   pthread_mutex_t mutex;
 } Caller;
 
@@ -85,10 +86,11 @@ static int parse_spec(PyObject *t, spec_t *s) {
 }
 
 static int Caller_init(Caller *self, PyObject *args, PyObject *kw) {
-  unsigned long long run, table;
+  unsigned long long run, table, writes = 0;
   PyObject *ins, *pars, *outs;
-  if (!PyArg_ParseTuple(args, "KKO!O!O!", &run, &table, &PyTuple_Type, &ins, &PyTuple_Type,
-                        &pars, &PyTuple_Type, &outs)) return -1;
+  if (!PyArg_ParseTuple(args, "KKO!O!O!|K", &run, &table, &PyTuple_Type, &ins, &PyTuple_Type,
+                        &pars, &PyTuple_Type, &outs, &writes)) return -1;
+  self->writes = (uint64_t *)(uintptr_t)writes;
   self->run = (run_fn)(uintptr_t)run;
   self->table = (void **)(uintptr_t)table;
   self->n_in = PyTuple_GET_SIZE(ins);
@@ -169,6 +171,8 @@ static PyObject *run_core(Caller *self, PyObject *const *inputs, PyObject *const
   for (Py_ssize_t k = 0; k < self->n_par; k++) {
     PyObject *p = params[k];
     if (p == self->seen[k]) continue;
+    /* copies the runtime kept of the old parameter (packed.py) must not serve this one */
+    if (self->writes) __atomic_fetch_add(self->writes, 1, __ATOMIC_RELAXED);
     spec_t *s = &S[self->n_in + k];
     self->table[s->slot] = s->nbytes ? PyArray_DATA((PyArrayObject *)p) : NULL;
     Py_INCREF(p);

@@ -40,11 +40,28 @@ def gemm_prelude():
             f"typedef void (*kiln_{name}gemm_t)(int, int, int64_t, int64_t, int64_t, {T}, "
             f"const {T} *, int64_t, const {T} *, int64_t, {T}, {T} *);\n"
             f"static kiln_{name}gemm_t kiln_{name}gemm_ptr = 0;")
-    parts.append("void kiln_set_runtime(void *s, void *d, void *par) {\n"
+    parts.append("typedef void (*kiln_sgemm_cached_t)(void *, int, int, int64_t, int64_t, "
+                 "int64_t, float, const float *, int64_t, const float *, int64_t, float, "
+                 "float *);\nstatic kiln_sgemm_cached_t kiln_sgemm_cached_ptr = 0;")
+    parts.append("void kiln_set_runtime(void *s, void *d, void *par, void *cached) {\n"
                  "  kiln_sgemm_ptr = (kiln_sgemm_t)s; kiln_dgemm_ptr = (kiln_dgemm_t)d;\n"
-                 "  kiln_parallel_ptr = (kiln_parallel_t)par;\n}")
+                 "  kiln_parallel_ptr = (kiln_parallel_t)par;\n"
+                 "  kiln_sgemm_cached_ptr = (kiln_sgemm_cached_t)cached;\n}")
     for T, name in (("float", "s"), ("double", "d")):
         parts.append(_gemm_function(T, name))
+    parts.append(f"""
+/* kiln_gemm_float for a B that is a parameter the program never writes: the runtime may
+   keep it packed between calls (packed.py); `cache` is this call site's table entry */
+static void kiln_gemm_cached_float(void *cache, int ta, int tb, int64_t M, int64_t N,
+    int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+    float beta, float *C) {{
+  if (cache && kiln_sgemm_cached_ptr && M >= {GEMM_BLAS_MIN_ROWS}
+      && M * N * K >= {GEMM_BLAS_MIN_FLOPS}) {{
+    kiln_sgemm_cached_ptr(cache, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C);
+    return;
+  }}
+  kiln_gemm_float(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C);
+}}""")
     return "\n".join(parts)
 
 
@@ -133,9 +150,10 @@ __attribute__((noinline)) static void kiln_gemm_{T}(int ta, int tb, int64_t M, i
 }}"""
 
 
-def matmul(node, ptr, is_alias, alpha="1", beta="0", out=None):
+def matmul(node, ptr, is_alias, alpha="1", beta="0", out=None, cache=None):
     """is_alias(n): n is a transpose left unmaterialized, to be read transposed in place.
-    Computes out = alpha * node + beta * out (out: a C pointer, default node's storage)."""
+    Computes out = alpha * node + beta * out (out: a C pointer, default node's storage).
+    cache: C expression for a pack cache (packed.py) when B is a parameter nothing writes."""
     out = out or ptr(node)
     a, b = node.inputs
     ta = a.op == "transpose" and a.ndim == 2 and a.attrs["axes"] == (1, 0) and is_alias(a)
@@ -154,6 +172,9 @@ def matmul(node, ptr, is_alias, alpha="1", beta="0", out=None):
         return f"  memset({out}, 0, {node.size * node.dtype.itemsize});"
     batch = node.shape[:-2]
     if not batch:
+        if cache is not None and T == "float":
+            return f"  kiln_gemm_cached_float({cache}, {int(ta)}, {int(tb)}, {M}, {N}, {K}, " \
+                   f"{alpha}, {pa}, {lda}, {pb}, {ldb}, {beta}, {out});"
         return f"  kiln_gemm_{T}({int(ta)}, {int(tb)}, {M}, {N}, {K}, {alpha}, {pa}, {lda}, " \
                f"{pb}, {ldb}, {beta}, {out});"
     if K == 0 or beta != "0" or out != ptr(node):

@@ -8,11 +8,14 @@ and returns fresh copies of the outputs.
 import ctypes
 import sys
 import threading
+import weakref
 
 import numpy as _np
 
 from ...base import KilnError
 from ...graph.passes import debug_level
+from ... import writes
+from ...writes import arrays_written
 from ...ops.registry import REGISTRY
 from . import build
 from .codegen import generate
@@ -49,7 +52,8 @@ class CProgram:
         rt = runtime()
         if rt is not None:
             lib.kiln_set_runtime(ctypes.c_void_p(rt.sgemm or None),
-                                 ctypes.c_void_p(rt.dgemm or None), ctypes.c_void_p(rt.parallel))
+                                 ctypes.c_void_p(rt.dgemm or None), ctypes.c_void_p(rt.parallel),
+                                 ctypes.c_void_p(rt.sgemm_cached or None))
         self._run = lib.kiln_run
         self._run.argtypes = [ctypes.c_void_p]
         self._run.restype = ctypes.c_int
@@ -82,6 +86,11 @@ class CProgram:
                 self.param_slots[entry[1]] = k
             elif kind == "random":
                 self.random_slots.append((k, entry[1]))
+            elif kind == "pack_cache" and rt is not None and rt.sgemm_cached:
+                cache = rt.new_pack_cache()
+                if cache:
+                    table[k] = cache
+                    weakref.finalize(self, rt.free_pack_cache, cache)
             # 'empty' (never dereferenced) and 'bound' (a subgraph input the generated code
             # points at its operand before each call) need nothing from Python
         self._table = table
@@ -124,7 +133,9 @@ class CProgram:
                       _address(v) if v.size else 0, 0)
                      for v in self._fixed_outputs)
         run = ctypes.cast(lib.kiln_run, ctypes.c_void_p).value
-        return Caller(run, self._table_addr, ins, pars, outs)
+        counter = writes.counter()
+        return Caller(run, self._table_addr, ins, pars, outs,
+                      ctypes.addressof(counter) if counter is not None else 0)
 
     def _check(self, value, shape, dtype, what):
         if not isinstance(value, _np.ndarray):
@@ -191,6 +202,7 @@ class CProgram:
         return next(a for a in keep if a.size and _address(a) == addr)
 
     def _bind_param(self, k, value, keep):
+        arrays_written()    # kept copies of the old parameter must not serve the new one
         shape, dtype = self._param_specs[k]
         checked = self._check(value, shape, dtype, f"parameter {self.graph.params[k].name}")
         if k in self._written_params and not checked.flags.writeable:

@@ -20,8 +20,9 @@ import os
 import threading
 from typing import NamedTuple
 
-from . import build
+from . import build, packed
 from .blas import find_blas
+from ... import writes
 
 # below this many multiply-adds a gemm runs in one BLAS call on the calling thread
 PARALLEL_MIN_MADDS = 1 << 20
@@ -36,6 +37,7 @@ _SOURCE = r"""
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 int kiln_abi_version(void) { return 1; }
@@ -260,6 +262,10 @@ class Runtime(NamedTuple):
     dgemm: int
     parallel: int     # address of kiln_rt_parallel
     blas: str         # 'mkl', 'openblas' or 'none'
+    sgemm_cached: int     # address of kiln_rt_sgemm_cached (packed.py), or 0
+    new_pack_cache: object    # () -> address of a fresh cache for one call site
+    free_pack_cache: object   # (address) -> None
+    packs_made: object        # () -> how many times a cache was packed (for tests)
 
 
 def thread_count():
@@ -282,7 +288,7 @@ def source_for(bits):
                f"#define BLOCK_MIN {BLOCK_MIN_MADDS}\n"
                f"#define SPIN_US {SPIN_MICROSECONDS}\n"
                f"#define BLOCKS_PER_THREAD {BLOCKS_PER_THREAD}\n")
-    return defines + _SOURCE
+    return defines + _SOURCE + packed.source()
 
 
 def runtime():
@@ -305,6 +311,17 @@ def _start():
     else:
         lib.kiln_rt_init(blas.sgemm, blas.dgemm, blas.threads_local, thread_count() - 1)
     address = lambda name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value  # noqa: E731
+    lib.kiln_rt_pack_init.argtypes = [ctypes.c_void_p] * 3
+    lib.kiln_rt_pack_cache_new.restype = ctypes.c_void_p
+    lib.kiln_rt_pack_cache_free.argtypes = [ctypes.c_void_p]
+    lib.kiln_rt_packs_made.restype = ctypes.c_int64
+    cached = 0
+    if blas is not None and blas.pack:
+        lib.kiln_rt_pack_init(*blas.pack)
+        cached = address("kiln_rt_sgemm_cached")
+        writes.share_counter(ctypes.c_uint64.in_dll(lib, "kiln_rt_writes"))
     return Runtime(address("kiln_rt_sgemm") if blas else 0,
                    address("kiln_rt_dgemm") if blas else 0,
-                   address("kiln_rt_parallel"), blas.name if blas else "none")
+                   address("kiln_rt_parallel"), blas.name if blas else "none",
+                   cached, lib.kiln_rt_pack_cache_new, lib.kiln_rt_pack_cache_free,
+                   lib.kiln_rt_packs_made)
