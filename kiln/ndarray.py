@@ -35,6 +35,11 @@ class ndarray:
         self._grad_req = None
 
     # ---- construction helpers --------------------------------------------------------------
+    # every slot but _data of an eager array just made; the C dispatcher (fastcall.py)
+    # makes its result arrays from this, _wrap spells it out for speed
+    _FRESH = (("_node", None), ("_tape", None), ("_tidx", 0), ("_grad", None),
+              ("_grad_req", None))
+
     @classmethod
     def _wrap(cls, data):
         obj = cls.__new__(cls)

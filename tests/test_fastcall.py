@@ -168,3 +168,21 @@ def test_the_dispatcher_serves_whole_block_calls_and_declines_the_rest():
     wide[:, ::2] = x
     onp.testing.assert_allclose(net(np.array(wide)[:, ::2]).asnumpy(), _eager(net, x),
                                 rtol=1e-5, atol=1e-6)
+
+
+def test_arrays_the_dispatcher_makes_are_like_wrapped_ones():
+    from kiln.ndarray import ndarray
+    net = _net()
+    x = onp.random.rand(4, 10).astype("float32")
+    net(np.array(x))
+    dispatch = net._kiln_cached.dispatch
+    if dispatch is None:
+        pytest.skip("the fast-call extension could not be built here")
+    made, wrapped = dispatch(np.array(x)), ndarray._wrap(onp.zeros(2))
+    slots = [s for s in ndarray.__slots__ if s not in ("_data", "__weakref__")]
+    assert sorted(name for name, _ in ndarray._FRESH) == sorted(slots)
+    for name in slots:
+        assert getattr(made, name) == getattr(wrapped, name)
+    made[0] = 1.0                      # an ordinary, writable, trackable kiln array
+    made.attach_grad()
+    assert made.grad is not None

@@ -127,6 +127,23 @@ def test_small_batch_layers_split_over_threads_equal_numpy(rows, features):
                                 rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("K", [1, 15, 16, 17, 31, 32, 33, 100])
+@pytest.mark.parametrize("features", [1, 3, 4, 5, 9])
+def test_kilns_own_dot_kernels_cover_every_remainder(K, features):
+    # below 8 rows kiln's own loops (dot.py where AVX-512 exists) run instead of BLAS;
+    # the sizes hit the 32-wide, the 16-wide and the masked part of a row, and the rows
+    # left over after groups of four
+    import kiln
+    from kiln import np
+    rng = onp.random.default_rng(K * 100 + features)
+    x = rng.standard_normal((3, K)).astype("float32")
+    w = rng.standard_normal((features, K)).astype("float32")
+    f = kiln.hybridize(lambda x, w: np.dot(x, w.T), backend="c")
+    got = f(np.array(x), np.array(w)).asnumpy()
+    onp.testing.assert_allclose(got, x.astype(onp.float64) @ w.T.astype(onp.float64),
+                                rtol=1e-5, atol=1e-5)
+
+
 _POOL_DRIVER = r"""
 #include <stdio.h>
 #include <stdlib.h>

@@ -136,6 +136,10 @@ class CachedFunction:
             out = self.dispatch(*args)
             if out is not NotImplemented:
                 return out
+        return self.call_entry(args)
+
+    def call_entry(self, args):
+        """call_fast after the C dispatcher declined (or without one)."""
         entry = self._fast.get(self._fast_key(args))
         if entry is None or entry.guards is not None and not entry.guards():
             return MISS

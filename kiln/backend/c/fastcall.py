@@ -242,21 +242,22 @@ typedef struct {
   PyObject_HEAD
   PyObject *array_type;   /* kiln.ndarray: arguments must be exactly this type */
   PyObject *state;        /* kiln.autograd._state: no recording, and the training flag */
-  PyObject *wrap;         /* ndarray._wrap */
+  PyObject *fresh;        /* ndarray._FRESH: (slot name, value) of a just-made array */
   PyObject *entries;      /* list of (Caller, list of Parameters, training flag) */
 } Dispatcher;
 
 static PyObject *s_data, *s_recording, *s_training;
 
 static int Dispatcher_init(Dispatcher *self, PyObject *args, PyObject *kw) {
-  if (!PyArg_ParseTuple(args, "OOO", &self->array_type, &self->state, &self->wrap)) return -1;
-  Py_INCREF(self->array_type); Py_INCREF(self->state); Py_INCREF(self->wrap);
+  if (!PyArg_ParseTuple(args, "O!OO!", &PyType_Type, &self->array_type, &self->state,
+                        &PyTuple_Type, &self->fresh)) return -1;
+  Py_INCREF(self->array_type); Py_INCREF(self->state); Py_INCREF(self->fresh);
   self->entries = PyList_New(0);
   return self->entries ? 0 : -1;
 }
 
 static void Dispatcher_dealloc(Dispatcher *self) {
-  Py_XDECREF(self->array_type); Py_XDECREF(self->state); Py_XDECREF(self->wrap);
+  Py_XDECREF(self->array_type); Py_XDECREF(self->state); Py_XDECREF(self->fresh);
   Py_XDECREF(self->entries);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -278,6 +279,27 @@ static int flag(PyObject *obj, PyObject *name) {
   Py_DECREF(v);
   if (t < 0) PyErr_Clear();
   return t;
+}
+
+/* a kiln ndarray holding `data`, made as ndarray._wrap makes one (without its Python frame) */
+static PyObject *wrap_array(Dispatcher *self, PyObject *data) {
+  PyTypeObject *type = (PyTypeObject *)self->array_type;
+  PyObject *obj = type->tp_alloc(type, 0);
+  if (obj == NULL) return NULL;
+  if (PyObject_SetAttr(obj, s_data, data) < 0) goto fail;
+  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(self->fresh); k++) {
+    PyObject *pair = PyTuple_GET_ITEM(self->fresh, k);
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+      PyErr_SetString(PyExc_TypeError, "Dispatcher: fresh slots must be (name, value) pairs");
+      goto fail;
+    }
+    if (PyObject_SetAttr(obj, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) < 0)
+      goto fail;
+  }
+  return obj;
+fail:
+  Py_DECREF(obj);
+  return NULL;
 }
 
 /* the wrapped single output, NotImplemented when no entry serves these arguments */
@@ -316,7 +338,7 @@ static PyObject *Dispatcher_call(Dispatcher *self, PyObject *args, PyObject *kw)
     PyMem_Free(pars);
     if (out == NULL) { result = NULL; goto done; }
     if (out == Py_None) { Py_DECREF(out); continue; }
-    result = PyObject_CallFunctionObjArgs(self->wrap, PyList_GET_ITEM(out, 0), NULL);
+    result = wrap_array(self, PyList_GET_ITEM(out, 0));
     Py_DECREF(out);
     goto done;
   }
@@ -391,7 +413,7 @@ def dispatcher():
         return None
     from ... import autograd
     from ...ndarray import ndarray
-    return module.Dispatcher(ndarray, autograd._state, ndarray._wrap)
+    return module.Dispatcher(ndarray, autograd._state, ndarray._FRESH)
 
 
 def _build():

@@ -9,6 +9,7 @@ import math
 
 import numpy as _np
 
+from . import dot
 from .loops import Operand, loop_nest, contiguous_strides, broadcast_strides, ctype
 
 # below this many multiply-adds kiln's own loops beat a BLAS call's fixed cost
@@ -47,6 +48,7 @@ def gemm_prelude():
                  "  kiln_sgemm_ptr = (kiln_sgemm_t)s; kiln_dgemm_ptr = (kiln_dgemm_t)d;\n"
                  "  kiln_parallel_ptr = (kiln_parallel_t)par;\n"
                  "  kiln_sgemm_cached_ptr = (kiln_sgemm_cached_t)cached;\n}")
+    parts.append(dot.SOURCE)
     for T, name in (("float", "s"), ("double", "d")):
         parts.append(_gemm_function(T, name))
     parts.append(f"""
@@ -74,6 +76,20 @@ GEMV_BLOCK_ROWS = 64
 def _gemm_function(T, name):
     # beta == 0 must not read C (it may hold anything, NaN included), as in BLAS
     store = "(beta == 0 ? alpha * ({s}) : alpha * ({s}) + beta * ({c}))"
+    dot4 = dot1 = ""
+    if T == "float":    # the intrinsic dot products of dot.py, where the machine has them
+        dot4 = f"""#ifdef KILN_HAVE_DOT4
+    for (; n + 4 <= n1; n += 4) {{
+      float s[4];
+      kiln_dot4_float(K, a, B + n * ldb, ldb, s);
+      float *c = C + m * ldc + n;
+      for (int j = 0; j < 4; j++) c[j] = {store.format(s="s[j]", c="c[j]")};
+    }}
+#endif"""
+        dot1 = f"""#ifdef KILN_HAVE_DOT4
+      C[m * ldc + n] = {store.format(s="kiln_dot1_float(K, a, b)", c="C[m * ldc + n]")};
+      continue;
+#endif"""
     return f"""
 /* C[m, n0:n1] = alpha A[m, :] . B[n, :] + beta C[m, n] for the rows m < M: the Dense form */
 static void kiln_nt_{T}(int64_t M, int64_t n0, int64_t n1, int64_t K, {T} alpha,
@@ -82,6 +98,7 @@ static void kiln_nt_{T}(int64_t M, int64_t n0, int64_t n1, int64_t K, {T} alpha,
   for (int64_t m = 0; m < M; m++) {{
     const {T} *a = A + m * lda;
     int64_t n = n0;
+{dot4}
     for (; n + 8 <= n1; n += 8) {{     /* eight weight rows share each load of a */
       const {T} *b = B + n * ldb;
       {T} s[8];
@@ -98,6 +115,7 @@ static void kiln_nt_{T}(int64_t M, int64_t n0, int64_t n1, int64_t K, {T} alpha,
     }}
     for (; n < n1; n++) {{
       const {T} *b = B + n * ldb; {T} acc = 0;
+{dot1}
       for (int64_t k = 0; k < K; k++) acc += a[k] * b[k];
       C[m * ldc + n] = {store.format(s="acc", c="C[m * ldc + n]")};
     }}
