@@ -209,9 +209,10 @@ def _eager_setitem(x, key, value):
         value = value._concrete("setitem")
     if not x._data.flags.writeable:
         x._data = _np.array(x._data, copy=True)
-    arrays_written()
     try:
         x._data[_numpy_key(key)] = value
     except (IndexError, ValueError, TypeError) as exc:
         raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
                        else KilnError) from exc
+    finally:
+        arrays_written()

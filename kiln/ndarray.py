@@ -136,6 +136,9 @@ class ndarray:
         # read-only: a write through NumPy would go past kiln's count of writes (writes.py)
         data = self._concrete("__array__")
         if dtype is not None and data.dtype != dtype:
+            if copy is False:
+                raise ValueError(f"a {data.dtype} kiln array cannot be viewed as {dtype} "
+                                 "without a copy (copy=False)")
             return data.astype(dtype)
         if copy:
             return data.copy()

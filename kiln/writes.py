@@ -7,18 +7,23 @@ kiln writes into an existing array, or points a program at a different parameter
 calls `arrays_written()`. A copy made at one count is reused only while the count stays.
 
 The writes counted are kiln's own: in-place operators and setitem on a kiln array, the
-Trainer's and optimizers' updates, Parameter.set_data and initialization, and the parameter
-updates of a compiled training step. A kiln array hands NumPy a read-only view
-(`np.asarray(x)`), so writes through NumPy cannot bypass the count.
+optimizers' updates (through a Trainer or called directly), Parameter.set_data and
+initialization, np.random.shuffle, and the parameter updates of a compiled training step.
+Each is counted after it is done, so a call that raced with a write and kept what it saw
+is followed by a new count, and the next call sees it. A kiln array hands NumPy a
+read-only view (`np.asarray(x)`), so an ordinary write through NumPy raises; code that
+makes the view writable again, or writes through its `.base`, goes past the count and may
+be served weights as they were before.
 """
 _counter = None     # a ctypes integer the C runtime reads; None until the runtime starts
+_bump = None        # the runtime's atomic increment of it
 
 
 def arrays_written():
-    """Note that some array kiln can see may have changed."""
-    counter = _counter
-    if counter is not None:
-        counter.value += 1
+    """Note that some array kiln can see has changed: call after the write."""
+    bump = _bump
+    if bump is not None:
+        bump()
 
 
 def counter():
@@ -26,8 +31,9 @@ def counter():
     return _counter
 
 
-def share_counter(counter):
-    """Called by the C runtime once it runs: the count lives in its memory from now on."""
-    global _counter
-    _counter = counter
+def share_counter(counter, bump):
+    """Called by the C runtime once it runs: the count lives in its memory from now on,
+    and `bump()` increments it atomically (two threads' writes are never counted as one)."""
+    global _counter, _bump
+    _counter, _bump = counter, bump
 

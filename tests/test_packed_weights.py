@@ -147,3 +147,69 @@ def test_the_count_moves_on_every_kind_of_write():
         before = writes.counter().value
         write()
         assert writes.counter().value > before
+
+
+def test_an_optimizer_called_directly_is_seen():
+    from kiln import optimizer
+    net, x = warmed()
+    w = net[0].weight
+    with autograd.record():
+        loss = (net(x) ** 2).mean()
+    loss.backward()
+    check_calls(net, x)                         # packed again after the backward pass
+    made = packs_made()
+    check_calls(net, x)
+    assert packs_made() == made
+    optimizer.SGD(learning_rate=0.5).update(0, w.data(), w.grad(), None)   # MXNet's form
+    check_calls(net, x)
+    assert packs_made() > made
+
+
+def test_shuffling_a_weight_in_place_is_seen():
+    net, x = warmed()
+    np.random.shuffle(net[1].weight.data())
+    check_calls(net, x)
+
+
+def test_calls_racing_an_update_do_not_keep_the_old_weights():
+    # a serving thread may call the model while an update is half done; what it packs
+    # then must not outlive the update (kiln counts a write after it is made)
+    from kiln import optimizer
+    net, x = warmed()
+
+    class CallsDuringTheUpdate(optimizer.SGD):
+        def update(self, index, weight, grad, state):
+            if index == 0:
+                net(x)
+                net(x)
+            super().update(index, weight, grad, state)
+
+    trainer = gluon.Trainer(net.collect_params(), CallsDuringTheUpdate(learning_rate=0.5))
+    with autograd.record():
+        loss = (net(x) ** 2).mean()
+    loss.backward()
+    trainer.step(1)
+    check_calls(net, x)
+
+
+def test_a_compiled_training_step_then_inference_sees_the_new_weights():
+    from kiln.fit import make_step
+    from kiln.gluon import loss as gloss
+    net, x = warmed()
+    y = np.array(onp.random.default_rng(1).standard_normal((32, 64)).astype("float32"))
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5})
+    step = make_step(net, gloss.L2Loss(), trainer, backend="c")
+    for _ in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            step(x, y)
+        check_calls(net, x, times=2)
+
+
+def test_numpy_views_of_kiln_arrays_are_read_only_and_honour_copy():
+    a = np.ones((2, 3), dtype="float32")
+    assert not onp.asarray(a).flags.writeable
+    assert onp.array(a).flags.writeable                      # an explicit copy
+    assert onp.asarray(a, dtype="float64").dtype == onp.float64
+    with pytest.raises(ValueError):
+        a.__array__(onp.dtype("float64"), copy=False)

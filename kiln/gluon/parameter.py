@@ -176,14 +176,16 @@ class Parameter:
     def _install(self, value):
         """Put `value` (NumPy) in the parameter, keeping the array object if there is one."""
         value = _np.asarray(value)
-        arrays_written()
-        if self._data is not None and self._data.shape == value.shape:
-            with autograd.pause():
-                self._data[...] = ndarray._wrap(value.astype(self._dtype, copy=False))
-            return
-        arr = ndarray._wrap(_np.array(value, dtype=self._dtype, copy=True))
-        arr.attach_grad(self._grad_req)
-        self._data = arr
+        try:
+            if self._data is not None and self._data.shape == value.shape:
+                with autograd.pause():
+                    self._data[...] = ndarray._wrap(value.astype(self._dtype, copy=False))
+                return
+            arr = ndarray._wrap(_np.array(value, dtype=self._dtype, copy=True))
+            arr.attach_grad(self._grad_req)
+            self._data = arr
+        finally:
+            arrays_written()
 
     def _finish_deferred_init(self):
         if self._deferred is None or self._data is not None:

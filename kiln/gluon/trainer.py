@@ -91,7 +91,6 @@ class Trainer:
             update_traced(self, batch_size)
             return
         self._optimizer.rescale_grad = self._scale / batch_size
-        arrays_written()    # the updates below write straight into NumPy buffers
         for i, (name, param) in enumerate(zip(self._names, self._params)):
             if getattr(param, "grad_req", "write") == "null":
                 continue

@@ -38,10 +38,12 @@ def _write_state(cap, results):
     if not cap.state_params:
         return
     n = cap.n_outputs
-    arrays_written()        # also for the parameters the program wrote in place
-    for param, value in zip(cap.state_params, results[n:n + len(cap.state_params)]):
-        if value is not None:
-            _np.copyto(param.data()._data, value)
+    try:
+        for param, value in zip(cap.state_params, results[n:n + len(cap.state_params)]):
+            if value is not None:
+                _np.copyto(param.data()._data, value)
+    finally:
+        arrays_written()    # also for the parameters the program wrote in place
 
 
 class _Entry:

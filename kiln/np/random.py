@@ -5,6 +5,7 @@ import numpy as _np
 
 from ..base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
 from ..ndarray import ndarray
+from ..writes import arrays_written
 from ..ops import REGISTRY as _R
 from ..ops.creation import seed as _seed, _RandomState
 
@@ -95,7 +96,10 @@ def choice(a, size=None, replace=True, p=None, ctx=None):
 def shuffle(x):
     """Shuffle along the first axis, in place."""
     data = x._concrete("shuffle") if isinstance(x, ndarray) else x
-    _RandomState.generator.shuffle(data)
+    try:
+        _RandomState.generator.shuffle(data)
+    finally:
+        arrays_written()
 
 
 def permutation(x):

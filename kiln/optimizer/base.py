@@ -13,6 +13,7 @@ Parameter (Gluon) or set by `set_lr_mult` / `set_wd_mult`.
 import numpy as _np
 
 from ..base import KilnError
+from ..writes import arrays_written
 
 _REGISTRY = {}
 
@@ -142,7 +143,10 @@ class Optimizer:
         t = self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
         g = preprocess_grad(grad, self.rescale_grad, self.clip_gradient)
-        self.step_one(weight, g, state, lr, wd, t)
+        try:
+            self.step_one(weight, g, state, lr, wd, t)
+        finally:
+            arrays_written()    # the weight changed in place (see kiln/writes.py)
 
     update_multi_precision = update
     step = update

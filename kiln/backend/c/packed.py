@@ -8,12 +8,17 @@ only pays when the packed copy outlives the call. This is how ONNX Runtime prepa
 initializers and how MXNet's MKL-DNN backend caches reordered weights.
 
 A packed copy is only valid while its weight is unchanged. kiln counts writes instead of
-comparing data: `kiln_rt_writes` goes up whenever kiln writes into an array (in-place ops,
-setitem, the Trainer, set_data, a compiled step's parameter updates) or binds a program's
-parameter to a different array (see kiln/writes.py). Each call site of a program keeps one
-cache; it packs on the second call in a row that sees the same count and the same weight
-pointer, and uses the packs until either changes. A training loop writes between calls,
-so it never pays for packing; inference packs once.
+comparing data: `kiln_rt_writes` goes up after kiln writes into an array (in-place ops,
+setitem, optimizers, set_data, a compiled step's parameter updates) and when it binds a
+program's parameter to a different array (see kiln/writes.py). Each call site of a
+program keeps one cache; it packs on the second call in a row that sees the same count
+and the same weight pointer, and uses the packs until either changes. A training loop
+writes between calls, so it never pays for packing; inference packs once.
+
+Memory: each compiled signature (each batch size from 8 to 128 rows) keeps its own packed
+copy of each Dense weight, as large as the weight. A cache frees its packs as soon as they
+are stale, and the packs of the whole process stop at PACK_BUDGET_BYTES; past that, calls
+run unpacked.
 
 Only MKL offers the pack API; with another BLAS (or none) the call is an ordinary gemm.
 """
@@ -24,8 +29,10 @@ PACK_MIN_ROWS = 8
 PACK_MAX_ROWS = 128
 # columns per parallel block: narrower packed blocks lose to the unpacked call
 PACK_MIN_BLOCK_COLUMNS = 64
+# blocks per thread, as for the unpacked gemm (runtime.py)
+PACK_BLOCKS_PER_THREAD = 2
 # packed copies in the whole process stop growing here (bytes)
-PACK_BUDGET_BYTES = 1 << 30
+PACK_BUDGET_BYTES = 1 << 28
 
 SOURCE = r"""
 /* ---- packed weights (packed.py) ---- */
@@ -42,6 +49,7 @@ static _Atomic int64_t packed_bytes;
 static _Atomic int64_t packs_made;      /* times a cache was (re)packed: for tests */
 
 int64_t kiln_rt_packs_made(void) { return atomic_load(&packs_made); }
+void kiln_rt_note_write(void) { atomic_fetch_add(&kiln_rt_writes, 1); }
 
 #define MAX_PACK_BLOCKS 32
 typedef struct {
@@ -49,6 +57,7 @@ typedef struct {
   int64_t M, N, K, ldb;
   uint64_t writes;                /* kiln_rt_writes at the last call */
   int ready;                      /* packed[] holds B as it was at `writes` */
+  int no_room;                    /* packing failed (memory or budget) at this count */
   int64_t block, nblocks;
   size_t bytes[MAX_PACK_BLOCKS];
   float *packed[MAX_PACK_BLOCKS];
@@ -78,7 +87,7 @@ void kiln_rt_pack_cache_free(void *cache) {
 /* one buffer per column block, sized for this shape; 0 when memory or budget runs out */
 static int plan_packs(pack_cache_t *c) {
   int64_t threads = n_workers + 1, N = c->N;
-  int64_t want = (N + BLOCKS_PER_THREAD * threads - 1) / (BLOCKS_PER_THREAD * threads);
+  int64_t want = (N + PACK_BLOCKS_PER_THREAD * threads - 1) / (PACK_BLOCKS_PER_THREAD * threads);
   int64_t block = (want + 15) / 16 * 16;
   if (block < PACK_MIN_BLOCK_COLUMNS) block = PACK_MIN_BLOCK_COLUMNS;
   if ((N + block - 1) / block > MAX_PACK_BLOCKS)
@@ -132,13 +141,16 @@ void kiln_rt_sgemm_cached(void *cache, int ta, int tb, int64_t M, int64_t N, int
   uint64_t writes = atomic_load(&kiln_rt_writes);
   if (c->writes != writes || c->B != B || c->M != M || c->N != N || c->K != K
       || c->ldb != ldb) {
-    /* something may have changed: this call goes unpacked, the next one may pack */
-    c->ready = 0;
+    /* something may have changed: this call goes unpacked, the next one may pack; the
+       old packs go now, so a cache that is not in use holds no memory */
+    release_packs(c);
+    c->no_room = 0;
     c->writes = writes; c->B = B; c->M = M; c->N = N; c->K = K; c->ldb = ldb;
     gemm(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C);
     return;
   }
-  if (!c->ready && !plan_packs(c)) {
+  if (!c->ready && (c->no_room || !plan_packs(c))) {
+    c->no_room = 1;           /* not tried again until something changes */
     gemm(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C);
     return;
   }
@@ -156,5 +168,6 @@ def source():
     defines = (f"#define PACK_MIN_ROWS {PACK_MIN_ROWS}\n"
                f"#define PACK_MAX_ROWS {PACK_MAX_ROWS}\n"
                f"#define PACK_MIN_BLOCK_COLUMNS {PACK_MIN_BLOCK_COLUMNS}\n"
+               f"#define PACK_BLOCKS_PER_THREAD {PACK_BLOCKS_PER_THREAD}\n"
                f"#define PACK_BUDGET {PACK_BUDGET_BYTES}LL\n")
     return defines + SOURCE
