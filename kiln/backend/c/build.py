@@ -173,10 +173,12 @@ SMALL_OPT = ("-O3", "-funroll-loops")
 BIG_OPT = ("-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic")
 
 
-def load(source, extra_flags=()):
-    """Compile `source` (or find it in the cache) and return the loaded ctypes library."""
+def load(source, extra_flags=(), opt=None):
+    """Compile `source` (or find it in the cache) and return the loaded ctypes library.
+    opt: optimization flags, by default chosen by the source's size."""
     cc, version = compiler()
-    opt = SMALL_OPT if len(source) <= BIG_SOURCE else BIG_OPT
+    if opt is None:
+        opt = SMALL_OPT if len(source) <= BIG_SOURCE else BIG_OPT
     flags = opt + FLAGS + _vector_flags() + tuple(extra_flags)
     key = hashlib.sha256("\0".join((source, " ".join(flags), cc, version,
                                      _cpu())).encode()).hexdigest()

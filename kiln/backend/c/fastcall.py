@@ -424,8 +424,10 @@ def _build():
         include = sysconfig.get_paths()["include"]
         if not os.path.exists(os.path.join(include, "Python.h")):
             return None
+        # -O2: glue code, and -O3 -funroll-loops added a third to its 0.5 s compile, which
+        # a cold first call waits for
         lib = build.load(_SOURCE, extra_flags=("-pthread", f"-I{include}",
-                                               f"-I{numpy.get_include()}"))
+                                               f"-I{numpy.get_include()}"), opt=("-O2",))
         loader = importlib.machinery.ExtensionFileLoader(MODULE, lib._name)
         spec = importlib.util.spec_from_file_location(MODULE, lib._name, loader=loader)
         module = importlib.util.module_from_spec(spec)
