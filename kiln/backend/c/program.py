@@ -15,7 +15,6 @@ import numpy as _np
 from ...base import KilnError
 from ...graph.passes import debug_level
 from ... import writes
-from ...writes import arrays_written
 from ...ops.registry import REGISTRY
 from . import build
 from .codegen import generate
@@ -202,7 +201,7 @@ class CProgram:
         return next(a for a in keep if a.size and _address(a) == addr)
 
     def _bind_param(self, k, value, keep):
-        arrays_written()    # kept copies of the old parameter must not serve the new one
+        writes.arrays_written()   # kept copies of the old parameter must not serve the new one
         shape, dtype = self._param_specs[k]
         checked = self._check(value, shape, dtype, f"parameter {self.graph.params[k].name}")
         if k in self._written_params and not checked.flags.writeable:
