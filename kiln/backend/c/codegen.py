@@ -277,8 +277,8 @@ def _pack_cache(em, node, storage, is_alias, top):
     b = node.inputs[1]
     if b.op == "transpose" and is_alias(b):      # read transposed in place: B is the param
         b = b.inputs[0]
-    if not top or b.op != "param" or node.ndim != 2:
-        return None
+    if not top or b.op != "param" or node.ndim != 2 or node.dtype != "float32":
+        return None     # (MKL packs float32 only)
     slot = storage(b)
     if em.slots[slot][0] != "param" or slot in em.param_writes.values():
         return None

@@ -77,7 +77,7 @@ def _gemm_function(T, name):
     # beta == 0 must not read C (it may hold anything, NaN included), as in BLAS
     store = "(beta == 0 ? alpha * ({s}) : alpha * ({s}) + beta * ({c}))"
     dot4 = dot1 = ""
-    if T == "float":    # the intrinsic dot products of dot.py, where the machine has them
+    if T == "float":    # the vectorized dot products of dot.py, where the machine has them
         dot4 = f"""#ifdef KILN_HAVE_DOT4
     for (; n + 4 <= n1; n += 4) {{
       float s[4];
