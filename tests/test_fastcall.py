@@ -141,14 +141,20 @@ def test_without_the_extension_the_python_path_serves(tmp_path):
     assert (kind, caller) == ("CProgram", "None") and float(err) < 1e-6
 
 
-def test_the_dispatcher_serves_whole_block_calls_and_declines_the_rest():
-    from kiln import autograd
+def _dispatched_net():
+    """A hybridized net called once, its input and its C dispatcher (or a skip)."""
     net = _net()
     x = onp.random.rand(4, 10).astype("float32")
     net(np.array(x))
     dispatch = net._kiln_cached.dispatch
     if dispatch is None:
         pytest.skip("the fast-call extension could not be built here")
+    return net, x, dispatch
+
+
+def test_the_dispatcher_serves_whole_block_calls_and_declines_the_rest():
+    from kiln import autograd
+    net, x, dispatch = _dispatched_net()
     out = dispatch(np.array(x))
     assert type(out) is np.ndarray
     onp.testing.assert_allclose(out.asnumpy(), _eager(net, x), rtol=1e-5, atol=1e-6)
@@ -172,12 +178,7 @@ def test_the_dispatcher_serves_whole_block_calls_and_declines_the_rest():
 
 def test_arrays_the_dispatcher_makes_are_like_wrapped_ones():
     from kiln.ndarray import ndarray
-    net = _net()
-    x = onp.random.rand(4, 10).astype("float32")
-    net(np.array(x))
-    dispatch = net._kiln_cached.dispatch
-    if dispatch is None:
-        pytest.skip("the fast-call extension could not be built here")
+    net, x, dispatch = _dispatched_net()
     made, wrapped = dispatch(np.array(x)), ndarray._wrap(onp.zeros(2))
     slots = [s for s in ndarray.__slots__ if s not in ("_data", "__weakref__")]
     assert sorted(name for name, _ in ndarray._FRESH) == sorted(slots)

@@ -69,12 +69,14 @@ void kiln_rt_pack_init(void *size, void *pack, void *compute) {
 
 void *kiln_rt_pack_cache_new(void) { return calloc(1, sizeof(pack_cache_t)); }
 
+static void release_block(pack_cache_t *c, int64_t b) {
+  free(c->packed[b]);
+  atomic_fetch_sub(&packed_bytes, (int64_t)c->bytes[b]);
+  c->packed[b] = 0; c->bytes[b] = 0;
+}
+
 static void release_packs(pack_cache_t *c) {
-  for (int b = 0; b < MAX_PACK_BLOCKS; b++) {
-    free(c->packed[b]);
-    atomic_fetch_sub(&packed_bytes, (int64_t)c->bytes[b]);
-    c->packed[b] = 0; c->bytes[b] = 0;
-  }
+  for (int b = 0; b < MAX_PACK_BLOCKS; b++) release_block(c, b);
   c->ready = 0;
 }
 
@@ -98,9 +100,7 @@ static int plan_packs(pack_cache_t *c) {
     int64_t cols = b < c->nblocks ? (b + 1 < c->nblocks ? block : N - b * block) : 0;
     size_t need = cols ? pack_size(162 /* CblasBMatrix */, c->M, cols, c->K) : 0;
     if (need == c->bytes[b]) continue;
-    free(c->packed[b]);
-    atomic_fetch_sub(&packed_bytes, (int64_t)c->bytes[b]);
-    c->packed[b] = 0; c->bytes[b] = 0;
+    release_block(c, b);
     if (!need) continue;
     if (atomic_fetch_add(&packed_bytes, (int64_t)need) + (int64_t)need > PACK_BUDGET) {
       atomic_fetch_sub(&packed_bytes, (int64_t)need);
