@@ -8,6 +8,7 @@ import numpy as _np
 
 from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
                    where_in_user_code, normalize_dtype)
+from . import aligned
 from .context import cpu
 from .writes import arrays_written
 
@@ -235,7 +236,7 @@ class ndarray:
         if grad_req == "null":
             self._tape, self._grad = None, None
             return
-        self._grad = ndarray._wrap(_np.zeros(self.shape, self.dtype))
+        self._grad = ndarray._wrap(aligned.zeros(self.shape, self.dtype))
         self._tape, self._tidx = Leaf(self), 0
 
     @property

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as _np
 
-from .. import autograd
+from .. import aligned, autograd
 from ..base import KilnError, normalize_dtype, where_in_user_code
 from ..context import cpu
 from ..graph import trace
@@ -181,7 +181,7 @@ class Parameter:
                 with autograd.pause():
                     self._data[...] = ndarray._wrap(value.astype(self._dtype, copy=False))
                 return
-            arr = ndarray._wrap(_np.array(value, dtype=self._dtype, copy=True))
+            arr = ndarray._wrap(aligned.copy_of(value, self._dtype))
             arr.attach_grad(self._grad_req)
             self._data = arr
         finally:

@@ -9,7 +9,7 @@ import numpy as _np
 
 from ..base import KilnError
 from ..graph import trace
-from .. import optimizer as _opt
+from .. import aligned, optimizer as _opt
 from ..npx.io import write_npz_atomic, read_npz
 from ..writes import arrays_written
 
@@ -140,7 +140,7 @@ class Trainer:
                 raise KilnError(f"Trainer.load_states: state {i} belongs to parameter {name!r},"
                                 f" which this trainer does not have at that position")
             n = int(entries[f"{i}/nstate"])
-            arrays = [entries[f"{i}/state{k}"].copy() for k in range(n)]
+            arrays = [aligned.copy_of(entries[f"{i}/state{k}"]) for k in range(n)]
             weight = _buffer(self._params[i].data(), f"parameter {name!r}")
             fresh = self._optimizer.create_state(i, weight)
             expected = self._optimizer.state_arrays(fresh)

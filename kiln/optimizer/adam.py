@@ -13,7 +13,7 @@ and on kiln symbols inside a compiled training step.
 """
 import math
 
-import numpy as _np
+from .. import aligned
 
 from .base import Optimizer, register
 
@@ -53,8 +53,8 @@ class Adam(Optimizer):
         self.lazy_update = lazy_update  # accepted; kiln has no sparse gradients
 
     def create_state(self, index, weight):
-        return (_np.zeros(weight.shape, dtype=weight.dtype),
-                _np.zeros(weight.shape, dtype=weight.dtype))
+        return (aligned.zeros(weight.shape, weight.dtype),
+                aligned.zeros(weight.shape, weight.dtype))
 
     def scalars(self, lr, wd, t):
         return adam_scalars(lr, wd, t, self.beta1, self.beta2, self.decoupled_wd)

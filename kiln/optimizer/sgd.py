@@ -12,7 +12,7 @@ updates NumPy buffers eagerly and kiln symbols inside a compiled training step. 
 may be Python floats or 0-d arrays; whether weight decay or momentum is used at all is
 decided by the optimizer's configuration.
 """
-import numpy as _np
+from .. import aligned
 
 from .base import Optimizer, register
 
@@ -55,7 +55,7 @@ class SGD(Optimizer):
     def create_state(self, index, weight):
         if self.momentum == 0.0:
             return None
-        return _np.zeros(weight.shape, dtype=weight.dtype)
+        return aligned.zeros(weight.shape, weight.dtype)
 
     def scalars(self, lr, wd, t):
         return {"lr": lr, "wd": wd}

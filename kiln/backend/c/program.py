@@ -14,7 +14,7 @@ import numpy as _np
 
 from ...base import KilnError
 from ...graph.passes import debug_level
-from ... import writes
+from ... import aligned, writes
 from ...ops.registry import REGISTRY
 from . import build
 from .codegen import generate
@@ -59,7 +59,7 @@ class CProgram:
         graph.memory_plan = gen.plan
         self._keep = []
         table = (ctypes.c_void_p * max(len(gen.slots), 1))()
-        self.buffers = [_np.empty(max(c, 8), _np.uint8) for c in gen.plan.capacities]
+        self.buffers = [aligned.empty(max(c, 8), _np.uint8) for c in gen.plan.capacities]
         self.input_specs = []       # (slot, shape, dtype, fixed buffer or None)
         self.param_slots = {}
         self.random_slots = []
@@ -70,7 +70,7 @@ class CProgram:
                 table[k] = _address(self.buffers[entry[1]])
                 views[k] = self.buffers[entry[1]]
             elif kind == "const":
-                arr = _np.ascontiguousarray(entry[1])
+                arr = aligned.copy_of(entry[1])
                 self._keep.append(arr)
                 table[k] = _address(arr) if arr.size else None
             elif kind == "input":
@@ -78,7 +78,7 @@ class CProgram:
                 nbytes = node.size * node.dtype.itemsize
                 fixed = None
                 if 0 < nbytes <= COPY_INPUT_BYTES:
-                    fixed = _np.empty(node.shape, node.dtype)
+                    fixed = aligned.empty(node.shape, node.dtype)
                     table[k] = _address(fixed)
                 self.input_specs.append((k, node.shape, node.dtype, fixed))
             elif kind == "param":
