@@ -13,7 +13,7 @@ from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     elementwise_expr, PRELUDE, C_TYPES)
-from . import kernels
+from . import dense_chain, kernels
 from .gemm_accumulate import accumulate_form
 from .param_writes import param_writes
 
@@ -238,7 +238,10 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         em.param_writes = param_writes(graph, steps, storage, param_slots)
         slot_of.update(em.param_writes)
     body = []
-    for s in steps:
+    chained = set()        # steps already run inside a dense chain (dense_chain.py)
+    for k, s in enumerate(steps):
+        if id(s) in chained:
+            continue
         if s.kind in ("alias", "random"):
             storage(s.sink)
             continue
@@ -254,6 +257,13 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         body.append("  {")   # each step in its own scope: its local names never clash
         if s.kind == "fused":
             body.append(_fused(s, ptr))
+        elif s.kind == "matmul" and (t := dense_chain.partner(
+                steps, k, is_alias, storage, ptr, em.param_writes if top else {})) is not None:
+            chained.add(id(t))
+            body[-2] = f"  /* dense chain: {', '.join(n.op for n in s.nodes + t.nodes)} " \
+                       f"-> {t.sink.name} */"
+            body += dense_chain.emit(em, s, t, is_alias, ptr, lambda st: _fused_parts(
+                Step("fused", st.nodes[1:], []), ptr))
         elif s.kind == "matmul":
             alpha = accumulate_form(s, storage, ptr) if len(s.nodes) > 1 else None
             if alpha is not None:   # X + alpha * A B: one gemm accumulating into X
@@ -290,7 +300,10 @@ def _alias_source(node):
     return node.inputs[0] if node.op in ("reshape", "transpose") else node
 
 
-def _fused(step, ptr):
+def _fused_parts(step, ptr):
+    """(operands, body) of an elementwise chain: the output first, then every input from
+    outside the chain, with strides over the output's shape; body(offset expressions)
+    gives the statements computing one element."""
     out = step.sink
     members = {id(n) for n in step.nodes}
     ext = []
@@ -313,4 +326,9 @@ def _fused(step, ptr):
             names[id(n)] = f"t{k}"
         lines.append(f"{operands[0].ptr}[{offsets[0]}] = t{len(step.nodes) - 1};")
         return lines
-    return loop_nest(out.shape, operands, body)
+    return operands, body
+
+
+def _fused(step, ptr):
+    operands, body = _fused_parts(step, ptr)
+    return loop_nest(step.sink.shape, operands, body)
