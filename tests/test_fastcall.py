@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import warnings
 
 import numpy as onp
 import pytest
@@ -187,3 +188,90 @@ def test_arrays_the_dispatcher_makes_are_like_wrapped_ones():
     made[0] = 1.0                      # an ordinary, writable, trackable kiln array
     made.attach_grad()
     assert made.grad is not None
+
+
+def _block_call_installed():
+    from kiln.gluon.block import HybridBlock
+    return type(HybridBlock.__dict__["__call__"]).__name__ == "instancemethod"
+
+
+def test_block_call_in_c_serves_hybridized_blocks_without_their_other_paths(monkeypatch):
+    net, x, _ = _dispatched_net()
+    assert _block_call_installed()
+    cached = net._kiln_cached
+
+    def not_reached(*args):
+        raise AssertionError("the dispatcher should have served this call")
+    monkeypatch.setattr(cached, "call_entry", not_reached)
+    out = net(np.array(x))
+    onp.testing.assert_allclose(out.asnumpy(), _eager(net, x), rtol=1e-5, atol=1e-6)
+    # the Python version of the same method agrees, through the same dispatcher
+    onp.testing.assert_allclose(net._call_in_python(np.array(x)).asnumpy(), out.asnumpy())
+
+
+def test_block_call_in_c_takes_the_python_paths_where_it_must():
+    net, x, _ = _dispatched_net()
+    assert _block_call_installed()
+    xa = np.array(x)
+    seen = []
+    handle = net.register_forward_hook(lambda block, args, out: seen.append(out.shape))
+    assert net(xa).shape == (4, 3) and seen == [(4, 3)]          # hooks run
+    handle.detach()
+    pre = net.register_forward_pre_hook(lambda block, args: seen.append("pre"))
+    net(xa)
+    assert seen[-1] == "pre"
+    pre.detach()
+    with pytest.raises(TypeError):
+        net(xa, unexpected=1)                   # keyword arguments reach forward
+
+
+class _Counting(nn.HybridBlock):
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Dense(3, in_units=10)
+        self.runs = 0
+
+    def forward(self, x):
+        self.runs += 1          # Python side effect: once per trace, or per eager call
+        return self.dense(x)
+
+
+def test_block_call_in_c_runs_forward_again_once_hybridize_is_turned_off():
+    _dispatched_net()
+    assert _block_call_installed()
+    block = _Counting()
+    block.initialize()
+    block.hybridize(backend="c")
+    x = np.array(onp.ones((2, 10), "float32"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            block(x)
+    assert block.runs == 1 and block._kiln_cached.dispatch is not None
+    block.hybridize(False)
+    block(x)
+    block(x)
+    assert block.runs == 3
+
+
+class _Outer(nn.HybridBlock):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.scale = nn.Dense(3, in_units=3)
+
+    def forward(self, x):
+        return self.scale(self.inner(x)) * 2
+
+
+def test_a_hybridized_block_inside_a_trace_is_traced_not_dispatched():
+    inner, x, _ = _dispatched_net()
+    assert _block_call_installed()
+    outer = _Outer(inner)
+    outer.scale.initialize()
+    outer.hybridize(backend="c")
+    out = outer(np.array(x)).asnumpy()
+    w, b = outer.scale.weight.data().asnumpy(), outer.scale.bias.data().asnumpy()
+    onp.testing.assert_allclose(out, (_eager(inner, x) @ w.T + b) * 2, rtol=1e-5, atol=1e-5)
+    graph = next(iter(outer._kiln_cached.entries.values())).program.graph
+    assert sum(n.op == "matmul" for n in graph.nodes) == 3    # the inner block's two too

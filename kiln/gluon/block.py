@@ -291,6 +291,14 @@ class Block:
         raise TypeError("Blocks are not picklable by design; use save_parameters")
 
 
+def _compiled_may_serve(state):
+    """A hybridized block's compiled graphs may serve this call (given its __dict__): no
+    hooks to run, and no trace running, which would have to see the block's operations."""
+    return (state["_hybrid_active"] and not state["_forward_pre_hooks"]
+            and not state["_forward_hooks"] and not trace._stack
+            and not state.get("_kiln_compiling"))
+
+
 class HybridBlock(Block):
     """A Block that hybridize() can trace into one compiled graph.
 
@@ -312,18 +320,24 @@ class HybridBlock(Block):
                           static_shape=static_shape, **kwargs)
 
     def __call__(self, *args, **kwargs):
-        # the hot path of a hybridized block: straight to its compiled graphs
+        # the hot path of a hybridized block: its C dispatcher, then the other paths. Once
+        # the C extension is built, kiln_fastcall.BlockCall takes this method's place and
+        # does the same without a Python frame (backend/c/fastdispatch.py)
         state = self.__dict__
         cached = state.get("_kiln_cached")
-        if (cached is not None and state["_hybrid_active"] and not kwargs
-                and not state["_forward_pre_hooks"] and not state["_forward_hooks"]
-                and not trace._stack and not state.get("_kiln_compiling")):
-            # the C dispatcher first, without a Python frame between (batch-1 calls take
-            # a few microseconds, and each frame costs a few tenths)
-            dispatch = cached.dispatch
-            out = dispatch(*args) if dispatch is not None else NotImplemented
+        if cached is not None and cached.dispatch is not None and not kwargs \
+                and _compiled_may_serve(state):
+            out = cached.dispatch(*args)
             if out is not NotImplemented:
                 return out
+        return self._call_undispatched(args, kwargs)
+
+    _call_in_python = __call__
+
+    def _call_undispatched(self, args, kwargs):
+        state = self.__dict__
+        cached = state.get("_kiln_cached")
+        if cached is not None and not kwargs and _compiled_may_serve(state):
             out = cached.call_entry(args)
             if out is not MISS:
                 return out
@@ -334,7 +348,7 @@ class HybridBlock(Block):
                 return cached.call_slow(args)
             finally:
                 self.__dict__["_kiln_compiling"] = False
-        return super().__call__(*args, **kwargs)
+        return Block.__call__(self, *args, **(kwargs or {}))
 
     def _run_forward(self, *args, **kwargs):
         if self._hybrid_active and trace.current() is None and not kwargs:

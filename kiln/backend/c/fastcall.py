@@ -12,11 +12,7 @@ another array type) makes it return None, and CProgram takes its Python path, wh
 converts or raises the clear error. A Caller is also the program's lock (`with caller:`),
 shared by both paths: the table and buffers belong to one call at a time.
 
-`Dispatcher` serves a hybridized function: given kiln arrays, it finds the compiled entry
-whose Caller accepts them (not while recording; same training mode), reads the current
-parameter arrays, runs it and wraps the single output. Entries that need Python around the
-program (guards, pre-call hooks, state written back, several outputs) are never added, and
-anything it declines returns NotImplemented for the Python path.
+The Dispatcher and HybridBlock.__call__ in C are in fastdispatch.py, in the same module.
 
 Building it needs the Python and NumPy headers; without them kiln keeps its Python paths.
 """
@@ -26,7 +22,7 @@ import os
 import sysconfig
 import threading
 
-from . import build
+from . import build, fastdispatch
 
 MODULE = "kiln_fastcall"
 
@@ -234,158 +230,6 @@ static PyTypeObject CallerType = {
   .tp_methods = Caller_methods,
 };
 
-/* ---- Dispatcher: a hybridized block's whole call, kiln arrays in, a kiln array out ---- */
-
-#define MAX_ARGS 16
-
-typedef struct {
-  PyObject_HEAD
-  PyObject *array_type;   /* kiln.ndarray: arguments must be exactly this type */
-  PyObject *state;        /* kiln.autograd._state: no recording, and the training flag */
-  PyObject *fresh;        /* ndarray._FRESH: (slot name, value) of a just-made array */
-  PyObject *entries;      /* list of (Caller, list of Parameters, training flag) */
-} Dispatcher;
-
-static PyObject *s_data, *s_recording, *s_training;
-
-static int Dispatcher_init(Dispatcher *self, PyObject *args, PyObject *kw) {
-  if (!PyArg_ParseTuple(args, "O!OO!", &PyType_Type, &self->array_type, &self->state,
-                        &PyTuple_Type, &self->fresh)) return -1;
-  Py_INCREF(self->array_type); Py_INCREF(self->state); Py_INCREF(self->fresh);
-  self->entries = PyList_New(0);
-  return self->entries ? 0 : -1;
-}
-
-static void Dispatcher_dealloc(Dispatcher *self) {
-  Py_XDECREF(self->array_type); Py_XDECREF(self->state); Py_XDECREF(self->fresh);
-  Py_XDECREF(self->entries);
-  Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyObject *Dispatcher_add(Dispatcher *self, PyObject *args) {
-  PyObject *caller, *params, *training;
-  if (!PyArg_ParseTuple(args, "O!O!O", &CallerType, &caller, &PyList_Type, &params, &training))
-    return NULL;
-  PyObject *entry = PyTuple_Pack(3, caller, params, PyObject_IsTrue(training) ? Py_True : Py_False);
-  if (entry == NULL || PyList_Append(self->entries, entry) < 0) { Py_XDECREF(entry); return NULL; }
-  Py_DECREF(entry);
-  Py_RETURN_NONE;
-}
-
-static int flag(PyObject *obj, PyObject *name) {
-  PyObject *v = PyObject_GetAttr(obj, name);
-  if (v == NULL) { PyErr_Clear(); return -1; }
-  int t = PyObject_IsTrue(v);
-  Py_DECREF(v);
-  if (t < 0) PyErr_Clear();
-  return t;
-}
-
-/* a kiln ndarray holding `data`, made as ndarray._wrap makes one (without its Python frame) */
-static PyObject *wrap_array(Dispatcher *self, PyObject *data) {
-  PyTypeObject *type = (PyTypeObject *)self->array_type;
-  PyObject *obj = type->tp_alloc(type, 0);
-  if (obj == NULL) return NULL;
-  if (PyObject_SetAttr(obj, s_data, data) < 0) goto fail;
-  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(self->fresh); k++) {
-    PyObject *pair = PyTuple_GET_ITEM(self->fresh, k);
-    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-      PyErr_SetString(PyExc_TypeError, "Dispatcher: fresh slots must be (name, value) pairs");
-      goto fail;
-    }
-    if (PyObject_SetAttr(obj, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) < 0)
-      goto fail;
-  }
-  return obj;
-fail:
-  Py_DECREF(obj);
-  return NULL;
-}
-
-/* the wrapped single output, NotImplemented when no entry serves these arguments */
-static PyObject *Dispatcher_call(Dispatcher *self, PyObject *args, PyObject *kw) {
-  Py_ssize_t n = PyTuple_GET_SIZE(args);
-  if (kw != NULL || n > MAX_ARGS || flag(self->state, s_recording) != 0)
-    Py_RETURN_NOTIMPLEMENTED;
-  int training = flag(self->state, s_training);
-  if (training < 0) Py_RETURN_NOTIMPLEMENTED;
-  PyObject *ins[MAX_ARGS];
-  Py_ssize_t got = 0;
-  PyObject *result = Py_NotImplemented;
-  for (; got < n; got++) {
-    PyObject *a = PyTuple_GET_ITEM(args, got);
-    if ((PyObject *)Py_TYPE(a) != self->array_type) goto done;
-    ins[got] = PyObject_GetAttr(a, s_data);
-    if (ins[got] == NULL) { PyErr_Clear(); goto done; }
-  }
-  for (Py_ssize_t e = 0; e < PyList_GET_SIZE(self->entries); e++) {
-    PyObject *entry = PyList_GET_ITEM(self->entries, e);
-    Caller *caller = (Caller *)PyTuple_GET_ITEM(entry, 0);
-    PyObject *params = PyTuple_GET_ITEM(entry, 1);
-    if ((PyTuple_GET_ITEM(entry, 2) == Py_True) != training || caller->n_in != n
-        || PyList_GET_SIZE(params) != caller->n_par) continue;
-    Py_ssize_t np_ = caller->n_par, bound = 0;
-    PyObject **pars = PyMem_Malloc((np_ ? np_ : 1) * sizeof(PyObject *));
-    if (pars == NULL) { result = PyErr_NoMemory(); goto done; }
-    for (; bound < np_; bound++) {        /* Parameter._data._data: the NumPy array */
-      PyObject *d = PyObject_GetAttr(PyList_GET_ITEM(params, bound), s_data);
-      pars[bound] = d ? PyObject_GetAttr(d, s_data) : NULL;
-      Py_XDECREF(d);
-      if (pars[bound] == NULL) { PyErr_Clear(); break; }
-    }
-    PyObject *out = bound == np_ ? run_core(caller, ins, pars) : (Py_INCREF(Py_None), Py_None);
-    for (Py_ssize_t k = 0; k < bound; k++) Py_DECREF(pars[k]);
-    PyMem_Free(pars);
-    if (out == NULL) { result = NULL; goto done; }
-    if (out == Py_None) { Py_DECREF(out); continue; }
-    result = wrap_array(self, PyList_GET_ITEM(out, 0));
-    Py_DECREF(out);
-    goto done;
-  }
-done:
-  for (Py_ssize_t k = 0; k < got; k++) Py_DECREF(ins[k]);
-  if (result == Py_NotImplemented) Py_INCREF(result);
-  return result;
-}
-
-static PyMethodDef Dispatcher_methods[] = {
-  {"add", (PyCFunction)Dispatcher_add, METH_VARARGS, "add(caller, params, training)"},
-  {NULL}
-};
-
-static PyTypeObject DispatcherType = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "kiln_fastcall.Dispatcher",
-  .tp_basicsize = sizeof(Dispatcher),
-  .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_new = PyType_GenericNew,
-  .tp_init = (initproc)Dispatcher_init,
-  .tp_dealloc = (destructor)Dispatcher_dealloc,
-  .tp_call = (ternaryfunc)Dispatcher_call,
-  .tp_methods = Dispatcher_methods,
-};
-
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kiln_fastcall", NULL, -1, NULL};
-
-PyMODINIT_FUNC PyInit_kiln_fastcall(void) {
-  import_array();
-  if (PyType_Ready(&CallerType) < 0 || PyType_Ready(&DispatcherType) < 0) return NULL;
-  s_data = PyUnicode_InternFromString("_data");
-  s_recording = PyUnicode_InternFromString("recording");
-  s_training = PyUnicode_InternFromString("training");
-  if (!s_data || !s_recording || !s_training) return NULL;
-  PyObject *m = PyModule_Create(&module);
-  if (m == NULL) return NULL;
-  Py_INCREF(&CallerType);
-  if (PyModule_AddObject(m, "Caller", (PyObject *)&CallerType) < 0) {
-    Py_DECREF(&CallerType); Py_DECREF(m); return NULL;
-  }
-  Py_INCREF(&DispatcherType);
-  if (PyModule_AddObject(m, "Dispatcher", (PyObject *)&DispatcherType) < 0) {
-    Py_DECREF(&DispatcherType); Py_DECREF(m); return NULL;
-  }
-  return m;
-}
 """
 
 _module = None
@@ -413,7 +257,19 @@ def dispatcher():
         return None
     from ... import autograd
     from ...ndarray import ndarray
+    _install_block_call(module)
     return module.Dispatcher(ndarray, autograd._state, ndarray._FRESH)
+
+
+def _install_block_call(module):
+    """HybridBlock.__call__ becomes the C BlockCall (fastdispatch.py): the same paths
+    without a Python frame. Done when the first dispatcher is made, so no block pays it
+    before any has a compiled program to run."""
+    from ...gluon.block import HybridBlock
+    from ...graph import trace
+    if not isinstance(HybridBlock.__dict__["__call__"], type(module.as_method(len))):
+        HybridBlock.__call__ = module.as_method(
+            module.BlockCall(HybridBlock._call_undispatched, trace._stack))
 
 
 def _build():
@@ -426,8 +282,9 @@ def _build():
             return None
         # -O2: glue code, and -O3 -funroll-loops added a third to its 0.5 s compile, which
         # a cold first call waits for
-        lib = build.load(_SOURCE, extra_flags=("-pthread", f"-I{include}",
-                                               f"-I{numpy.get_include()}"), opt=("-O2",))
+        lib = build.load(_SOURCE + fastdispatch.SOURCE,
+                         extra_flags=("-pthread", f"-I{include}", f"-I{numpy.get_include()}"),
+                         opt=("-O2",))
         loader = importlib.machinery.ExtensionFileLoader(MODULE, lib._name)
         spec = importlib.util.spec_from_file_location(MODULE, lib._name, loader=loader)
         module = importlib.util.module_from_spec(spec)
