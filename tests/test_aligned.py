@@ -81,5 +81,5 @@ def test_compiled_programs_buffers_and_input_copies_are_aligned():
         net(x)
     program = next(iter(net._kiln_cached.entries.values())).program
     assert program.buffers and all(aligned.is_aligned(b) for b in program.buffers)
-    fixed = [f for _, _, _, f in program.input_specs if f is not None]
+    fixed = [f[0] for _, _, _, f in program.input_specs if f is not None]
     assert fixed and all(aligned.is_aligned(f) for f in fixed)

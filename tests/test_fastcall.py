@@ -71,6 +71,23 @@ def test_declined_inputs_take_the_python_path_and_parameters_stay_consistent():
     onp.testing.assert_array_equal(prog([x], other)[0], got_other)
 
 
+def test_inputs_alternating_between_the_two_paths_are_each_read():
+    # the fast path points the table at its input, the Python path copies into a buffer
+    net = _net()
+    rng = onp.random.default_rng(3)
+    xs = [rng.random((4, 10)).astype("float32") for _ in range(4)]
+    net(np.array(xs[0]))
+    prog = _program(net)
+    params = [p.data()._data for p in net.collect_params().values()]
+    for k, x in enumerate(xs):
+        fast = prog([x], params)[0]
+        wide = onp.zeros((4, 20), "float32")
+        wide[:, ::2] = xs[-1 - k]
+        declined = prog([wide[:, ::2]], params)[0]       # non-contiguous: Python path
+        onp.testing.assert_allclose(fast, _eager(net, x), rtol=1e-5, atol=1e-6)
+        onp.testing.assert_allclose(declined, _eager(net, xs[-1 - k]), rtol=1e-5, atol=1e-6)
+
+
 def test_parameter_changes_are_seen():
     net = _net()
     x = np.array(onp.random.rand(2, 10).astype("float32"))

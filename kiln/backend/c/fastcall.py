@@ -5,7 +5,7 @@ For a batch-1 model the generated code runs in about 10 µs, and the Python arou
 for the arguments, wrapping the result) cost about as much again.
 
 `Caller` serves one CProgram: it checks each input and parameter against the planned
-shape, dtype and layout, copies small inputs into their fixed buffers, rebinds a parameter
+shape, dtype and layout, points the program's table at them, rebinds a parameter
 only when its array object changed, releases the GIL while the generated code runs, and
 returns fresh output arrays. Anything it does not handle (a wrong or non-contiguous input,
 another array type) makes it return None, and CProgram takes its Python path, which
@@ -43,7 +43,7 @@ typedef struct {
   int ndim, typenum;
   int writeable;         /* the program writes this parameter in place */
   npy_intp dims[NPY_MAXDIMS];
-  char *fixed;           /* inputs: the fixed buffer, or NULL; outputs: the planned buffer */
+  char *fixed;           /* outputs: the planned buffer */
   npy_intp nbytes;
 } spec_t;
 
@@ -161,8 +161,7 @@ static PyObject *run_core(Caller *self, PyObject *const *inputs, PyObject *const
   lock(self);
   for (Py_ssize_t k = 0; k < self->n_in; k++) {
     PyArrayObject *a = (PyArrayObject *)inputs[k];
-    if (S[k].fixed) memcpy(S[k].fixed, PyArray_DATA(a), S[k].nbytes);
-    else self->table[S[k].slot] = S[k].nbytes ? PyArray_DATA(a) : NULL;
+    self->table[S[k].slot] = S[k].nbytes ? PyArray_DATA(a) : NULL;
   }
   for (Py_ssize_t k = 0; k < self->n_par; k++) {
     PyObject *p = params[k];
@@ -198,7 +197,13 @@ static PyObject *Caller_call(Caller *self, PyObject *args, PyObject *kw) {
   if (!PyList_CheckExact(inputs) || !PyList_CheckExact(params)
       || PyList_GET_SIZE(inputs) != self->n_in || PyList_GET_SIZE(params) != self->n_par)
     Py_RETURN_NONE;
-  return run_core(self, &PyList_GET_ITEM(inputs, 0), &PyList_GET_ITEM(params, 0));
+  /* the program reads the input arrays themselves with the GIL released: a tuple holds
+     them even if another thread empties the list meanwhile */
+  PyObject *held = PyList_AsTuple(inputs);
+  if (held == NULL) return NULL;
+  PyObject *out = run_core(self, &PyTuple_GET_ITEM(held, 0), &PyList_GET_ITEM(params, 0));
+  Py_DECREF(held);
+  return out;
 }
 
 static PyObject *Caller_enter(Caller *self, PyObject *unused) {
