@@ -19,6 +19,8 @@ def empty(shape, dtype):
     """An uninitialized C-contiguous array of `shape` and `dtype`, 64-byte aligned."""
     dtype = _np.dtype(dtype)
     shape = tuple(shape) if _np.iterable(shape) else (shape,)
+    if dtype.hasobject or dtype.itemsize == 0 or any(int(d) < 0 for d in shape):
+        return _np.empty(shape, dtype)      # nothing compiled code reads; NumPy's errors
     nbytes = int(_np.prod(shape, dtype=_np.int64)) * dtype.itemsize
     raw = _np.empty(nbytes + ALIGNMENT, _np.uint8)
     start = -raw.ctypes.data % ALIGNMENT
@@ -33,9 +35,9 @@ def zeros(shape, dtype):
 
 def copy_of(value, dtype=None):
     """A 64-byte aligned copy of `value`, cast to `dtype` as numpy.array(value, dtype) does."""
-    value = _np.asarray(value)
-    out = empty(value.shape, value.dtype if dtype is None else dtype)
-    _np.copyto(out, value, casting="unsafe")
+    value = _np.asarray(value, dtype=dtype)       # NumPy's own conversion and casting
+    out = empty(value.shape, value.dtype)
+    _np.copyto(out, value)
     return out
 
 

@@ -27,6 +27,14 @@ def test_empty_and_copies_are_aligned_and_hold_the_values(shape, dtype):
     assert onp.array_equal(value, onp.arange(value.size).reshape(shape) - 3.5)
 
 
+def test_what_numpy_refuses_or_cannot_align_behaves_as_in_numpy():
+    with pytest.raises(ValueError):
+        aligned.empty((-3,), "float64")
+    assert aligned.empty((2,), object).tolist() == [None, None]
+    assert aligned.copy_of(["a", 1], object).tolist() == ["a", 1]
+    assert aligned.empty((2,), "S0").shape == (2,)
+
+
 def test_many_allocations_are_all_aligned():
     # NumPy's own alignment is 16: among 50 arrays of odd sizes some would start off a line
     arrays = [aligned.empty((n, 3), "float32") for n in range(1, 51)]

@@ -152,3 +152,36 @@ def test_standalone_c_export_runs_the_chain_without_a_pool(tmp_path):
     assert run.returncode == 0, run.stderr
     out = onp.frombuffer(run.stdout, "<f4").reshape(1, 2)
     onp.testing.assert_allclose(out, reference(net, x, SEED_ACTS), rtol=1e-4, atol=1e-5)
+
+
+def test_a_compiled_training_step_with_a_chained_forward_matches_eager():
+    import kiln
+    from kiln import gluon
+    from kiln.fit import make_step
+
+    # a linear first layer: with a ReLU, the training graph splits the first layer's step
+    # (the ReLU's gradient reads its input) and no chain forms
+    def twin():
+        onp.random.seed(0)
+        net, _ = mlp([256, 10], [None, None], rows=2, k=200)
+        return net, gluon.Trainer(net.collect_params(), "sgd",
+                                  {"learning_rate": 0.05, "momentum": 0.9})
+    (a, ta), (b, tb) = twin(), twin()
+    for pa, pb in zip(a.collect_params().values(), b.collect_params().values()):
+        pb.set_data(pa.data())
+    loss = gluon.loss.SoftmaxCrossEntropyLoss()
+    eager = make_step(a, loss, ta, compiled=False)
+    compiled = kiln.hybridize(make_step(b, loss, tb, compiled=False), backend="c")
+    rng = onp.random.default_rng(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(10):
+            x = np.array(rng.standard_normal((2, 200)).astype("float32"))
+            y = np.array(rng.integers(0, 10, size=2).astype("float32"))
+            onp.testing.assert_allclose(compiled(x, y).asnumpy(), eager(x, y).asnumpy(),
+                                        rtol=1e-4, atol=1e-5)
+    sources = [e.program.source for e in compiled._cached.entries.values()]
+    assert any("kiln_chain" in src for src in sources)
+    for pa, pb in zip(a.collect_params().values(), b.collect_params().values()):
+        onp.testing.assert_allclose(pb.data().asnumpy(), pa.data().asnumpy(), rtol=1e-4,
+                                    atol=1e-5)

@@ -1,9 +1,11 @@
 """The C fast path of a CProgram call, and its hand-over to the Python path."""
+import gc
 import os
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 import warnings
 
 import numpy as onp
@@ -292,3 +294,92 @@ def test_a_hybridized_block_inside_a_trace_is_traced_not_dispatched():
     onp.testing.assert_allclose(out, (_eager(inner, x) @ w.T + b) * 2, rtol=1e-5, atol=1e-5)
     graph = next(iter(outer._kiln_cached.entries.values())).program.graph
     assert sum(n.op == "matmul" for n in graph.nodes) == 3    # the inner block's two too
+
+
+def test_a_dispatcher_outliving_its_programs_declines_instead_of_reading_freed_memory():
+    # the CProgram owns the table and buffers; a Caller holds it only while it runs
+    script = textwrap.dedent("""
+        import gc, warnings
+        import numpy as onp
+        from kiln import np
+        from kiln.gluon import nn
+        warnings.simplefilter("ignore")
+        net = nn.HybridSequential(); net.add(nn.Dense(64, activation="relu"))
+        net.initialize(); net.hybridize(backend="c")
+        x = np.array(onp.random.rand(8, 32).astype("float32"))
+        net(x); net(x)
+        d = net._kiln_cached.dispatch
+        assert d is not None
+        del net.__dict__["_kiln_cached"]
+        gc.collect()
+        junk = [onp.full(1 << 16, 7.0, "float32") for _ in range(8)]
+        print(d(x) is NotImplemented, all((j == 7).all() for j in junk))
+    """)
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["True", "True"]
+
+
+def test_block_call_in_c_keeps_cooperative_calls_and_overrides():
+    _dispatched_net()
+    assert _block_call_installed()
+    from kiln.gluon.block import Block, HybridBlock
+    seen = []
+
+    class Logging(Block):
+        def __call__(self, *args, **kwargs):
+            seen.append("mixin")
+            return super().__call__(*args, **kwargs)
+
+    class Net(HybridBlock, Logging):
+        def __init__(self):
+            super().__init__()
+            self.d = nn.Dense(2, in_units=3)
+
+        def forward(self, x):
+            return self.d(x)
+
+        def _call_undispatched(self, args, kwargs):
+            seen.append("override")
+            return super()._call_undispatched(args, kwargs)
+
+    net = Net()
+    net.initialize()
+    x = np.array(onp.ones((1, 3), "float32"))
+    expected = x.asnumpy() @ net.d.weight.data().asnumpy().T + net.d.bias.data().asnumpy()
+    onp.testing.assert_allclose(net(x).asnumpy(), expected, rtol=1e-6)
+    assert seen == ["override", "mixin"]
+
+
+def test_block_call_is_installed_once_and_a_later_replacement_stays():
+    _dispatched_net()
+    from kiln.gluon.block import HybridBlock
+    installed = HybridBlock.__dict__["__call__"]
+    try:
+        HybridBlock.__call__ = HybridBlock._call_in_python
+        _dispatched_net()                       # a new dispatcher: nothing reinstalled
+        assert HybridBlock.__dict__["__call__"] is HybridBlock._call_in_python
+    finally:
+        HybridBlock.__call__ = installed
+
+
+def test_caller_holds_its_arrays_when_the_lists_change_while_it_waits():
+    net = _net()
+    x = onp.random.rand(4, 10).astype("float32")
+    net(np.array(x))
+    prog = _program(net)
+    if prog._caller is None:
+        pytest.skip("the fast-call extension could not be built here")
+    params = [p.data()._data.copy() for p in net.collect_params().values()]
+    inputs = [x.copy()]
+    results = []
+    with prog._caller:                  # the other thread waits for the lock without the GIL
+        t = threading.Thread(target=lambda: results.append(prog._caller(inputs, params)))
+        t.start()
+        time.sleep(0.2)
+        inputs.clear()
+        params.clear()
+        gc.collect()
+    t.join()
+    onp.testing.assert_allclose(results[0][0], _eager(net, x), rtol=1e-5, atol=1e-6)

@@ -348,7 +348,7 @@ class HybridBlock(Block):
                 return cached.call_slow(args)
             finally:
                 self.__dict__["_kiln_compiling"] = False
-        return Block.__call__(self, *args, **(kwargs or {}))
+        return super(HybridBlock, self).__call__(*args, **(kwargs or {}))
 
     def _run_forward(self, *args, **kwargs):
         if self._hybrid_active and trace.current() is None and not kwargs:

@@ -7,7 +7,9 @@ for the arguments, wrapping the result) cost about as much again.
 `Caller` serves one CProgram: it checks each input and parameter against the planned
 shape, dtype and layout, points the program's table at them, rebinds a parameter
 only when its array object changed, releases the GIL while the generated code runs, and
-returns fresh output arrays. Anything it does not handle (a wrong or non-contiguous input,
+returns fresh output arrays. The program reads its inputs in place: another thread that
+writes an input meanwhile changes what it reads, as with any NumPy function that releases
+the GIL. Anything it does not handle (a wrong or non-contiguous input,
 another array type) makes it return None, and CProgram takes its Python path, which
 converts or raises the clear error. A Caller is also the program's lock (`with caller:`),
 shared by both paths: the table and buffers belong to one call at a time.
@@ -55,6 +57,7 @@ typedef struct {
   spec_t *specs;         /* inputs, then parameters, then outputs */
   PyObject **seen;       /* strong references to the parameter arrays bound in the table */
   uint64_t *writes;      /* the runtime's write count (kiln/writes.py), or NULL */
+  PyObject *owner;       /* a weak reference to the CProgram owning the table and buffers */
   pthread_mutex_t mutex;
 } Caller;
 
@@ -82,10 +85,13 @@ static int parse_spec(PyObject *t, spec_t *s) {
 }
 
 static int Caller_init(Caller *self, PyObject *args, PyObject *kw) {
-  unsigned long long run, table, writes = 0;
-  PyObject *ins, *pars, *outs;
-  if (!PyArg_ParseTuple(args, "KKO!O!O!|K", &run, &table, &PyTuple_Type, &ins, &PyTuple_Type,
-                        &pars, &PyTuple_Type, &outs, &writes)) return -1;
+  unsigned long long run, table, writes;
+  PyObject *ins, *pars, *outs, *owner;
+  if (!PyArg_ParseTuple(args, "KKO!O!O!KO!", &run, &table, &PyTuple_Type, &ins, &PyTuple_Type,
+                        &pars, &PyTuple_Type, &outs, &writes, &_PyWeakref_RefType, &owner))
+    return -1;
+  Py_INCREF(owner);
+  Py_XSETREF(self->owner, owner);
   self->writes = (uint64_t *)(uintptr_t)writes;
   self->run = (run_fn)(uintptr_t)run;
   self->table = (void **)(uintptr_t)table;
@@ -111,6 +117,7 @@ static void forget(Caller *self) {
 }
 
 static void Caller_dealloc(Caller *self) {
+  Py_XDECREF(self->owner);
   if (self->seen) { forget(self); PyMem_Free(self->seen); }
   PyMem_Free(self->specs);
   Py_TYPE(self)->tp_free((PyObject *)self);
@@ -135,9 +142,24 @@ static void lock(Caller *self) {
   Py_END_ALLOW_THREADS
 }
 
+static PyObject *run_held(Caller *self, PyObject *const *inputs, PyObject *const *params);
+
 /* run with these input and parameter arrays (borrowed): a new list of outputs, a new
-   reference to None when an array is not as planned, or NULL with an error set */
+   reference to None when an array is not as planned or the program is gone, or NULL with
+   an error set. The CProgram owns the table and buffers the generated code uses, and is
+   held for the call: the GIL is released while the code runs, and another thread may
+   drop the last other reference to the program meanwhile. */
 static PyObject *run_core(Caller *self, PyObject *const *inputs, PyObject *const *params) {
+  PyObject *owner = PyWeakref_GetObject(self->owner);
+  if (owner == NULL) return NULL;
+  if (owner == Py_None) Py_RETURN_NONE;
+  Py_INCREF(owner);
+  PyObject *out = run_held(self, inputs, params);
+  Py_DECREF(owner);
+  return out;
+}
+
+static PyObject *run_held(Caller *self, PyObject *const *inputs, PyObject *const *params) {
   spec_t *S = self->specs;
   for (Py_ssize_t k = 0; k < self->n_in; k++)
     if (!matches(inputs[k], &S[k])) Py_RETURN_NONE;
@@ -197,12 +219,13 @@ static PyObject *Caller_call(Caller *self, PyObject *args, PyObject *kw) {
   if (!PyList_CheckExact(inputs) || !PyList_CheckExact(params)
       || PyList_GET_SIZE(inputs) != self->n_in || PyList_GET_SIZE(params) != self->n_par)
     Py_RETURN_NONE;
-  /* the program reads the input arrays themselves with the GIL released: a tuple holds
-     them even if another thread empties the list meanwhile */
-  PyObject *held = PyList_AsTuple(inputs);
-  if (held == NULL) return NULL;
-  PyObject *out = run_core(self, &PyTuple_GET_ITEM(held, 0), &PyList_GET_ITEM(params, 0));
-  Py_DECREF(held);
+  /* the GIL may be released (waiting for the lock, running the program): tuples hold the
+     arrays even if another thread empties the lists meanwhile */
+  PyObject *held_in = PyList_AsTuple(inputs), *held_par = PyList_AsTuple(params);
+  PyObject *out = held_in && held_par ? run_core(self, &PyTuple_GET_ITEM(held_in, 0),
+                                                 &PyTuple_GET_ITEM(held_par, 0)) : NULL;
+  Py_XDECREF(held_in);
+  Py_XDECREF(held_par);
   return out;
 }
 
@@ -266,15 +289,20 @@ def dispatcher():
     return module.Dispatcher(ndarray, autograd._state, ndarray._FRESH)
 
 
+_block_call_installed = []
+
+
 def _install_block_call(module):
     """HybridBlock.__call__ becomes the C BlockCall (fastdispatch.py): the same paths
-    without a Python frame. Done when the first dispatcher is made, so no block pays it
-    before any has a compiled program to run."""
+    without a Python frame. Done once, when the first dispatcher is made (no block pays it
+    before any has a compiled program to run); whatever is put there later stays."""
+    with _lock:
+        if _block_call_installed:
+            return
+        _block_call_installed.append(True)
     from ...gluon.block import HybridBlock
     from ...graph import trace
-    if not isinstance(HybridBlock.__dict__["__call__"], type(module.as_method(len))):
-        HybridBlock.__call__ = module.as_method(
-            module.BlockCall(HybridBlock._call_undispatched, trace._stack))
+    HybridBlock.__call__ = module.as_method(module.BlockCall(trace._stack))
 
 
 def _build():

@@ -137,7 +137,8 @@ class CProgram:
         run = ctypes.cast(lib.kiln_run, ctypes.c_void_p).value
         counter = writes.counter()
         return Caller(run, self._table_addr, ins, pars, outs,
-                      ctypes.addressof(counter) if counter is not None else 0)
+                      ctypes.addressof(counter) if counter is not None else 0,
+                      weakref.ref(self))
 
     def _check(self, value, shape, dtype, what):
         if not isinstance(value, _np.ndarray):
