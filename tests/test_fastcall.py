@@ -267,10 +267,14 @@ def test_block_call_in_c_runs_forward_again_once_hybridize_is_turned_off():
         for _ in range(3):
             block(x)
     assert block.runs == 1 and block._kiln_cached.dispatch is not None
+    block.__dict__["_kiln_compiling"] = True    # re-entered while hybridize runs it: eager
+    block(x)
+    block.__dict__["_kiln_compiling"] = False
+    assert block.runs == 2
     block.hybridize(False)
     block(x)
     block(x)
-    assert block.runs == 3
+    assert block.runs == 4
 
 
 class _Outer(nn.HybridBlock):

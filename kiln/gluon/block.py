@@ -332,7 +332,7 @@ class HybridBlock(Block):
                 return out
         return self._call_undispatched(args, kwargs)
 
-    _call_in_python = __call__
+    _call_in_python = __call__    # kept after BlockCall takes __call__'s place
 
     def _call_undispatched(self, args, kwargs):
         state = self.__dict__

@@ -14,7 +14,6 @@ and on kiln symbols inside a compiled training step.
 import math
 
 from .. import aligned
-
 from .base import Optimizer, register
 
 

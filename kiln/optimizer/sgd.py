@@ -13,7 +13,6 @@ may be Python floats or 0-d arrays; whether weight decay or momentum is used at 
 decided by the optimizer's configuration.
 """
 from .. import aligned
-
 from .base import Optimizer, register
 
 

@@ -22,6 +22,7 @@ from .kernels import GEMM_BLAS_MIN_ROWS, GEMV_BLOCK_ROWS, GEMV_PARALLEL_MIN
 from .loops import ctype, loop_nest
 from .runtime import thread_count
 
+
 def dense_form(step, is_alias):
     """(matmul, A, W) when `step` computes A @ W.T + epilogue with W read transposed in
     place (a Dense layer), every node of the step in one floating dtype; else None."""

@@ -245,27 +245,23 @@ static PyObject *block_dispatch(BlockCall *self, PyObject *block, PyObject *cons
     Py_RETURN_NOTIMPLEMENTED;
   PyObject *dict = PyObject_GenericGetDict(block, NULL);
   if (dict == NULL) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
-  PyObject *result = Py_NotImplemented, *dispatcher = NULL;
-  PyObject *cached = PyDict_GetItemWithError(dict, s_cached);
-  if (cached == NULL || cached == Py_None || truth(dict, s_active) != 1
-      || truth(dict, s_pre_hooks) != 0 || truth(dict, s_hooks) != 0
-      || truth(dict, s_compiling) == 1) {
-    PyErr_Clear();
-    goto done;
-  }
-  /* a new reference: the program releases the GIL, and another thread may hybridize anew */
-  dispatcher = PyObject_GetAttr(cached, s_dispatch);
-  if (dispatcher == NULL) { PyErr_Clear(); goto done; }
-  if (Py_TYPE(dispatcher) == &DispatcherType)
+  PyObject *result = NULL;
+  /* new references throughout: the program releases the GIL, and another thread may
+     hybridize the block anew meanwhile */
+  PyObject *cached = PyDict_GetItemWithError(dict, s_cached), *dispatcher = NULL;
+  Py_XINCREF(cached);
+  if (cached != NULL && cached != Py_None && truth(dict, s_active) == 1
+      && truth(dict, s_pre_hooks) == 0 && truth(dict, s_hooks) == 0
+      && truth(dict, s_compiling) != 1)
+    dispatcher = PyObject_GetAttr(cached, s_dispatch);
+  PyErr_Clear();
+  if (dispatcher != NULL && Py_TYPE(dispatcher) == &DispatcherType)
     result = dispatch_arrays((Dispatcher *)dispatcher, args, n);
   else
-    Py_INCREF(result);
-  Py_DECREF(dispatcher);
+    result = Py_NewRef(Py_NotImplemented);
+  Py_XDECREF(dispatcher);
+  Py_XDECREF(cached);
   Py_DECREF(dict);
-  return result;
-done:
-  Py_DECREF(dict);
-  Py_INCREF(result);
   return result;
 }
 
