@@ -10,6 +10,7 @@ from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
                    where_in_user_code, normalize_dtype)
 from . import aligned
 from .context import cpu
+from .f_namespace import namespace_attr
 from .writes import arrays_written
 
 _api = None  # kiln.np, bound lazily: ndarray methods are thin wrappers around it
@@ -481,19 +482,6 @@ def as_array(value, dtype=None):
     if data.dtype.kind not in "fiub":
         raise DTypeError(f"cannot make an array of dtype {data.dtype}{where_in_user_code()}")
     return ndarray._wrap(data)
-
-
-def namespace_attr(module_name, name):
-    """Attribute lookup of the `F` modules: np and npx, then their functions."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from . import np as _knp, npx as _knpx
-    if name in ("np", "npx"):
-        return _knp if name == "np" else _knpx
-    for space in (_knpx, _knp):
-        if hasattr(space, name):
-            return getattr(space, name)
-    raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
 
 def __getattr__(name):

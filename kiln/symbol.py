@@ -3,7 +3,7 @@
 It exposes the same functions as kiln.ndarray (F.relu, F.np.sum, F.npx.relu); they are the
 very same registry-backed functions, which build graph nodes when given symbolic arrays.
 """
-from .ndarray import namespace_attr
+from .f_namespace import namespace_attr
 
 
 def __getattr__(name):

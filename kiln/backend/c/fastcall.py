@@ -246,17 +246,15 @@ static PyMethodDef Caller_methods[] = {
   {NULL}
 };
 
-static PyTypeObject CallerType = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "kiln_fastcall.Caller",
-  .tp_basicsize = sizeof(Caller),
-  .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_new = PyType_GenericNew,
-  .tp_init = (initproc)Caller_init,
-  .tp_dealloc = (destructor)Caller_dealloc,
-  .tp_call = (ternaryfunc)Caller_call,
-  .tp_methods = Caller_methods,
-};
+/* each of the module's types: made from Python, set up by Name_init, called by Name_call */
+#define KILN_TYPE(Name, methods) static PyTypeObject Name##Type = {                  \
+  PyVarObject_HEAD_INIT(NULL, 0)                                                      \
+  .tp_name = "kiln_fastcall." #Name, .tp_basicsize = sizeof(Name),                    \
+  .tp_flags = Py_TPFLAGS_DEFAULT, .tp_new = PyType_GenericNew,                        \
+  .tp_init = (initproc)Name##_init, .tp_dealloc = (destructor)Name##_dealloc,         \
+  .tp_call = (ternaryfunc)Name##_call, .tp_methods = methods}
+
+KILN_TYPE(Caller, Caller_methods);
 
 """
 

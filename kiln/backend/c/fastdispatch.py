@@ -194,17 +194,7 @@ static PyMethodDef Dispatcher_methods[] = {
   {NULL}
 };
 
-static PyTypeObject DispatcherType = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "kiln_fastcall.Dispatcher",
-  .tp_basicsize = sizeof(Dispatcher),
-  .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_new = PyType_GenericNew,
-  .tp_init = (initproc)Dispatcher_init,
-  .tp_dealloc = (destructor)Dispatcher_dealloc,
-  .tp_call = (ternaryfunc)Dispatcher_call,
-  .tp_methods = Dispatcher_methods,
-};
+KILN_TYPE(Dispatcher, Dispatcher_methods);
 
 /* ---- BlockCall: HybridBlock.__call__ ---- */
 
@@ -283,16 +273,7 @@ static PyObject *BlockCall_call(BlockCall *self, PyObject *args, PyObject *kw) {
   return out;
 }
 
-static PyTypeObject BlockCallType = {
-  PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "kiln_fastcall.BlockCall",
-  .tp_basicsize = sizeof(BlockCall),
-  .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_new = PyType_GenericNew,
-  .tp_init = (initproc)BlockCall_init,
-  .tp_dealloc = (destructor)BlockCall_dealloc,
-  .tp_call = (ternaryfunc)BlockCall_call,
-};
+KILN_TYPE(BlockCall, NULL);
 
 static PyObject *as_method(PyObject *module, PyObject *func) {
   return PyInstanceMethod_New(func);
