@@ -183,9 +183,8 @@ def setitem(x, key, value):
         x._rebind(where(key_t[0], v, x))
         return
     if any(_is_advanced(k) for k in key_t):
-        raise op_error("setitem", "assignment through an integer-array index is not supported "
-                       "on recorded or symbolic arrays; build the new array with np.where",
-                       KilnError)
+        x._rebind(_advanced_setitem(x, key_t, v))
+        return
     plan = basic_plan(x.shape, key_t)
     try:
         v = broadcast_to(v, shape=plan.out_shape)
@@ -194,6 +193,38 @@ def setitem(x, key, value):
                        f"into shape {plan.out_shape}") from None
     v = reshape(v, shape=plan.sliced_shape)
     x._rebind(slice_assign(x, v, begin=plan.begin, end=plan.end, step=plan.step))
+
+
+def _advanced_setitem(x, key, v):
+    """x with x[key] = v for an integer-array index known while tracing: NumPy resolves the
+    index to flat positions once (last write wins for repeated ones, as NumPy does), and
+    the graph gathers v into those positions with take and where, which differentiate."""
+    from .ops.elementwise import where
+    from .ops.shape import take, reshape, broadcast_to
+    if any(isinstance(k, ndarray) and (k._node is not None or k._tape is not None)
+           for k in key):
+        from .graph.convert_runtime import GraphBreak
+        raise GraphBreak("assignment through an index array computed by the traced code: "
+                         "its positions are data", "x[index_array] = value", "unsupported")
+    try:
+        selected = _np.arange(x.size, dtype=_np.int64).reshape(x.shape)[_numpy_key(key)]
+    except (IndexError, ValueError, TypeError) as exc:
+        raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
+                       else KilnError) from exc
+    if selected.size == 0:
+        return x
+    try:
+        v = broadcast_to(v, shape=selected.shape)
+    except KilnError:
+        raise op_error("setitem", f"could not broadcast input array from shape {v.shape} "
+                       f"into shape {selected.shape}") from None
+    source = _np.zeros(x.size, _np.int64)
+    source[selected.ravel()] = _np.arange(selected.size)
+    mask = _np.zeros(x.size, _np.bool_)
+    mask[selected.ravel()] = True
+    gathered = take(reshape(v, shape=(selected.size,)), ndarray._wrap(source), axis=0,
+                    mode="clip")
+    return where(ndarray._wrap(mask.reshape(x.shape)), reshape(gathered, shape=x.shape), x)
 
 
 def _numpy_key(key):

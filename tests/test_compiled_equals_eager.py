@@ -1,0 +1,245 @@
+"""Regressions from differential fuzzing (issue 16): hybridized code computes what eager
+code computes, on both backends, forward, arguments afterwards, and backward.
+
+Each case runs through kiln.fuzz.compare, which checks the tracing call, a second call, a
+call with new values, the caller's arguments after the call and the gradients, and that
+both sides raise the same error class when one raises.
+"""
+import warnings
+
+import numpy as onp
+import pytest
+
+import kiln
+from kiln import np, npx, autograd
+from kiln.fuzz.compare import compare
+
+R = onp.random.default_rng(16)
+
+
+def arr(*shape, dtype="float32"):
+    return np.array(R.uniform(-2, 2, shape).astype(dtype))
+
+
+def assert_equal_everywhere(fn, *args, new=None, grad=True):
+    new = new if new is not None else [arr(*a.shape, dtype=a.dtype) if isinstance(
+        a, kiln.np.ndarray) else a for a in args]
+    findings = compare(fn, list(args), list(new), grad=grad, strict=True)
+    assert not findings, "\n".join(map(repr, findings))
+
+
+# ---- 1. matmul epilogue of another dtype (was: heap corruption on the C backend) ---------
+
+def test_matmul_then_wider_cast():
+    def f(a, w):
+        return np.dot(a, w).astype("float64")
+    assert_equal_everywhere(f, arr(1, 3), arr(3, 6))
+
+
+@pytest.mark.parametrize("op", ["matmul", "dot", "inner", "batch_dot"])
+def test_matmul_family_then_comparison(op):
+    def f(a, w):
+        if op == "inner":
+            return np.inner(a, w) >= -0.5
+        if op == "batch_dot":
+            return npx.batch_dot(a, w) >= -0.5
+        return getattr(np, op)(a, w) >= -0.5
+    shapes = {"inner": ((126, 5), (3, 5)), "batch_dot": ((2, 63, 5), (2, 5, 3))}
+    sa, sw = shapes.get(op, ((126, 5), (5, 3)))
+    assert_equal_everywhere(f, arr(*sa), arr(*sw), grad=False)
+
+
+# ---- 2. in-place update of an array made by ones_like / zeros_like / full ----------------
+
+@pytest.mark.parametrize("make", ["ones_like", "zeros_like", "full"])
+def test_inplace_on_created_array(make):
+    def f(x):
+        v = np.full(x.shape, 2.0) if make == "full" else getattr(np, make)(x)
+        v = v * -1.0
+        v += x
+        return v
+    assert_equal_everywhere(f, arr(3))
+
+
+def test_constant_written_after_it_was_read():
+    def f(x):
+        c = np.ones(3)
+        y = x + c
+        c += 1           # eager write into an array the trace already read
+        return y * c
+    assert_equal_everywhere(f, arr(3))
+
+
+# ---- 3. copies do not alias ---------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["np.copy", "method"])
+def test_copy_is_a_copy(how):
+    def f(a):
+        t = a * 2
+        v = np.copy(t) if how == "np.copy" else t.copy()
+        t += t
+        return v, t
+    assert_equal_everywhere(f, arr(2))
+
+
+# ---- 4. writes through views --------------------------------------------------------------
+
+def test_write_through_transpose():
+    def f(a):
+        t = a.T
+        t *= -2.5
+        return np.mean(a, 0)
+    assert_equal_everywhere(f, arr(3, 2))
+
+
+def test_write_to_base_seen_by_reshape_view():
+    def f(a):
+        y = np.stack([a, a * 2])
+        z = y.reshape(-1)
+        y[...] = -1
+        return z
+    assert_equal_everywhere(f, arr(2))
+
+
+@pytest.mark.parametrize("view", ["slice", "expand_dims", "split", "squeeze", "swapaxes",
+                                  "view_of_view"])
+def test_write_through_other_views(view):
+    def f(a):
+        b = a * 1
+        if view == "slice":
+            v = b[1:, ::2]
+        elif view == "expand_dims":
+            v = np.expand_dims(b, 0)
+        elif view == "split":
+            v = np.split(b, 2, axis=1)[1]
+        elif view == "squeeze":
+            v = np.squeeze(b[:1])
+        elif view == "swapaxes":
+            v = np.swapaxes(b, 0, 1)
+        else:
+            v = b.T[1:][:, ::2]
+        v += 10
+        v[...] = v * 3
+        return b, v
+    assert_equal_everywhere(f, arr(3, 4))
+
+
+def test_reshape_of_transposed_is_a_copy():
+    def f(a):
+        r = a.T.reshape(-1)      # NumPy copies here: a write to a is not seen by r
+        a2 = a * 1
+        r2 = a2.T.reshape(-1)
+        a2 += 1
+        return r, r2, a2
+    assert_equal_everywhere(f, arr(2, 3))
+
+
+def test_broadcast_view_sees_writes_and_detaches_on_write():
+    def f(a):
+        b = a * 1
+        v = np.broadcast_to(b, (2, 3))
+        b += 1
+        w = v * 1
+        v += 5           # eager copies the read-only view first
+        return b, v, w
+    assert_equal_everywhere(f, arr(3))
+
+
+# ---- 5. in-place updates of arguments ----------------------------------------------------
+
+def test_argument_updated_in_place():
+    def f(a):
+        a *= a
+        return a
+    assert_equal_everywhere(f, arr(3))
+
+
+def test_argument_gradients_not_swapped():
+    def f(a0, a1):
+        a0 /= 2
+        return a1 * 3
+    assert_equal_everywhere(f, arr(3), arr(2, 1))
+
+
+def test_argument_written_through_a_view():
+    def f(a, b):
+        a[0] = b.sum()
+        a.T[1:] *= 2
+        return a.sum() + b
+    assert_equal_everywhere(f, arr(3, 2), arr(2))
+
+
+def test_argument_update_visible_to_caller_views():
+    a = np.array([1.0, 2.0, 3.0])
+    head = a[:2]             # the caller's own view: eager writes show through it
+    f = kiln.hybridize(lambda x: x.__imul__(2), backend="numpy")
+    f(a)
+    onp.testing.assert_array_equal(a.asnumpy(), [2, 4, 6])
+    onp.testing.assert_array_equal(head.asnumpy(), [2, 4])
+
+
+# ---- 6. NaN and Inf propagate as in eager (no reassociation in the C build) ---------------
+
+def test_std_of_one_element_has_nan_gradient():
+    assert_equal_everywhere(lambda a: np.std(a) + a.sum(), arr(1))
+
+
+def test_sqrt_of_zero_sum_has_nan_gradient():
+    assert_equal_everywhere(lambda a: np.sqrt(np.sum(a - a)) + a.sum(), arr(2))
+
+
+def test_inf_minus_inf_is_nan_forward():
+    def f(a):
+        big = np.exp(a * 0 + 100.0)          # inf in float32
+        return (a + big) - big, a * big * 0
+    assert_equal_everywhere(f, arr(4), grad=False)
+
+
+def test_fast_math_is_opt_in(monkeypatch):
+    from kiln.backend.c import build
+    monkeypatch.delenv("KILN_FAST_MATH", raising=False)
+    assert "-fassociative-math" not in build.FLAGS + build._opt_in_flags()
+    monkeypatch.setenv("KILN_FAST_MATH", "1")
+    assert "-fassociative-math" in build._opt_in_flags()
+
+
+# ---- integer-array assignment, and exceptions parity --------------------------------------
+
+def test_integer_array_assignment():
+    def f(x, v):
+        x = x * 1
+        x[[0, 2, 0], 1:] = v       # repeated index: the last write wins, as in NumPy
+        x[1, [1, -1]] = 7
+        return x
+    assert_equal_everywhere(f, arr(3, 4), arr(3, 3))
+
+
+def test_integer_array_assignment_with_traced_index_falls_back():
+    def f(x, i):
+        y = x * 1
+        y[i] = 0.0
+        return y
+    x, i = arr(4), np.array([1, 3], dtype="int64")
+    g = kiln.hybridize(f, backend="numpy")
+    with pytest.warns(kiln.graph.fallback.HybridizeFallbackWarning):
+        out = g(x, i)
+    onp.testing.assert_array_equal(out.asnumpy(), f(x, i).asnumpy())
+
+
+@pytest.mark.parametrize("body", ["cast", "ones_like", "detach"])
+def test_backward_without_a_path_raises_in_both(body):
+    def f(a, b):
+        if body == "cast":
+            return (a > 0).astype("float32") * 2, b * 1
+        if body == "ones_like":
+            return np.ones_like(a), b * 1
+        return a.detach() * 2, b * 1
+    assert_equal_everywhere(f, arr(3), arr(2))         # b joins: backward runs
+    assert_equal_everywhere(lambda a: f(a, a)[0], arr(3))   # nothing joins: both raise
+
+
+def test_error_classes_agree():
+    def f(a):
+        return a.reshape(5, 7)
+    findings = compare(f, [arr(6)], strict=True)
+    assert not findings, findings
