@@ -81,9 +81,10 @@ class Leaf:
 
 class TapeNode:
     """One recorded op: how to turn output gradients into input gradients."""
-    __slots__ = ("name", "backward", "in_refs", "out_avals")
+    __slots__ = ("name", "backward", "in_refs", "out_avals", "sparse")
 
-    def __init__(self, name, backward, in_refs, out_avals):
+    def __init__(self, name, backward, in_refs, out_avals, sparse=False):
+        self.sparse = sparse        # backward() takes None for an output no head reached
         self.name = name
         self.backward = backward
         self.in_refs = in_refs      # per input: (tape entry, output index) or None
@@ -111,10 +112,11 @@ def record_primitive(prim, inputs, attrs, out):
     saved.append(ndarray._alias_of(out, None, 0))
 
 
-def record_custom(name, inputs, outputs, backward):
+def record_custom(name, inputs, outputs, backward, sparse=False):
     """Put a multi-output function (a compiled graph, a custom Function) on the tape."""
     in_refs = tuple((a._tape, a._tidx) if a._tape is not None else None for a in inputs)
-    node = TapeNode(name, backward, in_refs, tuple((o.shape, o.dtype) for o in outputs))
+    node = TapeNode(name, backward, in_refs, tuple((o.shape, o.dtype) for o in outputs),
+                    sparse)
     for i, o in enumerate(outputs):
         o._tape, o._tidx = node, i
     return node
@@ -154,8 +156,9 @@ def _run_backward(heads, head_grads, retain_graph, create_graph):
                 raise KilnError("backward through the same graph a second time; pass "
                                 "retain_graph=True to the first backward()" + where_in_user_code())
             from .np import zeros
-            out_grads = [g if g is not None else zeros(shape, dtype=dt)
-                         for g, (shape, dt) in zip(out_grads, node.out_avals)]
+            if not node.sparse:
+                out_grads = [g if g is not None else zeros(shape, dtype=dt)
+                             for g, (shape, dt) in zip(out_grads, node.out_avals)]
             in_grads = node.backward(out_grads)
             if not retain_graph:
                 node.backward = None

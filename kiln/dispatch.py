@@ -109,12 +109,13 @@ def inplace_binary(name, target, other):
     # a gradient leaf (attach_grad) updated outside record() stays a leaf: write in place
     eager_target = target._tape is None or (isinstance(target._tape, autograd.Leaf)
                                             and not autograd._state.recording)
+    # the same checks whatever the path below: a traced update must raise where eager does
+    if result.dtype != target.dtype and not _np.can_cast(result.dtype, target.dtype,
+                                                           "same_kind"):
+        raise op_error(name, f"cannot store the {result.dtype} result in place into an "
+                       f"array of dtype {target.dtype}")
     if (target._node is None and eager_target and result._node is None
             and result._tape is None and target._data.flags.writeable):
-        if result.dtype != target.dtype and not _np.can_cast(result.dtype, target.dtype,
-                                                               "same_kind"):
-            raise op_error(name, f"cannot store the {result.dtype} result in place into an "
-                           f"array of dtype {target.dtype}")
         if result.shape != target.shape:
             raise op_error(name, f"in-place result of shape {result.shape} does not fit the "
                            f"target's shape {target.shape}")

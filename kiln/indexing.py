@@ -4,6 +4,7 @@ import operator
 import numpy as _np
 
 from . import autograd
+from .graph import trace
 from .base import KilnError, op_error
 from .ndarray import ndarray
 from .writes import arrays_written
@@ -102,7 +103,9 @@ def _to_index_array(k):
 def getitem(x, key):
     key_t = _as_tuple(key)
     if not any(_is_advanced(k) for k in key_t):
-        if not _needs_graph(x):
+        # while tracing or recording, views go through the registry so they are linked to
+        # their source (aliasing.py): a later write into either is then seen by the other
+        if not _needs_graph(x) and not autograd._state.recording and trace.current() is None:
             basic_plan(x.shape, key_t)  # validates, so errors carry kiln's messages
             # an integer index gives a NumPy scalar: keep it a 0-d array (x[3] is array(3.))
             return ndarray._wrap(_np.asarray(x._data[key]))
@@ -151,9 +154,10 @@ def _check_bounds(idx, size):
 def _mask_getitem(x, key, pos, mask):
     from .ops.shape import take, reshape
     if mask._node is not None:
-        raise op_error("getitem", "a boolean mask gives a data-dependent shape, which "
-                       "hybridized code cannot have; use np.where(mask, x, 0) instead",
-                       KilnError)
+        from .graph.convert_runtime import GraphBreak
+        raise GraphBreak("getitem: a boolean mask computed by the traced code gives a "
+                         "data-dependent shape, which a compiled graph cannot have (use "
+                         "np.where(mask, x, 0) to stay compiled)", "x[mask]", "unsupported")
     if pos != 0 or len(key) != 1:
         raise op_error("getitem", "a boolean mask index is supported as x[mask] only",
                        IndexError)

@@ -243,3 +243,78 @@ def test_error_classes_agree():
         return a.reshape(5, 7)
     findings = compare(f, [arr(6)], strict=True)
     assert not findings, findings
+
+
+# ---- found by kiln's own fuzzer (python -m kiln fuzz) --------------------------------------
+
+def test_inplace_in_branch_updates_the_object_and_its_views():
+    def f(a0):
+        v2 = np.zeros((3,))
+        v4 = v2.flatten()          # the same object as v2 (NumPy would give a view)
+        w = v2[1:]
+        if a0.sum() > 0:
+            v4 += 1
+        else:
+            v4 -= 2
+        return v4, v2 * 1, w * 1
+    assert_equal_everywhere(f, np.array([1.0, 2, 3]), new=[np.array([-1.0, 2, -3])])
+
+
+def test_inplace_in_loop_body_updates_views():
+    def f(a0):
+        t = a0 * 1
+        u = t[:2]
+        n = np.zeros(())
+        while (np.abs(t).sum() > 1) * (n < 5):
+            t /= 2
+            n = n + 1
+        return t, u * 1
+    assert_equal_everywhere(f, np.array([1.0, 2, 3]), new=[np.array([-1.0, 2, -3])])
+
+
+def test_unused_output_does_not_leak_nan_into_gradients():
+    def f(a0, a1):             # fuzz seed 1 #12: a0 /= 0 and a0 is not in the loss
+        v1 = np.sqrt(a0)
+        v5 = np.square(v1)
+        a0 /= v1 * a1
+        return v5
+    assert_equal_everywhere(f, np.array([[2.0, 0.5, 0.0]]),
+                            np.array([0.0, 1.5, 1.75], dtype="float64"))
+
+
+def test_inplace_dtype_error_raised_when_traced():
+    def f(a):
+        b = a > 0
+        b += 1                    # int64 result cannot be stored into bool: eager raises
+        return b
+    assert_equal_everywhere(f, arr(3))
+
+
+@pytest.mark.parametrize("only_counter", [True, False])
+def test_loop_counter_has_no_gradient_path(only_counter):
+    def f(a):
+        t = a * 1
+        n = np.zeros(())
+        while (np.abs(t).sum() > 1) * (n < 5):
+            t = t / 2
+            n = n + 1
+        if only_counter:
+            return n * 1          # backward raises in both: nothing joins n to a
+        return n * 1, t
+    assert_equal_everywhere(f, arr(3))
+
+
+def test_written_scalar_argument_gets_scalar_gradient():
+    def f(a0, a1):            # fuzz seed 2 #22: a folded 0-d constant came out as shape (1,)
+        a1 -= a1
+        return a0 + a0
+    assert_equal_everywhere(f, arr(4), np.array(1.5))
+
+
+def test_boolean_mask_of_traced_mask_falls_back():
+    def f(a):
+        return a[a > 0] * 2
+    x = np.array([1.0, -2.0, 3.0])
+    with pytest.warns(kiln.graph.fallback.HybridizeFallbackWarning):
+        out = kiln.hybridize(f, backend="numpy")(x)
+    onp.testing.assert_array_equal(out.asnumpy(), [2.0, 6.0])

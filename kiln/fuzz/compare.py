@@ -94,7 +94,8 @@ def same_values(expected, actual, rtol=2e-4, atol=1e-5):
             bad = ~((onp.isnan(e) & onp.isnan(a)) | (e == a))
             finite = onp.isfinite(e) & onp.isfinite(a)
             tol = atol + rtol * onp.abs(e)
-            close = finite & (onp.abs(e.astype(onp.float64) - a) <= tol)
+            with onp.errstate(invalid="ignore", over="ignore"):
+                close = finite & (onp.abs(e.astype(onp.float64) - a) <= tol)
             bad &= ~close
         else:
             bad = e != a
@@ -118,11 +119,38 @@ def _same_error(e_exc, c_exc):
     return ""
 
 
+def traced_ops(compiled, into):
+    """Add the op names of every graph `compiled` traced (forward and backward, control-flow
+    subgraphs included) to the set `into`; returns the number of eager fallbacks."""
+    fallbacks = 0
+    for entry in compiled._cached.entries.values():
+        if entry.eager:
+            fallbacks += 1
+            continue
+        _graph_ops(entry.cap.graph, into)
+    return fallbacks
+
+
+def _graph_ops(graph, into):
+    for node in graph.nodes:
+        if not node.is_source:
+            into.add(node.op)
+        for value in node.attrs.values():
+            if hasattr(value, "nodes"):
+                _graph_ops(value, into)
+
+
 def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0, -0.5, 2.0),
-            strict=False):
-    """Every difference between eager `fn` and hybridized `fn` (a list of Findings)."""
+            strict=False, observe=None):
+    """Every difference between eager `fn` and hybridized `fn` (a list of Findings).
+    observe: a dict that gets 'ops' (the traced op names) and 'fallbacks'."""
     findings = []
+    if observe is not None:
+        observe.setdefault("ops", set())
+        observe.setdefault("fallbacks", 0)
     e_out, e_exc, e_after = _run(fn, _copy_args(args))
+    if observe is not None:
+        observe["eager_raised"] = type(e_exc).__name__ if e_exc is not None else None
     e_new = _run(fn, _copy_args(new_args)) if new_args is not None else None
     e_grad = _grads(fn, _copy_args(args), weights) if grad else None
     for backend in backends:
@@ -149,4 +177,6 @@ def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0,
         if grad:
             got = _grads(compiled, _copy_args(args), weights)
             check("gradient", e_grad, got)
+        if observe is not None:
+            observe["fallbacks"] += traced_ops(compiled, observe["ops"])
     return findings

@@ -61,6 +61,21 @@ def _write_args(cap, arrays, results, recorded):
     arrays_written()
 
 
+def _backward_for(entry, absent, backend):
+    """The entry's backward program for calls where the float outputs at `absent` got no
+    gradient (no loss used them): compiled once per such set, see zero_cotangents.py."""
+    programs = entry.__dict__.setdefault("pruned", {})
+    program = programs.get(absent)
+    if program is None:
+        from .passes.zero_cotangents import prune_zero_cotangents
+        bprogram, _, n_res = entry.grad
+        graph = bprogram.graph
+        cotangents = graph.inputs[n_res:n_res + entry.cap.n_grad_outputs]
+        pruned = prune_zero_cotangents(graph, cotangents, [cotangents[j] for j in absent])
+        program = programs[absent] = make_program(optimize(pruned), backend)
+    return program
+
+
 class _Entry:
     """One compiled signature."""
     eager = False       # see fallback.EagerEntry
@@ -241,17 +256,19 @@ class CachedFunction:
         connected = [k for k in float_outs if k in cap.connected]
 
         def backward(out_grads):
-            given = dict(zip(connected, out_grads))
+            given = {k: g for k, g in zip(connected, out_grads) if g is not None}
             gouts = [given[k]._concrete("backward") if k in given else
                      _np.zeros(outs[k].shape, outs[k].dtype) for k in float_outs]
-            grads = bprogram(list(residuals) + gouts + values,
-                             [param_values[id(p)] for p in bparams])
+            absent = tuple(j for j, k in enumerate(float_outs) if k not in given)
+            program = _backward_for(entry, absent, self.backend) if absent else bprogram
+            grads = program(list(residuals) + gouts + values,
+                            [param_values[id(p)] for p in bparams])
             return [ndarray._wrap(g) for g in grads]
 
         if connected:
             inputs = grad_arrays + [p.data() for p in grad_params]
             autograd.record_custom(cap.graph.name, inputs, [outs[k] for k in connected],
-                                   backward)
+                                   backward, sparse=True)
 
     def graph(self, *args):
         entry, _ = self.entry_for(args)
