@@ -15,8 +15,9 @@ array object to a new value. This module keeps the NumPy semantics for them:
   the new value, recursively, so all of them see the write.
 
 The whole chain is made of ordinary primitives, so it is traced, compiled and
-differentiated like any other code. `broadcast_to` gives a read-only view: it sees writes
-into its source, and a write into it detaches it (eager copies it first).
+differentiated like any other code. `broadcast_to` gives a read-only view (and so does
+any view of it): it sees writes into its source, and a write into it detaches it (eager
+copies it first).
 """
 import weakref
 
@@ -68,13 +69,23 @@ def write(target, new):
     writable view, then into every live view of what was written."""
     link = target._view
     if link is not None and link.base is not None:
-        if link.prim.name == "broadcast_to":
+        if _read_only(target):
             _detach(target)
         else:
             write(link.base, _scatter_back(link, new))
             return
     _set(target, new)
     _refresh_views(target)
+
+
+def _read_only(array):
+    """A broadcast view, or any view of one, is read-only in NumPy."""
+    link = array._view
+    while link is not None and link.base is not None:
+        if link.prim.name == "broadcast_to":
+            return True
+        link = link.base._view
+    return False
 
 
 def _set(target, new):

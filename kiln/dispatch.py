@@ -114,8 +114,11 @@ def inplace_binary(name, target, other):
                                                            "same_kind"):
         raise op_error(name, f"cannot store the {result.dtype} result in place into an "
                        f"array of dtype {target.dtype}")
+    # inside record() the tape may hold the target's buffer as a saved input: a write
+    # there would change what backward() computes with, so the target is rebound instead
     if (target._node is None and eager_target and result._node is None
-            and result._tape is None and target._data.flags.writeable):
+            and result._tape is None and target._data.flags.writeable
+            and not autograd._state.recording):
         if result.shape != target.shape:
             raise op_error(name, f"in-place result of shape {result.shape} does not fit the "
                            f"target's shape {target.shape}")

@@ -109,7 +109,10 @@ def getitem(x, key):
             basic_plan(x.shape, key_t)  # validates, so errors carry kiln's messages
             # an integer index gives a NumPy scalar: keep it a 0-d array (x[3] is array(3.))
             return ndarray._wrap(_np.asarray(x._data[key]))
-        return _apply_basic(x, basic_plan(x.shape, key_t))
+        y = _apply_basic(x, basic_plan(x.shape, key_t))
+        if y.ndim == 0 and not any(k is Ellipsis for k in key_t):
+            y._view = None     # NumPy gives a scalar here, a copy: not a view
+        return y
     return _advanced_getitem(x, key_t)
 
 
@@ -190,6 +193,7 @@ def setitem(x, key, value):
         x._rebind(_advanced_setitem(x, key_t, v))
         return
     plan = basic_plan(x.shape, key_t)
+    v = _drop_leading_ones(v, len(plan.out_shape))
     try:
         v = broadcast_to(v, shape=plan.out_shape)
     except KilnError:
@@ -197,6 +201,18 @@ def setitem(x, key, value):
                        f"into shape {plan.out_shape}") from None
     v = reshape(v, shape=plan.sliced_shape)
     x._rebind(slice_assign(x, v, begin=plan.begin, end=plan.end, step=plan.step))
+
+
+def _drop_leading_ones(v, ndim):
+    """NumPy's assignment drops a value's leading length-1 dims beyond the target's rank
+    (x[0] = y[None] works)."""
+    k = 0
+    while v.ndim - k > ndim and v.shape[k] == 1:
+        k += 1
+    if k == 0:
+        return v
+    from .ops.shape import reshape
+    return reshape(v, shape=v.shape[k:])
 
 
 def _advanced_setitem(x, key, v):
@@ -217,6 +233,7 @@ def _advanced_setitem(x, key, v):
                        else KilnError) from exc
     if selected.size == 0:
         return x
+    v = _drop_leading_ones(v, selected.ndim)
     try:
         v = broadcast_to(v, shape=selected.shape)
     except KilnError:
@@ -242,6 +259,18 @@ def _numpy_key(key):
 def _eager_setitem(x, key, value):
     if isinstance(value, ndarray):
         value = value._concrete("setitem")
+    if autograd._state.recording:
+        # the tape may hold x's buffer as a saved input: write into a copy and rebind x
+        # (through its views and its source: aliasing.py), never into that buffer
+        new = ndarray._wrap(_np.array(x._data, copy=True))
+        try:
+            new._data[_numpy_key(key)] = value
+        except (IndexError, ValueError, TypeError) as exc:
+            raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
+                           else KilnError) from exc
+        new._tape, new._tidx = x._tape, x._tidx
+        x._rebind(new)
+        return
     if not x._data.flags.writeable:
         x._data = _np.array(x._data, copy=True)
     try:

@@ -318,3 +318,74 @@ def test_boolean_mask_of_traced_mask_falls_back():
     with pytest.warns(kiln.graph.fallback.HybridizeFallbackWarning):
         out = kiln.hybridize(f, backend="numpy")(x)
     onp.testing.assert_array_equal(out.asnumpy(), [2.0, 6.0])
+
+
+def test_loop_that_runs_no_time_then_argument_update():
+    def f(a0):                 # fuzz seed 3 #14: the loop memo held the argument itself
+        v1 = a0 * 1
+        n = np.zeros(())
+        while (np.abs(v1).sum() > 1) * (n < 5):
+            v1 = v1 / 2
+            n = n + 1
+        v3 = npx.sigmoid(v1)
+        a0 /= v3
+        return v3
+    assert_equal_everywhere(f, np.array(-0.5))
+
+
+def test_eager_write_after_use_does_not_change_gradient():
+    def f(a0, a2):             # fuzz seed 3 #16: eager backward read the written buffer
+        v2 = np.minimum(a2, a0)
+        a2[-1] = 2
+        return v2
+    mask = np.array(R.integers(0, 2, (2, 3, 4)).astype(bool))
+    assert_equal_everywhere(f, np.array(0.75), mask)
+
+
+def test_any_all_of_empty_and_max_of_empty():
+    def f(a):
+        e = a[0, 1:]
+        return np.any(e > 0), np.all(e > 0)
+    assert_equal_everywhere(f, arr(2, 1))
+    assert not compare(lambda a: a[0, 1:].max(), [arr(2, 1)], strict=True)  # both raise
+
+
+def test_integer_index_gives_a_copy():
+    def f(a0):                 # fuzz seed 3 #77: a[-1] of a 1-D array is a scalar copy
+        v2 = a0[-1]
+        v4 = v2.reshape(-1)
+        a0 *= a0
+        return v4, a0[..., -1]
+    assert_equal_everywhere(f, arr(3))
+
+
+def test_assignment_drops_leading_length_one_dims():
+    def f(a, b):
+        y = a * 1
+        y[0] = b[None]             # NumPy: a (1, 3) value fits a (3,) slot
+        y[[1]] = b[None, None]
+        return y
+    assert_equal_everywhere(f, arr(2, 3), arr(3))
+
+
+def test_narrowing_type_rule_on_numpy_executor():
+    def f(a):
+        return np.maximum(a > 0, 1), np.minimum(a > 0, True)
+    assert_equal_everywhere(f, arr(4))
+
+
+def test_view_of_broadcast_view_is_read_only():
+    def f(a0):                 # fuzz seed 3 #84, #155, #207
+        v2 = np.broadcast_to(a0, (2,) + a0.shape)
+        v4 = v2[::2]
+        v4 += 1                    # eager copies v4 first: v2 and a0 keep their values
+        v7 = v2.T[1:]
+        v7 -= v7
+        return v4, v2 * 1, v7, a0
+    assert_equal_everywhere(f, arr(2, 3))
+
+
+def test_reduction_axis_of_0d_raises_in_both():
+    findings = compare(lambda a: np.sum(a.sum(), axis=0, keepdims=True), [arr(3)],
+                       strict=True)
+    assert not findings, findings

@@ -93,8 +93,13 @@ def _report_failure(report, child, status, source, result, kinds, out, do_minimi
         f"[{b}] {s}: {d}" for s, b, d in result["findings"])
     small = source
     if do_minimize and source:
+        raised = result.get("raised") if status == "ok" else None
+
         def still_fails(candidate):
+            # the same failure, and eager must not start raising (an undefined name, say)
             st, _, res = child.run({"source": candidate})
+            if st == "ok" and (res.get("raised") != raised or res.get("skipped")):
+                return False
             return bool(_kinds(st, res) & kinds)
         small = minimize(source, still_fails)
     report.failures.append((status, kinds, small, detail))

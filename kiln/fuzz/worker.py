@@ -27,10 +27,27 @@ def load(source, directory, name):
     return module
 
 
+_applied = set()
+
+
+def record_applied_ops():
+    """Note every primitive applied (eagerly or while tracing): with the traced graphs'
+    ops, this is the registry coverage the fuzzer reports (a `full` is never a traced
+    node, for instance: it has no array inputs, so it becomes a constant at once)."""
+    from ..ops import registry
+    apply = registry._apply()
+
+    def recording(prim, args, attrs):
+        _applied.add(prim.name)
+        return apply(prim, args, attrs)
+    registry._dispatch[0] = recording
+
+
 def run_source(source, directory, name):
     from .compare import compare
     start = time.time()
     observe = {}
+    _applied.clear()
     try:
         module = load(source, directory, name)
     except Exception as exc:     # noqa: BLE001 -- a program whose set-up fails is skipped
@@ -38,7 +55,7 @@ def run_source(source, directory, name):
                 "seconds": time.time() - start}
     findings = compare(module.f, module.ARGS, module.NEW_ARGS, observe=observe)
     return {"findings": [[f.stage, f.backend, f.detail] for f in findings],
-            "ops": sorted(observe["ops"]), "fallbacks": observe["fallbacks"],
+            "ops": sorted(observe["ops"] | _applied), "fallbacks": observe["fallbacks"],
             "raised": observe.get("eager_raised"),
             "seconds": time.time() - start}
 
@@ -46,6 +63,7 @@ def run_source(source, directory, name):
 def main():
     from .generate import generate
     warnings.simplefilter("ignore")
+    record_applied_ops()
     out = sys.stdout
     sys.stdout = sys.stderr          # stray prints of a program must not break the protocol
     with tempfile.TemporaryDirectory(prefix="kiln-fuzz-") as directory:

@@ -268,12 +268,13 @@ def argmin(a, axis=None, out=None, keepdims=False):
 
 def all(a, axis=None, out=None, keepdims=False):
     a = _arr(a)
-    return _out(min((a != 0).astype(_np.int32), axis=axis, keepdims=keepdims) > 0, out)
+    # a count, not min/max: NumPy's all() of an empty array is True, not an error
+    return _out(sum((a == 0).astype(_np.int32), axis=axis, keepdims=keepdims) == 0, out)
 
 
 def any(a, axis=None, out=None, keepdims=False):
     a = _arr(a)
-    return _out(max((a != 0).astype(_np.int32), axis=axis, keepdims=keepdims) > 0, out)
+    return _out(sum((a != 0).astype(_np.int32), axis=axis, keepdims=keepdims) > 0, out)
 
 
 def count_nonzero(a, axis=None, keepdims=False):

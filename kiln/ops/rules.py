@@ -68,6 +68,9 @@ def binary_bool(name):
 
 
 def reduce_shape(op, shape, axis, keepdims):
+    if not shape and axis is not None and axis != ():
+        # NumPy's reductions refuse any axis of a 0-d array (normalize_axis lets 0 pass)
+        raise op_error(op, f"axis {axis} is out of bounds for an array of 0 dimensions")
     axes = normalize_axes(op, axis, len(shape))
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
