@@ -23,7 +23,7 @@ import weakref
 
 import numpy as _np
 
-VIEW_OPS = ("reshape", "transpose", "slice", "broadcast_to")
+VIEW_OPS = frozenset(("reshape", "transpose", "slice", "broadcast_to"))
 
 
 class ViewLink:

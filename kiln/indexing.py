@@ -259,6 +259,10 @@ def _numpy_key(key):
 def _eager_setitem(x, key, value):
     if isinstance(value, ndarray):
         value = value._concrete("setitem")
+        if _np.may_share_memory(value, x._data):
+            # read the whole value before writing (x[::2] = x[:6]): NumPy would read
+            # elements it already overwrote; compiled code has value semantics
+            value = value.copy()
     if autograd._state.recording:
         # the tape may hold x's buffer as a saved input: write into a copy and rebind x
         # (through its views and its source: aliasing.py), never into that buffer

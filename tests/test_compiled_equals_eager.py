@@ -389,3 +389,32 @@ def test_reduction_axis_of_0d_raises_in_both():
     findings = compare(lambda a: np.sum(a.sum(), axis=0, keepdims=True), [arr(3)],
                        strict=True)
     assert not findings, findings
+
+
+def test_overlapping_assignment_reads_the_value_first():
+    def f(a0):                 # fuzz seed 11 #46: NumPy alone would read overwritten items
+        v1 = a0.reshape(-1)
+        v4 = np.split(v1, 2)[0]
+        v1[::2] = v4
+        return v4, a0
+    assert_equal_everywhere(f, arr(3, 4))
+    x = np.array(onp.arange(12.0))
+    x[::2] = x[:6]
+    onp.testing.assert_array_equal(x.asnumpy()[::2], onp.arange(6.0))
+
+
+def test_bool_relu_on_numpy_executor():
+    def f(a1):                 # fuzz seed 11 #52
+        v4 = npx.relu(np.logical_xor(a1, a1))
+        return v4.astype("float64"), np.logical_not(v4)
+    assert_equal_everywhere(f, np.array([True, False, True]))
+
+
+def test_unsupported_dtype_loop_raises_when_traced():
+    def f(a0):                 # fuzz seed 11 #98: bool - bool is a TypeError in NumPy
+        v1 = a0 <= 2
+        v3 = v1.T
+        v3 -= v3
+        return v1
+    assert_equal_everywhere(f, arr(2, 2))
+    assert not compare(lambda a: -(a > 0), [arr(3)], strict=True)

@@ -140,6 +140,21 @@ def _graph_ops(graph, into):
                 _graph_ops(value, into)
 
 
+def _explained_by_control_flow(expected, got, compiled):
+    """The documented difference (README, "Compiled equals eager"): whether an output of an
+    array if/while has a gradient path is decided from the code of every branch when
+    compiled, from the branch taken when eager; so eager may raise "cannot differentiate"
+    where compiled gives zero gradients."""
+    exc = expected[1]
+    if exc is None or got[1] is not None or got[0] is None:
+        return False
+    if "cannot differentiate" not in str(exc):
+        return False
+    ops = set()
+    traced_ops(compiled, ops)
+    return bool(ops & {"cond", "while_loop"}) and all(not onp.any(g) for g in got[0])
+
+
 def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0, -0.5, 2.0),
             strict=False, observe=None):
     """Every difference between eager `fn` and hybridized `fn` (a list of Findings).
@@ -176,7 +191,11 @@ def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0,
             check("new values", e_new[:2], got[:2])
         if grad:
             got = _grads(compiled, _copy_args(args), weights)
-            check("gradient", e_grad, got)
+            if _explained_by_control_flow(e_grad, got, compiled):
+                if observe is not None:
+                    observe["explained"] = observe.get("explained", 0) + 1
+            else:
+                check("gradient", e_grad, got)
         if observe is not None:
             observe["fallbacks"] += traced_ops(compiled, observe["ops"])
     return findings

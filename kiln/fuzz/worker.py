@@ -56,7 +56,7 @@ def run_source(source, directory, name):
     findings = compare(module.f, module.ARGS, module.NEW_ARGS, observe=observe)
     return {"findings": [[f.stage, f.backend, f.detail] for f in findings],
             "ops": sorted(observe["ops"] | _applied), "fallbacks": observe["fallbacks"],
-            "raised": observe.get("eager_raised"),
+            "raised": observe.get("eager_raised"), "explained": observe.get("explained", 0),
             "seconds": time.time() - start}
 
 
