@@ -61,6 +61,8 @@ def note_view(prim, source, attrs, out):
     if not shares:
         return
     out._view = ViewLink(source, prim, attrs, shadow)
+    if len(base.views) >= 16:      # a long-lived array viewed on every training step
+        base.views = [r for r in base.views if r() is not None]
     base.views.append(weakref.ref(out))
 
 

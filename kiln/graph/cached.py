@@ -234,7 +234,8 @@ class CachedFunction:
         if entry.grad is not None:
             self._record(entry, arrays, values, outs, results[n_out + len(cap.state_params):])
         if cap.written_args:
-            _write_args(cap, arrays, outs, recorded=entry.grad is not None)
+            # as eager does inside record(): rebind rather than write into the buffer
+            _write_args(cap, arrays, outs, recorded=autograd._state.recording)
         return unflatten(cap.out_structure, outs)
 
     _known_params = None
