@@ -418,3 +418,10 @@ def test_unsupported_dtype_loop_raises_when_traced():
         return v1
     assert_equal_everywhere(f, arr(2, 2))
     assert not compare(lambda a: -(a > 0), [arr(3)], strict=True)
+
+
+def test_integer_floor_divide_by_zero_is_zero():
+    a = np.array([0, 3, -7], dtype="int64")
+    b = np.array([0, 2, 2], dtype="int64")
+    onp.testing.assert_array_equal((a // b).asnumpy(), [0, 1, -4])   # NumPy's answer
+    assert_equal_everywhere(lambda a, b: (a // b, np.argmin(a) // np.argmin(a)), a, b)

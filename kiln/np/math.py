@@ -125,6 +125,10 @@ def floor_divide(x1, x2, out=None):
     x1, x2 = to_operands([x1, x2])
     q = floor(divide(x1, x2))
     dt = _np.result_type(x1.dtype, x2.dtype)
+    if dt.kind in "iub":
+        # NumPy's integer x // 0 is 0; the float quotient would be inf or nan, whose cast
+        # to an integer is undefined (and differs between NumPy and C)
+        q = where(x2 == 0, 0, q)
     return _out(q if q.dtype == dt else q.astype(dt), out)
 
 
