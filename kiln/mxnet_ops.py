@@ -1,0 +1,424 @@
+"""MXNet 1.x operators by their MXNet names, mapped onto kiln's own functions.
+
+Each entry says which named inputs an MXNet op takes (and which of them are auxiliary
+states), how to parse its attributes, and which kiln function computes it. Nothing here is
+a new kernel: every op is a composition of registry primitives through kiln.np / kiln.npx,
+so the same entry runs eagerly, records gradients, and traces into a graph.
+
+`kiln.nd.FullyConnected`, `kiln.sym.FullyConnected` and the nodes of a loaded MXNet symbol
+file all resolve here.
+"""
+import numpy as _np
+
+from . import np as knp, npx as knpx
+from .base import KilnError
+
+_DTYPE_FLAGS = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8", "4": "int32",
+                "5": "int8", "6": "int64", "7": "bool"}
+
+
+class MXOp:
+    __slots__ = ("name", "fn", "inputs", "aux", "variadic", "num_outputs", "param_shapes")
+
+    def __init__(self, name, fn, inputs=("data",), aux=(), variadic=False, num_outputs=1,
+                 param_shapes=None):
+        self.name, self.fn, self.inputs, self.aux = name, fn, tuple(inputs), tuple(aux)
+        self.variadic = variadic              # takes any number of data inputs (Concat)
+        self.num_outputs = num_outputs
+        # (attrs, data shape) -> {input name: shape} for the weights MXNet infers
+        self.param_shapes = param_shapes
+
+    def input_names(self, attrs):
+        names = list(self.inputs)
+        if attrs.get("no_bias") and "bias" in names:
+            names.remove("bias")
+        return names + list(self.aux)
+
+
+OPS = {}
+
+
+def _op(names, inputs=("data",), **kw):
+    def register(fn):
+        for n in names.split():
+            OPS[n] = MXOp(n, fn, inputs, **kw)
+        return fn
+    return register
+
+
+def lookup(name, where=""):
+    op = OPS.get(name)
+    if op is None:
+        raise KilnError(f"{where}MXNet op {name!r} has no kiln mapping (kiln maps "
+                        f"{len(OPS)} MXNet ops; see kiln/mxnet_ops.py)")
+    return op
+
+
+# ---- attribute strings ('(3, 3)', 'False', '1e-05') -------------------------------------------
+
+def parse_attr(text):
+    """An MXNet attribute string as a Python value, by a small grammar (never eval)."""
+    if not isinstance(text, str):
+        return text
+    s = text.strip()
+    if s in ("True", "true"):
+        return True
+    if s in ("False", "false"):
+        return False
+    if s in ("None", "none"):
+        return None
+    if s[:1] in "([" and s[-1:] in ")]":
+        inner = s[1:-1].strip().rstrip(",")
+        if not inner:
+            return ()
+        return tuple(parse_attr(p) for p in inner.split(","))
+    try:
+        return int(s)
+    except ValueError:
+        pass
+    try:
+        return float(s)
+    except ValueError:
+        return s
+
+
+def _tuple_or_none(v):
+    if v is None or v == ():
+        return None
+    return tuple(int(d) for d in v) if isinstance(v, (tuple, list)) else (int(v),)
+
+
+# ---- layers ------------------------------------------------------------------------------------
+
+def _fc_shapes(attrs, data):
+    n = int(attrs["num_hidden"])
+    k = int(_np.prod(data[1:])) if attrs.get("flatten", True) else data[-1]
+    return {"weight": (n, k), "bias": (n,)}
+
+
+@_op("FullyConnected", ("data", "weight", "bias"), param_shapes=_fc_shapes)
+def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True,
+                   **_):
+    return knpx.fully_connected(data, weight, None if no_bias else bias, num_hidden,
+                                no_bias, flatten)
+
+
+def _conv_shapes(attrs, data):
+    f, g = int(attrs["num_filter"]), int(attrs.get("num_group", 1))
+    return {"weight": (f, data[1] // g) + tuple(attrs["kernel"]), "bias": (f,)}
+
+
+@_op("Convolution", ("data", "weight", "bias"), param_shapes=_conv_shapes)
+def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
+                num_filter=None, num_group=1, no_bias=False, layout=None, **_):
+    if layout not in (None, "NCW", "NCHW", "NCDHW"):
+        raise KilnError(f"Convolution: layout {layout!r} is not supported (channels first "
+                        "only)")
+    return knpx.convolution(data, weight, None if no_bias else bias, kernel,
+                            _tuple_or_none(stride), _tuple_or_none(dilate),
+                            _tuple_or_none(pad), num_filter, num_group, no_bias)
+
+
+def _deconv_shapes(attrs, data):
+    f, g = int(attrs["num_filter"]), int(attrs.get("num_group", 1))
+    return {"weight": (data[1], f // g) + tuple(attrs["kernel"]), "bias": (f,)}
+
+
+@_op("Deconvolution", ("data", "weight", "bias"), param_shapes=_deconv_shapes)
+def Deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
+                  adj=None, num_filter=None, num_group=1, no_bias=True, **_):
+    return knpx.deconvolution(data, weight, None if no_bias else bias, kernel,
+                              _tuple_or_none(stride), _tuple_or_none(dilate),
+                              _tuple_or_none(pad), _tuple_or_none(adj), num_filter,
+                              num_group, no_bias)
+
+
+def _bn_shapes(attrs, data):
+    c = (data[int(attrs.get("axis", 1))],)
+    return {"gamma": c, "beta": c, "moving_mean": c, "moving_var": c}
+
+
+@_op("BatchNorm", ("data", "gamma", "beta"), aux=("moving_mean", "moving_var"),
+     param_shapes=_bn_shapes)
+def BatchNorm(data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentum=0.9,
+              fix_gamma=True, use_global_stats=False, axis=1, **_):
+    return knpx.batch_norm(data, gamma, beta, moving_mean, moving_var, eps=eps,
+                           momentum=momentum, fix_gamma=fix_gamma,
+                           use_global_stats=use_global_stats, axis=axis)
+
+
+def _ln_shapes(attrs, data):
+    c = (data[int(attrs.get("axis", -1))],)
+    return {"gamma": c, "beta": c}
+
+
+@_op("LayerNorm", ("data", "gamma", "beta"), param_shapes=_ln_shapes)
+def LayerNorm(data, gamma, beta, axis=-1, eps=1e-5, **_):
+    return knpx.layer_norm(data, gamma, beta, axis=axis, eps=eps)
+
+
+def _emb_shapes(attrs, data):
+    return {"weight": (int(attrs["input_dim"]), int(attrs["output_dim"]))}
+
+
+@_op("Embedding", ("data", "weight"), param_shapes=_emb_shapes)
+def Embedding(data, weight, input_dim=None, output_dim=None, **_):
+    return knpx.embedding(data, weight)
+
+
+@_op("Activation")
+def Activation(data, act_type="relu", **_):
+    return knpx.activation(data, act_type=act_type)
+
+
+@_op("LeakyReLU")
+def LeakyReLU(data, act_type="leaky", slope=0.25, **kw):
+    return knpx.leaky_relu(data, act_type=act_type, slope=slope)
+
+
+@_op("Pooling")
+def Pooling(data, kernel=None, pool_type="max", stride=None, pad=None, global_pool=False,
+            pooling_convention="valid", count_include_pad=True, **_):
+    return knpx.pooling(data, kernel=_tuple_or_none(kernel), pool_type=pool_type,
+                        stride=_tuple_or_none(stride), pad=_tuple_or_none(pad),
+                        global_pool=global_pool, pooling_convention=pooling_convention,
+                        count_include_pad=True if count_include_pad is None
+                        else count_include_pad)
+
+
+@_op("Dropout")
+def Dropout(data, p=0.5, mode="training", axes=(), **_):
+    return knpx.dropout(data, p=p, mode=mode, axes=tuple(axes or ()))
+
+
+@_op("Flatten flatten")
+def Flatten(data, **_):
+    return knp.reshape(data, (data.shape[0], -1))
+
+
+@_op("softmax")
+def softmax(data, axis=-1, temperature=None, **_):
+    return knpx.softmax(data, axis=axis, temperature=temperature)
+
+
+@_op("log_softmax")
+def log_softmax(data, axis=-1, temperature=None, **_):
+    return knpx.log_softmax(data, axis=axis, temperature=temperature)
+
+
+@_op("SoftmaxActivation")
+def SoftmaxActivation(data, mode="instance", **_):
+    return knpx.softmax(data, axis=1 if mode == "channel" else -1)
+
+
+@_op("SoftmaxOutput Softmax", ("data", "label"))
+def SoftmaxOutput(data, label, grad_scale=1.0, normalization="null", **_):
+    """Forward: softmax. Backward (MXNet's rule): grad_scale * (softmax - one_hot(label)),
+    whatever head gradient comes; built from ordinary ops so it traces and compiles."""
+    prob = knpx.softmax(data, axis=-1)
+    onehot = knpx.one_hot(label.astype("int32"), data.shape[-1], dtype=data.dtype)
+    loss = -knp.sum(onehot * knpx.log_softmax(data, axis=-1), axis=-1, keepdims=True)
+    scale = float(grad_scale) / data.shape[-1]
+    if normalization == "batch":
+        scale /= data.shape[0]
+    surrogate = loss * scale
+    # value: prob; gradient: d(surrogate)/d(data) for each head element
+    return knpx.stop_gradient(prob) + (surrogate - knpx.stop_gradient(surrogate))
+
+
+@_op("LinearRegressionOutput", ("data", "label"))
+def LinearRegressionOutput(data, label, grad_scale=1.0, **_):
+    label = knp.reshape(label, data.shape)
+    surrogate = (data - knpx.stop_gradient(data)) * knpx.stop_gradient(data - label) * \
+        (float(grad_scale) / max(1, data.size // data.shape[0]))
+    return data + surrogate - knpx.stop_gradient(surrogate)
+
+
+# ---- arithmetic ----------------------------------------------------------------------------
+
+def _binary(names, fn):
+    _op(names, ("lhs", "rhs"))(lambda lhs, rhs, **_: fn(lhs, rhs))
+
+
+_binary("elemwise_add _plus _add broadcast_add broadcast_plus _npi_add", knp.add)
+_binary("elemwise_sub _minus _sub broadcast_sub broadcast_minus _npi_subtract", knp.subtract)
+_binary("elemwise_mul _mul broadcast_mul _npi_multiply", knp.multiply)
+_binary("elemwise_div _div broadcast_div _npi_true_divide", knp.divide)
+_binary("_power broadcast_power _npi_power", knp.power)
+_binary("_maximum broadcast_maximum _npi_maximum", knp.maximum)
+_binary("_minimum broadcast_minimum _npi_minimum", knp.minimum)
+
+
+def _scalar(names, fn):
+    _op(names)(lambda data, scalar=0.0, **_: fn(data, float(scalar)))
+
+
+_scalar("_plus_scalar _PlusScalar _npi_add_scalar", lambda x, s: x + s)
+_scalar("_minus_scalar _MinusScalar _npi_subtract_scalar", lambda x, s: x - s)
+_scalar("_rminus_scalar _RMinusScalar _npi_rsubtract_scalar", lambda x, s: s - x)
+_scalar("_mul_scalar _MulScalar _npi_multiply_scalar", lambda x, s: x * s)
+_scalar("_div_scalar _DivScalar _npi_true_divide_scalar", lambda x, s: x / s)
+_scalar("_rdiv_scalar _RDivScalar _npi_rtrue_divide_scalar", lambda x, s: s / x)
+_scalar("_power_scalar _PowerScalar _npi_power_scalar", lambda x, s: x ** s)
+_scalar("_rpower_scalar _RPowerScalar _npi_rpower_scalar", lambda x, s: s ** x)
+_scalar("_maximum_scalar", knp.maximum)
+_scalar("_minimum_scalar", knp.minimum)
+
+for _name in ("relu sigmoid".split()):
+    _op(_name)(lambda data, _f=getattr(knpx, _name), **_: _f(data))
+for _name in ("tanh exp log sqrt square abs negative sin cos floor ceil sign "
+              "reciprocal log1p expm1".split()):
+    _op(_name + " _npi_" + _name)(lambda data, _f=getattr(knp, _name), **_: _f(data))
+
+
+@_op("rsqrt")
+def rsqrt(data, **_):
+    return 1.0 / knp.sqrt(data)
+
+
+@_op("_copy identity _np_copy")
+def _copy(data, **_):
+    return data + 0
+
+
+@_op("BlockGrad stop_gradient")
+def BlockGrad(data, **_):
+    return knpx.stop_gradient(data)
+
+
+@_op("clip")
+def clip(data, a_min=None, a_max=None, **_):
+    return knp.clip(data, a_min, a_max)
+
+
+@_op("Cast cast")
+def Cast(data, dtype="float32", **_):
+    return data.astype(_DTYPE_FLAGS.get(str(dtype), dtype))
+
+
+@_op("add_n ElementWiseSum", variadic=True)
+def add_n(*args, **_):
+    out = args[0]
+    for a in args[1:]:
+        out = out + a
+    return out
+
+
+# ---- reductions and shapes -----------------------------------------------------------------
+
+def _axis(axis):
+    if axis is None or axis == ():
+        return None
+    return tuple(axis) if isinstance(axis, (tuple, list)) else int(axis)
+
+
+def _reduce(names, fn):
+    def run(data, axis=None, keepdims=False, exclude=False, **_):
+        ax = _axis(axis)
+        if exclude and ax is not None:
+            drop = {a % data.ndim for a in (ax if isinstance(ax, tuple) else (ax,))}
+            ax = tuple(i for i in range(data.ndim) if i not in drop)
+        return fn(data, axis=ax, keepdims=bool(keepdims))
+    _op(names)(run)
+
+
+_reduce("sum sum_axis _np_sum", knp.sum)
+_reduce("mean _npi_mean", knp.mean)
+_reduce("max max_axis _np_max", knp.max)
+_reduce("min min_axis _np_min", knp.min)
+_reduce("prod _np_prod", knp.prod)
+
+
+@_op("argmax")
+def argmax(data, axis=None, keepdims=False, **_):
+    return knp.argmax(data, axis=axis, keepdims=keepdims).astype("float32")
+
+
+@_op("dot", ("lhs", "rhs"))
+def dot(lhs, rhs, transpose_a=False, transpose_b=False, **_):
+    a = knp.transpose(lhs) if transpose_a else lhs
+    b = knp.transpose(rhs) if transpose_b else rhs
+    if a.ndim > 2 or b.ndim > 2:   # MXNet: last axis of a against first axis of b
+        return knp.tensordot(a, b, axes=1)
+    return knp.dot(a, b)
+
+
+@_op("batch_dot", ("lhs", "rhs"))
+def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, **_):
+    return knpx.batch_dot(lhs, rhs, transpose_a, transpose_b)
+
+
+def mx_reshape_target(in_shape, shape, reverse=False):
+    """MXNet 1.x Reshape's special codes: 0 copy, -1 infer, -2 copy the rest, -3 merge two,
+    -4 split one into the next two."""
+    src, spec = list(in_shape), list(shape)
+    if reverse:
+        src, spec = src[::-1], spec[::-1]
+    out, i, k = [], 0, 0
+    while k < len(spec):
+        s = int(spec[k])
+        if s == 0:
+            out.append(src[i]); i += 1
+        elif s == -1:
+            out.append(-1); i += 1
+        elif s == -2:
+            out.extend(src[i:]); i = len(src)
+        elif s == -3:
+            out.append(src[i] * src[i + 1]); i += 2
+        elif s == -4:
+            a, b = int(spec[k + 1]), int(spec[k + 2])
+            a = src[i] // b if a == -1 else a
+            b = src[i] // a if b == -1 else b
+            out.extend([a, b]); i += 1; k += 2
+        else:
+            out.append(s); i += 1
+        k += 1
+    return tuple(out[::-1] if reverse else out)
+
+
+@_op("Reshape reshape")
+def Reshape(data, shape=None, reverse=False, **_):
+    return knp.reshape(data, mx_reshape_target(data.shape, shape, reverse))
+
+
+@_op("_npx_reshape _np_reshape")
+def _np_reshape(data, newshape=None, reverse=False, order="C", **_):
+    return knp.reshape(data, mx_reshape_target(data.shape, newshape, reverse))
+
+
+@_op("transpose _np_transpose")
+def transpose(data, axes=None, **_):
+    return knp.transpose(data, _axis(axes))
+
+
+@_op("expand_dims")
+def expand_dims(data, axis=0, **_):
+    return knp.expand_dims(data, int(axis))
+
+
+@_op("squeeze _np_squeeze")
+def squeeze(data, axis=None, **_):
+    return knp.squeeze(data, _axis(axis))
+
+
+@_op("Concat concat _npi_concatenate", variadic=True)
+def Concat(*args, dim=1, axis=None, num_args=None, **_):
+    return knp.concatenate(list(args), axis=int(dim if axis is None else axis))
+
+
+@_op("stack _npi_stack", variadic=True)
+def stack(*args, axis=0, num_args=None, **_):
+    return knp.stack(list(args), axis=int(axis))
+
+
+@_op("slice_axis")
+def slice_axis(data, axis=0, begin=0, end=None, **_):
+    index = [slice(None)] * data.ndim
+    index[int(axis)] = slice(int(begin), None if end is None else int(end))
+    return data[tuple(index)]
+
+
+@_op("_kiln_constant", ())
+def _kiln_constant(value=0.0, shape=(), **_):
+    """sym.Constant: a value stored in the symbol itself."""
+    return knp.array(_np.asarray(value, dtype="float32").reshape(tuple(shape)))
