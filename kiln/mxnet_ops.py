@@ -56,10 +56,12 @@ def lookup(name, where=""):
 
 # ---- attribute strings ('(3, 3)', 'False', '1e-05') -------------------------------------------
 
-def parse_attr(text):
+def parse_attr(text, depth=0):
     """An MXNet attribute string as a Python value, by a small grammar (never eval)."""
     if not isinstance(text, str):
         return text
+    if depth > 8:
+        raise KilnError(f"attribute value nests tuples too deeply: {text[:60]!r}")
     s = text.strip()
     if s in ("True", "true"):
         return True
@@ -71,7 +73,7 @@ def parse_attr(text):
         inner = s[1:-1].strip().rstrip(",")
         if not inner:
             return ()
-        return tuple(parse_attr(p) for p in inner.split(","))
+        return tuple(parse_attr(p, depth + 1) for p in inner.split(","))
     try:
         return int(s)
     except ValueError:

@@ -32,8 +32,9 @@ def _call_node(node, arrays):
         return OPS[node.op].fn(*arrays, **node.attrs)
     except KilnError as exc:
         raise KilnError(where + str(exc)) from None
-    except (TypeError, ValueError, IndexError) as exc:
-        raise KilnError(f"{where}{type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # attributes a file or a caller got wrong, met by the op
+        raise KilnError(f"{where}bad inputs or attributes ({type(exc).__name__}: "
+                        f"{str(exc)[:200]})" + where_in_user_code()) from None
 
 
 def _hints(node, values):
@@ -46,7 +47,13 @@ def _hints(node, values):
     first = values.get(id(node.inputs[0][0]))
     if first is None:
         return {}
-    shapes = op.param_shapes(node.attrs, tuple(first[node.inputs[0][1]].shape))
+    try:
+        shapes = op.param_shapes(node.attrs, tuple(first[node.inputs[0][1]].shape))
+        shapes = {k: tuple(int(d) for d in v) for k, v in shapes.items()}
+    except Exception as exc:  # attributes missing or of the wrong kind
+        raise KilnError(f"symbol node {node.name!r} ({node.op}): cannot infer its weight "
+                        f"shapes from attributes {node.attrs} ({type(exc).__name__}: "
+                        f"{exc})" + where_in_user_code()) from None
     names = op.input_names(node.attrs)
     return {id(src): shapes[n] for (src, _), n in zip(node.inputs, names) if n in shapes}
 
@@ -126,6 +133,7 @@ def trace_symbol(symbol, shapes, dtypes=None, training=False):
         if shape is None:
             raise MissingInput(f"cannot infer the shape of {node.name!r}; give it, e.g. "
                                f"infer_shape({node.name}=(...))" + where_in_user_code())
+        _check_size(node.name, shape)
         n = Node("input", (), {}, tuple(shape), _declared_dtype(node, dtypes), name=node.name)
         inputs[node.name] = n
         return ndarray._from_node(n)
@@ -137,7 +145,21 @@ def trace_symbol(symbol, shapes, dtypes=None, training=False):
             outs = evaluate(symbol._heads, feed)
     finally:
         trace.pop()
+    for n in ctx.nodes:
+        _check_size(n.name, n.shape)
     return inputs, [o._node for o in outs]
+
+
+def _check_size(name, shape):
+    from .export.symbol import MAX_TENSOR_ELEMENTS
+    size = 1
+    for d in shape:
+        if not isinstance(d, (int, _np.integer)) or d < 0:
+            raise KilnError(f"{name!r}: bad shape {tuple(shape)[:8]}" + where_in_user_code())
+        size *= int(d)
+    if size > MAX_TENSOR_ELEMENTS:
+        raise KilnError(f"{name!r}: shape {tuple(shape)[:8]} has more than "
+                        f"{MAX_TENSOR_ELEMENTS} elements (kiln's cap)" + where_in_user_code())
 
 
 def _shape_kwargs(symbol, args, kwargs):
@@ -238,7 +260,12 @@ class CompiledSymbol:
         return [_as_array(kwargs[n], n) for n in self.names]
 
     def __call__(self, **kwargs):
-        return list(self._fn(*self._arrays(kwargs)))
+        import warnings
+        from .graph.capture import KilnTraceWarning
+        with warnings.catch_warnings():
+            # the symbol's walk has no user side effects to warn about
+            warnings.simplefilter("ignore", KilnTraceWarning)
+            return list(self._fn(*self._arrays(kwargs)))
 
     def graph(self, **kwargs):
         """The optimized kiln Graph this program runs for these inputs."""

@@ -76,6 +76,14 @@ def is_mxnet_doc(doc):
     return isinstance(doc, dict) and "nodes" in doc and "heads" in doc and "format" not in doc
 
 
+def is_mxnet_text(text):
+    """Whether a symbol file's text is MXNet's JSON (not kiln's own format)."""
+    try:
+        return is_mxnet_doc(json.loads(text))
+    except (ValueError, RecursionError):
+        return False
+
+
 def _int(value, where, lo, hi):
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value < hi:
         raise KilnError(f"{where}: expected an integer in [{lo}, {hi}), got {value!r:.60}")

@@ -148,6 +148,19 @@ def read_dict(path):
     return dict(zip(names, arrays))
 
 
+def read_any(path, what="load"):
+    """name -> NumPy array of a params file in MXNet's binary format or NumPy's npz."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise KilnError(f"{what}: cannot read {path}: {exc}") from None
+    if is_mxnet_params(head):
+        return read_dict(path)
+    from ..npx.io import read_npz
+    return read_npz(path, what)
+
+
 def encode(arrays, names=None):
     out = [struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))]
     for a in arrays:

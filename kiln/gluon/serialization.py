@@ -7,7 +7,7 @@ initialized (the shapes come from the file).
 from collections import OrderedDict
 
 from ..base import KilnError, where_in_user_code
-from ..npx.io import write_npz_atomic, read_npz
+from ..npx.io import write_npz_atomic
 
 _KIND_KEY = "__kiln_kind__"   # written by npx.save; not a parameter
 _CONST_PREFIX = "__const__."   # graph constants in an exported params file (kiln.export)
@@ -43,7 +43,8 @@ def _name_list(names, limit=10):
 
 def load_block_parameters(block, filename, allow_missing=False, ignore_extra=False,
                           cast_dtype=False, dtype_source="current"):
-    raw = read_npz(filename, "load_parameters")
+    from ..export.mxnet_params import read_any   # npz, or MXNet's binary format
+    raw = read_any(filename, "load_parameters")
     raw.pop(_KIND_KEY, None)
     # constants that an exported graph keeps beside its parameters are not parameters
     loaded = {_strip_mxnet_prefix(k): v for k, v in raw.items()

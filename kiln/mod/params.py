@@ -21,18 +21,8 @@ def split_prefixed(entries, aux_names, source):
 
 def read_entries(fname):
     """name -> ndarray of a params file in MXNet's binary format or kiln's npz format."""
-    from ..export import mxnet_params
-    from ..export.params import read_params
-    try:
-        with open(fname, "rb") as f:
-            head = f.read(8)
-    except OSError as exc:
-        raise KilnError(f"cannot read params file {fname}: {exc}") from None
-    if mxnet_params.is_mxnet_params(head):
-        raw = mxnet_params.read_dict(fname)
-    else:
-        raw = read_params(fname)
-    return {k: ndarray._wrap(v) for k, v in raw.items()}
+    from ..export.mxnet_params import read_any
+    return {k: ndarray._wrap(v) for k, v in read_any(fname, "load_params").items()}
 
 
 def load_param_file(fname, aux_names):
