@@ -213,7 +213,8 @@ def SoftmaxActivation(data, mode="instance", **_):
     return knpx.softmax(data, axis=1 if mode == "channel" else -1)
 
 
-@_op("SoftmaxOutput Softmax", ("data", "label"))
+@_op("SoftmaxOutput Softmax", ("data", "label"),
+     param_shapes=lambda attrs, data: {"label": tuple(data[:-1])})
 def SoftmaxOutput(data, label, grad_scale=1.0, normalization="null", **_):
     """Forward: softmax. Backward (MXNet's rule): grad_scale * (softmax - one_hot(label)),
     whatever head gradient comes; built from ordinary ops so it traces and compiles."""
@@ -228,7 +229,8 @@ def SoftmaxOutput(data, label, grad_scale=1.0, normalization="null", **_):
     return knpx.stop_gradient(prob) + (surrogate - knpx.stop_gradient(surrogate))
 
 
-@_op("LinearRegressionOutput", ("data", "label"))
+@_op("LinearRegressionOutput", ("data", "label"),
+     param_shapes=lambda attrs, data: {"label": tuple(data)})
 def LinearRegressionOutput(data, label, grad_scale=1.0, **_):
     label = knp.reshape(label, data.shape)
     surrogate = (data - knpx.stop_gradient(data)) * knpx.stop_gradient(data - label) * \
