@@ -21,7 +21,7 @@ from ..mxnet_ops import OPS, parse_attr
 from ..sym_graph import KILN_PREFIX, Symbol, SymNode, nodes_of
 from ..ops.registry import REGISTRY
 from . import attrs as tattrs
-from .symbol import MAX_NODES, MAX_FILE_BYTES
+from .symbol import MAX_NODES, read_capped
 
 MXNET_VERSION = 10901          # the version these files are written as (MXNet 1.9.1)
 _ATTR_KEYS = ("attrs", "attr", "param")
@@ -181,13 +181,7 @@ def from_json(text, source="<symbol>"):
 
 
 def read_text(path):
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise KilnError(f"cannot read symbol file {path}: {exc}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise KilnError(f"symbol file {path} is larger than {MAX_FILE_BYTES} bytes")
+    raw = read_capped(path)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

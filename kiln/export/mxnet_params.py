@@ -25,7 +25,7 @@ import tempfile
 import numpy as _np
 
 from ..base import KilnError
-from .symbol import MAX_RANK, MAX_TENSOR_ELEMENTS, MAX_FILE_BYTES
+from .symbol import MAX_RANK, MAX_TENSOR_ELEMENTS, read_capped
 
 LIST_MAGIC = 0x112
 V1, V2, V3 = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
@@ -129,14 +129,7 @@ def parse(data, source="<params>"):
 
 
 def read(path):
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise KilnError(f"cannot read params file {path}: {exc}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise KilnError(f"params file {path} is larger than {MAX_FILE_BYTES} bytes")
-    return parse(data, str(path))
+    return parse(read_capped(path, "params file"), str(path))
 
 
 def read_dict(path):

@@ -126,28 +126,11 @@ class ParameterDict(OrderedDict):
         save_parameters write) by name: `restore_prefix` + the file's name. 'arg:'/'aux:'
         prefixes and an exported graph's constants are handled, so the file `export`
         wrote loads into a fresh network of the same architecture."""
-        from ..export.mxnet_params import read_any
-        from .serialization import _strip_mxnet_prefix, _CONST_PREFIX, _KIND_KEY
-        raw = read_any(filename, "ParameterDict.load")
-        loaded = {restore_prefix + _strip_mxnet_prefix(k): v for k, v in raw.items()
-                  if k != _KIND_KEY and not k.startswith(_CONST_PREFIX)}
-        missing = [n for n in self if n not in loaded]
-        extra = [n for n in loaded if n not in self]
-        problems = []
-        if missing and not allow_missing:
-            problems.append(f"missing from the file: {missing[:8]} (allow_missing=True "
-                            "keeps their current values)")
-        if extra and not ignore_extra:
-            problems.append(f"in the file but not here: {extra[:8]} (ignore_extra=True "
-                            "skips them)")
-        if problems:
-            raise KilnError(f"ParameterDict.load: {filename} does not match: "
-                            + "; ".join(problems) + where_in_user_code())
-        for name, param in self.items():
-            if name in loaded:
-                if dtype_source == "saved":
-                    param._dtype = loaded[name].dtype
-                param._load_init(loaded[name], cast_dtype=cast_dtype, source=str(filename))
+        from .serialization import read_param_entries, load_into
+        loaded = {restore_prefix + k: v for k, v in
+                  read_param_entries(filename, "ParameterDict.load").items()}
+        load_into(self, loaded, filename, allow_missing, ignore_extra, cast_dtype,
+                  dtype_source, f"ParameterDict.load: {filename} does not match")
 
     def __repr__(self):
         if not self:
