@@ -32,6 +32,10 @@ class MXOp:
         names = list(self.inputs)
         if attrs.get("no_bias") and "bias" in names:
             names.remove("bias")
+        if self.name in ("softmax", "log_softmax") and not attrs.get("use_length"):
+            names.remove("length")
+        if self.name == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":
+            names.remove("gamma")
         return names + list(self.aux)
 
 
@@ -173,9 +177,9 @@ def Activation(data, act_type="relu", **_):
     return knpx.activation(data, act_type=act_type)
 
 
-@_op("LeakyReLU")
-def LeakyReLU(data, act_type="leaky", slope=0.25, **kw):
-    return knpx.leaky_relu(data, act_type=act_type, slope=slope)
+@_op("LeakyReLU", ("data", "gamma"))
+def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, **_):
+    return knpx.leaky_relu(data, gamma, act_type=act_type, slope=slope)
 
 
 @_op("Pooling")
@@ -198,14 +202,17 @@ def Flatten(data, **_):
     return knp.reshape(data, (data.shape[0], -1))
 
 
-@_op("softmax")
-def softmax(data, axis=-1, temperature=None, **_):
-    return knpx.softmax(data, axis=axis, temperature=temperature)
+@_op("softmax", ("data", "length"))
+def softmax(data, length=None, axis=-1, temperature=None, use_length=False, dtype=None, **_):
+    return knpx.softmax(data, axis=axis, length=length, temperature=temperature,
+                        use_length=bool(use_length), dtype=dtype)
 
 
-@_op("log_softmax")
-def log_softmax(data, axis=-1, temperature=None, **_):
-    return knpx.log_softmax(data, axis=axis, temperature=temperature)
+@_op("log_softmax", ("data", "length"))
+def log_softmax(data, length=None, axis=-1, temperature=None, use_length=False, dtype=None,
+                **_):
+    return knpx.log_softmax(data, axis=axis, length=length, temperature=temperature,
+                            use_length=bool(use_length), dtype=dtype)
 
 
 @_op("SoftmaxActivation")
