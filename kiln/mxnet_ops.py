@@ -77,7 +77,7 @@ def parse_attr(text, depth=0):
         inner = s[1:-1].strip().rstrip(",")
         if not inner:
             return ()
-        return tuple(parse_attr(p, depth + 1) for p in inner.split(","))
+        return tuple(parse_attr(p, depth + 1) for p in _top_level_split(inner))
     try:
         return int(s)
     except ValueError:
@@ -86,6 +86,20 @@ def parse_attr(text, depth=0):
         return float(s)
     except ValueError:
         return s
+
+
+def _top_level_split(text):
+    parts, level, start = [], 0, 0
+    for k, c in enumerate(text):
+        if c in "([":
+            level += 1
+        elif c in ")]":
+            level -= 1
+        elif c == "," and level == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    parts.append(text[start:])
+    return parts
 
 
 def _tuple_or_none(v):
@@ -430,6 +444,6 @@ def slice_axis(data, axis=0, begin=0, end=None, **_):
 
 
 @_op("_kiln_constant", ())
-def _kiln_constant(value=0.0, shape=(), **_):
+def _kiln_constant(value=0.0, shape=(), dtype="float32", **_):
     """sym.Constant: a value stored in the symbol itself."""
-    return knp.array(_np.asarray(value, dtype="float32").reshape(tuple(shape)))
+    return knp.array(_np.asarray(value, dtype=dtype).reshape(tuple(shape)))

@@ -33,6 +33,35 @@ def from_kiln_symbol(spec):
     return Symbol([(nodes[k], 0) for k in spec.outputs])
 
 
+def from_graph(graph, param_names=None):
+    """A kiln Graph (what hybridize traces) as a user Symbol: inputs and parameters become
+    variables (parameters named by `param_names`, {id(node): name}), constants keep their
+    values, and every node is the same registry op."""
+    param_names = param_names or {}
+    built = {}
+    for n in graph.nodes:
+        if n.op in ("input", "param"):
+            attrs = {"__shape__": tuple(n.shape), "__dtype__": n.dtype.name}
+            node = SymNode(None, param_names.get(id(n), n.name), var_attrs=attrs)
+        elif n.op == "const":
+            node = SymNode("_kiln_constant", n.name,
+                           attrs={"value": n.value.tolist(), "shape": tuple(n.shape),
+                                  "dtype": n.dtype.name})
+        else:
+            node = SymNode(KILN_PREFIX + n.op, n.name, [(built[id(i)], 0) for i in n.inputs],
+                           n.attrs)
+        built[id(n)] = node
+    return Symbol([(built[id(o)], 0) for o in graph.outputs])
+
+
+def from_block(block, *example_inputs):
+    """The predict-mode graph a hybridized block traces for these inputs, as a Symbol
+    whose variables are the input ('data') and the block's structural parameter names."""
+    from .export.block_export import inference_graph
+    graph, param_names, _ = inference_graph(block, example_inputs)
+    return from_graph(graph, param_names)
+
+
 def fromjson(text, source="<symbol>"):
     try:
         doc = json.loads(text)

@@ -8,7 +8,7 @@ arrays, or builds a symbol node when given Symbols.
 """
 from .f_namespace import namespace_attr
 from .sym_graph import Symbol, var, Variable, Group, Constant  # noqa: F401
-from .sym_json import load, fromjson, load_json  # noqa: F401
+from .sym_json import load, fromjson, load_json, from_graph, from_block  # noqa: F401
 from .sym_run import compile_symbols as compile  # noqa: F401
 
 _Symbol = Symbol

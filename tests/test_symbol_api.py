@@ -36,13 +36,14 @@ def test_inspecting_follows_mxnet_order():
 
 def test_json_roundtrip_and_arithmetic():
     a, b = sym.var("a"), sym.var("b")
-    s = sym.Group([(a * b + 1) / (a - 2.0), 2 ** a - b, -a, sym.Reshape(a, shape=(0, -1))])
+    c = sym.Constant(np.arange(6).reshape(2, 3))      # nested values survive the JSON
+    s = sym.Group([(a * b + 1) / (a - 2.0), 2 ** a - b, -a * c, sym.Reshape(a, shape=(0, -1))])
     again = sym.fromjson(s.tojson())
     assert again.tojson() == s.tojson()
     va = np.arange(6, dtype="float32").reshape(2, 3)
     vb = np.full((2, 3), 0.5, "float32")
     got = [o.asnumpy() for o in again.eval(a=va, b=vb)]
-    want = [(va * vb + 1) / (va - 2), 2 ** va - vb, -va, va]
+    want = [(va * vb + 1) / (va - 2), 2 ** va - vb, -va * np.arange(6).reshape(2, 3), va]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6)
 
@@ -151,3 +152,24 @@ def test_symbolblock_over_user_symbol_trains():
         trainer.step(1)
         losses.append(float(loss.asnumpy()))
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_a_hybridized_block_is_a_symbol(tmp_path):
+    """from_block gives the traced graph as a Symbol; it evaluates, compiles, saves and
+    loads like any symbol, and its variables are the block's structural names."""
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(3, kernel_size=3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
+            nn.Flatten(), nn.Dense(2))
+    net.initialize()
+    x = nd.random.normal(shape=(2, 1, 5, 5))
+    want = net(x).asnumpy()
+    s = sym.from_block(net, x)
+    params = {k: p.data() for k, p in net.collect_params().items()}
+    assert set(s.list_arguments()) == {"data"} | set(params)
+    (got,) = s.eval(data=x, **params)
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-6)
+    (compiled,) = sym.compile(s)(data=x, **params)
+    np.testing.assert_allclose(compiled.asnumpy(), want, rtol=1e-5, atol=1e-5)
+    s.save(str(tmp_path / "block.json"))
+    (again,) = sym.load(str(tmp_path / "block.json")).eval(data=x, **params)
+    np.testing.assert_allclose(again.asnumpy(), want, rtol=1e-5, atol=1e-6)
