@@ -93,7 +93,7 @@ class Executor:
             if value.shape != target.shape:
                 raise KilnError(f"forward: {name!r} must have shape {target.shape}, got "
                                 f"{value.shape}" + where_in_user_code())
-            target[:] = value
+            target[...] = value
 
     def forward(self, is_train=False, **kwargs):
         self._set_inputs(kwargs)
@@ -133,9 +133,9 @@ class Executor:
             if target is None:
                 continue
             if self._grad_req[name] == "add":
-                target[:] = target + g
+                target[...] = target + g
             else:
-                target[:] = g
+                target[...] = g
 
     # ---- MXNet's conveniences ----------------------------------------------------------------
     @property
@@ -158,7 +158,7 @@ class Executor:
         for table, params in ((self.arg_dict, arg_params), (self.aux_dict, aux_params or {})):
             for name, value in params.items():
                 if name in table:
-                    table[name][:] = _as_array(value, name)
+                    table[name][...] = _as_array(value, name)
                 elif not allow_extra_params:
                     raise KilnError(f"copy_params_from: {name!r} is not a parameter of the "
                                     "symbol" + where_in_user_code())

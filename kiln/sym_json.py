@@ -26,6 +26,8 @@ def from_kiln_symbol(spec):
     for k, n in enumerate(spec.nodes):
         if n.op in ("input", "param", "const"):
             attrs = {"__shape__": tuple(n.shape), "__dtype__": n.dtype.name}
+            if n.op == "const" or n.grad_req == "null":
+                attrs["__grad_req__"] = "null"    # constants and running statistics
             nodes.append(SymNode(None, n.name, var_attrs=attrs))
         else:
             nodes.append(SymNode(KILN_PREFIX + n.op, f"{n.op}{k}",

@@ -129,7 +129,10 @@ def trace_symbol(symbol, shapes, dtypes=None, training=False):
     inputs = {}
 
     def feed(node, hint):
-        shape = shapes.get(node.name) or _declared_shape(node) or hint
+        shape = shapes.get(node.name)
+        for fallback in (_declared_shape(node), hint):
+            if shape is None:
+                shape = fallback
         if shape is None:
             raise MissingInput(f"cannot infer the shape of {node.name!r}; give it, e.g. "
                                f"infer_shape({node.name}=(...))" + where_in_user_code())

@@ -101,3 +101,30 @@ def test_module_errors_are_clear():
     with pytest.raises(kiln.KilnError, match="not parameters"):
         mod.set_params({"fc1_weight": nd.ones((16, 4)), "junk": nd.ones(1)}, {},
                        allow_missing=True)
+
+
+def test_module_trains_a_kiln_export_without_touching_its_statistics(tmp_path):
+    """A kiln export loaded as a symbol: BatchNorm's running statistics and the graph's
+    constants stay fixed while Module trains the weights."""
+    from kiln.gluon import nn
+    net = nn.HybridSequential()
+    net.add(nn.Dense(4), nn.BatchNorm(), nn.Dense(1))
+    net.initialize()
+    net.hybridize()
+    x = nd.random.normal(shape=(8, 3))
+    net(x)
+    net.export(str(tmp_path / "k"))
+    s = sym.LinearRegressionOutput(sym.load(str(tmp_path / "k-symbol.json")),
+                                   sym.var("label"), name="lro")
+    mod = kiln.mod.Module(s, label_names=["label"])
+    mod.bind(data_shapes=[("data", (8, 3))], label_shapes=[("label", (8, 1))])
+    mod.load_params(str(tmp_path / "k-0000.params"))
+    before = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+    mod.init_optimizer(optimizer="sgd", optimizer_params=(("learning_rate", 0.1),))
+    mod.forward(kiln.io.DataBatch([x], [nd.ones((8, 1))]), is_train=True)
+    mod.backward()
+    mod.update()
+    after = {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+    fixed = [k for k in before if "running" in k or k.startswith("__const__")]
+    assert fixed and all((before[k] == after[k]).all() for k in fixed)
+    assert not (before["0.weight"] == after["0.weight"]).all()

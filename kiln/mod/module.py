@@ -31,7 +31,9 @@ class Module:
         inputs = set(self._data_names) | set(self._label_names)
         self._param_names = [n for n in args if n not in inputs]
         self._aux_names = symbol.list_auxiliary_states()
-        self._fixed = set(fixed_param_names or [])
+        self._fixed = set(fixed_param_names or []) | {
+            n.name for n in symbol._nodes()
+            if n.is_var and n.var_attrs.get("__grad_req__") == "null"}
         self._exec = None
         self._arg_params, self._aux_params = None, None
         self._optimizer, self._states = None, {}
@@ -110,7 +112,7 @@ class Module:
                 if name in self._data_names or name in self._label_names:
                     continue
                 if given and name in given:
-                    arr[:] = given[name]
+                    arr[...] = given[name]
                 elif given is not None and not allow_missing and given:
                     raise KilnError(f"Module.init_params: {name!r} is missing from the "
                                     "given params" + where_in_user_code())
@@ -147,7 +149,7 @@ class Module:
                     raise KilnError(f"Module.set_params: {name!r} has shape {value.shape}, "
                                     f"the bound symbol needs {table[name].shape}"
                                     + where_in_user_code())
-                table[name][:] = value
+                table[name][...] = value
         self.params_initialized = True
         self._sync_params()
 
