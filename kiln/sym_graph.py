@@ -190,6 +190,16 @@ class Symbol:
     def flatten(self):
         return apply_op("Flatten", [self], {})
 
+    def _no_value(self, what):
+        raise KilnError(f"Symbol {self.name!r} has no {what} before it is bound: shapes "
+                        "come from infer_shape/bind. To get a Gluon block's graph as a "
+                        "Symbol, call sym.from_block(net, example_input) instead of "
+                        "net(symbol)" + where_in_user_code())
+
+    shape = property(lambda self: self._no_value("shape"))
+    dtype = property(lambda self: self._no_value("dtype"))
+    ndim = property(lambda self: self._no_value("ndim"))
+
     def __getattr__(self, name):
         # sym.relu(), sym.sum(axis=1), ... : the MXNet ops as methods
         if name.startswith("_") or name not in OPS:

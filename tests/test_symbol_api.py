@@ -109,6 +109,10 @@ def test_unknown_op_and_bad_input_are_clear():
                       '"heads": [[1, 0, 0]]}')
     with pytest.raises(kiln.KilnError, match="no value for variable 'b'"):
         (sym.var("a") + sym.var("b")).eval(a=np.ones(2))
+    dense = nn.Dense(3)
+    dense.initialize()
+    with pytest.raises(kiln.KilnError, match="from_block"):
+        dense(sym.var("data"))
 
 
 class _Legacy(nn.HybridBlock):
