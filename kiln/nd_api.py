@@ -128,8 +128,10 @@ def mx_function(name):
             return call_op(name, args, kwargs)
         kwargs.pop("name", None)
         kwargs.pop("out", None)
-        args = tuple(knp.asarray(a) if isinstance(a, (_np.ndarray, list)) else a
-                     for a in args)
+        # NumPy arrays and lists in input positions become arrays; later ones are attrs
+        n_inputs = len(args) if op.variadic else len(op.input_names(kwargs))
+        args = tuple(knp.asarray(a) if k < n_inputs and isinstance(a, (_np.ndarray, list))
+                     else a for k, a in enumerate(args))
         return op.fn(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
