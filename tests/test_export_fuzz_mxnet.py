@@ -185,3 +185,16 @@ def test_harmless_rewrites_load_exactly(original, tmp_path):
         doc["attrs"]["mxnet_version"] = ["int", 20000]
         assert _attempt(tmp_path, json.dumps(doc).encode(), par, x, y, harmless=True) \
             == "loaded"
+
+
+def test_v1_and_v3_records_read():
+    """MXNet 0.9-1.x's V1 record (no storage type) and MXNet 2's V3 (a rank-0 scalar)."""
+    v1 = (_header() + struct.pack("<Iiqq", mxnet_params.V1, 2, 1, 2) + struct.pack("<iii", 1, 0, 0)
+          + onp.array([[1.5, -2.0]], "<f4").tobytes() + struct.pack("<Q", 0))
+    v3 = (_header() + struct.pack("<Iii", mxnet_params.V3, 0, 0) + struct.pack("<iii", 1, 0, 6)
+          + struct.pack("<q", 42) + struct.pack("<QQ", 1, 1) + b"s")
+    arrays, names = mxnet_params.parse(v1)
+    assert names is None and arrays[0].tolist() == [[1.5, -2.0]]
+    arrays, names = mxnet_params.parse(v3)
+    assert names == ["s"] and arrays[0].shape == () and arrays[0].dtype == onp.int64 \
+        and int(arrays[0]) == 42
