@@ -16,7 +16,7 @@ from .fit import fit  # noqa: F401,E402
 
 def __getattr__(name):
     # kiln.onnx needs the optional onnx package only when it is used
-    if name in ("onnx", "mod", "io"):
+    if name in ("onnx", "mod", "io", "model"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'kiln' has no attribute {name!r}")

@@ -6,6 +6,9 @@ builds kiln's graph IR. So `infer_shape` is a trace, `compile` is `kiln.hybridiz
 walk (the same passes and C backend as a hybridized block), and `grad` nodes differentiate
 with the same registry gradient rules as `autograd.backward`.
 """
+import contextlib
+import warnings
+
 import numpy as _np
 
 from . import autograd
@@ -247,9 +250,14 @@ class CompiledSymbol:
         from .graph.cached import HybridFunction
         self.symbol = symbol
         self.names = symbol.list_inputs()
-        self._fn = HybridFunction(self._run, backend=backend, strict=True)
+        def symbol(*arrays):     # the traced graph's name
+            return self._run(*arrays)
+        self._fn = HybridFunction(symbol, backend=backend, strict=True)
 
     def _run(self, *arrays):
+        for name, a in zip(self.names, arrays):
+            if a._node is not None and a._node.op == "input":
+                a._node.name = name      # the traced graph's inputs carry the symbol's names
         values = dict(zip(self.names, arrays))
         outs = evaluate(self.symbol._heads, lambda n, _h: values[n.name])
         return tuple(outs)
@@ -263,16 +271,22 @@ class CompiledSymbol:
         return [_as_array(kwargs[n], n) for n in self.names]
 
     def __call__(self, **kwargs):
-        import warnings
-        from .graph.capture import KilnTraceWarning
-        with warnings.catch_warnings():
-            # the symbol's walk has no user side effects to warn about
-            warnings.simplefilter("ignore", KilnTraceWarning)
+        with _no_trace_warning():
             return list(self._fn(*self._arrays(kwargs)))
 
     def graph(self, **kwargs):
         """The optimized kiln Graph this program runs for these inputs."""
-        return self._fn.graph(*self._arrays(kwargs))
+        with _no_trace_warning():
+            return self._fn.graph(*self._arrays(kwargs))
+
+
+@contextlib.contextmanager
+def _no_trace_warning():
+    """The symbol's walk has no user side effects to warn about (capture.py's warning)."""
+    from .graph.capture import KilnTraceWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnTraceWarning)
+        yield
 
 
 def compile_symbols(symbols, backend=None):

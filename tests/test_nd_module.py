@@ -128,3 +128,15 @@ def test_module_trains_a_kiln_export_without_touching_its_statistics(tmp_path):
     fixed = [k for k in before if "running" in k or k.startswith("__const__")]
     assert fixed and all((before[k] == after[k]).all() for k in fixed)
     assert not (before["0.weight"] == after["0.weight"]).all()
+
+
+def test_model_checkpoint_roundtrip(tmp_path):
+    s, args, aux = kiln.model.load_checkpoint(
+        __import__("os").path.join(__import__("os").path.dirname(__file__), "fixtures",
+                                   "mxnet", "cnn"), 0)
+    assert sorted(aux) == ["batchnorm0_running_mean", "batchnorm0_running_var"]
+    kiln.model.save_checkpoint(str(tmp_path / "c"), 5, s, args, aux)
+    s2, args2, aux2 = kiln.model.load_checkpoint(str(tmp_path / "c"), 5)
+    assert s2.tojson() == s.tojson()
+    for k in args:
+        np.testing.assert_array_equal(args2[k].asnumpy(), args[k].asnumpy())
