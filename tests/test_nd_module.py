@@ -1,4 +1,6 @@
 """kiln.nd (MXNet 1.x's NDArray namespace), kiln.io and kiln.mod.Module training."""
+import os
+
 import numpy as np
 import pytest
 
@@ -132,8 +134,7 @@ def test_module_trains_a_kiln_export_without_touching_its_statistics(tmp_path):
 
 def test_model_checkpoint_roundtrip(tmp_path):
     s, args, aux = kiln.model.load_checkpoint(
-        __import__("os").path.join(__import__("os").path.dirname(__file__), "fixtures",
-                                   "mxnet", "cnn"), 0)
+        os.path.join(os.path.dirname(__file__), "fixtures", "mxnet", "cnn"), 0)
     assert sorted(aux) == ["batchnorm0_running_mean", "batchnorm0_running_var"]
     kiln.model.save_checkpoint(str(tmp_path / "c"), 5, s, args, aux)
     s2, args2, aux2 = kiln.model.load_checkpoint(str(tmp_path / "c"), 5)
