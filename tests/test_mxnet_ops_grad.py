@@ -67,6 +67,16 @@ CASES = {
     "Concat": ([(2, 3), (2, 1)], {"dim": 1}),
     "stack": ([(2, 3), (2, 3)], {"axis": 1}),
     "slice_axis": ([(4, 3)], {"axis": 0, "begin": 1, "end": 3}),
+    "slice": ([(4, 5)], {"begin": (1, None), "end": (3, None), "step": (1, 2)}),
+    "broadcast_to": ([(1, 3)], {"shape": (4, 0)}),
+    "broadcast_like": ([(1, 3), (2, 3)], {}),
+    "tile": ([(2, 3)], {"reps": (2, 1)}),
+    "repeat": ([(2, 3)], {"repeats": 2, "axis": 1}),
+    "reverse": ([(2, 3)], {"axis": 1}),
+    "smooth_l1": ([(6,)], {"scalar": 2.0}),
+    "UpSampling": ([(1, 2, 2, 3)], {"scale": 2, "sample_type": "nearest"}),
+    "L2Normalization": ([(2, 3, 2)], {}),
+    "InstanceNorm": ([(2, 3, 4), (3,), (3,)], {}),
 }
 # entries with no gradient to check, and why
 NOT_DIFFERENTIABLE = {
@@ -74,7 +84,11 @@ NOT_DIFFERENTIABLE = {
     "Dropout": "random; identity in predict mode", "BlockGrad": "zero gradient by design",
     "Cast": "dtype conversion", "argmax": "integer-valued", "floor": "piecewise constant",
     "ceil": "piecewise constant", "sign": "piecewise constant",
-    "_kiln_constant": "no inputs",
+    "_kiln_constant": "no inputs", "zeros_like": "constant", "ones_like": "constant",
+    "where": "selection by a condition (checked in test_mxnet_op_values)",
+    "take": "integer indices (checked in test_mxnet_op_values)",
+    "pick": "integer indices (checked in test_mxnet_op_values)",
+    "one_hot": "integer input",
     "SoftmaxOutput": "MXNet's gradient rule, not a derivative (test_mxnet_models.py)",
     "LinearRegressionOutput": "MXNet's gradient rule, not a derivative",
 }
@@ -142,3 +156,18 @@ def _build(name, variables, attrs):
         return call_op(name, tuple(variables), attrs)
     names = OPS[name].input_names(attrs)
     return call_op(name, (), {**dict(zip(names, variables)), **attrs})
+
+
+def test_mxnet_op_values():
+    from kiln import nd
+    x = nd.array([[1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(nd.where(nd.array([[1, 0, 1], [0, 0, 1]]), x, -x).asnumpy(),
+                                  [[1, -2, 3], [-4, -5, 6]])
+    np.testing.assert_array_equal(nd.take(x, nd.array([1, 0, 1])).asnumpy(),
+                                  [[4, 5, 6], [1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(nd.pick(x, nd.array([2, 0]), axis=1).asnumpy(), [3, 4])
+    np.testing.assert_array_equal(nd.one_hot(nd.array([1, 0]), depth=3).asnumpy(),
+                                  [[0, 1, 0], [1, 0, 0]])
+    assert nd.zeros_like(x).asnumpy().sum() == 0 and nd.ones_like(x).asnumpy().sum() == 6
+    with pytest.raises(kiln.KilnError, match="nearest"):
+        nd.UpSampling(nd.ones((1, 1, 2, 2)), scale=2, sample_type="bilinear")
