@@ -310,12 +310,17 @@ def pooling(data=None, kernel=None, pool_type="max", stride=None, pad=None, glob
     else:
         y = knp.sum(cols, axis=kaxes)
         if pool_type == "avg":
-            if count_include_pad or not any(pads):
+            # the divisor counts window cells inside the input, plus its explicit padding
+            # when count_include_pad; never the extra cells of the 'full' convention
+            inner = tuple(pad) if count_include_pad else (0,) * nsp
+            if pads == [p for p in inner for _ in (0, 1)]:
                 y = y / int(_np.prod(kernel))
             else:
-                ones = ndarray._wrap(_np.ones((1, 1) + tuple(x.shape[2:]), x.dtype))
+                ones = ndarray._wrap(_np.ones((1, 1) + tuple(
+                    d + 2 * q for d, q in zip(x.shape[2:], inner)), x.dtype))
+                rest = tuple(p - inner[i // 2] for i, p in enumerate(pads))
                 counts = knp.sum(_R["windows"](ones, kernel=kernel, stride=stride,
-                                               dilation=(1,) * nsp, pad=tuple(pads)), axis=kaxes)
+                                               dilation=(1,) * nsp, pad=rest), axis=kaxes)
                 y = y / counts
     return knp.moveaxis(y, -1, 1)
 
