@@ -9,6 +9,7 @@ from kiln import autograd
 from kiln.gluon import rnn
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore::kiln.graph.capture.KilnTraceWarning")
 
 MODES = ["rnn_relu", "rnn_tanh", "lstm", "gru"]
 T, N, C, H = 5, 3, 4, 6
@@ -109,7 +110,7 @@ def torch_name(name):
     return f"{kind}_{ {'i2h': 'ih', 'h2h': 'hh'}[which]}_l{layer}{suffix}"
 
 
-def check(got, want, rtol=2e-4, atol=2e-5):
+def check(got, want, rtol=2e-4, atol=2e-5, rename=torch_name):
     out, new, gx, gs, gp = got
     out_t, new_t, gx_t, gs_t, gp_t = want
     np.testing.assert_allclose(out, out_t, rtol=rtol, atol=atol)
@@ -121,7 +122,7 @@ def check(got, want, rtol=2e-4, atol=2e-5):
             np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
     assert len(gp) == len(gp_t)
     for name, g in gp.items():
-        np.testing.assert_allclose(g, gp_t[torch_name(name)], rtol=rtol, atol=atol,
+        np.testing.assert_allclose(g, gp_t[rename(name)], rtol=rtol, atol=atol,
                                    err_msg=name)
 
 
@@ -135,3 +136,22 @@ def test_eager_matches_torch(mode, num_layers, bidirectional):
             x, states, heads = data(mode, num_layers, bidirectional, layout)
             want = run_torch(theirs, mode, x, states, heads, with_states)
             check(run_kiln(ours, x, states, heads, with_states), want)
+
+
+# (num_layers, bidirectional, layout, with_states): between them, every value of each option
+CONFIGS = [(1, False, "TNC", False), (2, True, "NTC", True), (1, True, "TNC", True),
+           (2, False, "NTC", False)]
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(map(str, c)))
+@pytest.mark.parametrize("mode", MODES)
+def test_hybridized_matches_torch_and_eager(mode, config, backend):
+    num_layers, bidirectional, layout, with_states = config
+    ours, theirs = make_pair(mode, num_layers, bidirectional, layout)
+    x, states, heads = data(mode, num_layers, bidirectional, layout)
+    eager = run_kiln(ours, x, states, heads, with_states)
+    ours.hybridize(backend=backend)
+    hybrid = run_kiln(ours, x, states, heads, with_states)
+    check(hybrid, run_torch(theirs, mode, x, states, heads, with_states))
+    check(hybrid, eager, rtol=1e-5, atol=1e-6, rename=lambda name: name)
