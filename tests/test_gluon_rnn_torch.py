@@ -7,6 +7,7 @@ import pytest
 import kiln
 from kiln import autograd
 from kiln.gluon import rnn
+from test_backend_c_control import assert_compiled
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings("ignore::kiln.graph.capture.KilnTraceWarning")
@@ -153,5 +154,7 @@ def test_hybridized_matches_torch_and_eager(mode, config, backend):
     eager = run_kiln(ours, x, states, heads, with_states)
     ours.hybridize(backend=backend)
     hybrid = run_kiln(ours, x, states, heads, with_states)
+    if backend == "c":
+        assert_compiled(ours._kiln_cached)
     check(hybrid, run_torch(theirs, mode, x, states, heads, with_states))
     check(hybrid, eager, rtol=1e-5, atol=1e-6, rename=lambda name: name)

@@ -14,7 +14,7 @@ def _input(value, name, drop_axis=False):
 def emit_scan(step, xs, states, reverse=False, what="recurrent time loop"):
     """(ys stacked along axis 0, final states) as slices of one traced `scan` node."""
     from ..ops.registry import REGISTRY
-    from ..ops.scan import layout
+    from ..ops.scan import unpack
     where = _where()
     xs, states = as_array(xs), [as_array(s) for s in states]
     n = len(states)
@@ -48,11 +48,5 @@ def emit_scan(step, xs, states, reverse=False, what="recurrent time loop"):
                                f"compiled{where}")
     flat = REGISTRY["scan"](*states, xs, *invariants, body=graph, n_carried=n, n_xs=1,
                             reverse=bool(reverse))
-    pieces, offset, values = layout(graph, n, xs.shape[0]), 0, []
-    for shape in pieces:
-        size = 1
-        for d in shape:
-            size *= d
-        values.append(flat[offset:offset + size].reshape(shape))
-        offset += size
+    values = unpack(flat, graph, n, xs.shape[0])
     return values[n], values[:n]

@@ -9,12 +9,14 @@ returns the next carried values (same shapes and dtypes) and the step outputs y_
 
 The IR has one output per node, and a loop must run its backward once however many of its
 results are used. So `scan` returns ONE flat array: every final carried value, then every
-stacked output (T, *y_t.shape), each raveled, concatenated (they share one dtype); the
-caller slices it apart. Likewise `scan_grad` returns the gradients of all operands of that
-dtype in one flat array (operands of other dtypes get none), and scan's gradient rule slices
-it. Backward keeps the carried values of every step (T x their size, as PyTorch keeps an
-LSTM's states), then runs the body's gradient graph in reverse, writing x[t]'s gradient
-into its row and summing the invariants' gradients.
+stacked output (T, *y_t.shape), then every carried value's history (T, *shape: its value
+before each step, in the order the steps ran), each raveled, concatenated (they share one
+dtype); the caller slices out what it needs. The history is what backward needs (PyTorch
+keeps an LSTM's states the same way), so `scan_grad(*operands, out, g)` reads it from the
+forward result instead of running the loop again. It returns the gradients of all operands
+of that dtype in one flat array (operands of other dtypes get none), and scan's gradient
+rule slices it. It runs the body's gradient graph in reverse, writing x[t]'s gradient into
+its row and summing the invariants' gradients.
 """
 import numpy as _np
 
@@ -29,10 +31,21 @@ def _size(shape):
 
 
 def layout(body, n_carried, length):
-    """(shape of each piece of scan's flat result, in order): carried, then stacked ys."""
+    """Shapes of the pieces of scan's flat result, in order: final carried values, stacked
+    step outputs, carried histories."""
     outs = body.outputs
     return ([tuple(o.shape) for o in outs[:n_carried]]
-            + [(length,) + tuple(o.shape) for o in outs[n_carried:]])
+            + [(length,) + tuple(o.shape) for o in outs[n_carried:]]
+            + [(length,) + tuple(o.shape) for o in outs[:n_carried]])
+
+
+def unpack(flat, body, n_carried, length):
+    """The pieces of a flat scan result (or of a gradient of one), shaped."""
+    pieces, offset = [], 0
+    for shape in layout(body, n_carried, length):
+        pieces.append(flat[offset:offset + _size(shape)].reshape(shape))
+        offset += _size(shape)
+    return pieces
 
 
 def _length(operands, n_carried):
@@ -54,7 +67,7 @@ def _has_grad(x, dtype):
 
 def _scan_grad(g, out, *operands, body, n_carried, n_xs, reverse):
     from ..np import reshape
-    flat = REGISTRY["scan_grad"](*operands, g, body=body, n_carried=n_carried, n_xs=n_xs,
+    flat = REGISTRY["scan_grad"](*operands, out, g, body=body, n_carried=n_carried, n_xs=n_xs,
                                  reverse=reverse)
     dtype, grads, offset = grad_dtype(body), [], 0
     for x in operands:
@@ -71,58 +84,60 @@ def _steps(length, reverse):
     return range(length - 1, -1, -1) if reverse else range(length)
 
 
-def _forward(operands, body, n_carried, n_xs, reverse, history=None):
+def _forward(operands, body, n_carried, n_xs, reverse):
     from ..graph.subgraph import run
     carried = list(operands[:n_carried])
     xs, invariants = operands[n_carried:n_carried + n_xs], list(operands[n_carried + n_xs:])
     length = _length(operands, n_carried)
     ys = [_np.empty((length,) + tuple(o.shape), o.dtype) for o in body.outputs[n_carried:]]
-    for t in _steps(length, reverse):
-        if history is not None:
-            history.append(carried)
+    history = [_np.empty((length,) + tuple(c.shape), c.dtype) for c in carried]
+    for i, t in enumerate(_steps(length, reverse)):
+        for h, c in zip(history, carried):
+            h[i] = c
         outs = run(body, carried + [x[t] for x in xs] + invariants)
         carried = [_np.array(c) for c in outs[:n_carried]]   # the program reuses its buffers
         for y, value in zip(ys, outs[n_carried:]):
             y[t] = value
-    return carried, ys
+    return carried, ys, history
 
 
 @register("scan", _scan_shape, _scan_grad)
 def scan(*operands, body, n_carried, n_xs, reverse):
-    """Final carried values and stacked step outputs of the loop, raveled into one array."""
-    carried, ys = _forward(operands, body, n_carried, n_xs, reverse)
+    """Final carried values, stacked step outputs and carried histories, as one array."""
+    carried, ys, history = _forward(operands, body, n_carried, n_xs, reverse)
     dtype = body.outputs[0].dtype
-    return _np.concatenate([_np.ravel(a).astype(dtype, copy=False) for a in carried + ys])
+    return _np.concatenate([_np.ravel(a).astype(dtype, copy=False)
+                            for a in carried + ys + history])
 
 
 def _scan_grad_shape(*values, body, n_carried, n_xs, reverse):
     dtype = grad_dtype(body)
-    size = sum(_size(x.shape) for x in values[:-1] if _has_grad(x, dtype))
+    size = sum(_size(x.shape) for x in values[:-2] if _has_grad(x, dtype))
     return (size,), dtype
 
 
 @register("scan_grad", _scan_grad_shape)
 def scan_grad(*values, body, n_carried, n_xs, reverse):
-    """Gradients of scan's operands (of its dtype) for the incoming flat gradient (last)."""
+    """Gradients of scan's operands (of its dtype), given scan's result and the incoming
+    gradient of it (the last two values)."""
     from ..graph.subgraph import run, vjp_graph
-    operands, g = values[:-1], _np.asarray(values[-1])
+    operands, out, g = values[:-2], _np.asarray(values[-2]), _np.asarray(values[-1])
     dtype = grad_dtype(body)
-    history = []
-    _forward(operands, body, n_carried, n_xs, reverse, history)
     length = _length(operands, n_carried)
     xs, invariants = operands[n_carried:n_carried + n_xs], list(operands[n_carried + n_xs:])
-    pieces, offset, g_out = layout(body, n_carried, length), 0, []
-    for shape in pieces:
-        g_out.append(g[offset:offset + _size(shape)].reshape(shape))
-        offset += _size(shape)
-    g_carried, g_ys = g_out[:n_carried], g_out[n_carried:]
+    n_ys = len(body.outputs) - n_carried
+    g_pieces = unpack(g, body, n_carried, length)
+    g_carried, g_ys = g_pieces[:n_carried], g_pieces[n_carried:n_carried + n_ys]
+    g_history = g_pieces[n_carried + n_ys:]
+    history = unpack(out, body, n_carried, length)[n_carried + n_ys:]
     vjp = vjp_graph(body, tuple(range(len(body.outputs))))
     g_xs = [_np.zeros_like(x) for x in xs]
     g_inv = [_np.zeros_like(v) for v in invariants]
-    for t, state in zip(reversed(list(_steps(length, reverse))), reversed(history)):
-        res = run(vjp, list(state) + [x[t] for x in xs] + invariants + list(g_carried)
-                  + [gy[t] for gy in g_ys])
-        g_carried = [_np.array(r) for r in res[:n_carried]]
+    for i, t in reversed(list(enumerate(_steps(length, reverse)))):
+        res = run(vjp, [h[i] for h in history] + [x[t] for x in xs] + invariants
+                  + list(g_carried) + [gy[t] for gy in g_ys])
+        # the history row i is the state before step i, so its gradient joins here
+        g_carried = [r + gh[i] for r, gh in zip(res[:n_carried], g_history)]
         for gx, r in zip(g_xs, res[n_carried:n_carried + n_xs]):
             gx[t] = r
         for k, r in enumerate(res[n_carried + n_xs:]):

@@ -6,12 +6,12 @@ x[t] of a sequence, a row of the incoming gradient or a recorded state costs a p
 assignment, not a copy.
 
   scan       the carried values live in their pieces of the node's flat result; each step
-             binds x[t], calls the body, copies the new carried values back and y_t into
-             its row of the result.
-  scan_grad  runs the loop again, recording the carried values before every step (T times
-             their size, all of it static), then walks the steps in reverse through the
-             body's gradient graph: x[t]'s gradient goes into its row of the result, the
-             invariants' gradients add up, the carried gradients flow to the step before.
+             records them in their history rows, binds x[t], calls the body, copies the
+             new carried values back and y_t into its row of the result.
+  scan_grad  walks the steps in reverse through the body's gradient graph, reading the
+             states from the forward result's history: x[t]'s gradient goes into its row
+             of the result, the invariants' gradients add up, the carried gradients flow
+             to the step before.
 """
 from ...ops.scan import layout, grad_dtype
 from .control import Sub, copy_back
@@ -29,8 +29,15 @@ def _point(dst, src, offset):
     return f"P[{dst}] = (char *)P[{src}] + {offset};"
 
 
+def _accumulate(dst, src, x):
+    """C statement: dst[j] += src[j] over x.size elements of x's type (pointer exprs)."""
+    c = ctype(x.dtype)
+    return (f"    {{ {c} *acc = ({c} *)({dst}); const {c} *d = (const {c} *)({src}); "
+            f"for (int64_t j = 0; j < {x.size}; j++) acc[j] += d[j]; }}")
+
+
 class _ScanBase:
-    def __init__(self, em, node, operands):
+    def __init__(self, em, node, operands, fwd=True):
         a = node.attrs
         self.em, self.node = em, node
         self.body, self.n, self.n_xs, self.reverse = (a["body"], a["n_carried"], a["n_xs"],
@@ -48,9 +55,10 @@ class _ScanBase:
             self.offsets.append(offset)
             offset += _nbytes(shape, dtype)
         self.y_bytes = [_nbytes(o.shape, o.dtype) for o in self.body.outputs[self.n:]]
+        self.history = self.offsets[len(self.body.outputs):]
         self.out = em.new_buffer(_nbytes(node.shape, node.dtype))
         self.state = [em.add_slot(("bound", f"scan state {k}")) for k in range(self.n)]
-        self.fwd = Sub(em, self.body, self.body.outputs, "scan body")
+        self.fwd = Sub(em, self.body, self.body.outputs, "scan body") if fwd else None
 
     def output_slot(self, node):
         return self.out
@@ -90,6 +98,8 @@ class ScanGroup(_ScanBase):
         lines += self.bind_body(self.fwd, storage, self.state)
         lines += [f"  for (int64_t i = 0; i < {self.length}; i++) {{",
                   f"    int64_t t = {self.time()};"]
+        lines += [f"    memcpy((char *)P[{self.out}] + {h} + i * {b}, P[{s}], {b});"
+                  for h, s, b in zip(self.history, self.state, self.sizes) if b]
         lines += self.bind_rows(self.fwd, storage) + self.advance()
         for src, off, b in zip(self.fwd.outputs[self.n:], self.offsets[self.n:], self.y_bytes):
             if b:
@@ -100,11 +110,9 @@ class ScanGroup(_ScanBase):
 
 class ScanGradGroup(_ScanBase):
     def __init__(self, em, node, members):
-        super().__init__(em, node, node.inputs[:-1])
+        super().__init__(em, node, node.inputs[:-2], fwd=False)
         from ...graph.subgraph import vjp_graph
-        self.g = node.inputs[-1]
-        self.state = [em.new_buffer(b) for b in self.sizes]     # recomputed, not the result
-        self.history = [em.new_buffer(self.length * b) for b in self.sizes]
+        self.forward_out, self.g = node.inputs[-2], node.inputs[-1]
         vjp = vjp_graph(self.body, tuple(range(len(self.body.outputs))))
         self.vjp = Sub(em, vjp, vjp.outputs, "scan body gradient")
         self.g_carried = [em.new_buffer(b) for b in self.sizes]
@@ -120,15 +128,9 @@ class ScanGradGroup(_ScanBase):
 
     def code(self, storage):
         n, nx, T = self.n, self.n_xs, self.length
-        out, g = self.out, storage(self.g)
-        lines = [f"  memcpy(P[{s}], P[{storage(c)}], {b});"
-                 for s, c, b in zip(self.state, self.carried, self.sizes) if b]
-        lines += self.bind_body(self.fwd, storage, self.state)
-        lines += [f"  for (int64_t i = 0; i < {T}; i++) {{", f"    int64_t t = {self.time()};"]
-        lines += [f"    memcpy((char *)P[{h}] + i * {b}, P[{s}], {b});"
-                  for h, s, b in zip(self.history, self.state, self.sizes) if b]
-        lines += self.bind_rows(self.fwd, storage) + self.advance() + ["  }"]
-        # reverse sweep: the invariants' gradients accumulate in the result
+        out, g, fwd = self.out, storage(self.g), storage(self.forward_out)
+        lines = []
+        # the invariants' gradients accumulate in the result
         inv_offsets = self.grad_offset[n + nx:]
         for x, off in zip(self.invariants, inv_offsets):
             if off is not None and x.size:
@@ -138,32 +140,33 @@ class ScanGradGroup(_ScanBase):
                   for gc, off, b in zip(self.g_carried, self.offsets, self.sizes) if b]
         vin = self.vjp.inputs
         n_in = n + nx + len(self.invariants)
-        lines += self.bind_body(self.vjp, storage, self.state)   # states rebound per step
+        inv = vin[n + nx:n_in]
+        lines += [f"  P[{d}] = P[{storage(x)}];" for d, x in zip(inv, self.invariants)]
         lines += [f"  P[{d}] = P[{s}];" for d, s in zip(vin[n_in:n_in + n], self.g_carried)]
         lines += [f"  for (int64_t i = {T - 1}; i >= 0; i--) {{",
                   f"    int64_t t = {self.time()};"]
-        lines += [f"    {_point(d, h, f'i * {b}')}"
+        lines += [f"    {_point(d, fwd, f'{h} + i * {b}')}"
                   for d, h, b in zip(vin[:n], self.history, self.sizes)]
         lines += self.bind_rows(self.vjp, storage)
         lines += [f"    {_point(d, g, f'{off} + t * {b}')}"
                   for d, off, b in zip(vin[n_in + n:], self.offsets[n:], self.y_bytes)]
         lines.append("  " + self.vjp.call())
         outs = self.vjp.outputs
-        for src, x, off, b in zip(outs[n:n + nx], self.xs, self.grad_offset[n:n + nx],
-                                  self.row_bytes):
+        for src, off, b in zip(outs[n:n + nx], self.grad_offset[n:n + nx], self.row_bytes):
             if off is not None and b:
                 lines.append(f"    memcpy((char *)P[{out}] + {off} + t * {b}, P[{src}], {b});")
         for src, x, off in zip(outs[n + nx:], self.invariants, inv_offsets):
             if off is not None and x.size:
-                T_ = ctype(x.dtype)
-                lines.append(f"    {{ {T_} *acc = ({T_} *)((char *)P[{out}] + {off}); "
-                             f"const {T_} *d = ({T_} *)P[{src}]; "
-                             f"for (int64_t j = 0; j < {x.size}; j++) acc[j] += d[j]; }}")
+                lines.append(_accumulate(f"(char *)P[{out}] + {off}", f"P[{src}]", x))
         pairs = list(zip(self.g_carried, outs[:n], self.sizes))
         aliases = dict(zip(vin[n_in:n_in + n], self.g_carried))
         lines += ["  " + line for line in copy_back(self.em, pairs, aliases)]
+        for gc, x, h in zip(self.g_carried, self.carried, self.history):
+            if x.size:   # the history row i is the state before step i: its gradient joins
+                lines.append(_accumulate(f"P[{gc}]", f"(char *)P[{g}] + {h} + i * "
+                                         f"{_nbytes(x.shape, x.dtype)}", x))
         lines.append("  }")
-        for gc, x, off, b in zip(self.g_carried, self.carried, self.grad_offset[:n], self.sizes):
+        for gc, off, b in zip(self.g_carried, self.grad_offset[:n], self.sizes):
             if off is not None and b:
                 lines.append(f"  memcpy((char *)P[{out}] + {off}, P[{gc}], {b});")
         return lines
