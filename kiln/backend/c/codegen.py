@@ -23,7 +23,7 @@ class NotLowerable(Exception):
 
 
 # ops whose attributes hold subgraphs; control.py lowers them to calls of static functions
-CONTROL_OPS = ("cond", "while_loop", "while_loop_grad")
+CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")
 
 
 class Step:
