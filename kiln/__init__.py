@@ -14,8 +14,8 @@ from .fit import fit  # noqa: F401,E402
 
 
 def __getattr__(name):
-    # kiln.onnx needs the optional onnx package only when it is used
-    if name == "onnx":
+    # kiln.onnx needs the optional onnx package only when it is used; kiln.image, Pillow
+    if name in ("onnx", "image"):
         import importlib
-        return importlib.import_module(".onnx", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'kiln' has no attribute {name!r}")

@@ -18,6 +18,7 @@ COMMANDS = {
     "build-c": ("kiln.export.commands", "build_c_main",
                 "write a standalone C program (model.c, Makefile) for an exported model"),
     "onnx": ("kiln.export.commands", "onnx_main", "convert an exported model to ONNX"),
+    "mxnet": ("kiln.mxnet_alias", "main", "run a script written for MXNet with `mxnet` = kiln"),
 }
 
 

@@ -14,7 +14,7 @@ import numpy as _np
 
 from .. import aligned, autograd
 from ..base import KilnError, normalize_dtype, where_in_user_code
-from ..context import cpu
+from ..context import cpu, check_usable
 from ..graph import trace
 from ..ndarray import ndarray, as_array
 from ..writes import arrays_written
@@ -130,6 +130,7 @@ class Parameter:
 
     def reset_ctx(self, ctx=None):
         """kiln runs on the CPU only; kept so MXNet code calling it runs."""
+        check_usable(ctx, f"Parameter {self._label()}.reset_ctx")
 
     reset_device = reset_ctx
 
@@ -142,6 +143,7 @@ class Parameter:
         (the block-level initializer, Uniform() by default) picks by name suffix.
         """
         from .. import init as kinit
+        check_usable(ctx, f"Parameter {self._label()}.initialize")
         if _path is not None:
             self._path = _path
         if self._data is not None and not force_reinit:
@@ -354,3 +356,15 @@ class Constant(Parameter):
 
     def __repr__(self):
         return f"Constant (shape={_shape_text(self._shape)}, dtype={self._dtype.name})"
+
+
+tensor_types = (ndarray,)
+
+
+def __getattr__(name):
+    # MXNet's gluon.parameter also holds ParameterDict; it lives in its own module, which
+    # imports this one, so it is looked up on first use
+    if name == "ParameterDict":
+        from .parameter_dict import ParameterDict
+        return ParameterDict
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
