@@ -67,7 +67,8 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
     data = as_array(data)
     if not isinstance(ctx_list, (list, tuple)):
         ctx_list = [ctx_list]
-    return split_data(data, len(ctx_list), batch_axis, even_split)
+    slices = split_data(data, len(ctx_list), batch_axis, even_split)
+    return [part.as_in_context(ctx) for part, ctx in zip(slices, ctx_list)]
 
 
 def clip_global_norm(arrays, max_norm, check_isfinite=True):
