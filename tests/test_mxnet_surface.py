@@ -87,6 +87,10 @@ def test_split_and_load_onto_cpu_contexts():
     assert [p.shape for p in uneven] == [(2,), (3,)]
     with pytest.raises(kiln.KilnError, match="cannot place data on gpu"):
         gluon.utils.split_and_load(x, [npx.gpu(0)])
+    with pytest.raises(kiln.KilnError, match="ctx_list is empty"):
+        gluon.utils.split_and_load(x, [])
+    with pytest.raises(kiln.KilnError, match="cannot split a batch of 6 into 7"):
+        gluon.utils.split_data(x, 7)
 
 
 def test_clip_global_norm_matches_numpy():

@@ -50,9 +50,11 @@ def print_summary(block, *inputs):
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
+    size = data.shape[batch_axis]
+    if not 1 <= num_slice <= max(size, 1):
+        raise KilnError(f"split_data: cannot split a batch of {size} into {num_slice} slices")
     if num_slice == 1:
         return [data]
-    size = data.shape[batch_axis]
     if even_split and size % num_slice:
         raise KilnError(f"split_data: batch of {size} does not split evenly into {num_slice}")
     step = size // num_slice
@@ -67,6 +69,9 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
     data = as_array(data)
     if not isinstance(ctx_list, (list, tuple)):
         ctx_list = [ctx_list]
+    if not ctx_list:
+        raise KilnError("split_and_load: ctx_list is empty (d2l's try_all_gpus() returns [] "
+                        "without a GPU); pass at least one context, e.g. [npx.cpu()]")
     slices = split_data(data, len(ctx_list), batch_axis, even_split)
     return [part.as_in_context(ctx) for part, ctx in zip(slices, ctx_list)]
 
