@@ -154,7 +154,7 @@ def test_rnn_on_gru_layer(d2l):
     gru.initialize()
     X = np.random.normal(size=(5, 3, 4))
     outputs, H = gru(X)
-    assert outputs.shape == (5, 3, 8) and H[0].shape == (2, 3, 8)
+    assert outputs.shape == (5, 3, 8) and H.shape == (2, 3, 8)  # (layers, batch, hidden)
     vanilla = d2l.RNN(num_hiddens=8)
     vanilla.initialize()
     out, state = vanilla(X)
@@ -236,7 +236,6 @@ def test_multi_head_attention_and_transformer_encoder(d2l):
                                 rtol=1e-5, atol=1e-5)
     encoder = d2l.TransformerEncoder(vocab_size=50, num_hiddens=16, ffn_num_hiddens=32,
                                      num_heads=4, num_blks=2, dropout=0.1)
-    encoder.initialize()
     tokens = np.ones((2, 6))
     assert encoder(tokens, np.array([3, 6])).shape == (2, 6, 16)
     assert encoder.attention_weights[1].shape == (8, 6, 6)
