@@ -15,8 +15,8 @@ from .fit import fit  # noqa: F401,E402
 
 
 def __getattr__(name):
-    # kiln.onnx needs the optional onnx package only when it is used
-    if name in ("onnx", "mod", "io", "model"):
+    # optional-dependency modules load on first use: kiln.onnx (onnx), kiln.image (Pillow)
+    if name in ("onnx", "image", "mod", "io", "model"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'kiln' has no attribute {name!r}")

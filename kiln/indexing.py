@@ -278,7 +278,14 @@ def _eager_setitem(x, key, value):
     if not x._data.flags.writeable:
         x._data = _np.array(x._data, copy=True)
     try:
-        x._data[_numpy_key(key)] = value
+        try:
+            x._data[_numpy_key(key)] = value
+        except ValueError:
+            if _np.size(value) != 1 or _np.ndim(value) == 0:
+                raise
+            # MXNet lets a one-element array fill a scalar slot (`preds[i] = net(x)` with a
+            # (1, 1) result); NumPy refuses a sequence there
+            x._data[_numpy_key(key)] = _np.reshape(value, ())
     except (IndexError, ValueError, TypeError) as exc:
         raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
                        else KilnError) from exc

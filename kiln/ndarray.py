@@ -9,7 +9,7 @@ import numpy as _np
 from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
                    where_in_user_code, normalize_dtype)
 from . import aligned
-from .context import cpu
+from .context import cpu, check_usable
 from .f_namespace import namespace_attr
 from .writes import arrays_written
 
@@ -282,6 +282,7 @@ class ndarray:
 
     # ---- devices (CPU only) ----------------------------------------------------------------
     def as_in_context(self, ctx):
+        check_usable(ctx, "as_in_context")
         return self
 
     as_in_ctx = to_device = as_in_context
@@ -290,6 +291,7 @@ class ndarray:
         if isinstance(other, ndarray):
             other[...] = self
             return other
+        check_usable(other, "copyto")
         return self.copy()
 
     def as_np_ndarray(self):

@@ -111,6 +111,8 @@ class Trainer:
             if i not in self._states:
                 state = self._states[i] = self._optimizer.create_state(i, weight)
             self._optimizer.update(i, weight, g, state)
+            if len(param.list_ctx()) > 1:
+                param.zero_grad()  # shards' gradients add up in one copy (see Parameter)
 
     # ---- optimizer states as .npz (never pickle) ----------------------------------------------
     def save_states(self, fname):
