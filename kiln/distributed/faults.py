@@ -70,7 +70,7 @@ def wait(request, what):
     """Wait for a nonblocking MPI request, aborting the job past the timeout."""
     limit = timeout()
     start = time.monotonic()
-    polls = 0
+    polls, waited = 0, 0.0
     while not request.Test():
         polls += 1
         if polls % 64 == 0:
@@ -78,5 +78,7 @@ def wait(request, what):
             if waited > limit:
                 abort(f"{what} waited {waited:.0f} s for the other ranks (KILN_DIST_TIMEOUT="
                       f"{limit:g}): another rank has failed, exited or is stuck")
-            if polls > 4096:     # long waits (a slow rank, a checkpoint): stop spinning
-                time.sleep(0.0005)
+        if waited > 0.1:     # a long wait (a slow rank, a checkpoint): stop spinning
+            time.sleep(0.0005)
+        elif polls > 64:     # the peers may share these cores: let them run
+            os.sched_yield()

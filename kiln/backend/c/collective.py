@@ -42,6 +42,11 @@ def allreduce(node, ptr):
       double start = ((wtime_t)(intptr_t)H[4])(), limit = (double)H[11] / 1000.0;
       for (int64_t polls = 1; !done; polls++) {{
         ((test_t)(intptr_t)H[3])(&request, &done, status);
+        if (!done && polls > 64) {{
+          /* the peers may share these cores: let them run rather than spin */
+          extern int sched_yield(void);
+          sched_yield();
+        }}
         if (!done && (polls & 255) == 0) {{
           double waited = ((wtime_t)(intptr_t)H[4])() - start;
           if (waited > limit) ((timeout_t)(intptr_t)H[5])(waited);
