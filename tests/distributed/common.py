@@ -2,7 +2,8 @@
 import numpy as onp
 
 import kiln
-from kiln import autograd, gluon, distributed as dist
+from kiln import gluon, distributed as dist
+from kiln.fit import make_step
 from kiln.gluon import nn
 
 IN, CLASSES, SAMPLES = 6, 3, 48
@@ -44,15 +45,20 @@ def batches(batch_size, parts, index, steps):
 
 
 def step_fn(net, trainer):
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    return make_step(net, gluon.loss.SoftmaxCrossEntropyLoss(), trainer, compiled=False)
 
-    def step(x, y):
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(x.shape[0])
-        return loss
-    return step
+
+def train_on_ranks(net, trainer, mode, steps, global_batch):
+    """Train on this rank's shard: eagerly, or as a step compiled for backend `mode`."""
+    step = step_fn(net, trainer)
+    if mode != "eager":
+        step = kiln.hybridize(step, backend=mode, strict=True)
+    local = global_batch // dist.size()
+    for x, y in batches(local, dist.size(), dist.rank(), steps):
+        step(x, y)
+    if mode != "eager":
+        graph = step.graph(x, y)
+        assert graph.ops.count("allreduce") >= 1, graph.ops
 
 
 def values(net, trainable_only=False):

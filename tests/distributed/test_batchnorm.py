@@ -2,10 +2,10 @@
 equal 1 process that accumulates gradients over the same two half-batches."""
 import pytest
 
-import kiln
 from kiln import autograd, gluon, distributed as dist
 
-from common import OPTIMIZERS, mlp, batches, step_fn, values, same_on_every_rank, assert_close
+from common import (OPTIMIZERS, mlp, batches, train_on_ranks, values, same_on_every_rank,
+                    assert_close)
 
 STEPS, GLOBAL_BATCH = 20, 8
 
@@ -36,12 +36,7 @@ def reference(opt):
 def test_batchnorm_equals_accumulated_half_batches(opt, mode):
     net = mlp(seed=dist.rank(), batchnorm=True)
     trainer = gluon.Trainer(net.collect_params(), opt, OPTIMIZERS[opt], kvstore="dist_sync")
-    step = step_fn(net, trainer)
-    if mode != "eager":
-        step = kiln.hybridize(step, backend=mode, strict=True)
-    local = GLOBAL_BATCH // dist.size()
-    for x, y in batches(local, dist.size(), dist.rank(), STEPS):
-        step(x, y)
+    train_on_ranks(net, trainer, mode, STEPS, GLOBAL_BATCH)
     got = values(net, trainable_only=True)
     same_on_every_rank(got)
     assert_close(got, reference(opt))

@@ -1,11 +1,10 @@
 """2 ranks with global batch B train exactly as 1 process with batch B."""
 import pytest
 
-import kiln
 from kiln import gluon, distributed as dist
 
-from common import (OPTIMIZERS, mlp, batches, step_fn, values, same_on_every_rank,
-                    assert_close)
+from common import (OPTIMIZERS, mlp, batches, step_fn, train_on_ranks, values,
+                    same_on_every_rank, assert_close)
 
 STEPS, GLOBAL_BATCH = 20, 8
 
@@ -27,15 +26,7 @@ def distributed_run(opt, mode, kvstore="dist_sync"):
         trainer = dist.DistributedTrainer(net.collect_params(), opt, OPTIMIZERS[opt])
     else:
         trainer = gluon.Trainer(net.collect_params(), opt, OPTIMIZERS[opt], kvstore=kvstore)
-    step = step_fn(net, trainer)
-    if mode != "eager":
-        step = kiln.hybridize(step, backend=mode, strict=True)
-    local = GLOBAL_BATCH // dist.size()
-    for x, y in batches(local, dist.size(), dist.rank(), STEPS):
-        step(x, y)
-    if mode != "eager":
-        graph = step.graph(x, y)
-        assert graph.ops.count("allreduce") >= 1, graph.ops
+    train_on_ranks(net, trainer, mode, STEPS, GLOBAL_BATCH)
     return values(net)
 
 
