@@ -29,11 +29,15 @@ def attach(trainer, kvstore):
 
 
 def _broadcast_new(trainer):
-    """Broadcast from rank 0 every parameter that has a value and was not broadcast yet."""
-    for name, p in zip(trainer._names, trainer._params):
+    """Broadcast from rank 0 every parameter that has a value and was not broadcast yet.
+
+    Works inside a trace too: a parameter with a deferred shape gets its value while the
+    first compiled step is traced, and its eager buffer (`Parameter._data`, which the
+    program will read) is what is broadcast."""
+    for p in trainer._params:
         if id(p) in trainer._broadcast_done or getattr(p, "_data", None) is None:
             continue
-        broadcast(p.data(), root=0)
+        broadcast(p._data, root=0)
         trainer._broadcast_done.add(id(p))
 
 
@@ -43,12 +47,12 @@ def _reduced(trainer):
 
 
 def allreduce_grads(trainer):
+    if len(trainer._broadcast_done) < len(trainer._params):
+        _broadcast_new(trainer)
     ctx = trace.current()
     if ctx is not None:
         _allreduce_traced(trainer, ctx)
         return
-    if len(trainer._broadcast_done) < len(trainer._params):
-        _broadcast_new(trainer)
     buffers = []
     for i, p in _reduced(trainer):
         grad = p.grad()

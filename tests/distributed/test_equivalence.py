@@ -1,7 +1,9 @@
 """2 ranks with global batch B train exactly as 1 process with batch B."""
 import pytest
 
+import kiln
 from kiln import gluon, distributed as dist
+from kiln.gluon import nn
 
 from common import (OPTIMIZERS, mlp, batches, step_fn, train_on_ranks, values,
                     same_on_every_rank, assert_close)
@@ -40,6 +42,18 @@ def test_equals_one_process_with_the_global_batch(opt, mode):
     got = distributed_run(opt, mode)
     same_on_every_rank(got)
     assert_close(got, reference(opt))
+
+
+@pytest.mark.parametrize("mode", ["eager", "c"])
+def test_deferred_parameters_are_broadcast_at_the_first_step(mode):
+    kiln.np.random.seed(dist.rank())        # every rank would initialize differently
+    net = nn.HybridSequential()
+    net.add(nn.Dense(8, activation="relu"), nn.Dense(3))
+    net.initialize()                         # shapes unknown until the first batch
+    trainer = gluon.Trainer(net.collect_params(), "sgd", OPTIMIZERS["sgd"],
+                            kvstore="dist_sync")
+    train_on_ranks(net, trainer, mode, 3, GLOBAL_BATCH)
+    same_on_every_rank(values(net))
 
 
 def test_horovod_trainer():
