@@ -8,7 +8,7 @@ The table is made once per process; its values never enter the generated source,
 the disk cache shares between processes.
 
 Layout (int64):
-  0 size   1 rank   2 MPI_Iallreduce   3 MPI_Test   4 MPI_Wtime   5 on_timeout(double)
+  0 size   1 rank   2 MPI_Iallreduce   3 MPI_Test   4 MPI_Wtime   5 failed(seconds, error)
   6 communicator   7 MPI_FLOAT   8 MPI_DOUBLE   9 MPI_SUM   10 MPI_IN_PLACE
   11 timeout in milliseconds
 """
@@ -42,7 +42,9 @@ def _libmpi():
     return ctypes.CDLL(name)
 
 
-def _on_timeout(seconds):
+def _on_failure(seconds, error_code):
+    if error_code:
+        faults.abort(f"allreduce in a compiled step failed with MPI error code {error_code}")
     faults.abort(f"allreduce in a compiled step waited {seconds:.0f} s for the other ranks "
                  f"(KILN_DIST_TIMEOUT={faults.timeout():g}): another rank has failed, exited "
                  "or is stuck")
@@ -58,7 +60,7 @@ def handles():
         MPI, world = _comm.world()
         lib = _libmpi()
         addr = ctypes.cast
-        callback = ctypes.CFUNCTYPE(None, ctypes.c_double)(_on_timeout)
+        callback = ctypes.CFUNCTYPE(None, ctypes.c_double, ctypes.c_int)(_on_failure)
         _keep.append(callback)
         table[1] = world.Get_rank()
         for k, fn in ((2, lib.MPI_Iallreduce), (3, lib.MPI_Test), (4, lib.MPI_Wtime),

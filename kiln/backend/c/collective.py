@@ -2,8 +2,9 @@
 
 The MPI entry points and handles come from the op's second input, the handle table laid
 out in kiln/distributed/lowering.py. Polling (rather than a blocking MPI_Allreduce) is what
-bounds the wait: past the timeout the code calls back into Python, which aborts the job
-with a message instead of hanging when another rank is gone.
+bounds the wait: past the timeout, or on an MPI error code, the code calls back into
+Python, which aborts the job with a message instead of hanging or going on with
+gradients that were never reduced.
 """
 from .loops import ctype
 
@@ -32,16 +33,19 @@ def allreduce(node, ptr):
                                   void *);
       typedef int (*test_t)(void *, int *, void *);
       typedef double (*wtime_t)(void);
-      typedef void (*timeout_t)(double);
+      typedef void (*failed_t)(double, int);
       int64_t request = 0, status[8] = {{0}};
       int done = 0;
       const void *send = (const void *)out == (const void *)in ? (const void *)(intptr_t)H[10]
                                                              : (const void *)in;
-      ((iallreduce_t)(intptr_t)H[2])(send, out, {node.size}, (intptr_t){mpi_type},
-                                     (intptr_t)H[9], (intptr_t)H[6], &request);
+      failed_t failed = (failed_t)(intptr_t)H[5];
+      int rc = ((iallreduce_t)(intptr_t)H[2])(send, out, {node.size}, (intptr_t){mpi_type},
+                                              (intptr_t)H[9], (intptr_t)H[6], &request);
+      if (rc != 0) failed(0.0, rc);
       double start = ((wtime_t)(intptr_t)H[4])(), limit = (double)H[11] / 1000.0;
       for (int64_t polls = 1; !done; polls++) {{
-        ((test_t)(intptr_t)H[3])(&request, &done, status);
+        rc = ((test_t)(intptr_t)H[3])(&request, &done, status);
+        if (rc != 0) failed(((wtime_t)(intptr_t)H[4])() - start, rc);
         if (!done && polls > 64) {{
           /* the peers may share these cores: let them run rather than spin */
           extern int sched_yield(void);
@@ -49,7 +53,7 @@ def allreduce(node, ptr):
         }}
         if (!done && (polls & 255) == 0) {{
           double waited = ((wtime_t)(intptr_t)H[4])() - start;
-          if (waited > limit) ((timeout_t)(intptr_t)H[5])(waited);
+          if (waited > limit) failed(waited, 0);
         }}
       }}
 {scale}    }}
