@@ -12,6 +12,7 @@ from . import init, gluon, optimizer, lr_scheduler  # noqa: F401,E402
 from .graph.cached import hybridize  # noqa: F401,E402
 from .graph.explain import explain  # noqa: F401,E402
 from .fit import fit  # noqa: F401,E402
+from . import distributed  # noqa: F401,E402  (MPI only when launched under mpiexec)
 
 
 def __getattr__(name):

@@ -409,3 +409,6 @@ KERNELS = {
     "slice_assign": slice_assign, "concatenate": concatenate, "take": take,
     "scatter_add": scatter_add, "full": full, "windows": windows, "unwindows": unwindows,
 }
+
+from .collective import allreduce as _allreduce  # noqa: E402  (MPI, kiln/distributed)
+KERNELS["allreduce"] = _allreduce
