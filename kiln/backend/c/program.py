@@ -250,6 +250,9 @@ def compile_graph(graph):
         except build.CompilerUnavailable as exc:
             build.warn_unavailable_once(str(exc))
         return None
+    graph = _without_heavy_ops(graph)
+    if graph is None:
+        return None
     try:
         return CProgram(graph)
     except NotLowerable as exc:
@@ -257,3 +260,20 @@ def compile_graph(graph):
             print(f"[kiln] C backend cannot lower {graph.name} ({exc}); using NumPy",
                   file=sys.stderr)
         return None
+
+
+def _without_heavy_ops(graph):
+    """Heavy ops (conv, pool) run on the kernel library, which the NumPy executor calls
+    (None: use it); without the library, the C backend runs their decompositions."""
+    from ...graph.passes import optimize
+    from ...graph.passes.expand_heavy import heavy_nodes, expand_heavy_ops
+    from .. import dnnl
+    heavy = heavy_nodes(graph)
+    if not heavy:
+        return graph
+    if dnnl.available() and any(n.dtype == _np.float32 for n in heavy):
+        if debug_level() >= 1:
+            print(f"[kiln] {graph.name} has heavy ops: the NumPy executor runs them on "
+                  "oneDNN", file=sys.stderr)
+        return None
+    return optimize(expand_heavy_ops(graph))
