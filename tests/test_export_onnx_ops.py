@@ -52,7 +52,7 @@ def test_windows_without_pattern_exports_generically(tmp_path, monkeypatch):
     monkeypatch.setattr(onnx_export, "find_patterns", lambda graph: {})
     # conv and pool have ONNX ops of their own; expand them to reach the windows lowering
     full = expand_heavy.expand_heavy_ops
-    monkeypatch.setattr(expand_heavy, "expand_heavy_ops", lambda graph, keep=(): full(graph))
+    monkeypatch.setattr(expand_heavy, "expand_heavy_ops", lambda graph, keep=None: full(graph))
     (got,) = _run(net, x, str(tmp_path / "g.onnx"))
     types = {n.op_type for n in onnx.load(str(tmp_path / "g.onnx")).graph.node}
     assert "Conv" not in types and "Pad" in types

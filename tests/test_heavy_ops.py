@@ -244,3 +244,38 @@ def test_kiln_works_with_the_library_turned_off():
     res = subprocess.run([sys.executable, "-c", _OFF], capture_output=True, text=True,
                          env=env, timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert res.returncode == 0 and "ok" in res.stdout, res.stderr[-2000:]
+
+
+@needs_dnnl
+def test_compiled_code_calls_the_library_and_sees_weight_writes():
+    from kiln.backend.c import build
+    if not build.available():
+        pytest.skip("no C compiler")
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(4, 3, padding=1, activation="relu"), nn.MaxPool2D(2), nn.Dense(3))
+    net.initialize()
+    x = np.array(onp.random.default_rng(5).standard_normal((2, 3, 8, 8)).astype("float32"))
+    eager = net(x).asnumpy()
+    net.hybridize()
+    onp.testing.assert_allclose(net(x).asnumpy(), eager, rtol=1e-5, atol=1e-6)
+    sources = [getattr(e.program, "source", "")
+               for e in net.__dict__["_kiln_cached"].entries.values()]
+    assert any("kiln_dnnl_run" in s for s in sources), "the conv did not compile to a call"
+    w = net[0].weight
+    for write in (lambda: w.set_data(w.data() * 0.5),
+                  lambda: w.data().__setitem__(slice(None), w.data() + 0.25),
+                  lambda: w.data().__iadd__(0.125)):
+        net(x)                                     # the reordered weight is cached now
+        write()
+        with dnnl.disabled():
+            want = _eager_copy(net, x)
+        onp.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def _eager_copy(net, x):
+    """The net's output run eagerly on its current parameters."""
+    net.hybridize(active=False)
+    try:
+        return net(x).asnumpy()
+    finally:
+        net.hybridize()

@@ -62,13 +62,24 @@ def _f32(a):
     return _np.ascontiguousarray(a, dtype=_np.float32)
 
 
+def make_conv(lib, which, x_shape, w_shape, y_shape, stride, dilation, pad, groups):
+    """A new shim op (an address, 0 on failure): 0 forward, 1 data gradient, 2 weights'."""
+    lo, hi = _pads(pad)
+    return lib.kd_conv(which, len(stride), _i64(x_shape), _i64(w_shape), _i64(y_shape),
+                       _i64(stride), _i64(dilation), _i64(lo), _i64(hi), groups, 0)
+
+
+def make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad):
+    """A new shim op: 0 forward, 1 forward keeping the max workspace, 2 backward."""
+    lo, hi = _pads(pad)
+    return lib.kd_pool(which, POOL_KINDS[kind], len(kernel), _i64(x_shape), _i64(y_shape),
+                       _i64(kernel), _i64(stride), _i64(lo), _i64(hi))
+
+
 def _conv_op(which, x_shape, w_shape, y_shape, stride, dilation, pad, groups):
     key = ("conv", which, x_shape, w_shape, y_shape, stride, dilation, pad, groups)
-    lo, hi = _pads(pad)
-    nsp = len(stride)
-    return _op(key, lambda lib: lib.kd_conv(
-        which, nsp, _i64(x_shape), _i64(w_shape), _i64(y_shape), _i64(stride),
-        _i64(dilation), _i64(lo), _i64(hi), groups, 0))
+    return _op(key, lambda lib: make_conv(lib, which, x_shape, w_shape, y_shape, stride,
+                                          dilation, pad, groups))
 
 
 def conv_forward(x, w, y_shape, stride, dilation, pad, groups):
@@ -100,10 +111,8 @@ def conv_backward_weights(x, g, w_shape, stride, dilation, pad, groups):
 
 def _pool_op(which, kind, x_shape, y_shape, kernel, stride, pad):
     key = ("pool", which, kind, x_shape, y_shape, kernel, stride, pad)
-    lo, hi = _pads(pad)
-    return _op(key, lambda lib: lib.kd_pool(
-        which, POOL_KINDS[kind], len(kernel), _i64(x_shape), _i64(y_shape), _i64(kernel),
-        _i64(stride), _i64(lo), _i64(hi)))
+    return _op(key, lambda lib: make_pool(lib, which, kind, x_shape, y_shape, kernel, stride,
+                                          pad))
 
 
 def pool_forward(x, kind, y_shape, kernel, stride, pad):

@@ -23,10 +23,11 @@ def heavy_nodes(graph):
     return [n for n in graph.nodes if n.op in ops]
 
 
-def expand_heavy_ops(graph, keep=()):
-    """`graph` with every heavy op (but those in `keep`) replaced by its decomposition."""
-    ops = {k: v for k, v in _decompositions().items() if k not in keep}
-    if not any(n.op in ops for n in graph.nodes):
+def expand_heavy_ops(graph, keep=lambda node: False):
+    """`graph` with every heavy op, but the nodes `keep` accepts, replaced by its
+    decomposition."""
+    ops = _decompositions()
+    if not any(n.op in ops and not keep(n) for n in graph.nodes):
         return graph
     from ... import autograd
     from ...ndarray import ndarray
@@ -34,7 +35,7 @@ def expand_heavy_ops(graph, keep=()):
 
     def replace(node, inputs):
         decomposition = ops.get(node.op)
-        if decomposition is None:
+        if decomposition is None or keep(node):
             return None
         trace.push(ctx)
         try:
