@@ -279,3 +279,27 @@ def _eager_copy(net, x):
         return net(x).asnumpy()
     finally:
         net.hybridize()
+
+
+def test_eager_float32_matmul_on_the_runtime_matches_numpy():
+    rng = onp.random.default_rng(6)
+    a = rng.standard_normal((96, 80)).astype("float32")
+    b = rng.standard_normal((80, 72)).astype("float32")
+    for x, y in ((a, b), (onp.asfortranarray(a), b), (a, onp.asfortranarray(b)),
+                 (a[:, :40], b[:40])):
+        got = np.matmul(np.array(x), np.array(y)).asnumpy()
+        onp.testing.assert_allclose(got, x.astype("float64") @ y, rtol=1e-4, atol=1e-4)
+
+
+def test_unused_input_gradient_is_not_computed(monkeypatch):
+    calls = []
+    prim = REGISTRY["conv_grad_data"]
+    real = prim.impl
+    monkeypatch.setattr(prim, "impl", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x = np.array(onp.ones((1, 2, 5, 5), "float32"))
+    w = np.array(onp.ones((3, 2, 3, 3), "float32"))
+    w.attach_grad()
+    with autograd.record():
+        y = REGISTRY["conv"](x, w, stride=(1, 1), dilation=(1, 1), pad=(0, 0, 0, 0))
+    y.backward()
+    assert not calls and float(w.grad.asnumpy()[0, 0, 0, 0]) == 9.0

@@ -52,9 +52,10 @@ def _conv_rule(x, w, stride, dilation, pad, groups=1):
 
 
 def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1):
+    from ..autograd import input_needed
     a = dict(stride=stride, dilation=dilation, pad=pad, groups=groups)
-    return (conv_grad_data(g, w, in_shape=tuple(x.shape[2:]), **a),
-            conv_grad_weight(x, g, kernel=tuple(w.shape[2:]), **a))
+    return (conv_grad_data(g, w, in_shape=tuple(x.shape[2:]), **a) if input_needed(0) else None,
+            conv_grad_weight(x, g, kernel=tuple(w.shape[2:]), **a) if input_needed(1) else None)
 
 
 def _dnnl():

@@ -29,6 +29,16 @@ static dnnl_stream_t kd_stream;
     snprintf(kd_message, sizeof kd_message, "%s failed (oneDNN status %d)", #call, (int)s_); \
     goto fail; } } while (0)
 
+/* libgomp's, loaded with libdnnl */
+extern void omp_set_num_threads(int);
+extern int omp_get_max_threads(void);
+
+/* OpenMP threads for primitives made from now on (library.py chooses). */
+int kd_set_threads(int n) {
+  if (n > 0) omp_set_num_threads(n);
+  return omp_get_max_threads();
+}
+
 int kd_init(void) {
   if (kd_engine) return 0;
   KD_TRY(dnnl_engine_create(&kd_engine, dnnl_cpu, 0));
