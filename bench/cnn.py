@@ -288,8 +288,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     only = set(args.only.split(","))
     from kiln.backend import dnnl
-    print(f"kiln {kiln.__version__}; {harness.setup_line()}; oneDNN: "
-          f"{'on' if dnnl.available() else 'off (' + str(dnnl.unavailable_reason()) + ')'}\n")
+    from kiln.backend.dnnl.library import threads
+    state = (f"on, {threads()} OpenMP thread(s)" if dnnl.available()
+             else f"off ({dnnl.unavailable_reason()})")
+    print(f"kiln {kiln.__version__}; {harness.setup_line()}; oneDNN: {state}; load average "
+          f"{os.getloadavg()[0]:.1f}\n")
     min_time = 0.2 if args.quick else 1.0
     with tempfile.TemporaryDirectory() as tmp:
         groups = []

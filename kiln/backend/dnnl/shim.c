@@ -33,10 +33,25 @@ static dnnl_stream_t kd_stream;
 extern void omp_set_num_threads(int);
 extern int omp_get_max_threads(void);
 
-/* OpenMP threads for primitives made from now on (library.py chooses). */
+/* OpenMP threads for kiln's primitives (library.py chooses). The thread count is the
+   calling thread's OpenMP setting, which another library in the process may share (PyTorch
+   loads a libgomp.so.1 too, and torch.set_num_threads sets it): so it is set around each
+   of kiln's calls and restored after. */
+static int kd_threads = 0;
+
 int kd_set_threads(int n) {
-  if (n > 0) omp_set_num_threads(n);
-  return omp_get_max_threads();
+  if (n > 0) kd_threads = n;
+  return kd_threads ? kd_threads : omp_get_max_threads();
+}
+
+static int kd_enter(void) {
+  int before = omp_get_max_threads();
+  if (kd_threads && kd_threads != before) omp_set_num_threads(kd_threads);
+  return before;
+}
+
+static void kd_leave(int before) {
+  if (kd_threads && kd_threads != before) omp_set_num_threads(before);
 }
 
 int kd_init(void) {
@@ -166,10 +181,20 @@ int64_t kd_arg_size(kd_op *op, int i) {
   return (int64_t)dnnl_memory_desc_get_size(md);
 }
 
+static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps);
+
 int kd_run(kd_op *op, void *const *ptrs, const int64_t *stamps) {
+  int before = kd_enter();
+  pthread_mutex_lock(&op->lock);
+  int rc = kd_run_locked(op, ptrs, stamps);
+  pthread_mutex_unlock(&op->lock);
+  kd_leave(before);
+  return rc;
+}
+
+static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
   dnnl_exec_arg_t exec[KD_MAX_ARGS + 1];
   int n = 0;
-  pthread_mutex_lock(&op->lock);
   for (int i = 0; i < op->nargs; i++) {
     kd_arg *a = &op->args[i];
     KD_TRY(dnnl_memory_set_data_handle(a->user, ptrs[i]));
@@ -196,10 +221,8 @@ int kd_run(kd_op *op, void *const *ptrs, const int64_t *stamps) {
     }
   }
   KD_TRY(dnnl_stream_wait(kd_stream));
-  pthread_mutex_unlock(&op->lock);
   return 0;
 fail:
-  pthread_mutex_unlock(&op->lock);
   return -1;
 }
 
@@ -210,7 +233,7 @@ static void kd_dims(dnnl_dims_t out, int n, const int64_t *in, int64_t minus) {
 /* Convolution over nsp spatial dims; x (N,C,*S), y (N,F,*O), w (F,C/g,*K) stored as
    (g,F/g,C/g,*K) when groups > 1. which: 0 forward (x,w,[b],y), 1 backward data
    (gy,w,gx), 2 backward weights (x,gy,gw,[gb]). dilation is kiln's (1 = dense). */
-kd_op *kd_conv(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
+static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
                const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
                const int64_t *pad_hi, int64_t groups, int with_bias) {
   dnnl_dims_t st, dl, pl, ph;
@@ -275,7 +298,7 @@ fail:
 /* Pooling; alg 0 max, 1 average counting padding, 2 average over the valid part.
    which: 0 forward (x,y), 1 forward keeping the max-pool workspace (x,y,ws),
    2 backward (gy,[ws],gx); the workspace is in oneDNN's own layout (kd_arg_size). */
-kd_op *kd_pool(int which, int alg, int nsp, const int64_t *xd, const int64_t *yd,
+static kd_op *kd_pool_make(int which, int alg, int nsp, const int64_t *xd, const int64_t *yd,
                const int64_t *kernel, const int64_t *stride, const int64_t *pad_lo,
                const int64_t *pad_hi) {
   dnnl_dims_t k, st, dl, pl, ph;
@@ -317,4 +340,23 @@ fail:
   if (fwd) dnnl_primitive_desc_destroy(fwd);
   for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
   return 0;
+}
+
+kd_op *kd_conv(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
+               const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
+               const int64_t *pad_hi, int64_t groups, int with_bias) {
+  int before = kd_enter();
+  kd_op *op = kd_conv_make(which, nsp, xd, wd, yd, stride, dilation, pad_lo, pad_hi, groups,
+                           with_bias);
+  kd_leave(before);
+  return op;
+}
+
+kd_op *kd_pool(int which, int alg, int nsp, const int64_t *xd, const int64_t *yd,
+               const int64_t *kernel, const int64_t *stride, const int64_t *pad_lo,
+               const int64_t *pad_hi) {
+  int before = kd_enter();
+  kd_op *op = kd_pool_make(which, alg, nsp, xd, yd, kernel, stride, pad_lo, pad_hi);
+  kd_leave(before);
+  return op;
 }
