@@ -91,6 +91,15 @@ class TapeNode:
         self.out_avals = out_avals  # per output: (shape, dtype)
 
 
+_wanted = []     # per running gradient rule: which of its inputs' gradients are used
+
+
+def input_needed(k):
+    """Inside a gradient rule: is the gradient of input k used? A rule may return None for
+    an unused one instead of computing it (a convolution's gradient in its input image)."""
+    return not _wanted or _wanted[-1][k]
+
+
 def record_primitive(prim, inputs, attrs, out):
     """Put one primitive application on the tape (the caller checked that it is needed)."""
     from .ndarray import ndarray
@@ -101,7 +110,11 @@ def record_primitive(prim, inputs, attrs, out):
     def backward(out_grads):
         # the saved output is on the tape too (exp's rule is g * out), so create_graph
         # differentiates through it
-        grads = prim.grad(out_grads[0], saved[0], *saved_in, **attrs)
+        _wanted.append(tuple(r is not None for r in in_refs))
+        try:
+            grads = prim.grad(out_grads[0], saved[0], *saved_in, **attrs)
+        finally:
+            _wanted.pop()
         if len(grads) != len(saved_in):
             raise KilnError(f"{prim.name}: gradient rule returned {len(grads)} gradients "
                             f"for {len(saved_in)} inputs")
