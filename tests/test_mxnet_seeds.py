@@ -69,7 +69,11 @@ def test_seed_003_params_load_into_fresh_network(tmp_path, monkeypatch):
     for load in ("collect_params().load", "load_params"):
         fresh = ns["get_net"]()
         exec(f"fresh.{load}('tony_mlp-0000.params')", {"fresh": fresh})
-        np.testing.assert_allclose(fresh(x).asnumpy(), want, rtol=1e-6)
+        saved = ns["net"].collect_params()
+        for name, p in fresh.collect_params().items():
+            np.testing.assert_array_equal(p.data().asnumpy(), saved[name].data().asnumpy())
+        # the seed's net runs compiled, the fresh one eagerly: other matmul kernels
+        np.testing.assert_allclose(fresh(x).asnumpy(), want, rtol=1e-5, atol=1e-7)
 
 
 def _seed001_namespace():
