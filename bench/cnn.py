@@ -43,6 +43,18 @@ def _torch():
     return torch
 
 
+def _one_thread(torch, fn):
+    """fn run with PyTorch on one thread: how it does when its second thread would have to
+    wait for a busy core (the bench prints the load average)."""
+    def run():
+        torch.set_num_threads(1)
+        try:
+            fn()
+        finally:
+            torch.set_num_threads(2)
+    return run
+
+
 def _torch_train_rows(torch, build, xv, yv, with_compile):
     x, y = torch.from_numpy(xv), torch.from_numpy(yv.astype(onp.int64))
     rows = []
@@ -60,6 +72,7 @@ def _torch_train_rows(torch, build, xv, yv, with_compile):
             loss.backward()
             opt.step()
         rows.append((label, step, ""))
+    rows.append(("PyTorch eager (NCHW, 1 thread)", _one_thread(torch, rows[0][1]), ""))
     if with_compile:
         torch.manual_seed(0)
         net = build(torch)
@@ -94,6 +107,7 @@ def _torch_infer_rows(torch, build, xv, with_compile):
             with torch.no_grad():
                 net(xin)
         rows.append((label, run, ""))
+    rows.append(("PyTorch eager (NCHW, 1 thread)", _one_thread(torch, rows[0][1]), ""))
     if with_compile:
         torch.manual_seed(0)
         net = torch.compile(build(torch).eval())

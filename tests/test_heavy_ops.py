@@ -303,3 +303,25 @@ def test_unused_input_gradient_is_not_computed(monkeypatch):
         y = REGISTRY["conv"](x, w, stride=(1, 1), dilation=(1, 1), pad=(0, 0, 0, 0))
     y.backward()
     assert not calls and float(w.grad.asnumpy()[0, 0, 0, 0]) == 9.0
+
+
+@needs_dnnl
+def test_threads_calling_one_kernel_at_once_get_right_answers():
+    import threading
+    rng = onp.random.default_rng(8)
+    x = rng.standard_normal((4, 8, 12, 12)).astype("float32")
+    w = rng.standard_normal((8, 8, 3, 3)).astype("float32")
+    a = dict(stride=(1, 1), dilation=(1, 1), pad=(1, 1, 1, 1))
+    want = _call("conv", x, w, **a)
+    wrong = []
+
+    def work():
+        for _ in range(20):
+            if not onp.allclose(_call("conv", x, w, **a), want, rtol=1e-5, atol=1e-5):
+                wrong.append(1)
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong

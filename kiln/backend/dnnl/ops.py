@@ -25,28 +25,29 @@ def _i64(values):
 
 
 def _op(key, make):
+    """The cached op for `key`; call with _lock held (an op may be evicted and freed)."""
     op = _ops.get(key)
     if op is None:
-        with _lock:
-            op = _ops.get(key)
-            if op is None:
-                lib = shim()
-                op = make(lib)
-                if not op:
-                    raise KilnError(f"oneDNN could not make {key[0]} for {key[1:]}: "
-                                    f"{lib.kd_error().decode()}; set KILN_DNNL=0 to use "
-                                    "kiln's own kernels")
-                if len(_ops) >= MAX_OPS:
-                    old = next(iter(_ops))
-                    lib.kd_free(_ops.pop(old))
-                _ops[key] = op
+        lib = shim()
+        op = make(lib)
+        if not op:
+            raise KilnError(f"oneDNN could not make {key[0]} for {key[1:]}: "
+                            f"{lib.kd_error().decode()}; set KILN_DNNL=0 to use "
+                            "kiln's own kernels")
+        if len(_ops) >= MAX_OPS:
+            lib.kd_free(_ops.pop(next(iter(_ops))))
+        _ops[key] = op
     return op
 
 
-def _run(op, arrays):
+def _run(spec, arrays):
+    """Run the op of spec = (key, make) on arrays. Eager calls hold one lock while they
+    run, so no op is freed under a call in another thread."""
     ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
     lib = shim()
-    if lib.kd_run(op, ptrs, None) != 0:
+    with _lock:
+        rc = lib.kd_run(_op(*spec), ptrs, None)
+    if rc != 0:
         raise KilnError(f"oneDNN failed: {lib.kd_error().decode()}")
 
 
@@ -78,8 +79,8 @@ def make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad):
 
 def _conv_op(which, x_shape, w_shape, y_shape, stride, dilation, pad, groups):
     key = ("conv", which, x_shape, w_shape, y_shape, stride, dilation, pad, groups)
-    return _op(key, lambda lib: make_conv(lib, which, x_shape, w_shape, y_shape, stride,
-                                          dilation, pad, groups))
+    return key, lambda lib: make_conv(lib, which, x_shape, w_shape, y_shape, stride,
+                                      dilation, pad, groups)
 
 
 def conv_forward(x, w, y_shape, stride, dilation, pad, groups):
@@ -111,8 +112,7 @@ def conv_backward_weights(x, g, w_shape, stride, dilation, pad, groups):
 
 def _pool_op(which, kind, x_shape, y_shape, kernel, stride, pad):
     key = ("pool", which, kind, x_shape, y_shape, kernel, stride, pad)
-    return _op(key, lambda lib: make_pool(lib, which, kind, x_shape, y_shape, kernel, stride,
-                                          pad))
+    return key, lambda lib: make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad)
 
 
 def pool_forward(x, kind, y_shape, kernel, stride, pad):
@@ -135,7 +135,8 @@ def pool_backward(g, x, kind, kernel, stride, pad):
         fwd = _pool_op(1, kind, x.shape, g.shape, kernel, stride, pad)
         y = _np.empty(g.shape, _np.float32)
         lib = shim()
-        ws = _np.empty(lib.kd_arg_size(fwd, 2), _np.uint8)
+        with _lock:
+            ws = _np.empty(lib.kd_arg_size(_op(*fwd), 2), _np.uint8)
         _run(fwd, (x, y, ws))
         _run(_pool_op(2, kind, x.shape, g.shape, kernel, stride, pad), (g, ws, gx))
     else:
