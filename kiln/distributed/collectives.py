@@ -81,12 +81,14 @@ def barrier():
         wait(world.Ibarrier(), "barrier")
 
 
-def broadcast_parameters(params, root=0):
+def broadcast_parameters(params, root=0, root_rank=None):
     """Give every rank rank `root`'s values of `params` (a ParameterDict, a dict of name ->
-    Parameter, or a list of Parameters). Parameters whose shape is still deferred are
-    skipped; the Trainer broadcasts those once they are initialized."""
+    Parameter, or a list of Parameters); `root_rank` is Horovod's name for `root`.
+    Parameters whose shape is still deferred are skipped; the Trainer broadcasts those
+    once they are initialized."""
     if _comm.size() == 1:
         return
+    root = root if root_rank is None else root_rank
     items = params.items() if hasattr(params, "items") else enumerate(params)
     for _name, p in sorted(items, key=lambda kv: str(kv[0])):
         if getattr(p, "_data", None) is None:

@@ -44,11 +44,11 @@ def install(comm):
     def abort_on_exception(kind, value, tb):
         previous(kind, value, tb)
         abort(f"uncaught {kind.__name__} (traceback above)")
+    def abort_on_thread_exception(args):
+        sys.__excepthook__(args.exc_type, args.exc_value, args.exc_traceback)
+        abort(f"uncaught {args.exc_type.__name__} in thread {args.thread.name}")
     sys.excepthook = abort_on_exception
-    threading.excepthook = lambda args: (sys.__excepthook__(args.exc_type, args.exc_value,
-                                                            args.exc_traceback),
-                                         abort(f"uncaught {args.exc_type.__name__} in "
-                                               f"thread {args.thread.name}"))
+    threading.excepthook = abort_on_thread_exception
 
 
 def abort(reason):

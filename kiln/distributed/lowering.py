@@ -59,13 +59,12 @@ def handles():
     if table[0] > 1:
         MPI, world = _comm.world()
         lib = _libmpi()
-        addr = ctypes.cast
         callback = ctypes.CFUNCTYPE(None, ctypes.c_double, ctypes.c_int)(_on_failure)
         _keep.append(callback)
         table[1] = world.Get_rank()
         for k, fn in ((2, lib.MPI_Iallreduce), (3, lib.MPI_Test), (4, lib.MPI_Wtime),
                       (5, callback)):
-            table[k] = addr(fn, ctypes.c_void_p).value
+            table[k] = ctypes.cast(fn, ctypes.c_void_p).value
         for k, h in ((6, world), (7, MPI.FLOAT), (8, MPI.DOUBLE), (9, MPI.SUM)):
             table[k] = MPI._handleof(h)
         table[10] = int(MPI.IN_PLACE)

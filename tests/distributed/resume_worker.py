@@ -37,8 +37,8 @@ def train(directory, what, steps):
             net.save_parameters(os.path.join(directory, "ckpt.params"))
             trainer.save_states(os.path.join(directory, "ckpt.states"))
         else:
-            net.save_parameters(os.path.join(directory, f"{'full' if what == 'full' else 'resumed'}"
-                                                        ".params"))
+            name = "full.params" if what == "full" else "resumed.params"
+            net.save_parameters(os.path.join(directory, name))
     dist.barrier()
 
 

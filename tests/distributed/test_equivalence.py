@@ -1,11 +1,12 @@
 """2 ranks with global batch B train exactly as 1 process with batch B."""
+import numpy as onp
 import pytest
 
 import kiln
 from kiln import gluon, distributed as dist
 from kiln.gluon import nn
 
-from common import (OPTIMIZERS, mlp, batches, step_fn, train_on_ranks, values,
+from common import (OPTIMIZERS, mlp, batches, loader, step_fn, train_on_ranks, values,
                     same_on_every_rank, assert_close)
 
 STEPS, GLOBAL_BATCH = 20, 8
@@ -60,3 +61,20 @@ def test_horovod_trainer():
     got = distributed_run("sgd", "eager", kvstore="horovod")
     same_on_every_rank(got)
     assert_close(got, reference("sgd"))
+
+
+def test_fit_reduces_metrics_and_only_rank0_logs():
+    def run(parts, index, batch_size, log):
+        net = mlp(seed=0)
+        kv = "dist_sync" if parts > 1 else "device"
+        trainer = gluon.Trainer(net.collect_params(), "sgd", OPTIMIZERS["sgd"], kvstore=kv)
+        return kiln.fit(net, loader(batch_size, parts, index),
+                        gluon.loss.SoftmaxCrossEntropyLoss(), trainer, epochs=2,
+                        val_data=loader(batch_size, parts, index), quiet=True, log=log)
+    lines = []
+    got = run(dist.size(), dist.rank(), GLOBAL_BATCH // dist.size(), lines.append)
+    assert len(lines) == (2 if dist.rank() == 0 else 0)
+    want = run(1, 0, GLOBAL_BATCH, None)
+    for g, w in zip(got, want):
+        onp.testing.assert_allclose(g["loss"], w["loss"], rtol=1e-5)
+        assert g["val_accuracy"] == w["val_accuracy"]
