@@ -141,3 +141,13 @@ def test_model_checkpoint_roundtrip(tmp_path):
     assert s2.tojson() == s.tojson()
     for k in args:
         np.testing.assert_array_equal(args2[k].asnumpy(), args[k].asnumpy())
+
+
+def test_nd_function_writes_its_result_into_out():
+    x = nd.array([[-1.0, 2.0]])
+    y = nd.zeros((1, 2))
+    r = nd.Activation(x, act_type="relu", out=y)
+    assert r is y
+    np.testing.assert_array_equal(y.asnumpy(), [[0.0, 2.0]])
+    with pytest.raises(kiln.KilnError, match="out= has shape"):
+        nd.Activation(x, act_type="relu", out=nd.zeros((2, 2)))
