@@ -119,6 +119,16 @@ def test_hostile_params_headers(name, tmp_path):
     assert str(path) in str(info.value) or "params" in str(info.value)
 
 
+def test_bool_values_other_than_0_and_1_read_as_true():
+    # a bool byte of 2 stays a bool: compiled casts read the byte, so it must be 0 or 1
+    raw = bytearray(mxnet_params.encode([onp.array([True, False, True])], ["b"]))
+    first = raw.index(b"\x01\x00\x01")
+    raw[first] = 2
+    (values,), _ = mxnet_params.parse(bytes(raw))
+    assert values.dtype == onp.bool_
+    assert values.view(onp.uint8).tolist() == [1, 0, 1]
+
+
 def _json_mutations(doc, rng):
     nodes = doc["nodes"]
     ops = [k for k, n in enumerate(nodes) if n["op"] != "null"]

@@ -94,6 +94,8 @@ def _array(r, k):
                         f"{sorted(DTYPES)} ({', '.join(DTYPES.values())})")
     dtype = _np.dtype(DTYPES[flag]).newbyteorder("<")
     raw = r.take(size * dtype.itemsize, f"{where}'s {size} values of {dtype.name}")
+    if dtype.kind == "b":   # a byte other than 0/1 is not a bool compiled code can cast
+        return (_np.frombuffer(raw, _np.uint8) != 0).reshape(shape)
     return _np.frombuffer(raw, dtype).reshape(shape).astype(dtype.newbyteorder("="))
 
 
