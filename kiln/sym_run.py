@@ -29,9 +29,9 @@ def _call_node(node, arrays):
     where = f"symbol node {node.name!r} ({node.op}): "
     if node.grad_of is not None:
         return _gradient(node, arrays)
-    if node.op.startswith(KILN_PREFIX):
-        return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)
     try:
+        if node.op.startswith(KILN_PREFIX):
+            return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)
         return OPS[node.op].fn(*arrays, **node.attrs)
     except KilnError as exc:
         raise KilnError(where + str(exc)) from None

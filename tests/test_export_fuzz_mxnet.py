@@ -129,6 +129,17 @@ def test_bool_values_other_than_0_and_1_read_as_true():
     assert values.view(onp.uint8).tolist() == [1, 0, 1]
 
 
+def test_kiln_node_with_wrong_inputs_is_a_clear_error():
+    doc = {"nodes": [{"op": "null", "name": "x", "inputs": []},
+                     {"op": "kiln:relu", "name": "r", "inputs": [[0, 0, 0], [0, 0, 0]]}],
+           "heads": [[1, 0, 0]]}
+    symbol = kiln.sym.load_json(json.dumps(doc))
+    with pytest.raises(kiln.KilnError, match="'r' \\(kiln:relu\\)"):
+        symbol.eval(x=onp.ones(3, "float32"))
+    with pytest.raises(kiln.KilnError, match="'r' \\(kiln:relu\\)"):
+        symbol.infer_shape(x=(3,))
+
+
 def _json_mutations(doc, rng):
     nodes = doc["nodes"]
     ops = [k for k, n in enumerate(nodes) if n["op"] != "null"]
