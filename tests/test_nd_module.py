@@ -151,3 +151,10 @@ def test_nd_function_writes_its_result_into_out():
     np.testing.assert_array_equal(y.asnumpy(), [[0.0, 2.0]])
     with pytest.raises(kiln.KilnError, match="out= has shape"):
         nd.Activation(x, act_type="relu", out=nd.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("batch_size", [0, -2, 1.5])
+def test_ndarrayiter_refuses_a_batch_size_that_never_advances(batch_size):
+    # batch_size 0 used to yield empty batches forever
+    with pytest.raises(kiln.KilnError, match="batch_size"):
+        kiln.io.NDArrayIter(np.ones((4, 2), "float32"), batch_size=batch_size)
