@@ -158,3 +158,12 @@ def test_ndarrayiter_refuses_a_batch_size_that_never_advances(batch_size):
     # batch_size 0 used to yield empty batches forever
     with pytest.raises(kiln.KilnError, match="batch_size"):
         kiln.io.NDArrayIter(np.ones((4, 2), "float32"), batch_size=batch_size)
+
+
+def test_module_init_params_refuses_a_given_value_of_another_shape():
+    mod = kiln.mod.Module(_classifier(), context=kiln.cpu())
+    mod.bind(data_shapes=[("data", (2, 4))], label_shapes=[("softmax_label", (2,))])
+    given = {"fc1_weight": nd.ones((16, 4)), "fc1_bias": nd.ones((1,)),   # would broadcast
+             "fc2_weight": nd.ones((2, 16)), "fc2_bias": nd.ones((2,))}
+    with pytest.raises(kiln.KilnError, match="'fc1_bias' has shape"):
+        mod.init_params(arg_params=given)
