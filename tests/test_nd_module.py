@@ -167,3 +167,10 @@ def test_module_init_params_refuses_a_given_value_of_another_shape():
              "fc2_weight": nd.ones((2, 16)), "fc2_bias": nd.ones((2,))}
     with pytest.raises(kiln.KilnError, match="'fc1_bias' has shape"):
         mod.init_params(arg_params=given)
+
+
+def test_nd_broadcast_to_needs_the_input_rank():
+    np.testing.assert_array_equal(nd.broadcast_to(nd.ones((1, 3)), shape=(2, 0)).asnumpy(),
+                                  np.ones((2, 3)))
+    with pytest.raises(kiln.KilnError, match="broadcast_to"):    # was cut to (2, 3)
+        nd.broadcast_to(nd.ones((1, 3)), shape=(2, 3, 4))
