@@ -140,6 +140,19 @@ def test_kiln_node_with_wrong_inputs_is_a_clear_error():
         symbol.infer_shape(x=(3,))
 
 
+@pytest.mark.parametrize("dtype", ["O", "V100000000", "U5"])
+def test_variable_dtype_from_a_file_must_be_one_kiln_computes_in(dtype):
+    # "V100000000" made simple_bind allocate 100 MB per element of a (2, 3) input
+    doc = {"nodes": [{"op": "null", "name": "x", "inputs": [],
+                      "attrs": {"__dtype__": dtype, "__shape__": "(2, 3)"}},
+                     {"op": "relu", "name": "r", "inputs": [[0, 0, 0]]}],
+           "heads": [[1, 0, 0]]}
+    symbol = kiln.sym.load_json(json.dumps(doc))
+    for call in (symbol.infer_type, symbol.infer_shape, lambda: symbol.simple_bind(kiln.cpu())):
+        with pytest.raises(kiln.KilnError, match="variable 'x': dtype .* is not supported"):
+            call()
+
+
 def _json_mutations(doc, rng):
     nodes = doc["nodes"]
     ops = [k for k, n in enumerate(nodes) if n["op"] != "null"]
