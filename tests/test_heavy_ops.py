@@ -1,6 +1,7 @@
 """The heavy primitives (conv, pool and their gradients) on oneDNN against kiln's own
 kernels (their windows decompositions) and PyTorch, over hypothesis-drawn shapes, strides,
 paddings, dilations and groups; hybridized against eager; errors; the library turned off."""
+import contextlib
 import os
 import subprocess
 import sys
@@ -358,3 +359,13 @@ def test_shim_refuses_spatial_ranks_past_its_arrays():
                          timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.startswith("None 14 spatial dimensions"), res.stdout
+
+
+@pytest.mark.parametrize("kind", ["max", "avg_valid"])
+def test_pool_refuses_a_pad_that_makes_windows_of_padding_only(kind):
+    # avg_valid: oneDNN refused it while kiln's own kernel divided by a count of 0 (NaN)
+    x = onp.ones((1, 1, 4, 4), "float32")
+    for own in (False, True):
+        with dnnl.disabled() if own else contextlib.nullcontext():
+            with pytest.raises(KilnError, match="pad smaller than the kernel"):
+                _call("pool", x, kind=kind, kernel=(2, 2), stride=(2, 2), pad=(2, 2, 2, 2))
