@@ -147,7 +147,11 @@ def _deconv_shapes(attrs, data):
 
 @_op("Deconvolution", ("data", "weight", "bias"), param_shapes=_deconv_shapes)
 def Deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
-                  adj=None, num_filter=None, num_group=1, no_bias=True, **_):
+                  adj=None, num_filter=None, num_group=1, no_bias=True, target_shape=None,
+                  **_):
+    if target_shape:
+        raise KilnError(f"Deconvolution: target_shape {tuple(target_shape)} is not "
+                        "supported; give pad and adj for that output size instead")
     return knpx.deconvolution(data, weight, None if no_bias else bias, kernel,
                               _tuple_or_none(stride), _tuple_or_none(dilate),
                               _tuple_or_none(pad), _tuple_or_none(adj), num_filter,

@@ -174,3 +174,11 @@ def test_nd_broadcast_to_needs_the_input_rank():
                                   np.ones((2, 3)))
     with pytest.raises(kiln.KilnError, match="broadcast_to"):    # was cut to (2, 3)
         nd.broadcast_to(nd.ones((1, 3)), shape=(2, 3, 4))
+
+
+def test_nd_deconvolution_target_shape_is_refused_not_ignored():
+    x, w = nd.ones((1, 2, 3, 3)), nd.ones((2, 4, 3, 3))
+    assert nd.Deconvolution(x, w, kernel=(3, 3), num_filter=4).shape == (1, 4, 5, 5)
+    with pytest.raises(kiln.KilnError, match="target_shape"):   # was ignored: (1, 4, 5, 5)
+        nd.Deconvolution(x, w, kernel=(3, 3), num_filter=4, stride=(2, 2),
+                         target_shape=(6, 6))
