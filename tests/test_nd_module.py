@@ -182,3 +182,12 @@ def test_nd_deconvolution_target_shape_is_refused_not_ignored():
     with pytest.raises(kiln.KilnError, match="target_shape"):   # was ignored: (1, 4, 5, 5)
         nd.Deconvolution(x, w, kernel=(3, 3), num_filter=4, stride=(2, 2),
                          target_shape=(6, 6))
+
+
+def test_nd_pooling_and_deconvolution_refuse_channels_last():
+    # layout was ignored: NHWC data was pooled over (H, W) = (W, C)
+    with pytest.raises(kiln.KilnError, match="Pooling: layout 'NHWC'"):
+        nd.Pooling(nd.ones((1, 4, 4, 2)), kernel=(2, 2), layout="NHWC")
+    with pytest.raises(kiln.KilnError, match="Deconvolution: layout 'NHWC'"):
+        nd.Deconvolution(nd.ones((1, 3, 3, 2)), nd.ones((2, 4, 3, 3)), kernel=(3, 3),
+                         num_filter=4, layout="NHWC")
