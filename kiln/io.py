@@ -79,6 +79,9 @@ class NDArrayIter:
                                 f"has {n}" + where_in_user_code())
         if last_batch_handle not in ("pad", "discard", "roll_over"):
             raise KilnError(f"NDArrayIter: last_batch_handle {last_batch_handle!r}")
+        if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
+            raise KilnError(f"NDArrayIter: batch_size must be a positive integer, got "
+                            f"{batch_size!r}" + where_in_user_code())
         self.num_data, self.batch_size = n, int(batch_size)
         self.shuffle, self.last_batch_handle = shuffle, last_batch_handle
         self.reset()

@@ -129,12 +129,15 @@ def _conv_shapes(attrs, data):
     return {"weight": (f, data[1] // g) + tuple(attrs["kernel"]), "bias": (f,)}
 
 
+def _channels_first(op, layout):
+    if layout not in (None, "NCW", "NCHW", "NCDHW"):
+        raise KilnError(f"{op}: layout {layout!r} is not supported (channels first only)")
+
+
 @_op("Convolution", ("data", "weight", "bias"), param_shapes=_conv_shapes)
 def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
                 num_filter=None, num_group=1, no_bias=False, layout=None, **_):
-    if layout not in (None, "NCW", "NCHW", "NCDHW"):
-        raise KilnError(f"Convolution: layout {layout!r} is not supported (channels first "
-                        "only)")
+    _channels_first("Convolution", layout)
     return knpx.convolution(data, weight, None if no_bias else bias, kernel,
                             _tuple_or_none(stride), _tuple_or_none(dilate),
                             _tuple_or_none(pad), num_filter, num_group, no_bias)
@@ -147,7 +150,12 @@ def _deconv_shapes(attrs, data):
 
 @_op("Deconvolution", ("data", "weight", "bias"), param_shapes=_deconv_shapes)
 def Deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
-                  adj=None, num_filter=None, num_group=1, no_bias=True, **_):
+                  adj=None, num_filter=None, num_group=1, no_bias=True, target_shape=None,
+                  layout=None, **_):
+    _channels_first("Deconvolution", layout)
+    if target_shape:
+        raise KilnError(f"Deconvolution: target_shape {tuple(target_shape)} is not "
+                        "supported; give pad and adj for that output size instead")
     return knpx.deconvolution(data, weight, None if no_bias else bias, kernel,
                               _tuple_or_none(stride), _tuple_or_none(dilate),
                               _tuple_or_none(pad), _tuple_or_none(adj), num_filter,
@@ -199,7 +207,8 @@ def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, **_):
 
 @_op("Pooling")
 def Pooling(data, kernel=None, pool_type="max", stride=None, pad=None, global_pool=False,
-            pooling_convention="valid", count_include_pad=True, **_):
+            pooling_convention="valid", count_include_pad=True, layout=None, **_):
+    _channels_first("Pooling", layout)
     return knpx.pooling(data, kernel=_tuple_or_none(kernel), pool_type=pool_type,
                         stride=_tuple_or_none(stride), pad=_tuple_or_none(pad),
                         global_pool=global_pool, pooling_convention=pooling_convention,

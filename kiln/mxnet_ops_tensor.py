@@ -3,6 +3,7 @@ their MXNet names, mapped onto kiln.np / kiln.npx; see mxnet_ops.py for the tabl
 import numpy as _np
 
 from . import np as knp, npx as knpx
+from .base import KilnError
 from .mxnet_ops import _op, _DTYPE_FLAGS
 
 
@@ -203,6 +204,9 @@ def slice_(data, begin=(), end=(), step=(), **_):
 
 @_op("broadcast_to")
 def broadcast_to(data, shape=(), **_):
+    if len(shape) != data.ndim:   # MXNet: same rank; 0 keeps the input's size
+        raise KilnError(f"broadcast_to: shape {tuple(shape)} has {len(shape)} dimensions, "
+                        f"the input of shape {tuple(data.shape)} has {data.ndim}")
     target = tuple(d if t == 0 else t for d, t in zip(data.shape, shape))
     return knp.broadcast_to(data, target)
 

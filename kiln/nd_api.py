@@ -127,17 +127,33 @@ def mx_function(name):
             from .sym_graph import call_op
             return call_op(name, args, kwargs)
         kwargs.pop("name", None)
-        kwargs.pop("out", None)
+        out = kwargs.pop("out", None)
         # NumPy arrays and lists in input positions become arrays; later ones are attrs
         n_inputs = len(args) if op.variadic else len(op.input_names(kwargs))
         args = tuple(knp.asarray(a) if k < n_inputs and isinstance(a, (_np.ndarray, list))
                      else a for k, a in enumerate(args))
-        return op.fn(*args, **kwargs)
+        result = op.fn(*args, **kwargs)
+        return result if out is None else _write_out(name, result, out)
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"MXNet's {name} (kiln/mxnet_ops.py), on arrays or Symbols."
     _functions[name] = call
     return call
+
+
+def _write_out(name, result, out):
+    """MXNet's `out=`: the result is written into the given array(s), which are returned."""
+    results = list(result) if isinstance(result, (list, tuple)) else [result]
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(outs) != len(results) or not all(isinstance(o, ndarray) for o in outs):
+        raise KilnError(f"nd.{name}: out= must be {len(results)} array(s), one per output, "
+                        f"got {type(out).__name__}" + where_in_user_code())
+    for o, r in zip(outs, results):
+        if tuple(o.shape) != tuple(r.shape):
+            raise KilnError(f"nd.{name}: out= has shape {tuple(o.shape)}, the result has "
+                            f"{tuple(r.shape)}" + where_in_user_code())
+        o[...] = r
+    return out
 
 
 def lookup(name):

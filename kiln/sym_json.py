@@ -16,7 +16,7 @@ def to_json(symbol):
 
 
 def save(symbol, fname):
-    from .export.mxnet_params import write_bytes_atomic
+    from .npx.io import write_bytes_atomic
     write_bytes_atomic(str(fname), to_json(symbol).encode("utf-8"))
 
 

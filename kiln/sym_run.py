@@ -29,9 +29,9 @@ def _call_node(node, arrays):
     where = f"symbol node {node.name!r} ({node.op}): "
     if node.grad_of is not None:
         return _gradient(node, arrays)
-    if node.op.startswith(KILN_PREFIX):
-        return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)
     try:
+        if node.op.startswith(KILN_PREFIX):
+            return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)
         return OPS[node.op].fn(*arrays, **node.attrs)
     except KilnError as exc:
         raise KilnError(where + str(exc)) from None
@@ -121,8 +121,12 @@ def _declared_shape(node):
 
 def _declared_dtype(node, dtypes):
     from .mxnet_ops import _DTYPE_FLAGS
+    from .base import normalize_dtype
     dt = dtypes.get(node.name) or node.var_attrs.get("__dtype__") or "float32"
-    return _np.dtype(_DTYPE_FLAGS.get(str(dt), dt))
+    try:   # a file's __dtype__ must be one kiln computes in (not object, not a huge void)
+        return normalize_dtype(_DTYPE_FLAGS.get(str(dt), dt))
+    except KilnError as exc:
+        raise KilnError(f"variable {node.name!r}: {exc}") from None
 
 
 def trace_symbol(symbol, shapes, dtypes=None, training=False):

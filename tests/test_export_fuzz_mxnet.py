@@ -119,6 +119,40 @@ def test_hostile_params_headers(name, tmp_path):
     assert str(path) in str(info.value) or "params" in str(info.value)
 
 
+def test_bool_values_other_than_0_and_1_read_as_true():
+    # a bool byte of 2 stays a bool: compiled casts read the byte, so it must be 0 or 1
+    raw = bytearray(mxnet_params.encode([onp.array([True, False, True])], ["b"]))
+    first = raw.index(b"\x01\x00\x01")
+    raw[first] = 2
+    (values,), _ = mxnet_params.parse(bytes(raw))
+    assert values.dtype == onp.bool_
+    assert values.view(onp.uint8).tolist() == [1, 0, 1]
+
+
+def test_kiln_node_with_wrong_inputs_is_a_clear_error():
+    doc = {"nodes": [{"op": "null", "name": "x", "inputs": []},
+                     {"op": "kiln:relu", "name": "r", "inputs": [[0, 0, 0], [0, 0, 0]]}],
+           "heads": [[1, 0, 0]]}
+    symbol = kiln.sym.load_json(json.dumps(doc))
+    with pytest.raises(kiln.KilnError, match="'r' \\(kiln:relu\\)"):
+        symbol.eval(x=onp.ones(3, "float32"))
+    with pytest.raises(kiln.KilnError, match="'r' \\(kiln:relu\\)"):
+        symbol.infer_shape(x=(3,))
+
+
+@pytest.mark.parametrize("dtype", ["O", "V100000000", "U5"])
+def test_variable_dtype_from_a_file_must_be_one_kiln_computes_in(dtype):
+    # "V100000000" made simple_bind allocate 100 MB per element of a (2, 3) input
+    doc = {"nodes": [{"op": "null", "name": "x", "inputs": [],
+                      "attrs": {"__dtype__": dtype, "__shape__": "(2, 3)"}},
+                     {"op": "relu", "name": "r", "inputs": [[0, 0, 0]]}],
+           "heads": [[1, 0, 0]]}
+    symbol = kiln.sym.load_json(json.dumps(doc))
+    for call in (symbol.infer_type, symbol.infer_shape, lambda: symbol.simple_bind(kiln.cpu())):
+        with pytest.raises(kiln.KilnError, match="variable 'x': dtype .* is not supported"):
+            call()
+
+
 def _json_mutations(doc, rng):
     nodes = doc["nodes"]
     ops = [k for k, n in enumerate(nodes) if n["op"] != "null"]

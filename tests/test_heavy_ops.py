@@ -1,6 +1,7 @@
 """The heavy primitives (conv, pool and their gradients) on oneDNN against kiln's own
 kernels (their windows decompositions) and PyTorch, over hypothesis-drawn shapes, strides,
 paddings, dilations and groups; hybridized against eager; errors; the library turned off."""
+import contextlib
 import os
 import subprocess
 import sys
@@ -325,3 +326,46 @@ def test_threads_calling_one_kernel_at_once_get_right_answers():
     for t in threads:
         t.join()
     assert not wrong
+
+
+@pytest.mark.filterwarnings("ignore::kiln.graph.capture.KilnTraceWarning")
+def test_more_than_three_spatial_dims_run_on_own_kernels():
+    # oneDNN convolves 1 to 3 spatial dims; 4 went to the shim (and 10+ overran its arrays)
+    rng = onp.random.default_rng(3)
+    x = rng.standard_normal((1, 2, 3, 2, 2, 3)).astype("float32")
+    w = rng.standard_normal((2, 2, 2, 1, 2, 2)).astype("float32")
+    geo = dict(stride=(1,) * 4, dilation=(1,) * 4, pad=(0, 1) * 4)
+    fast, own = _both("conv", x, w, **geo)
+    _close(fast, own)
+    f = kiln.hybridize(lambda a, b: npx.relu(REGISTRY["conv"](a, b, **geo)))
+    _close(f(np.array(x), np.array(w)).asnumpy(), onp.maximum(own, 0))
+    fast, own = _both("pool", x, kind="max", kernel=(2,) * 4, stride=(1,) * 4, pad=(0,) * 8)
+    _close(fast, own)
+
+
+_SHIM_RANK = """
+import ctypes
+from kiln.backend.dnnl.library import shim
+lib = shim()
+dims = (ctypes.c_int64 * 16)(*([1] * 16))
+op = lib.kd_conv(0, 14, dims, dims, dims, dims, dims, dims, dims, 1, 0)
+print(op, lib.kd_error().decode())
+"""
+
+
+@needs_dnnl
+def test_shim_refuses_spatial_ranks_past_its_arrays():
+    res = subprocess.run([sys.executable, "-c", _SHIM_RANK], capture_output=True, text=True,
+                         timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.startswith("None 14 spatial dimensions"), res.stdout
+
+
+@pytest.mark.parametrize("kind", ["max", "avg_valid"])
+def test_pool_refuses_a_pad_that_makes_windows_of_padding_only(kind):
+    # avg_valid: oneDNN refused it while kiln's own kernel divided by a count of 0 (NaN)
+    x = onp.ones((1, 1, 4, 4), "float32")
+    for own in (False, True):
+        with dnnl.disabled() if own else contextlib.nullcontext():
+            with pytest.raises(KilnError, match="pad smaller than the kernel"):
+                _call("pool", x, kind=kind, kernel=(2, 2), stride=(2, 2), pad=(2, 2, 2, 2))

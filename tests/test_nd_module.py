@@ -141,3 +141,53 @@ def test_model_checkpoint_roundtrip(tmp_path):
     assert s2.tojson() == s.tojson()
     for k in args:
         np.testing.assert_array_equal(args2[k].asnumpy(), args[k].asnumpy())
+
+
+def test_nd_function_writes_its_result_into_out():
+    x = nd.array([[-1.0, 2.0]])
+    y = nd.zeros((1, 2))
+    r = nd.Activation(x, act_type="relu", out=y)
+    assert r is y
+    np.testing.assert_array_equal(y.asnumpy(), [[0.0, 2.0]])
+    with pytest.raises(kiln.KilnError, match="out= has shape"):
+        nd.Activation(x, act_type="relu", out=nd.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("batch_size", [0, -2, 1.5])
+def test_ndarrayiter_refuses_a_batch_size_that_never_advances(batch_size):
+    # batch_size 0 used to yield empty batches forever
+    with pytest.raises(kiln.KilnError, match="batch_size"):
+        kiln.io.NDArrayIter(np.ones((4, 2), "float32"), batch_size=batch_size)
+
+
+def test_module_init_params_refuses_a_given_value_of_another_shape():
+    mod = kiln.mod.Module(_classifier(), context=kiln.cpu())
+    mod.bind(data_shapes=[("data", (2, 4))], label_shapes=[("softmax_label", (2,))])
+    given = {"fc1_weight": nd.ones((16, 4)), "fc1_bias": nd.ones((1,)),   # would broadcast
+             "fc2_weight": nd.ones((2, 16)), "fc2_bias": nd.ones((2,))}
+    with pytest.raises(kiln.KilnError, match="'fc1_bias' has shape"):
+        mod.init_params(arg_params=given)
+
+
+def test_nd_broadcast_to_needs_the_input_rank():
+    np.testing.assert_array_equal(nd.broadcast_to(nd.ones((1, 3)), shape=(2, 0)).asnumpy(),
+                                  np.ones((2, 3)))
+    with pytest.raises(kiln.KilnError, match="broadcast_to"):    # was cut to (2, 3)
+        nd.broadcast_to(nd.ones((1, 3)), shape=(2, 3, 4))
+
+
+def test_nd_deconvolution_target_shape_is_refused_not_ignored():
+    x, w = nd.ones((1, 2, 3, 3)), nd.ones((2, 4, 3, 3))
+    assert nd.Deconvolution(x, w, kernel=(3, 3), num_filter=4).shape == (1, 4, 5, 5)
+    with pytest.raises(kiln.KilnError, match="target_shape"):   # was ignored: (1, 4, 5, 5)
+        nd.Deconvolution(x, w, kernel=(3, 3), num_filter=4, stride=(2, 2),
+                         target_shape=(6, 6))
+
+
+def test_nd_pooling_and_deconvolution_refuse_channels_last():
+    # layout was ignored: NHWC data was pooled over (H, W) = (W, C)
+    with pytest.raises(kiln.KilnError, match="Pooling: layout 'NHWC'"):
+        nd.Pooling(nd.ones((1, 4, 4, 2)), kernel=(2, 2), layout="NHWC")
+    with pytest.raises(kiln.KilnError, match="Deconvolution: layout 'NHWC'"):
+        nd.Deconvolution(nd.ones((1, 3, 3, 2)), nd.ones((2, 4, 3, 3)), kernel=(3, 3),
+                         num_filter=4, layout="NHWC")

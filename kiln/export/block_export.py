@@ -90,15 +90,5 @@ def export_block(block, path, epoch=0):
 
 
 def _write_text_atomic(path, text):
-    import os
-    import tempfile
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kiln-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from ..npx.io import write_bytes_atomic
+    write_bytes_atomic(path, text.encode("utf-8"))

@@ -172,14 +172,6 @@ def from_dict(doc, source="<symbol>"):
                    (_entry(h, len(nodes), outputs_of, f"{source}: heads") for h in heads)])
 
 
-def from_json(text, source="<symbol>"):
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise KilnError(f"{source} is not valid JSON: {exc}") from None
-    return from_dict(doc, source)
-
-
 def read_text(path):
     raw = read_capped(path)
     try:

@@ -18,13 +18,12 @@ Every read is bounds-checked against the bytes that are there, so a hostile or t
 file gives a KilnError saying what was expected where, and sizes are checked before any
 allocation.
 """
-import os
 import struct
-import tempfile
 
 import numpy as _np
 
 from ..base import KilnError
+from ..npx.io import write_bytes_atomic
 from .symbol import MAX_RANK, MAX_TENSOR_ELEMENTS, read_capped
 
 LIST_MAGIC = 0x112
@@ -94,6 +93,8 @@ def _array(r, k):
                         f"{sorted(DTYPES)} ({', '.join(DTYPES.values())})")
     dtype = _np.dtype(DTYPES[flag]).newbyteorder("<")
     raw = r.take(size * dtype.itemsize, f"{where}'s {size} values of {dtype.name}")
+    if dtype.kind == "b":   # a byte other than 0/1 is not a bool compiled code can cast
+        return (_np.frombuffer(raw, _np.uint8) != 0).reshape(shape)
     return _np.frombuffer(raw, dtype).reshape(shape).astype(dtype.newbyteorder("="))
 
 
@@ -173,20 +174,6 @@ def encode(arrays, names=None):
         b = n.encode("utf-8")
         out.append(struct.pack("<Q", len(b)) + b)
     return b"".join(out)
-
-
-def write_bytes_atomic(path, data):
-    path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".kiln-",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write(path, arrays, names=None):

@@ -112,7 +112,7 @@ class Module:
                 if name in self._data_names or name in self._label_names:
                     continue
                 if given and name in given:
-                    arr[...] = given[name]
+                    _assign(arr, given[name], name, "Module.init_params")
                 elif given is not None and not allow_missing and given:
                     raise KilnError(f"Module.init_params: {name!r} is missing from the "
                                     "given params" + where_in_user_code())
@@ -143,13 +143,7 @@ class Module:
             for name, value in given.items():
                 if name not in table:
                     continue
-                value = value if isinstance(value, ndarray) else ndarray._wrap(
-                    _np.asarray(value))
-                if value.shape != table[name].shape:
-                    raise KilnError(f"Module.set_params: {name!r} has shape {value.shape}, "
-                                    f"the bound symbol needs {table[name].shape}"
-                                    + where_in_user_code())
-                table[name][...] = value
+                _assign(table[name], value, name, "Module.set_params")
         self.params_initialized = True
         self._sync_params()
 
@@ -289,3 +283,12 @@ def load_checkpoint(prefix, epoch):
 
 
 __all__ = ["Module", "load_checkpoint", "OrderedDict"]
+
+
+def _assign(target, value, name, what):
+    """Write a given parameter value into the bound array; shapes must match exactly."""
+    value = value if isinstance(value, ndarray) else ndarray._wrap(_np.asarray(value))
+    if value.shape != target.shape:
+        raise KilnError(f"{what}: {name!r} has shape {value.shape}, the bound symbol needs "
+                        f"{target.shape}" + where_in_user_code())
+    target[...] = value

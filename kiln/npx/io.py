@@ -45,14 +45,20 @@ def save(file, arr):
 
 
 def write_npz_atomic(path, entries):
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
     buf = io.BytesIO()
     _np.savez(buf, **entries)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kiln-", suffix=".tmp")
+    write_bytes_atomic(path, buf.getvalue())
+
+
+def write_bytes_atomic(path, data):
+    """Write `data` to `path` through a temporary file beside it, so a reader never sees
+    half a file and a failed write leaves the old one."""
+    path = os.fspath(path)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".kiln-",
+                               suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(buf.getvalue())
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -26,9 +26,11 @@ def _pool_rule(x, kind, kernel, stride, pad):
     if x.dtype.kind != "f":
         raise op_error("pool", f"expected a floating-point input, got {x.dtype}")
     out = _check("pool", x.shape, kernel, stride, (1,) * len(kernel), pad)
-    if kind == "max" and any(pad[2 * i + j] >= kernel[i] for i in range(len(kernel))
+    # a window wholly in the padding has no cell to take a max or a valid average of
+    if kind != "avg" and any(pad[2 * i + j] >= kernel[i] for i in range(len(kernel))
                              for j in (0, 1)):
-        raise op_error("pool", f"max pooling needs each pad smaller than the kernel, got "
+        what = "max pooling" if kind == "max" else "average pooling over valid cells"
+        raise op_error("pool", f"{what} needs each pad smaller than the kernel, got "
                        f"pad {pad} for kernel {kernel}")
     return tuple(x.shape[:2]) + out, x.dtype
 

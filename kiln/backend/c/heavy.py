@@ -37,7 +37,8 @@ def lowerable(node):
     if any(i.dtype != _np.float32 for i in node.inputs):
         return False
     from .. import dnnl
-    return dnnl.available()
+    from ..dnnl.ops import spatial_ok
+    return spatial_ok(node.attrs["stride"]) and dnnl.available()
 
 
 def _makers(node):

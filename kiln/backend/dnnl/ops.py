@@ -17,6 +17,7 @@ _lock = threading.Lock()
 MAX_OPS = 512       # shapes seen by one process; past this the oldest ops are dropped
 
 POOL_KINDS = {"max": 0, "avg": 1, "avg_valid": 2}
+MAX_SPATIAL = 3     # oneDNN's convolutions and poolings are 1-, 2- or 3-D
 
 
 def _i64(values):
@@ -51,8 +52,14 @@ def _run(spec, arrays):
         raise KilnError(f"oneDNN failed: {lib.kd_error().decode()}")
 
 
-def _usable(*arrays):
-    return shim() is not None and all(a.dtype == _np.float32 for a in arrays)
+def spatial_ok(stride):
+    """Can the shim take an op over len(stride) spatial dimensions?"""
+    return 1 <= len(stride) <= MAX_SPATIAL
+
+
+def _usable(stride, *arrays):
+    return (spatial_ok(stride) and shim() is not None
+            and all(a.dtype == _np.float32 for a in arrays))
 
 
 def _pads(pad):
@@ -84,7 +91,7 @@ def _conv_op(which, x_shape, w_shape, y_shape, stride, dilation, pad, groups):
 
 
 def conv_forward(x, w, y_shape, stride, dilation, pad, groups):
-    if not _usable(x, w):
+    if not _usable(stride, x, w):
         return None
     x, w = _f32(x), _f32(w)
     y = _np.empty(y_shape, _np.float32)
@@ -93,7 +100,7 @@ def conv_forward(x, w, y_shape, stride, dilation, pad, groups):
 
 
 def conv_backward_data(g, w, x_shape, stride, dilation, pad, groups):
-    if not _usable(g, w):
+    if not _usable(stride, g, w):
         return None
     g, w = _f32(g), _f32(w)
     gx = _np.empty(x_shape, _np.float32)
@@ -102,7 +109,7 @@ def conv_backward_data(g, w, x_shape, stride, dilation, pad, groups):
 
 
 def conv_backward_weights(x, g, w_shape, stride, dilation, pad, groups):
-    if not _usable(x, g):
+    if not _usable(stride, x, g):
         return None
     x, g = _f32(x), _f32(g)
     gw = _np.empty(w_shape, _np.float32)
@@ -116,7 +123,7 @@ def _pool_op(which, kind, x_shape, y_shape, kernel, stride, pad):
 
 
 def pool_forward(x, kind, y_shape, kernel, stride, pad):
-    if not _usable(x):
+    if not _usable(stride, x):
         return None
     x = _f32(x)
     y = _np.empty(y_shape, _np.float32)
@@ -127,7 +134,7 @@ def pool_forward(x, kind, y_shape, kernel, stride, pad):
 def pool_backward(g, x, kind, kernel, stride, pad):
     """The gradient with respect to x; max pooling first reruns the forward pass to get
     oneDNN's record of where each maximum was."""
-    if not _usable(g, x):
+    if not _usable(stride, g, x):
         return None
     g, x = _f32(g), _f32(x)
     gx = _np.empty(x.shape, _np.float32)

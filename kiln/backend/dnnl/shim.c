@@ -342,9 +342,17 @@ fail:
   return 0;
 }
 
+/* The dims arrays below hold DNNL_MAX_NDIMS entries; oneDNN convolves 1 to 3 of them. */
+static int kd_spatial_ok(int nsp) {
+  if (nsp >= 1 && nsp <= 3) return 1;
+  snprintf(kd_message, sizeof kd_message, "%d spatial dimensions (oneDNN takes 1 to 3)", nsp);
+  return 0;
+}
+
 kd_op *kd_conv(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
                const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
                const int64_t *pad_hi, int64_t groups, int with_bias) {
+  if (!kd_spatial_ok(nsp)) return 0;
   int before = kd_enter();
   kd_op *op = kd_conv_make(which, nsp, xd, wd, yd, stride, dilation, pad_lo, pad_hi, groups,
                            with_bias);
@@ -355,6 +363,7 @@ kd_op *kd_conv(int which, int nsp, const int64_t *xd, const int64_t *wd, const i
 kd_op *kd_pool(int which, int alg, int nsp, const int64_t *xd, const int64_t *yd,
                const int64_t *kernel, const int64_t *stride, const int64_t *pad_lo,
                const int64_t *pad_hi) {
+  if (!kd_spatial_ok(nsp)) return 0;
   int before = kd_enter();
   kd_op *op = kd_pool_make(which, alg, nsp, xd, yd, kernel, stride, pad_lo, pad_hi);
   kd_leave(before);
