@@ -125,40 +125,32 @@ class RNNCell(_GatedCell):
         return self._activation, None
 
 
-class LSTMCell(_GatedCell):
+class _GateActivationsCell(_GatedCell):
+    """LSTM and GRU cells: an activation and a recurrent (gate) activation, as MXNet's."""
+
+    def __init__(self, hidden_size, i2h_weight_initializer=None, h2h_weight_initializer=None,
+                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0,
+                 activation="tanh", recurrent_activation="sigmoid", dtype="float32",
+                 **kwargs):
+        super().__init__(hidden_size, i2h_weight_initializer, h2h_weight_initializer,
+                         i2h_bias_initializer, h2h_bias_initializer, input_size, dtype,
+                         **kwargs)
+        name = type(self).__name__
+        self._acts = (activation_fn(activation, name),
+                      activation_fn(recurrent_activation, name))
+
+    def _activations(self):
+        return self._acts
+
+
+class LSTMCell(_GateActivationsCell):
     """LSTM cell; states [h, c]; gates i, f, g, o (cell_math.py)."""
     _mode = "lstm"
 
-    def __init__(self, hidden_size, i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0,
-                 activation="tanh", recurrent_activation="sigmoid", dtype="float32",
-                 **kwargs):
-        super().__init__(hidden_size, i2h_weight_initializer, h2h_weight_initializer,
-                         i2h_bias_initializer, h2h_bias_initializer, input_size, dtype,
-                         **kwargs)
-        self._acts = (activation_fn(activation, "LSTMCell"),
-                      activation_fn(recurrent_activation, "LSTMCell"))
 
-    def _activations(self):
-        return self._acts
-
-
-class GRUCell(_GatedCell):
+class GRUCell(_GateActivationsCell):
     """GRU cell (cuDNN / MXNet / PyTorch variant); gates r, z, n (cell_math.py)."""
     _mode = "gru"
-
-    def __init__(self, hidden_size, i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0,
-                 activation="tanh", recurrent_activation="sigmoid", dtype="float32",
-                 **kwargs):
-        super().__init__(hidden_size, i2h_weight_initializer, h2h_weight_initializer,
-                         i2h_bias_initializer, h2h_bias_initializer, input_size, dtype,
-                         **kwargs)
-        self._acts = (activation_fn(activation, "GRUCell"),
-                      activation_fn(recurrent_activation, "GRUCell"))
-
-    def _activations(self):
-        return self._acts
 
 
 class _SequentialMixin:
