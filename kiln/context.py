@@ -41,10 +41,19 @@ def cpu_pinned(device_id=0):
 
 
 def gpu(device_id=0):
-    """kiln has no GPU support; asking for one is an error with a clear way out."""
-    from .base import KilnError
-    raise KilnError(f"gpu({device_id}): kiln runs on the CPU only; use kiln.cpu(), or "
-                    "npx.num_gpus() to check first (it returns 0)")
+    """A GPU context, as MXNet returns one even without a GPU (d2l's try_gpu relies on it);
+    putting an array or a parameter on it is the error (see check_usable)."""
+    return Context("gpu", device_id)
+
+
+def check_usable(ctx, what):
+    """Raise a clear error when `ctx` (a Context, a list of them or None) is not a CPU."""
+    for c in (ctx if isinstance(ctx, (list, tuple)) else [ctx]):
+        if c is not None and Context(c).device_type not in ("cpu", "cpu_pinned",
+                                                             "cpu_shared"):
+            from .base import KilnError, where_in_user_code
+            raise KilnError(f"{what}: cannot place data on {c}: kiln runs on the CPU only "
+                            f"(npx.num_gpus() is 0); use npx.cpu(){where_in_user_code()}")
 
 
 def num_gpus():

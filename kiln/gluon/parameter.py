@@ -14,7 +14,7 @@ import numpy as _np
 
 from .. import aligned, autograd
 from ..base import KilnError, normalize_dtype, where_in_user_code
-from ..context import cpu
+from ..context import Context, cpu, check_usable
 from ..graph import trace
 from ..ndarray import ndarray, as_array
 from ..writes import arrays_written
@@ -62,6 +62,7 @@ class Parameter:
         self.lr_mult = lr_mult
         self.wd_mult = wd_mult
         self._data = None
+        self._ctx_list = [cpu()]     # contexts from initialize(ctx=...): all share one copy
         self._deferred = None        # (init, default_init, desc name) waiting for a shape
         self._path = None            # structural name ('0.weight'), learned at initialize()
         self._owner_name = None      # display name of the block that registered it
@@ -119,17 +120,25 @@ class Parameter:
             req = "null"
         self._grad_req = req
         if self._data is not None:
-            self._data.attach_grad(req)
+            self._data.attach_grad(self._array_grad_req())
+
+    def _array_grad_req(self):
+        """On several CPU contexts there is one shared copy; its gradient adds up the
+        backward of every shard, which is the sum MXNet's all-reduce forms from the copies
+        (Trainer.step clears it after the update)."""
+        return "add" if self._grad_req == "write" and len(self._ctx_list) > 1 else \
+            self._grad_req
 
     @property
     def ctx(self):
-        return cpu()
+        return self._ctx_list[0]
 
     def list_ctx(self):
-        return [cpu()]
+        return list(self._ctx_list)
 
     def reset_ctx(self, ctx=None):
         """kiln runs on the CPU only; kept so MXNet code calling it runs."""
+        check_usable(ctx, f"Parameter {self._label()}.reset_ctx")
 
     reset_device = reset_ctx
 
@@ -142,6 +151,9 @@ class Parameter:
         (the block-level initializer, Uniform() by default) picks by name suffix.
         """
         from .. import init as kinit
+        check_usable(ctx, f"Parameter {self._label()}.initialize")
+        self._ctx_list = [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
+            else [Context(ctx) if ctx is not None else cpu()]
         if _path is not None:
             self._path = _path
         if self._data is not None and not force_reinit:
@@ -182,7 +194,7 @@ class Parameter:
                     self._data[...] = ndarray._wrap(value.astype(self._dtype, copy=False))
                 return
             arr = ndarray._wrap(aligned.copy_of(value, self._dtype))
-            arr.attach_grad(self._grad_req)
+            arr.attach_grad(self._array_grad_req())
             self._data = arr
         finally:
             arrays_written()
@@ -227,7 +239,7 @@ class Parameter:
         return self._data
 
     def list_data(self):
-        return [self.data()]
+        return [self.data()] * len(self._ctx_list)
 
     def grad(self, ctx=None):
         tc = trace.current()
@@ -250,7 +262,7 @@ class Parameter:
         return g if g is not None else knp.zeros(sym.shape, dtype=sym.dtype)
 
     def list_grad(self):
-        return [self.grad()]
+        return [self.grad()] * len(self._ctx_list)
 
     def zero_grad(self):
         if self._data is not None and self._data.grad is not None:
@@ -354,3 +366,15 @@ class Constant(Parameter):
 
     def __repr__(self):
         return f"Constant (shape={_shape_text(self._shape)}, dtype={self._dtype.name})"
+
+
+tensor_types = (ndarray,)
+
+
+def __getattr__(name):
+    # MXNet's gluon.parameter also holds ParameterDict; it lives in its own module, which
+    # imports this one, so it is looked up on first use
+    if name == "ParameterDict":
+        from .parameter_dict import ParameterDict
+        return ParameterDict
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Small Gluon helpers: Block.summary's table, split_data / split_and_load (CPU only)."""
+"""Gluon helpers: Block.summary, split_data / split_and_load, clip_global_norm, download."""
 from ..base import KilnError
 
 
@@ -50,9 +50,11 @@ def print_summary(block, *inputs):
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
+    size = data.shape[batch_axis]
+    if not 1 <= num_slice <= max(size, 1):
+        raise KilnError(f"split_data: cannot split a batch of {size} into {num_slice} slices")
     if num_slice == 1:
         return [data]
-    size = data.shape[batch_axis]
     if even_split and size % num_slice:
         raise KilnError(f"split_data: batch of {size} does not split evenly into {num_slice}")
     step = size // num_slice
@@ -67,4 +69,85 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
     data = as_array(data)
     if not isinstance(ctx_list, (list, tuple)):
         ctx_list = [ctx_list]
-    return split_data(data, len(ctx_list), batch_axis, even_split)
+    if not ctx_list:
+        raise KilnError("split_and_load: ctx_list is empty (d2l's try_all_gpus() returns [] "
+                        "without a GPU); pass at least one context, e.g. [npx.cpu()]")
+    slices = split_data(data, len(ctx_list), batch_axis, even_split)
+    return [part.as_in_context(ctx) for part, ctx in zip(slices, ctx_list)]
+
+
+def clip_global_norm(arrays, max_norm, check_isfinite=True):
+    """Scale `arrays` in place so their joint L2 norm is at most `max_norm`; return the norm
+    before scaling (a Python float, or an array when check_isfinite=False, as in MXNet)."""
+    import math
+    import numpy as _onp
+    from ..ndarray import ndarray
+    from ..writes import arrays_written
+    if not arrays:
+        raise KilnError("clip_global_norm: expected a non-empty list of arrays")
+    bufs = [a._concrete("clip_global_norm") for a in arrays]
+    total = math.sqrt(sum(float(_onp.sum(_onp.square(b, dtype=_onp.float64))) for b in bufs))
+    if check_isfinite and not math.isfinite(total):
+        import warnings
+        warnings.warn("clip_global_norm: nan or inf found in the arrays", UserWarning,
+                      stacklevel=2)
+    scale = max_norm / (total + 1e-8)
+    if scale < 1.0:
+        for b in bufs:
+            b *= b.dtype.type(scale)
+        arrays_written()
+    return total if check_isfinite else ndarray._wrap(_onp.array(total, _onp.float32))
+
+
+def check_sha1(filename, sha1_hash):
+    """True when the file's SHA-1 hex digest equals `sha1_hash`."""
+    import hashlib
+    sha1 = hashlib.sha1()
+    with open(filename, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            sha1.update(chunk)
+    return sha1.hexdigest() == sha1_hash
+
+
+def replace_file(src, dst):
+    import os
+    os.replace(src, dst)
+
+
+def shape_is_known(shape):
+    return shape is not None and all(d > 0 for d in shape)
+
+
+def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_ssl=True):
+    """Fetch `url` to `path` (a file, or a folder to put it in) unless a file with the right
+    hash is already there; written atomically, checked against `sha1_hash`. Returns the path."""
+    import os
+    import tempfile
+    import urllib.request
+    fname = url.split("/")[-1]
+    if path is not None:
+        path = os.path.expanduser(path)
+        fname = os.path.join(path, fname) if os.path.isdir(path) or path.endswith(os.sep) \
+            else path
+    if (not overwrite and os.path.exists(fname)
+            and (not sha1_hash or check_sha1(fname, sha1_hash))):
+        return fname
+    folder = os.path.dirname(os.path.abspath(fname))
+    os.makedirs(folder, exist_ok=True)
+    last = None
+    for _ in range(max(1, int(retries))):
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kiln-download-")
+        try:
+            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=30) as resp:
+                for chunk in iter(lambda: resp.read(1 << 20), b""):
+                    out.write(chunk)
+            if sha1_hash and not check_sha1(tmp, sha1_hash):
+                raise KilnError(f"download: {url} arrived with a SHA-1 other than {sha1_hash}")
+            os.replace(tmp, fname)
+            return fname
+        except (OSError, KilnError) as exc:
+            last = exc
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    raise KilnError(f"download: could not fetch {url} to {fname}: {last}") from None

@@ -19,6 +19,7 @@ from .manipulation import (reshape, ravel, transpose, swapaxes, moveaxis, expand
                            vsplit, flip, fliplr, flipud, repeat, tile, take, pad, nonzero,
                            argwhere, unique, argsort, sort, take_along_axis, diag, copy, shape,
                            size, ndim, atleast_1d, atleast_2d)
+from .io import genfromtxt, loadtxt, savetxt  # noqa: F401
 from . import random, linalg  # noqa: F401
 
 float16 = _onp.float16

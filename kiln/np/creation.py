@@ -4,6 +4,7 @@ import numpy as _np
 from ..base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
 from ..ndarray import ndarray, as_array
 from ..ops.creation import full as _full_prim
+from ..context import check_usable
 
 
 def _shape(op, shape):
@@ -22,6 +23,7 @@ def _shape(op, shape):
 
 
 def array(object, dtype=None, copy=True, ctx=None, device=None, **kwargs):
+    check_usable(ctx or device, "np.array")
     dt = normalize_dtype(dtype)
     if isinstance(object, ndarray):
         out = object if dt is None or object.dtype == dt else object.astype(dt)
@@ -41,6 +43,7 @@ def asarray(object, dtype=None, ctx=None, device=None):
 
 
 def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None, out=None):
+    check_usable(ctx or device, "np.full")
     if isinstance(fill_value, ndarray):
         fill_value = fill_value.item()
     if dtype is None:
@@ -52,11 +55,13 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None, out=No
 
 
 def zeros(shape, dtype=None, order="C", ctx=None, device=None):
+    check_usable(ctx or device, "np.zeros")
     return _full_prim(shape=_shape("zeros", shape), value=0,
                       dtype=normalize_dtype(dtype, DEFAULT_FLOAT))
 
 
 def ones(shape, dtype=None, order="C", ctx=None, device=None):
+    check_usable(ctx or device, "np.ones")
     return _full_prim(shape=_shape("ones", shape), value=1,
                       dtype=normalize_dtype(dtype, DEFAULT_FLOAT))
 
@@ -101,6 +106,7 @@ def _numpy_made(op):
 
 @_numpy_made("arange")
 def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
+    check_usable(ctx or device, "np.arange")
     if stop is None:
         start, stop = 0, start
     if step == 0:

@@ -2,3 +2,4 @@
 from .base import Optimizer, create, register, registered  # noqa: F401
 from .sgd import SGD, NAG, sgd_update, nag_update  # noqa: F401
 from .adam import Adam, AdamW, adam_update  # noqa: F401
+from .adaptive import AdaGrad, RMSProp, AdaDelta  # noqa: F401

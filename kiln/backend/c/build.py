@@ -16,12 +16,30 @@ import warnings
 
 from ...base import KilnError
 
-# -fassociative-math (with the two flags it requires) lets GCC vectorize sum reductions,
-# which matmul and reductions depend on; unlike -ffast-math it keeps NaN and Inf semantics.
+# No reassociation by default: with -fassociative-math GCC rewrites (g + h) - h into g,
+# which turns eager's NaN (h = inf) into a finite number. The dot-product loops that need
+# reassociation to vectorize say so themselves (`#pragma omp simd reduction`, honoured
+# under -fopenmp-simd without linking OpenMP). KILN_FAST_MATH=1 opts back in (README).
 FLAGS = ("-march=native", "-fPIC", "-shared", "-std=c99", "-fno-math-errno",
-         "-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math",
+         "-fno-trapping-math", "-fopenmp-simd",
          "-fwrapv",   # integer overflow wraps, as in NumPy, instead of being undefined
-         "-Wno-unused-variable", "-Wno-unused-function")
+         "-Wno-unused-variable", "-Wno-unused-function", "-Wno-unknown-pragmas")
+FAST_MATH_FLAGS = ("-fassociative-math", "-fno-signed-zeros")
+
+
+# KILN_ASAN=1 builds every library with AddressSanitizer: an out-of-bounds read or write
+# in generated code then stops the process with a report. The process must have the ASan
+# runtime loaded first (LD_PRELOAD; see tests/test_asan.py), as Python is not built with it.
+ASAN_FLAGS = ("-fsanitize=address", "-fno-omit-frame-pointer")
+
+
+def _on(name):
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def _opt_in_flags():
+    return (FAST_MATH_FLAGS if _on("KILN_FAST_MATH") else ()) + (
+        ASAN_FLAGS if _on("KILN_ASAN") else ())
 
 _loaded = {}
 _building = {}     # key -> lock held while that key is compiled
@@ -222,8 +240,8 @@ def load(source, extra_flags=(), opt=None):
     cc, version = compiler()
     if opt is None:
         opt = SMALL_OPT if len(source) <= BIG_SOURCE else BIG_OPT
-    math_flags, libs = vector_math()
-    flags = opt + FLAGS + _vector_flags() + math_flags + tuple(extra_flags)
+    math_flags = vector_math()[0]
+    flags = opt + FLAGS + _opt_in_flags() + _vector_flags() + math_flags + tuple(extra_flags)
     key = hashlib.sha256("\0".join((source, " ".join(flags), cc, version,
                                      _cpu())).encode()).hexdigest()
     with _lock:

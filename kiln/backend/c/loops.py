@@ -73,7 +73,7 @@ def loop_nest(shape, operands, body, indent="  ", var="i"):
     """C for a loop nest over `shape`; body(offset_exprs) returns the innermost statements.
 
     `var` names the index variables (nests inside nests need distinct names). Vectorizing
-    is left to the compiler (-O3 with associative math, see build.FLAGS).
+    is left to the compiler (-O3; build.FLAGS keeps IEEE semantics, no reassociation).
     """
     if any(d == 0 for d in shape):
         return ""

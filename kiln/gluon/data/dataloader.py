@@ -21,11 +21,23 @@ _worker_dataset = None
 _worker_batchify = None
 
 
-def _worker_init(dataset, batchify_fn):
+def _worker_init(dataset, batchify_fn, base_seed):
     global _worker_dataset, _worker_batchify
     # Ctrl-C goes to the main process, which shuts the pool down; workers must not die noisily
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_dataset, _worker_batchify = dataset, batchify_fn
+    _reseed(base_seed)
+
+
+def _reseed(base_seed):
+    """Forked workers start with the parent's random state; give each its own stream so
+    random augmentations differ between workers."""
+    import os
+    import random
+    from ...ops.creation import seed
+    worker_seed = [base_seed, os.getpid()]
+    seed(worker_seed)
+    random.seed(hash(tuple(worker_seed)))
 
 
 def _worker_load(indices):
@@ -98,8 +110,11 @@ class DataLoader:
             if self._thread_pool:
                 self._pool = multiprocessing.pool.ThreadPool(self._num_workers)
             else:
+                from ...ops.creation import _RandomState
+                base_seed = int(_RandomState.generator.integers(1 << 62))
                 self._pool = _mp_context().Pool(self._num_workers, initializer=_worker_init,
-                                                initargs=(self._dataset, self._batchify_fn))
+                                                initargs=(self._dataset, self._batchify_fn,
+                                                          base_seed))
             self._finalizer = weakref.finalize(self, _shutdown, self._pool)
         return self._pool
 
@@ -118,17 +133,25 @@ class DataLoader:
             if indices is not None:
                 pending.append(self._submit(pool, indices))
 
-        for _ in range(self._prefetch):
-            submit_next()
-        while pending:
-            result = pending.popleft()
-            submit_next()
-            try:
-                batch = result.get(self._timeout)
-            except multiprocessing.TimeoutError:
-                raise KilnError(f"DataLoader: a worker took longer than timeout="
-                                f"{self._timeout}s to load one batch") from None
-            yield batch if self._thread_pool else from_wire(batch)
+        try:
+            for _ in range(self._prefetch):
+                submit_next()
+            while pending:
+                result = pending.popleft()
+                submit_next()
+                try:
+                    batch = result.get(self._timeout)
+                except multiprocessing.TimeoutError:
+                    raise KilnError(f"DataLoader: a worker took longer than timeout="
+                                    f"{self._timeout}s to load one batch") from None
+                yield batch if self._thread_pool else from_wire(batch)
+        finally:
+            # An iteration left early (`next(iter(loader))`) leaves batches in flight. Let
+            # them land first: terminating the pool while a worker is still writing a large
+            # result into the pipe deadlocks multiprocessing (the worker holds the lock
+            # that terminate() needs).
+            for result in pending:
+                result.wait(self._timeout)
 
     def close(self):
         """Terminate the worker pool (it is recreated if the loader is iterated again)."""
