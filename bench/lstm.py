@@ -2,7 +2,12 @@
 input 256, layout TNC), in ms per call: kiln eager, kiln hybridized per backend, PyTorch's
 nn.LSTM eager, and JAX (lax.scan under jit) when installed.
 
-python -m kiln bench lstm [--quick]
+python -m kiln bench lstm [--quick] [--threads N]
+
+--threads N gives kiln's pool (KILN_NUM_THREADS) and PyTorch N threads; NumPy's OpenBLAS
+(kiln eager and the NumPy executor) reads OPENBLAS_NUM_THREADS when it loads, so set that
+in the environment too. On a machine shared with other work, one thread each compares the
+code rather than how each runtime's thread pool copes with cores it does not get.
 """
 import argparse
 import os
@@ -37,12 +42,12 @@ def kiln_call(backend, xv):
     return run
 
 
-def torch_call(xv):
+def torch_call(xv, threads):
     try:
         import torch
     except ImportError:
         return []
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads or 2)
     torch.manual_seed(0)
     net = torch.nn.LSTM(INPUT, HIDDEN, LAYERS)
     x = torch.tensor(xv, requires_grad=True)
@@ -95,7 +100,11 @@ def jax_call(xv):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kiln bench lstm")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for every runtime (set before they load)")
     args = parser.parse_args(argv)
+    if args.threads:
+        os.environ["KILN_NUM_THREADS"] = str(args.threads)   # read when the pool starts
     xv = onp.random.default_rng(0).normal(size=(STEPS, BATCH, INPUT)).astype(onp.float32)
     from kiln.backend import BACKENDS
     rows = [("kiln eager", kiln_call(None, xv), "")]
@@ -105,12 +114,14 @@ def main(argv=None):
         run()
         rows.append((f"kiln hybridized ({backend})", run,
                      f"first call {time.perf_counter() - start:.2f} s"))
-    rows += torch_call(xv)
+    rows += torch_call(xv, args.threads)
     rows += jax_call(xv)
     timed = harness.side_by_side(rows, min_time=0.3 if args.quick else 1.0, warmup=2,
                                  rounds=3 if args.quick else 5)
+    threads = f"{args.threads} thread(s) per runtime" if args.threads else "default threads"
     print(f"kiln {kiln.__version__}: forward + backward, LSTM {LAYERS} layers, hidden "
-          f"{HIDDEN}, input {INPUT}, batch {BATCH}, {STEPS} steps; {harness.setup_line()}\n")
+          f"{HIDDEN}, input {INPUT}, batch {BATCH}, {STEPS} steps, {threads}; "
+          f"{harness.setup_line()}\n")
     print(harness.markdown_table("ms per forward + backward", timed,
                                  "PyTorch nn.LSTM eager"))
 

@@ -41,7 +41,7 @@ def scan_cases(C):
     h0 = onp.array([0.1, -0.2, 0.3])
     xs = onp.array([[0.5, -0.4, 0.2], [0.1, 0.3, -0.6], [-0.2, 0.7, 0.4], [0.3, 0.1, 0.2]])
     w = onp.array([1.1, -0.8, 0.6])
-    attrs = dict(body=body, n_carried=1, n_xs=1)
+    attrs = dict(body=body, n_carried=1, n_xs=1, n_saved=0)
     from kiln.ops import REGISTRY
     out = REGISTRY["scan"].impl(h0, xs, w, reverse=True, **attrs)
     g = onp.linspace(-1, 1, out.size)

@@ -144,8 +144,13 @@ CONFIGS = [(1, False, "TNC", False), (2, True, "NTC", True), (1, True, "TNC", Tr
            (2, False, "NTC", False)]
 
 
-@pytest.mark.parametrize("backend", ["c", "numpy"])
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(map(str, c)))
+# the C backend compiles each case (a second or more cold), so it gets the first two
+# configurations, which between them still cover every option value
+CASES = [(config, "numpy") for config in CONFIGS] + [(config, "c") for config in CONFIGS[:2]]
+
+
+@pytest.mark.parametrize("config,backend", CASES,
+                         ids=["-".join(map(str, c)) + "-" + b for c, b in CASES])
 @pytest.mark.parametrize("mode", MODES)
 def test_hybridized_matches_torch_and_eager(mode, config, backend):
     num_layers, bidirectional, layout, with_states = config

@@ -1,6 +1,7 @@
 """The `scan` op (kiln/ops/scan.py) compiled on both backends against eager Python loops:
 values and gradients of every operand, forward and reversed, with a state the body passes
-through unchanged and gradients arriving on every result."""
+through unchanged, a matmul whose product the forward keeps for backward, and gradients
+arriving on every result."""
 import numpy as onp
 import pytest
 
@@ -10,14 +11,12 @@ from kiln.gluon.rnn import time_loop
 from test_backend_c_control import assert_compiled
 
 
-def step(x_t, states):
-    h, keep = states
-    new = np.tanh(h * 0.9 + x_t * 0.5) + keep
-    return new * x_t, [new, keep]
-
-
 def model(reverse):
-    def f(xs, h, keep):
+    def f(xs, h, keep, w):
+        def step(x_t, states):       # reads w from outside: a loop invariant
+            h, keep = states
+            new = np.tanh(np.matmul(h, w) + 0.1 + x_t * 0.5) + keep
+            return new * x_t, [new, keep]
         ys, (last, kept) = time_loop.run(step, xs, [h, keep], reverse=reverse)
         return ys * 2, last, kept
     return f
@@ -40,7 +39,8 @@ def run(fn, values):
 @pytest.mark.parametrize("reverse", [False, True])
 def test_compiled_scan_equals_eager_loop(backend, reverse):
     rng = onp.random.default_rng(0)
-    values = [rng.normal(size=s).astype("float32") for s in ((4, 2, 3), (2, 3), (2, 3))]
+    values = [rng.normal(size=s).astype("float32")
+              for s in ((4, 2, 3), (2, 3), (2, 3), (3, 3))]
     eager = run(model(reverse), values)
     fn = kiln.hybridize(model(reverse), backend=backend)
     compiled = run(fn, values)

@@ -11,6 +11,24 @@ def _input(value, name, drop_axis=False):
     return Node("input", (), {}, shape, value.dtype, name=name)
 
 
+def _products(body):
+    """The values backward should not recompute: each matmul's result, taken after the
+    additions that follow it (a bias, the input projection), which the C backend computes
+    in the matmul's own loop. Step outputs already are kept."""
+    users = body.consumers()
+    outputs = {id(o) for o in body.outputs}
+    found = []
+    for node in body.nodes:
+        if node.op != "matmul":
+            continue
+        while (id(node) not in outputs and len(users[id(node)]) == 1
+               and users[id(node)][0].op == "add" and users[id(node)][0].shape == node.shape):
+            node = users[id(node)][0]
+        if id(node) not in outputs and all(node is not f for f in found):
+            found.append(node)
+    return found
+
+
 def emit_scan(step, xs, states, reverse=False, what="recurrent time loop"):
     """(ys stacked along axis 0, final states) as slices of one traced `scan` node."""
     from ..ops.registry import REGISTRY
@@ -42,11 +60,13 @@ def emit_scan(step, xs, states, reverse=False, what="recurrent time loop"):
                                f"dtype{where}")
     invariants, (inv_in,) = union_captures([ctx])
     outputs = [ctx.node_of(v) for v in new] + [ctx.node_of(y)]
-    graph = Subgraph(carried_in + [x_in] + inv_in, [], outputs, "scan_body")
+    body = Subgraph(carried_in + [x_in] + inv_in, [], outputs, "scan_body")
+    saved = _products(body)
+    graph = Subgraph(body.inputs, [], outputs + saved, "scan_body")
     if _has_random(graph):
         raise ControlFlowError(f"{what}: a random op (dropout) inside the loop body is not "
                                f"compiled{where}")
     flat = REGISTRY["scan"](*states, xs, *invariants, body=graph, n_carried=n, n_xs=1,
-                            reverse=bool(reverse))
+                            reverse=bool(reverse), n_saved=len(saved))
     values = unpack(flat, graph, n, xs.shape[0])
     return values[n], values[:n]

@@ -17,6 +17,10 @@ forward result instead of running the loop again. It returns the gradients of al
 of that dtype in one flat array (operands of other dtypes get none), and scan's gradient
 rule slices it. It runs the body's gradient graph in reverse, writing x[t]'s gradient into
 its row and summing the invariants' gradients.
+
+The last `n_saved` step outputs are intermediate values of the body that backward would
+otherwise recompute (the products of the body's matmuls, see graph/scan_trace.py): the
+gradient graph takes them as given inputs, so a step's matmul runs once, not twice.
 """
 import numpy as _np
 
@@ -48,11 +52,16 @@ def unpack(flat, body, n_carried, length):
     return pieces
 
 
+def saved_nodes(body, n_saved):
+    """The body's nodes whose values the forward keeps for backward (its last outputs)."""
+    return tuple(body.outputs[len(body.outputs) - n_saved:]) if n_saved else ()
+
+
 def _length(operands, n_carried):
     return int(operands[n_carried].shape[0])
 
 
-def _scan_shape(*operands, body, n_carried, n_xs, reverse):
+def _scan_shape(*operands, body, n_carried, n_xs, reverse, n_saved):
     pieces = layout(body, n_carried, _length(operands, n_carried))
     return (sum(_size(s) for s in pieces),), body.outputs[0].dtype
 
@@ -65,10 +74,10 @@ def _has_grad(x, dtype):
     return x.dtype == dtype
 
 
-def _scan_grad(g, out, *operands, body, n_carried, n_xs, reverse):
+def _scan_grad(g, out, *operands, body, n_carried, n_xs, reverse, n_saved):
     from ..np import reshape
     flat = REGISTRY["scan_grad"](*operands, out, g, body=body, n_carried=n_carried, n_xs=n_xs,
-                                 reverse=reverse)
+                                 reverse=reverse, n_saved=n_saved)
     dtype, grads, offset = grad_dtype(body), [], 0
     for x in operands:
         if not _has_grad(x, dtype):
@@ -102,7 +111,7 @@ def _forward(operands, body, n_carried, n_xs, reverse):
 
 
 @register("scan", _scan_shape, _scan_grad)
-def scan(*operands, body, n_carried, n_xs, reverse):
+def scan(*operands, body, n_carried, n_xs, reverse, n_saved):
     """Final carried values, stacked step outputs and carried histories, as one array."""
     carried, ys, history = _forward(operands, body, n_carried, n_xs, reverse)
     dtype = body.outputs[0].dtype
@@ -110,14 +119,14 @@ def scan(*operands, body, n_carried, n_xs, reverse):
                             for a in carried + ys + history])
 
 
-def _scan_grad_shape(*values, body, n_carried, n_xs, reverse):
+def _scan_grad_shape(*values, body, n_carried, n_xs, reverse, n_saved):
     dtype = grad_dtype(body)
     size = sum(_size(x.shape) for x in values[:-2] if _has_grad(x, dtype))
     return (size,), dtype
 
 
 @register("scan_grad", _scan_grad_shape)
-def scan_grad(*values, body, n_carried, n_xs, reverse):
+def scan_grad(*values, body, n_carried, n_xs, reverse, n_saved):
     """Gradients of scan's operands (of its dtype), given scan's result and the incoming
     gradient of it (the last two values)."""
     from ..graph.subgraph import run, vjp_graph
@@ -129,13 +138,15 @@ def scan_grad(*values, body, n_carried, n_xs, reverse):
     g_pieces = unpack(g, body, n_carried, length)
     g_carried, g_ys = g_pieces[:n_carried], g_pieces[n_carried:n_carried + n_ys]
     g_history = g_pieces[n_carried + n_ys:]
-    history = unpack(out, body, n_carried, length)[n_carried + n_ys:]
-    vjp = vjp_graph(body, tuple(range(len(body.outputs))))
+    pieces = unpack(out, body, n_carried, length)
+    history = pieces[n_carried + n_ys:]
+    saved = pieces[len(body.outputs) - n_saved:len(body.outputs)] if n_saved else []
+    vjp = vjp_graph(body, tuple(range(len(body.outputs))), saved_nodes(body, n_saved))
     g_xs = [_np.zeros_like(x) for x in xs]
     g_inv = [_np.zeros_like(v) for v in invariants]
     for i, t in reversed(list(enumerate(_steps(length, reverse)))):
         res = run(vjp, [h[i] for h in history] + [x[t] for x in xs] + invariants
-                  + list(g_carried) + [gy[t] for gy in g_ys])
+                  + [v[t] for v in saved] + list(g_carried) + [gy[t] for gy in g_ys])
         # the history row i is the state before step i, so its gradient joins here
         g_carried = [r + gh[i] for r, gh in zip(res[:n_carried], g_history)]
         for gx, r in zip(g_xs, res[n_carried:n_carried + n_xs]):

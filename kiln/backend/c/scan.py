@@ -13,7 +13,7 @@ assignment, not a copy.
              of the result, the invariants' gradients add up, the carried gradients flow
              to the step before.
 """
-from ...ops.scan import layout, grad_dtype
+from ...ops.scan import layout, grad_dtype, saved_nodes
 from .control import Sub, copy_back
 from .loops import ctype
 
@@ -113,7 +113,9 @@ class ScanGradGroup(_ScanBase):
         super().__init__(em, node, node.inputs[:-2], fwd=False)
         from ...graph.subgraph import vjp_graph
         self.forward_out, self.g = node.inputs[-2], node.inputs[-1]
-        vjp = vjp_graph(self.body, tuple(range(len(self.body.outputs))))
+        self.n_saved = node.attrs["n_saved"]
+        vjp = vjp_graph(self.body, tuple(range(len(self.body.outputs))),
+                        saved_nodes(self.body, self.n_saved))
         self.vjp = Sub(em, vjp, vjp.outputs, "scan body gradient")
         self.g_carried = [em.new_buffer(b) for b in self.sizes]
         dtype = grad_dtype(self.body)
@@ -141,6 +143,11 @@ class ScanGradGroup(_ScanBase):
         vin = self.vjp.inputs
         n_in = n + nx + len(self.invariants)
         inv = vin[n + nx:n_in]
+        # the saved intermediates, step outputs of the forward, come in as given values
+        known, vin = vin[n_in:n_in + self.n_saved], vin[:n_in] + vin[n_in + self.n_saved:]
+        n_outs = len(self.body.outputs)
+        saved_at = list(zip(self.offsets[n_outs - self.n_saved:n_outs],
+                            self.y_bytes[len(self.y_bytes) - self.n_saved:]))
         lines += [f"  P[{d}] = P[{storage(x)}];" for d, x in zip(inv, self.invariants)]
         lines += [f"  P[{d}] = P[{s}];" for d, s in zip(vin[n_in:n_in + n], self.g_carried)]
         lines += [f"  for (int64_t i = {T - 1}; i >= 0; i--) {{",
@@ -148,6 +155,8 @@ class ScanGradGroup(_ScanBase):
         lines += [f"    {_point(d, fwd, f'{h} + i * {b}')}"
                   for d, h, b in zip(vin[:n], self.history, self.sizes)]
         lines += self.bind_rows(self.vjp, storage)
+        lines += [f"    {_point(d, fwd, f'{off} + t * {b}')}"
+                  for d, (off, b) in zip(known, saved_at)]
         lines += [f"    {_point(d, g, f'{off} + t * {b}')}"
                   for d, off, b in zip(vin[n_in + n:], self.offsets[n:], self.y_bytes)]
         lines.append("  " + self.vjp.call())

@@ -156,8 +156,11 @@ class _RNNLayer(HybridBlock):
         param = lambda name: getattr(self, prefix + "_" + name).data()   # noqa: E731
         h2h_weight, h2h_bias = param("h2h_weight"), param("h2h_bias")
         # the input projection of every time step at once: one big matmul before the loop
-        xs = npx.fully_connected(x, param("i2h_weight"), param("i2h_bias"),
-                                 num_hidden=self._gates * self._hidden_size, flatten=False)
+        length, batch, features = x.shape
+        xs = npx.fully_connected(knp.reshape(x, (length * batch, features)),
+                                 param("i2h_weight"), param("i2h_bias"),
+                                 num_hidden=self._gates * self._hidden_size)
+        xs = knp.reshape(xs, (length, batch, self._gates * self._hidden_size))
         mode = self._mode
         return time_loop.run(lambda x_t, s: step(mode, x_t, s, h2h_weight, h2h_bias),
                              xs, states, reverse=reverse)
