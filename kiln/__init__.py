@@ -7,15 +7,17 @@ from .context import Context, Device, cpu, gpu, cpu_pinned, num_gpus, current_co
 from . import np, npx, autograd  # noqa: F401
 from .np import random  # noqa: F401  (mx.random.seed / mx.random.uniform)
 from . import ndarray, symbol  # noqa: F401  (the `F` namespaces of hybrid_forward)
+from . import ndarray as nd, symbol as sym  # noqa: F401,E402  (MXNet 1.x's names)
 from . import init, gluon, optimizer, lr_scheduler  # noqa: F401,E402
 from .graph.cached import hybridize  # noqa: F401,E402
 from .graph.explain import explain  # noqa: F401,E402
 from .fit import fit  # noqa: F401,E402
+from . import distributed  # noqa: F401,E402  (MPI only when launched under mpiexec)
 
 
 def __getattr__(name):
-    # kiln.onnx needs the optional onnx package only when it is used; kiln.image, Pillow
-    if name in ("onnx", "image"):
+    # optional-dependency modules load on first use: kiln.onnx (onnx), kiln.image (Pillow)
+    if name in ("onnx", "image", "mod", "io", "model"):
         import importlib
-        return importlib.import_module(f".{name}", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'kiln' has no attribute {name!r}")

@@ -81,13 +81,23 @@ class Leaf:
 
 class TapeNode:
     """One recorded op: how to turn output gradients into input gradients."""
-    __slots__ = ("name", "backward", "in_refs", "out_avals")
+    __slots__ = ("name", "backward", "in_refs", "out_avals", "sparse")
 
-    def __init__(self, name, backward, in_refs, out_avals):
+    def __init__(self, name, backward, in_refs, out_avals, sparse=False):
+        self.sparse = sparse        # backward() takes None for an output no head reached
         self.name = name
         self.backward = backward
         self.in_refs = in_refs      # per input: (tape entry, output index) or None
         self.out_avals = out_avals  # per output: (shape, dtype)
+
+
+_wanted = []     # per running gradient rule: which of its inputs' gradients are used
+
+
+def input_needed(k):
+    """Inside a gradient rule: is the gradient of input k used? A rule may return None for
+    an unused one instead of computing it (a convolution's gradient in its input image)."""
+    return not _wanted or _wanted[-1][k]
 
 
 def record_primitive(prim, inputs, attrs, out):
@@ -100,7 +110,11 @@ def record_primitive(prim, inputs, attrs, out):
     def backward(out_grads):
         # the saved output is on the tape too (exp's rule is g * out), so create_graph
         # differentiates through it
-        grads = prim.grad(out_grads[0], saved[0], *saved_in, **attrs)
+        _wanted.append(tuple(r is not None for r in in_refs))
+        try:
+            grads = prim.grad(out_grads[0], saved[0], *saved_in, **attrs)
+        finally:
+            _wanted.pop()
         if len(grads) != len(saved_in):
             raise KilnError(f"{prim.name}: gradient rule returned {len(grads)} gradients "
                             f"for {len(saved_in)} inputs")
@@ -111,10 +125,11 @@ def record_primitive(prim, inputs, attrs, out):
     saved.append(ndarray._alias_of(out, None, 0))
 
 
-def record_custom(name, inputs, outputs, backward):
+def record_custom(name, inputs, outputs, backward, sparse=False):
     """Put a multi-output function (a compiled graph, a custom Function) on the tape."""
     in_refs = tuple((a._tape, a._tidx) if a._tape is not None else None for a in inputs)
-    node = TapeNode(name, backward, in_refs, tuple((o.shape, o.dtype) for o in outputs))
+    node = TapeNode(name, backward, in_refs, tuple((o.shape, o.dtype) for o in outputs),
+                    sparse)
     for i, o in enumerate(outputs):
         o._tape, o._tidx = node, i
     return node
@@ -154,8 +169,9 @@ def _run_backward(heads, head_grads, retain_graph, create_graph):
                 raise KilnError("backward through the same graph a second time; pass "
                                 "retain_graph=True to the first backward()" + where_in_user_code())
             from .np import zeros
-            out_grads = [g if g is not None else zeros(shape, dtype=dt)
-                         for g, (shape, dt) in zip(out_grads, node.out_avals)]
+            if not node.sparse:
+                out_grads = [g if g is not None else zeros(shape, dtype=dt)
+                             for g, (shape, dt) in zip(out_grads, node.out_avals)]
             in_grads = node.backward(out_grads)
             if not retain_graph:
                 node.backward = None

@@ -18,6 +18,8 @@ COMMANDS = {
     "build-c": ("kiln.export.commands", "build_c_main",
                 "write a standalone C program (model.c, Makefile) for an exported model"),
     "onnx": ("kiln.export.commands", "onnx_main", "convert an exported model to ONNX"),
+    "fuzz": ("kiln.fuzz.run", "main",
+             "differential fuzzing: random programs, eager vs both backends (--minutes N)"),
     "mxnet": ("kiln.mxnet_alias", "main", "run a script written for MXNet with `mxnet` = kiln"),
 }
 

@@ -11,6 +11,7 @@ from .ndarray import ndarray, as_array
 from .ops.registry import REGISTRY
 from .graph import trace
 from .writes import arrays_written
+from .aliasing import VIEW_OPS, note_view
 
 
 def _is_floating(dt):
@@ -87,11 +88,14 @@ def apply(prim, args, attrs):
         if value.dtype != dtype:
             value = value.astype(dtype)
         out = ndarray._wrap(value)
-    if autograd._state.recording and prim.grad is not None:
+    recording = autograd._state.recording
+    if recording and prim.grad is not None:
         for a in arrays:
             if a._tape is not None:
                 autograd.record_primitive(prim, arrays, attrs, out)
                 break
+    if prim.name in VIEW_OPS and (recording or trace.current() is not None):
+        note_view(prim, arrays[0], attrs, out)
     return out
 
 
@@ -105,12 +109,16 @@ def inplace_binary(name, target, other):
     # a gradient leaf (attach_grad) updated outside record() stays a leaf: write in place
     eager_target = target._tape is None or (isinstance(target._tape, autograd.Leaf)
                                             and not autograd._state.recording)
-    if (target._node is None and eager_target and result._tape is None
-            and target._data.flags.writeable):
-        if result.dtype != target.dtype and not _np.can_cast(result.dtype, target.dtype,
-                                                               "same_kind"):
-            raise op_error(name, f"cannot store the {result.dtype} result in place into an "
-                           f"array of dtype {target.dtype}")
+    # the same checks whatever the path below: a traced update must raise where eager does
+    if result.dtype != target.dtype and not _np.can_cast(result.dtype, target.dtype,
+                                                           "same_kind"):
+        raise op_error(name, f"cannot store the {result.dtype} result in place into an "
+                       f"array of dtype {target.dtype}")
+    # inside record() the tape may hold the target's buffer as a saved input: a write
+    # there would change what backward() computes with, so the target is rebound instead
+    if (target._node is None and eager_target and result._node is None
+            and result._tape is None and target._data.flags.writeable
+            and not autograd._state.recording):
         if result.shape != target.shape:
             raise op_error(name, f"in-place result of shape {result.shape} does not fit the "
                            f"target's shape {target.shape}")

@@ -5,6 +5,9 @@
 Each step (forward, backward, optimizer update) is compiled once per batch shape with
 kiln.hybridize, so an epoch runs one native program per batch. Pass compiled=False to
 train eagerly with the same loop (for debugging, or to compare).
+
+Under `mpiexec` (kiln.distributed) the loop is unchanged: the loss and accuracy are summed
+over the ranks, and only rank 0 shows progress and logs.
 """
 import time
 
@@ -24,12 +27,15 @@ def make_step(net, loss_fn, trainer, compiled=True, backend=None):
 
 
 def accuracy(net, loader):
-    """Top-1 classification accuracy of `net` over `loader`."""
+    """Top-1 classification accuracy of `net` over `loader` (over every rank's loader
+    in a distributed job)."""
+    from .distributed import sum_over_ranks
     correct, count = 0, 0
     for x, y in loader:
         pred = net(x).argmax(axis=1).asnumpy()
         correct += int((pred == y.asnumpy().reshape(pred.shape)).sum())
         count += len(pred)
+    correct, count = sum_over_ranks(correct, count)
     return correct / max(count, 1)
 
 
@@ -37,6 +43,9 @@ def fit(net, train_data, loss_fn, trainer, epochs=1, val_data=None, compiled=Tru
         backend=None, quiet=False, log=print):
     """Train `net`; returns a list of per-epoch dicts (loss, seconds, and val accuracy)."""
     from .utils.progress import progress
+    from .distributed import rank, sum_over_ranks
+    if rank() != 0:
+        quiet, log = True, None
     step = make_step(net, loss_fn, trainer, compiled=compiled, backend=backend)
     history = []
     for epoch in range(1, epochs + 1):
@@ -49,6 +58,7 @@ def fit(net, train_data, loss_fn, trainer, epochs=1, val_data=None, compiled=Tru
             total += float(loss.sum())
             count += x.shape[0]
             bar.set_postfix(loss=total / max(count, 1), refresh=False)
+        total, count = sum_over_ranks(total, count)
         record = {"epoch": epoch, "loss": total / max(count, 1),
                   "seconds": time.perf_counter() - start}
         if val_data is not None:

@@ -4,6 +4,7 @@ import operator
 import numpy as _np
 
 from . import autograd
+from .graph import trace
 from .base import KilnError, op_error
 from .ndarray import ndarray
 from .writes import arrays_written
@@ -102,11 +103,16 @@ def _to_index_array(k):
 def getitem(x, key):
     key_t = _as_tuple(key)
     if not any(_is_advanced(k) for k in key_t):
-        if not _needs_graph(x):
+        # while tracing or recording, views go through the registry so they are linked to
+        # their source (aliasing.py): a later write into either is then seen by the other
+        if not _needs_graph(x) and not autograd._state.recording and trace.current() is None:
             basic_plan(x.shape, key_t)  # validates, so errors carry kiln's messages
             # an integer index gives a NumPy scalar: keep it a 0-d array (x[3] is array(3.))
             return ndarray._wrap(_np.asarray(x._data[key]))
-        return _apply_basic(x, basic_plan(x.shape, key_t))
+        y = _apply_basic(x, basic_plan(x.shape, key_t))
+        if y.ndim == 0 and not any(k is Ellipsis for k in key_t):
+            y._view = None     # NumPy gives a scalar here, a copy: not a view
+        return y
     return _advanced_getitem(x, key_t)
 
 
@@ -151,9 +157,10 @@ def _check_bounds(idx, size):
 def _mask_getitem(x, key, pos, mask):
     from .ops.shape import take, reshape
     if mask._node is not None:
-        raise op_error("getitem", "a boolean mask gives a data-dependent shape, which "
-                       "hybridized code cannot have; use np.where(mask, x, 0) instead",
-                       KilnError)
+        from .graph.convert_runtime import GraphBreak
+        raise GraphBreak("getitem: a boolean mask computed by the traced code gives a "
+                         "data-dependent shape, which a compiled graph cannot have (use "
+                         "np.where(mask, x, 0) to stay compiled)", "x[mask]", "unsupported")
     if pos != 0 or len(key) != 1:
         raise op_error("getitem", "a boolean mask index is supported as x[mask] only",
                        IndexError)
@@ -183,12 +190,10 @@ def setitem(x, key, value):
         x._rebind(where(key_t[0], v, x))
         return
     if any(_is_advanced(k) for k in key_t):
-        raise op_error("setitem", "assignment through an integer-array index is not supported "
-                       "on recorded or symbolic arrays; build the new array with np.where",
-                       KilnError)
+        x._rebind(_advanced_setitem(x, key_t, v))
+        return
     plan = basic_plan(x.shape, key_t)
-    if plan.out_shape == () and v.shape != () and int(_np.prod(v.shape)) == 1:
-        v = reshape(v, shape=())  # a one-element array into a scalar slot, as in MXNet
+    v = _drop_leading_ones(v, len(plan.out_shape))
     try:
         v = broadcast_to(v, shape=plan.out_shape)
     except KilnError:
@@ -196,6 +201,51 @@ def setitem(x, key, value):
                        f"into shape {plan.out_shape}") from None
     v = reshape(v, shape=plan.sliced_shape)
     x._rebind(slice_assign(x, v, begin=plan.begin, end=plan.end, step=plan.step))
+
+
+def _drop_leading_ones(v, ndim):
+    """NumPy's assignment drops a value's leading length-1 dims beyond the target's rank
+    (x[0] = y[None] works)."""
+    k = 0
+    while v.ndim - k > ndim and v.shape[k] == 1:
+        k += 1
+    if k == 0:
+        return v
+    from .ops.shape import reshape
+    return reshape(v, shape=v.shape[k:])
+
+
+def _advanced_setitem(x, key, v):
+    """x with x[key] = v for an integer-array index known while tracing: NumPy resolves the
+    index to flat positions once (last write wins for repeated ones, as NumPy does), and
+    the graph gathers v into those positions with take and where, which differentiate."""
+    from .ops.elementwise import where
+    from .ops.shape import take, reshape, broadcast_to
+    if any(isinstance(k, ndarray) and (k._node is not None or k._tape is not None)
+           for k in key):
+        from .graph.convert_runtime import GraphBreak
+        raise GraphBreak("assignment through an index array computed by the traced code: "
+                         "its positions are data", "x[index_array] = value", "unsupported")
+    try:
+        selected = _np.arange(x.size, dtype=_np.int64).reshape(x.shape)[_numpy_key(key)]
+    except (IndexError, ValueError, TypeError) as exc:
+        raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
+                       else KilnError) from exc
+    if selected.size == 0:
+        return x
+    v = _drop_leading_ones(v, selected.ndim)
+    try:
+        v = broadcast_to(v, shape=selected.shape)
+    except KilnError:
+        raise op_error("setitem", f"could not broadcast input array from shape {v.shape} "
+                       f"into shape {selected.shape}") from None
+    source = _np.zeros(x.size, _np.int64)
+    source[selected.ravel()] = _np.arange(selected.size)
+    mask = _np.zeros(x.size, _np.bool_)
+    mask[selected.ravel()] = True
+    gathered = take(reshape(v, shape=(selected.size,)), ndarray._wrap(source), axis=0,
+                    mode="clip")
+    return where(ndarray._wrap(mask.reshape(x.shape)), reshape(gathered, shape=x.shape), x)
 
 
 def _numpy_key(key):
@@ -209,6 +259,22 @@ def _numpy_key(key):
 def _eager_setitem(x, key, value):
     if isinstance(value, ndarray):
         value = value._concrete("setitem")
+        if _np.may_share_memory(value, x._data):
+            # read the whole value before writing (x[::2] = x[:6]): NumPy would read
+            # elements it already overwrote; compiled code has value semantics
+            value = value.copy()
+    if autograd._state.recording:
+        # the tape may hold x's buffer as a saved input: write into a copy and rebind x
+        # (through its views and its source: aliasing.py), never into that buffer
+        new = ndarray._wrap(_np.array(x._data, copy=True))
+        try:
+            new._data[_numpy_key(key)] = value
+        except (IndexError, ValueError, TypeError) as exc:
+            raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
+                           else KilnError) from exc
+        new._tape, new._tidx = x._tape, x._tidx
+        x._rebind(new)
+        return
     if not x._data.flags.writeable:
         x._data = _np.array(x._data, copy=True)
     try:

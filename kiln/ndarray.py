@@ -25,7 +25,8 @@ def _np_api():
 
 
 class ndarray:
-    __slots__ = ("_data", "_node", "_tape", "_tidx", "_grad", "_grad_req", "__weakref__")
+    __slots__ = ("_data", "_node", "_tape", "_tidx", "_grad", "_grad_req", "_view",
+                 "__weakref__")
     __array_priority__ = 100.0
 
     def __init__(self, data=None, node=None):
@@ -35,12 +36,13 @@ class ndarray:
         self._tidx = 0
         self._grad = None
         self._grad_req = None
+        self._view = None
 
     # ---- construction helpers --------------------------------------------------------------
     # every slot but _data of an eager array just made; the C dispatcher (fastcall.py)
     # makes its result arrays from this, _wrap spells it out for speed
     _FRESH = (("_node", None), ("_tape", None), ("_tidx", 0), ("_grad", None),
-              ("_grad_req", None))
+              ("_grad_req", None), ("_view", None))
 
     @classmethod
     def _wrap(cls, data):
@@ -51,6 +53,7 @@ class ndarray:
         obj._tidx = 0
         obj._grad = None
         obj._grad_req = None
+        obj._view = None      # aliasing.py: what this array is a view of, and its views
         return obj
 
     @classmethod
@@ -71,9 +74,14 @@ class ndarray:
         return ndarray._alias_of(self, None, 0)
 
     def _rebind(self, other):
-        """Make this object hold `other`'s value: in-place ops on tracked or symbolic arrays."""
-        self._data, self._node = other._data, other._node
-        self._tape, self._tidx = other._tape, other._tidx
+        """Make this object hold `other`'s value: in-place ops on tracked or symbolic arrays
+        (through the array it is a view of, and into its views: aliasing.py)."""
+        if self._view is not None:
+            from .aliasing import write
+            write(self, other)
+        else:
+            self._data, self._node = other._data, other._node
+            self._tape, self._tidx = other._tape, other._tidx
         arrays_written()
 
     # ---- basic properties ------------------------------------------------------------------
@@ -448,7 +456,9 @@ class ndarray:
 
     def copy(self):
         if self._node is not None:
-            return self
+            # a new object: a later in-place write to either one is not seen by the other
+            # (graph nodes are values; no view link is made)
+            return self._alias()
         from .dispatch import apply_identity
         return apply_identity(self)
 

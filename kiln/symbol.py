@@ -1,9 +1,17 @@
-"""`F` in hybrid_forward(F, x) is this module while hybridize traces.
+"""`kiln.sym` / `kiln.symbol`: MXNet 1.x's symbolic API, and the `F` of hybrid_forward.
 
-It exposes the same functions as kiln.ndarray (F.relu, F.np.sum, F.npx.relu); they are the
-very same registry-backed functions, which build graph nodes when given symbolic arrays.
+User code builds Symbols here (var, arithmetic, the MXNet ops, Group), inspects, saves,
+loads, evaluates, binds, differentiates and compiles them (sym_graph.py, sym_run.py,
+sym_executor.py, sym_json.py). While hybridize traces, `F` is this module and receives
+kiln arrays: every op name resolves (f_namespace.py) to a function that computes on
+arrays, or builds a symbol node when given Symbols.
 """
 from .f_namespace import namespace_attr
+from .sym_graph import Symbol, var, Variable, Group, Constant  # noqa: F401
+from .sym_json import load, fromjson, load_json, from_graph, from_block  # noqa: F401
+from .sym_run import compile_symbols as compile  # noqa: F401
+
+_Symbol = Symbol
 
 
 def __getattr__(name):

@@ -1,4 +1,4 @@
-"""Registry cases for the control-flow primitives (cond, while_loop, while_loop_grad),
+"""Registry cases for the control-flow primitives (cond, while_loop, while_loop_grad, scan),
 used by test_grad_registry.CASES: their attributes are subgraphs, built here by tracing."""
 import numpy as onp
 
@@ -30,4 +30,20 @@ def control_cases(C):
         "while_loop": [C(y0, w, index=0, **loop),
                        C(y0, w, index=0, **dict(loop, max_iterations=2))],
         "while_loop_grad": [C(y0, w, onp.ones(3), out_index=0, in_index=1, fd=False, **loop)],
+        **scan_cases(C),
     }
+
+
+def scan_cases(C):
+    """A tiny recurrence h' = tanh(h * w + x_t), y_t = h' * x_t, forward and reversed."""
+    f3 = ((3,), "float64")
+    body = subgraph(lambda h, x, w: ((h * w + x).tanh(), (h * w + x).tanh() * x), f3, f3, f3)
+    h0 = onp.array([0.1, -0.2, 0.3])
+    xs = onp.array([[0.5, -0.4, 0.2], [0.1, 0.3, -0.6], [-0.2, 0.7, 0.4], [0.3, 0.1, 0.2]])
+    w = onp.array([1.1, -0.8, 0.6])
+    attrs = dict(body=body, n_carried=1, n_xs=1, n_saved=0)
+    from kiln.ops import REGISTRY
+    out = REGISTRY["scan"].impl(h0, xs, w, reverse=True, **attrs)
+    g = onp.linspace(-1, 1, out.size)
+    return {"scan": [C(h0, xs, w, reverse=False, **attrs), C(h0, xs, w, reverse=True, **attrs)],
+            "scan_grad": [C(h0, xs, w, out, g, reverse=True, fd=False, **attrs)]}

@@ -47,11 +47,11 @@ def test_files_and_schema(exported):
     assert doc["format"] == "kiln-symbol" and doc["format_version"] == 1
     assert doc["inputs"][0]["shape"] == [2, 1, 10, 10]
     ops = {n["op"] for n in doc["nodes"]}
-    assert {"windows", "matmul", "param", "input"} <= ops
+    assert {"conv", "pool", "matmul", "param", "input"} <= ops
     assert "random_uniform" not in ops            # dropout is gone in predict mode
-    pool = [n for n in doc["nodes"] if n["op"] == "windows"
-            and n["attrs"]["pad_value"] == {"float": "-inf"}]
-    assert pool, "max pooling's -inf padding is stored as a tagged float"
+    pool = [n for n in doc["nodes"] if n["op"] == "pool"
+            and n["attrs"]["kind"] == {"str": "max"}]
+    assert pool, "max pooling's attributes are stored tagged"
     names = set(onp.load(prefix + "-0000.params").files)
     assert "1.running_mean" in names and "0.weight" in names
 

@@ -93,7 +93,7 @@ def test_cli_inspect_run_draw(tmp_path):
     sym, par = net.export(str(tmp_path / "cnn"))
     res = _cli("inspect", sym)
     assert res.returncode == 0, res.stderr
-    assert "data: float32[2, 1, 10, 10]" in res.stdout and "windows" in res.stdout
+    assert "data: float32[2, 1, 10, 10]" in res.stdout and "conv" in res.stdout
     assert "parameters: 12 arrays" in res.stdout and "matches" in res.stdout
     onp.save(tmp_path / "x.npy", x)
     res = _cli("run", sym, par, "--input", str(tmp_path / "x.npy"),

@@ -18,6 +18,7 @@ from kiln.ops import REGISTRY
 from kiln.ops.rules import is_float
 from conftest import assert_close, numeric_grad, to_np, wrap
 from control_flow_cases import control_cases
+from heavy_cases import heavy_cases
 
 R = onp.random.default_rng(0)
 
@@ -204,6 +205,9 @@ CASES = {
     "concatenate": [C(u(2, 3), u(1, 3), u(4, 3), axis=0,
                       torch=lambda *xs, axis: _t().cat(xs, dim=axis)),
                     C(u(2, 3), u(2, 1), axis=1)],
+    # the handle table of a process not launched under MPI (kiln/distributed/lowering.py)
+    "allreduce": [C(u(3, 4), onp.array([1] + [0] * 11), op="mean", torch=lambda x, h, op: x),
+                  C(u(5), onp.array([1] + [0] * 11), op="sum")],
     "take": [C(u(4, 3), ints(2, 2, hi=4), axis=0, mode="clip", torch=t_take),
              C(u(2, 5, 3), ints(3, hi=5), axis=1, mode="clip", torch=t_take),
              C(u(4, 3), onp.array([-1, 5, 2]), axis=0, mode="wrap"),
@@ -230,6 +234,7 @@ CASES = {
 }
 
 CASES.update(control_cases(C))   # cond / while_loop: attributes are subgraphs
+CASES.update(heavy_cases(C))     # conv, pool and their gradients
 
 IDS = [(name, i) for name in sorted(REGISTRY) for i in range(len(CASES.get(name, [None])))]
 
@@ -342,6 +347,11 @@ SECOND_ORDER = {
     "matmul": (lambda a, b: np.tanh(np.matmul(a, b)), [u(2, 3), u(3, 2)]),
     "convolution": (lambda x, w: np.tanh(_conv(x, w)), [u(1, 2, 4, 3), u(2, 2, 2, 2)]),
     "pooling": (lambda x: npx.pooling(x * x, kernel=(2, 2), pool_type="avg"), [u(1, 1, 3, 3)]),
+    "max_pooling": (lambda x: npx.pooling(x * x * x, kernel=(2, 2), stride=(1, 1)),
+                    [distinct(1, 1, 3, 3)]),
+    "deconvolution": (lambda x, w: np.tanh(npx.deconvolution(x, w, kernel=(2, 2), stride=(2, 1),
+                                                             num_filter=2, no_bias=True)),
+                      [u(1, 2, 2, 3), u(2, 2, 2, 2)]),
     "sum": (lambda x: np.sum(x * x, axis=1) ** 2, [u(2, 3)]),
     "max": (lambda x: np.max(x * x, axis=0) * x[0], [distinct(3, 2) + 0.4]),
     "take": (lambda x: x[onp.array([0, 2, 2])] ** 3, [u(3, 2)]),

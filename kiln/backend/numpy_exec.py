@@ -84,6 +84,8 @@ def out_kernel(node):
         uf = _UFUNCS[op]
         # compute in the output's precision: NumPy would pick float16 for int8/uint8 inputs
         return lambda *xs, out: uf(*xs, out=out, dtype=out.dtype)
+    if REGISTRY[op].elementwise and not _fits_out(REGISTRY[op].impl, node):
+        return None
     if op in _UFUNCS:
         return _UFUNCS[op]
     if op in _FIXED:
@@ -91,6 +93,17 @@ def out_kernel(node):
     if op in _FACTORIES:
         return _FACTORIES[op](**node.attrs)
     return None
+
+
+def _fits_out(fn, node):
+    """Whether the eager kernel's natural result for the node's input dtypes may be
+    written into an `out` of the node's dtype (kiln's rules sometimes narrow, as for
+    relu(bool) -> bool; then the result is cast like eager's, in a step of its own)."""
+    try:
+        natural = _np.asarray(fn(*[_np.zeros(1, i.dtype) for i in node.inputs])).dtype
+    except (TypeError, ValueError):
+        return False
+    return natural == node.dtype or _np.can_cast(natural, node.dtype, "same_kind")
 
 
 def is_view(node):

@@ -184,6 +184,24 @@ def _windows(em, node, ins):
     return windows_generic(em, node, ins[0])
 
 
+def _pads(pad):
+    return list(pad[0::2]) + list(pad[1::2])
+
+
+def _conv(em, node, ins):
+    a = node.attrs
+    return em.op("Conv", ins, strides=list(a["stride"]), dilations=list(a["dilation"]),
+                 pads=_pads(a["pad"]), group=int(a.get("groups", 1)))
+
+
+def _pool(em, node, ins):
+    a = node.attrs
+    attrs = dict(kernel_shape=list(a["kernel"]), strides=list(a["stride"]), pads=_pads(a["pad"]))
+    if a["kind"] == "max":
+        return em.op("MaxPool", ins, **attrs)
+    return em.op("AveragePool", ins, count_include_pad=int(a["kind"] == "avg"), **attrs)
+
+
 def _unsupported(em, node, ins):
     raise KilnError(f"ONNX export: op {node.op!r} ({node.name}) has no ONNX lowering")
 
@@ -207,7 +225,7 @@ LOWERINGS = {
     "take": _take, "sum": _reduce("ReduceSum", 13), "max": _reduce("ReduceMax", 18),
     "min": _reduce("ReduceMin", 18), "prod": _reduce("ReduceProd", 18),
     "argmax": _arg("ArgMax"), "argmin": _arg("ArgMin"), "full": _full,
-    "matmul": _matmul, "windows": _windows,
+    "matmul": _matmul, "windows": _windows, "conv": _conv, "pool": _pool,
 }
 
 

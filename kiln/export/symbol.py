@@ -125,15 +125,20 @@ def graph_to_json(graph, param_names, kiln_version, grad_reqs=None):
 
 # ---- reading -------------------------------------------------------------------------------
 
-def read_symbol(path):
+def read_capped(path, kind="symbol file"):
+    """The bytes of `path`, refusing files larger than MAX_FILE_BYTES."""
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        raise KilnError(f"cannot read symbol file {path}: {exc}") from None
+        raise KilnError(f"cannot read {kind} {path}: {exc}") from None
     if len(raw) > MAX_FILE_BYTES:
-        raise KilnError(f"symbol file {path} is larger than {MAX_FILE_BYTES} bytes")
-    return parse_symbol(raw, str(path))
+        raise KilnError(f"{kind} {path} is larger than {MAX_FILE_BYTES} bytes")
+    return raw
+
+
+def read_symbol(path):
+    return parse_symbol(read_capped(path), str(path))
 
 
 def parse_symbol(raw, source="<symbol>"):

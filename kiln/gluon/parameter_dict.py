@@ -103,12 +103,41 @@ class ParameterDict(OrderedDict):
         for k, v in kwargs.items():
             self[k] = v
 
+    # ---- MXNet 1.x files ----------------------------------------------------------------------
+    def save(self, filename, strip_prefix=""):
+        """Write every parameter in MXNet's binary NDArray format (which MXNet loads too),
+        named by this dict's keys without `strip_prefix`."""
+        from ..export.mxnet_params import write
+        names, arrays = [], []
+        for name, param in self.items():
+            if param._data is None:
+                raise KilnError(f"ParameterDict.save: parameter {name!r} has no data yet; "
+                                f"initialize the network and run it once{where_in_user_code()}")
+            if strip_prefix and not name.startswith(strip_prefix):
+                raise KilnError(f"ParameterDict.save: {name!r} does not start with "
+                                f"strip_prefix {strip_prefix!r}{where_in_user_code()}")
+            names.append(name[len(strip_prefix):])
+            arrays.append(param._data._concrete("ParameterDict.save"))
+        write(filename, arrays, names)
+
+    def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
+             restore_prefix="", cast_dtype=False, dtype_source="current"):
+        """Load a params file (MXNet's binary format, or kiln's npz as export and
+        save_parameters write) by name: `restore_prefix` + the file's name. 'arg:'/'aux:'
+        prefixes and an exported graph's constants are handled, so the file `export`
+        wrote loads into a fresh network of the same architecture."""
+        from .serialization import read_param_entries, load_into
+        loaded = {restore_prefix + k: v for k, v in
+                  read_param_entries(filename, "ParameterDict.load").items()}
+        load_into(self, loaded, filename, allow_missing, ignore_extra, cast_dtype,
+                  dtype_source, f"ParameterDict.load: {filename} does not match")
+
     def __repr__(self):
         if not self:
             return "{}"
         lines = [f"{k!r}: {v!r}" for k, v in self.items()]
         return "{" + ",\n ".join(lines) + "}"
 
-    # no pickle: parameters are saved with Block.save_parameters (npz)
+    # no pickle: parameters are saved with save_parameters (npz) or save (MXNet's format)
     def __reduce__(self):
         raise TypeError("ParameterDict is not picklable; use save_parameters/load_parameters")

@@ -7,7 +7,7 @@ initialized (the shapes come from the file).
 from collections import OrderedDict
 
 from ..base import KilnError, where_in_user_code
-from ..npx.io import write_npz_atomic, read_npz
+from ..npx.io import write_npz_atomic
 
 _KIND_KEY = "__kiln_kind__"   # written by npx.save; not a parameter
 _CONST_PREFIX = "__const__."   # graph constants in an exported params file (kiln.export)
@@ -41,14 +41,26 @@ def _name_list(names, limit=10):
     return text + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
+def read_param_entries(filename, what="load_parameters"):
+    """name -> NumPy array of a params file (npz, or MXNet's binary format), without
+    'arg:'/'aux:' prefixes and without an exported graph's constants."""
+    from ..export.mxnet_params import read_any
+    raw = read_any(filename, what)
+    raw.pop(_KIND_KEY, None)
+    return {_strip_mxnet_prefix(k): v for k, v in raw.items()
+            if not k.startswith(_CONST_PREFIX)}
+
+
 def load_block_parameters(block, filename, allow_missing=False, ignore_extra=False,
                           cast_dtype=False, dtype_source="current"):
-    raw = read_npz(filename, "load_parameters")
-    raw.pop(_KIND_KEY, None)
-    # constants that an exported graph keeps beside its parameters are not parameters
-    loaded = {_strip_mxnet_prefix(k): v for k, v in raw.items()
-              if not k.startswith(_CONST_PREFIX)}
-    params = block._collect_params_with_prefix()
+    load_into(block._collect_params_with_prefix(), read_param_entries(filename), filename,
+              allow_missing, ignore_extra, cast_dtype, dtype_source,
+              f"load_parameters: {filename} does not match {type(block).__name__}")
+
+
+def load_into(params, loaded, filename, allow_missing, ignore_extra, cast_dtype,
+              dtype_source, mismatch):
+    """Set `params` (name -> Parameter) from `loaded` (name -> NumPy), checking names."""
     # a shared parameter saved under one of its names counts as present under all of them
     found_ids = {id(params[n]) for n in params if n in loaded}
     missing = [n for n, p in params.items() if n not in loaded and id(p) not in found_ids]
@@ -61,9 +73,7 @@ def load_block_parameters(block, filename, allow_missing=False, ignore_extra=Fal
         problems.append(f"in the file but not in the network: {_name_list(extra)} "
                         "(pass ignore_extra=True to skip them)")
     if problems:
-        raise KilnError(f"load_parameters: {filename} does not match "
-                        f"{type(block).__name__}: " + "; ".join(problems)
-                        + f"{where_in_user_code()}")
+        raise KilnError(f"{mismatch}: " + "; ".join(problems) + f"{where_in_user_code()}")
     for name, param in params.items():
         if name not in loaded:
             continue

@@ -24,6 +24,16 @@ from .parameter import Parameter
 class SymbolBlock(HybridBlock):
     """A HybridBlock built from a symbol (see `SymbolBlock.imports`)."""
 
+    def __new__(cls, *args, **kwargs):
+        # MXNet's SymbolBlock(outputs, inputs) over a user Symbol (mxnet_symbol_block.py)
+        from ..sym_graph import Symbol
+        first = args[0] if args else kwargs.get("outputs")
+        if cls is SymbolBlock and (isinstance(first, Symbol) or isinstance(first, list)
+                                   and first and isinstance(first[0], Symbol)):
+            from .mxnet_symbol_block import MXSymbolBlock
+            return super().__new__(MXSymbolBlock)
+        return super().__new__(cls)
+
     def __init__(self, symbol, input_names=None):
         super().__init__()
         object.__setattr__(self, "_symbol", symbol)
@@ -48,8 +58,14 @@ class SymbolBlock(HybridBlock):
     @staticmethod
     def imports(symbol_file, input_names, param_file=None, ctx=None, allow_missing=False,
                 ignore_extra=False):
-        """Load `symbol_file` (and its parameters) as a block; no model class needed."""
+        """Load `symbol_file` (and its parameters) as a block; no model class needed.
+        Files written by MXNet itself load too (mxnet_symbol_block.py)."""
         from ..export.symbol import read_symbol
+        from ..export.mxnet_json import read_text, is_mxnet_text
+        if is_mxnet_text(read_text(symbol_file)):
+            from .mxnet_symbol_block import MXSymbolBlock
+            return MXSymbolBlock.from_files(symbol_file, input_names, param_file,
+                                            allow_missing, ignore_extra)
         block = SymbolBlock(read_symbol(symbol_file), input_names)
         if param_file is not None:
             block.load_parameters(param_file, allow_missing=allow_missing,

@@ -3,7 +3,9 @@
 The update writes into each parameter's NumPy buffer (`param.data()._data`), so arrays held by
 the model, by user code, or by a compiled plan keep their identity and see the new values.
 Gradients come from `param.grad()`; they are scaled by `1 / batch_size` (times the optimizer's
-own `rescale_grad`) as in MXNet.  Single device: `allreduce_grads` has nothing to reduce.
+own `rescale_grad`) as in MXNet. With kvstore='dist_sync' or 'horovod' under MPI,
+`allreduce_grads` averages them over the ranks (kiln/distributed/trainer.py); otherwise
+there is one device and nothing to reduce.
 """
 import numpy as _np
 
@@ -59,8 +61,12 @@ class Trainer:
         self._optimizer.idx2name = dict(enumerate(self._names))
         self._scale = self._optimizer.rescale_grad
         self._states = {}  # index -> optimizer state, made on the first update of a parameter
-        self._kvstore = kvstore  # accepted for MXNet compatibility; one device, nothing to sync
+        self._kvstore = kvstore
         self._update_on_kvstore = False
+        self._distributed = False
+        if isinstance(kvstore, str) and kvstore.startswith(("dist", "horovod")):
+            from ..distributed import trainer as _dist
+            _dist.attach(self, kvstore)
 
     # ---- public API ---------------------------------------------------------------------------
     @property
@@ -80,7 +86,10 @@ class Trainer:
         self.update(batch_size, ignore_stale_grad)
 
     def allreduce_grads(self):
-        """Sum gradients across devices: kiln runs on one CPU device, so there is none to do."""
+        """Average gradients over the ranks of a distributed job; one process: nothing."""
+        if getattr(self, "_distributed", False):
+            from ..distributed import trainer as _dist
+            _dist.allreduce_grads(self)
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Update the parameters with their current gradients (no all-reduce)."""

@@ -56,6 +56,9 @@ def update_traced(trainer, batch_size):
                             "grad_req='add', which a compiled step does not support")
         weight = param.data()
         grad = param.grad()
+        if getattr(trainer, "_distributed", False):   # averaged over ranks by allreduce_grads
+            from ..distributed.trainer import traced_grad
+            grad = traced_grad(trainer, i, param)
         eager_weight = param._data._data
         state, vars_ = _state_vars(trainer, i, eager_weight)
         sym_state = _restructure(state, [v.data() for v in vars_])

@@ -46,6 +46,36 @@ def _write_state(cap, results):
         arrays_written()    # also for the parameters the program wrote in place
 
 
+def _write_args(cap, arrays, results, recorded):
+    """The arguments the traced code updated in place get their new values, as in eager
+    mode: written into the caller's array, or (on the autograd tape, or a read-only array)
+    the array object rebound to the new value."""
+    for k, j in enumerate(cap.written_args):
+        target, value = arrays[j], results[cap.n_user + k]
+        if recorded:
+            target._rebind(value)
+        elif target._node is None and target._data.flags.writeable:
+            _np.copyto(target._data, value._data if isinstance(value, ndarray) else value)
+        else:
+            target._rebind(value if isinstance(value, ndarray) else ndarray._wrap(value))
+    arrays_written()
+
+
+def _backward_for(entry, absent, backend):
+    """The entry's backward program for calls where the float outputs at `absent` got no
+    gradient (no loss used them): compiled once per such set, see zero_cotangents.py."""
+    programs = entry.__dict__.setdefault("pruned", {})
+    program = programs.get(absent)
+    if program is None:
+        from .passes.zero_cotangents import prune_zero_cotangents
+        bprogram, _, n_res = entry.grad
+        graph = bprogram.graph
+        cotangents = graph.inputs[n_res:n_res + entry.cap.n_grad_outputs]
+        pruned = prune_zero_cotangents(graph, cotangents, [cotangents[j] for j in absent])
+        program = programs[absent] = make_program(optimize(pruned), backend)
+    return program
+
+
 class _Entry:
     """One compiled signature."""
     eager = False       # see fallback.EagerEntry
@@ -66,6 +96,8 @@ class _Entry:
         cap = self.cap
         if cap.state_params:
             _write_state(cap, results)
+        if cap.written_args:
+            _write_args(cap, arrays, results, recorded=False)
         if self.single:
             return ndarray._wrap(results[0])
         return unflatten(cap.out_structure, [ndarray._wrap(v) for v in results[:cap.n_outputs]])
@@ -169,7 +201,7 @@ class CachedFunction:
             return
         caller = getattr(entry.program, "_caller", None)
         cap = entry.cap
-        if caller is None or entry.guards is not None or cap.pre_call \
+        if caller is None or entry.guards is not None or cap.pre_call or cap.written_args \
                 or cap.state_params or not entry.single or id(entry) in self._dispatched:
             return
         if self.dispatch is None:
@@ -201,6 +233,9 @@ class CachedFunction:
         outs = [ndarray._wrap(v) for v in results[:n_out]]
         if entry.grad is not None:
             self._record(entry, arrays, values, outs, results[n_out + len(cap.state_params):])
+        if cap.written_args:
+            # as eager does inside record(): rebind rather than write into the buffer
+            _write_args(cap, arrays, outs, recorded=autograd._state.recording)
         return unflatten(cap.out_structure, outs)
 
     _known_params = None
@@ -219,14 +254,22 @@ class CachedFunction:
         float_outs = [k for k, o in enumerate(outs) if o.dtype.kind == "f"]
         grad_params = cap.grad_params
 
+        connected = [k for k in float_outs if k in cap.connected]
+
         def backward(out_grads):
-            gouts = [out_grads[k]._concrete("backward") for k in float_outs]
-            grads = bprogram(list(residuals) + gouts + values,
-                             [param_values[id(p)] for p in bparams])
+            given = {k: g for k, g in zip(connected, out_grads) if g is not None}
+            gouts = [given[k]._concrete("backward") if k in given else
+                     _np.zeros(outs[k].shape, outs[k].dtype) for k in float_outs]
+            absent = tuple(j for j, k in enumerate(float_outs) if k not in given)
+            program = _backward_for(entry, absent, self.backend) if absent else bprogram
+            grads = program(list(residuals) + gouts + values,
+                            [param_values[id(p)] for p in bparams])
             return [ndarray._wrap(g) for g in grads]
 
-        inputs = grad_arrays + [p.data() for p in grad_params]
-        autograd.record_custom(cap.graph.name, inputs, outs, backward)
+        if connected:
+            inputs = grad_arrays + [p.data() for p in grad_params]
+            autograd.record_custom(cap.graph.name, inputs, [outs[k] for k in connected],
+                                   backward, sparse=True)
 
     def graph(self, *args):
         entry, _ = self.entry_for(args)

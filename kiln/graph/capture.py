@@ -45,10 +45,15 @@ def _numbers_as_arrays(value):
 class Capture:
     """The result of one trace."""
 
-    def __init__(self, graph, out_structure, n_outputs, state_params, params, n_inputs):
+    def __init__(self, graph, out_structure, n_outputs, state_params, params, n_inputs,
+                 written_args=()):
         self.graph = graph
         self.out_structure = out_structure
-        self.n_outputs = n_outputs          # user-visible outputs come first
+        self.n_outputs = n_outputs          # user-visible outputs, then written arguments
+        # indices of the array arguments the traced code wrote in place; their new values
+        # are the outputs after the user's, and the caller copies them back (as eager does)
+        self.written_args = tuple(written_args)
+        self.n_user = n_outputs - len(self.written_args)
         self.state_params = state_params    # Parameters written by the trace, in output order
         self.params = params                # id(param node) -> Parameter
         self.n_inputs = n_inputs
@@ -81,12 +86,16 @@ def capture(fn, args, name, param_names=None, grad_inputs=None):
             sym._tape = autograd.Leaf(sym)
         symbols.append(sym)
     sym_args = unflatten(in_structure, symbols)
+    # taken before the call: an in-place update rebinds an argument's tape entry
+    leaves = [s._tape for s in symbols]
     trace.push(ctx)
     try:
         with autograd._scope(with_grad, None):
             result = fn(*sym_args)
         outs, out_structure = flatten(_numbers_as_arrays(result))
         outs = [o if isinstance(o, ndarray) else as_array(o) for o in outs]
+        written = [k for k, (s, n) in enumerate(zip(symbols, in_nodes)) if s._node is not n]
+        outs += [symbols[k] for k in written]
         out_nodes = [_node_of(ctx, o) for o in outs]
         entries = list(ctx.params.values())
         state = [(e.param, e.array) for e in entries if e.array._node is not e.node]
@@ -94,7 +103,7 @@ def capture(fn, args, name, param_names=None, grad_inputs=None):
         grad_in_nodes, grad_nodes, grad_params = [], [], []
         if with_grad:
             grad_in_nodes, grad_nodes, grad_params = _trace_backward(ctx, outs, symbols,
-                                                                     entries)
+                                                                     leaves, entries)
     finally:
         trace.pop()
     _warn_side_effects_once(name)
@@ -105,8 +114,9 @@ def capture(fn, args, name, param_names=None, grad_inputs=None):
     graph = Graph(in_nodes + grad_in_nodes, param_nodes,
                   out_nodes + state_nodes + grad_nodes, name)
     cap = Capture(graph, out_structure, len(out_nodes), [p for p, _ in state],
-                  {id(e.node): e.param for e in entries}, len(in_nodes))
+                  {id(e.node): e.param for e in entries}, len(in_nodes), written)
     cap.grad_params = grad_params
+    cap.connected = getattr(ctx, "connected", None)   # outputs on the tape (with_grad only)
     cap.n_grad_outputs = len(grad_in_nodes)
     cap.pre_call = list(ctx.pre_call)
     return cap
@@ -118,7 +128,7 @@ def _node_of(ctx, array):
     return ctx.constant(array._data)
 
 
-def _trace_backward(ctx, outs, symbols, entries):
+def _trace_backward(ctx, outs, symbols, leaves_before, entries):
     heads, head_grads, grad_in_nodes = [], [], []
     for k, o in enumerate(outs):
         if o.dtype.kind != "f":
@@ -130,10 +140,13 @@ def _trace_backward(ctx, outs, symbols, entries):
         if o._tape is not None and getattr(o._tape, "backward", True) is not None:
             heads.append(o)
             head_grads.append(ndarray._from_node(node))
+    # outputs that no gradient path joins to a graded input stay off the caller's tape, so
+    # a backward() from them raises as it does in eager mode
+    ctx.connected = [k for k, o in enumerate(outs) if any(o is h for h in heads)]
     found = autograd._run_backward(heads, head_grads, retain_graph=True,
                                    create_graph=False) if heads else {}
     from ..ops.creation import full
-    leaves = [(s._tape, s) for s in symbols if isinstance(s._tape, autograd.Leaf)]
+    leaves = [(t, s) for t, s in zip(leaves_before, symbols) if isinstance(t, autograd.Leaf)]
     grad_params = [e.param for e in entries if e.leaf is not None]
     leaves += [(e.leaf, e.leaf.array) for e in entries if e.leaf is not None]
     grad_nodes = []

@@ -105,8 +105,10 @@ def emit_cond(pred, then_fn, else_fn, args=(), names=None, what="if"):
                         f"{pred.shape}{where}")
     # each branch gets its own array objects: an in-place op in one branch rebinds its
     # argument, and must not leak into the other branch or the enclosing trace
-    ctx_t, res_t = trace_in_subcontext(then_fn, _fresh(args), "then")
-    ctx_e, res_e = trace_in_subcontext(else_fn, _fresh(args), "else")
+    fresh_t, fresh_e = _fresh(args), _fresh(args)
+    given_t, given_e = [_node(a) for a in fresh_t], [_node(a) for a in fresh_e]
+    ctx_t, res_t = trace_in_subcontext(then_fn, fresh_t, "then")
+    ctx_e, res_e = trace_in_subcontext(else_fn, fresh_e, "else")
     leaves_t, struct_t = flatten(res_t)
     leaves_e, struct_e = flatten(res_e)
     if struct_t != struct_e:
@@ -142,13 +144,46 @@ def emit_cond(pred, then_fn, else_fn, args=(), names=None, what="if"):
     prim = REGISTRY["cond"]
     results = [prim(pred, *operands, then_graph=then_graph, else_graph=else_graph, index=j)
                for j in range(len(outs_t))]
+    _untrack(results, operands, lambda j: _reaching(then_graph, j) | _reaching(else_graph, j))
     it = iter(results)
     leaves = [m if m is not None else next(it) for m in merged]
+    if names is not None:
+        leaves = _updated_in_place(args, leaves, [leaves_t, leaves_e], [fresh_t, fresh_e],
+                                   [given_t, given_e])
     return unflatten(struct_t, leaves)
 
 
+def _updated_in_place(originals, results, returned, given, before):
+    """Eagerly, `x += 1` inside a branch or loop body changes the array object x (and the
+    arrays sharing its memory), not only the name. A value every subgraph returned as the
+    very object it was given, and some subgraph updated in place, is written into the
+    original object (through its views: aliasing.py), which the name then keeps."""
+    if any(len(r) != len(originals) for r in returned):
+        return results
+    out = list(results)
+    for k, orig in enumerate(originals):
+        if not isinstance(orig, ndarray) or not isinstance(out[k], ndarray):
+            continue
+        same = all(r[k] is g[k] for r, g in zip(returned, given))
+        if same and any(g[k]._node is not b[k] for g, b in zip(given, before)):
+            orig._rebind(out[k])
+            out[k] = orig
+    return out
+
+
 def _fresh(args):
-    return tuple(a._alias() if isinstance(a, ndarray) else a for a in args)
+    """Each branch's own array objects. An eager array becomes a constant node first: an
+    in-place op in a branch then rebinds it (seen by _updated_in_place) instead of writing
+    into memory the other branch and the caller share."""
+    from . import trace
+    ctx = trace.current()
+    return tuple(a._alias() if isinstance(a, ndarray) and (a._node is not None or ctx is None)
+                 else ndarray._from_node(ctx.constant(a._data)) if isinstance(a, ndarray)
+                 else a for a in args)
+
+
+def _node(a):
+    return a._node if isinstance(a, ndarray) else None
 
 
 def _has_random(graph):
@@ -247,10 +282,46 @@ def emit_while(cond_fn, body_fn, values, names=None, max_iterations=None, what="
     results = [prim(*operands, cond_graph=cond_graph, body_graph=body_graph,
                     n_carried=len(carried_pos), index=j, max_iterations=max_iterations)
                for j in range(len(carried_pos))]
+    n = len(carried_pos)
+    deps = [{j} | _reaching(body_graph, j) for j in range(n)]
+    changed = True
+    while changed:       # a carried value depends on what the values it reads depend on
+        changed = False
+        for j in range(n):
+            grown = deps[j].union(*[deps[i] for i in deps[j] if i < n])
+            changed, deps[j] = changed or grown != deps[j], grown
+    _untrack(results, operands, lambda j: deps[j])
     out_leaves = list(leaves)
     for k, r in zip(carried_pos, results):
         out_leaves[k] = r
+    if len(traced["given"]) == len(leaves):
+        out_leaves = _updated_in_place(leaves, out_leaves, [traced["returned"]],
+                                       [traced["given"]], [traced["before"]])
     return unflatten(structure, out_leaves)
+
+
+def _reaching(graph, k):
+    """Indices of graph.inputs that output k reads, directly or not."""
+    position = {id(n): i for i, n in enumerate(graph.inputs)}
+    seen, stack, found = set(), [graph.outputs[k]], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in position:
+            found.add(position[id(node)])
+        stack.extend(node.inputs)
+    return found
+
+
+def _untrack(results, operands, reads):
+    """An output that no recorded operand reaches stays off the tape, as it would be when
+    the branch or loop ran eagerly (then backward() from it raises there and here alike)."""
+    tracked = {i for i, a in enumerate(operands) if a._tape is not None}
+    for j, r in enumerate(results):
+        if r._tape is not None and not reads(j) & tracked:
+            r._tape = None
 
 
 def _keep_float_width(ctx, value, start):
@@ -293,6 +364,8 @@ def _trace_loop(cond_fn, body_fn, leaves, structure, carried_pos, init, where, n
                         f"{pred.shape}{where}")
     pred_node = ctx_c.node_of(pred)
     in_b, args_b = symbols()
+    given, _ = flatten(args_b)
+    before = [_node(a) for a in given]
     ctx_b, new = trace_in_subcontext(body_fn, args_b, "while_body", in_b)
     new_leaves, new_structure = flatten(tuple(new) if isinstance(new, list) else new)
     if new_structure != structure:
@@ -315,4 +388,5 @@ def _trace_loop(cond_fn, body_fn, leaves, structure, carried_pos, init, where, n
                             f"changes inside a loop with an array condition "
                             f"({_short(old)} -> {_short(nv)}){where}")
     return dict(ctx_c=ctx_c, ctx_b=ctx_b, in_c=in_c, in_b=in_b, pred=pred_node,
-                body_outs=body_outs, temps=temps)
+                body_outs=body_outs, temps=temps, given=given, before=before,
+                returned=new_leaves)

@@ -11,7 +11,7 @@ from collections import Counter
 from .. import autograd
 from .ir import Graph
 
-CONTROL_OPS = ("cond", "while_loop", "while_loop_grad")
+CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")
 
 
 class GraphInfo:

@@ -109,11 +109,16 @@ def union_captures(contexts):
 
 
 # ---- using a subgraph ----------------------------------------------------------------------
-def replay(graph, arrays):
-    """Apply graph's nodes to kiln arrays through the registry (so it traces or records)."""
+def replay(graph, arrays, known=None):
+    """Apply graph's nodes to kiln arrays through the registry (so it traces or records).
+
+    known: {id(node): symbolic array} -- nodes whose value is given (a loop's forward kept
+    it): the op is still recorded, so gradients flow through it, but later nodes read the
+    given value, and the recomputation is dead code unless a gradient rule needs it."""
     from ..dispatch import apply
     from ..ops.registry import REGISTRY
     env = {id(n): a for n, a in zip(graph.inputs, arrays)}
+    known = known or {}
     for n in graph.nodes:
         if id(n) in env:
             continue
@@ -123,6 +128,10 @@ def replay(graph, arrays):
             raise RuntimeError(f"subgraph {graph.name}: {n.name} is not among its inputs")
         else:
             env[id(n)] = apply(REGISTRY[n.op], [env[id(i)] for i in n.inputs], n.attrs)
+            given = known.get(id(n))
+            if given is not None:
+                value = env[id(n)] = env[id(n)]._alias()
+                value._node = given._node
     return [env[id(o)] for o in graph.outputs]
 
 
@@ -151,19 +160,23 @@ def run(graph, values, index=None):
     return results if index is None else results[0]
 
 
-def vjp_graph(graph, out_indices):
+def vjp_graph(graph, out_indices, known=()):
     """Graph (inputs..., one gradient per selected output) -> gradient of every input.
 
     Built by replaying `graph` on symbolic leaves and running kiln's autograd backward on
-    symbols, exactly as hybridize traces a model's backward; the result has no tape."""
+    symbols, exactly as hybridize traces a model's backward; the result has no tape.
+    known: nodes of `graph` whose forward values become extra inputs, after the graph's
+    inputs and before the gradients, instead of being recomputed (see replay)."""
     cache = _cache(graph)
-    key = ("vjp", tuple(out_indices))
+    key = ("vjp", tuple(out_indices), tuple(id(n) for n in known))
     hit = cache.get(key)
     if hit is not None:
         return hit
     from ..ops.creation import full
     ctx = trace.TraceContext(graph.name + "_vjp")
     ins = [ctx.add(Node("input", (), {}, n.shape, n.dtype, name=n.name)) for n in graph.inputs]
+    kins = [ctx.add(Node("input", (), {}, n.shape, n.dtype, name=f"known_{n.name}"))
+            for n in known]
     gins = [ctx.add(Node("input", (), {}, graph.outputs[k].shape, graph.outputs[k].dtype,
                          name=f"grad_out{k}")) for k in out_indices]
     syms = []
@@ -175,7 +188,8 @@ def vjp_graph(graph, out_indices):
     trace.push(ctx)
     try:
         with autograd._scope(True, None):
-            outs = replay(graph, syms)
+            outs = replay(graph, syms, {id(n): ndarray._from_node(k)
+                                        for n, k in zip(known, kins)})
         heads, head_grads = [], []
         for k, gnode in zip(out_indices, gins):
             if outs[k]._tape is not None and gnode.dtype.kind == "f":
@@ -190,5 +204,5 @@ def vjp_graph(graph, out_indices):
             grads.append(g._node if g._node is not None else ctx.constant(g._data))
     finally:
         trace.pop()
-    result = cache[key] = Subgraph(ins + gins, [], grads, graph.name + "_vjp")
+    result = cache[key] = Subgraph(ins + kins + gins, [], grads, graph.name + "_vjp")
     return result

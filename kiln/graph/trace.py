@@ -1,4 +1,6 @@
 """The tracing context: while it is active, ops on symbolic arrays add graph nodes."""
+import numpy as _np
+
 from ..base import KilnError
 from .ir import Node
 
@@ -52,11 +54,18 @@ class TraceContext:
         return array._node
 
     def constant(self, value):
+        """The node of an eager array the trace reads. The node keeps a read-only copy, so
+        a later in-place write into the array (eager code in the traced function) cannot
+        change what was read before it; an array read again after such a write gets a new
+        node."""
         hit = self._consts.get(id(value))
-        if hit is not None:
+        if hit is not None and _np.array_equal(hit[2], value, equal_nan=hit[2].dtype.kind in "fc"):
             return hit[0]
-        node = self.add(Node("const", (), {}, value.shape, value.dtype, value=value))
-        self._consts[id(value)] = (node, value)   # keep value alive so its id stays unique
+        snapshot = _np.array(value, copy=True)
+        snapshot.setflags(write=False)
+        node = self.add(Node("const", (), {}, value.shape, value.dtype, value=snapshot))
+        # keep value alive so its id stays unique
+        self._consts[id(value)] = (node, value, snapshot)
         return node
 
 

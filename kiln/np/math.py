@@ -125,6 +125,10 @@ def floor_divide(x1, x2, out=None):
     x1, x2 = to_operands([x1, x2])
     q = floor(divide(x1, x2))
     dt = _np.result_type(x1.dtype, x2.dtype)
+    if dt.kind in "iub":
+        # NumPy's integer x // 0 is 0; the float quotient would be inf or nan, whose cast
+        # to an integer is undefined (and differs between NumPy and C)
+        q = where(x2 == 0, 0, q)
     return _out(q if q.dtype == dt else q.astype(dt), out)
 
 
@@ -268,12 +272,13 @@ def argmin(a, axis=None, out=None, keepdims=False):
 
 def all(a, axis=None, out=None, keepdims=False):
     a = _arr(a)
-    return _out(min((a != 0).astype(_np.int32), axis=axis, keepdims=keepdims) > 0, out)
+    # a count, not min/max: NumPy's all() of an empty array is True, not an error
+    return _out(sum((a == 0).astype(_np.int32), axis=axis, keepdims=keepdims) == 0, out)
 
 
 def any(a, axis=None, out=None, keepdims=False):
     a = _arr(a)
-    return _out(max((a != 0).astype(_np.int32), axis=axis, keepdims=keepdims) > 0, out)
+    return _out(sum((a != 0).astype(_np.int32), axis=axis, keepdims=keepdims) > 0, out)
 
 
 def count_nonzero(a, axis=None, keepdims=False):

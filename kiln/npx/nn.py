@@ -226,24 +226,8 @@ def convolution(data=None, weight=None, bias=None, kernel=None, stride=None, dil
         raise op_error("convolution", f"input has {c} channels (shape {x.shape}) but the "
                        f"weight of shape {w.shape} with {groups} group(s) expects "
                        f"{w.shape[1] * groups}")
-    ksize = tuple(w.shape[2:])
-    cols = _R["windows"](x, kernel=ksize, stride=stride, dilation=dilate,
-                         pad=tuple(p for p in pad for _ in (0, 1)), pad_value=0.0)
-    n, out_sp = x.shape[0], cols.shape[1:1 + nsp]
-    rows = n * int(_np.prod(out_sp, dtype=_np.int64))
-    kk = int(_np.prod(ksize, dtype=_np.int64))
-    if groups == 1:
-        y = knp.matmul(knp.reshape(cols, (rows, c * kk)),
-                       knp.transpose(knp.reshape(w, (f, c * kk))))
-        y = knp.reshape(y, (n,) + out_sp + (f,))
-    else:
-        cg, fg = c // groups, f // groups
-        g_cols = knp.reshape(cols, (rows, groups, cg * kk))
-        g_cols = knp.transpose(g_cols, (1, 0, 2))
-        g_w = knp.transpose(knp.reshape(w, (groups, fg, cg * kk)), (0, 2, 1))
-        y = knp.matmul(g_cols, g_w)                              # (groups, rows, fg)
-        y = knp.reshape(knp.transpose(y, (1, 0, 2)), (n,) + out_sp + (f,))
-    y = knp.moveaxis(y, -1, 1)
+    y = _R["conv"](x, w, stride=stride, dilation=dilate,
+                   pad=tuple(p for p in pad for _ in (0, 1)), groups=groups)
     if bias is not None and not no_bias:
         y = y + knp.reshape(bias, (1, f) + (1,) * nsp)
     return y
@@ -258,19 +242,18 @@ def deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, d
     dilate = _tuple(dilate, nsp, "deconvolution dilate", 1)
     pad = _tuple(pad, nsp, "deconvolution pad", 0)
     adj = _tuple(adj, nsp, "deconvolution adj", 0)
-    if num_group != 1:
-        raise op_error("deconvolution", "num_group > 1 is not supported", KilnError)
+    groups = int(num_group)
     n, c = x.shape[:2]
-    f = w.shape[1]
+    if w.ndim != x.ndim or w.shape[0] != c:
+        raise op_error("deconvolution", f"input has {c} channels (shape {x.shape}) but the "
+                       f"weight of shape {w.shape} expects {w.shape[0] if w.ndim else 0}")
+    f = w.shape[1] * groups
     ksize = tuple(w.shape[2:])
     in_sp = tuple((x.shape[2 + i] - 1) * stride[i] - 2 * pad[i] + dilate[i] * (ksize[i] - 1)
                   + 1 + adj[i] for i in range(nsp))
-    kk = int(_np.prod(ksize, dtype=_np.int64))
-    xm = knp.reshape(knp.moveaxis(x, 1, -1), (-1, c))             # (N*O, C)
-    cols = knp.matmul(xm, knp.reshape(w, (c, f * kk)))             # (N*O, F*K)
-    cols = knp.reshape(cols, (n,) + tuple(x.shape[2:]) + (f,) + ksize)
-    y = _R["unwindows"](cols, in_shape=in_sp, kernel=ksize, stride=stride, dilation=dilate,
-                        pad=tuple(p for p in pad for _ in (0, 1)))
+    # transposed convolution is the adjoint in x of the convolution from y's shape to x's
+    y = _R["conv_grad_data"](x, w, in_shape=in_sp, stride=stride, dilation=dilate,
+                             pad=tuple(p for p in pad for _ in (0, 1)), groups=groups)
     if bias is not None and not no_bias:
         y = y + knp.reshape(bias, (1, f) + (1,) * nsp)
     return y
@@ -301,22 +284,24 @@ def pooling(data=None, kernel=None, pool_type="max", stride=None, pad=None, glob
             size = x.shape[2 + i] + 2 * pad[i] - kernel[i]
             hi += (-size) % stride[i]
         pads += [pad[i], hi]
-    fill = -_np.inf if pool_type == "max" else 0.0
+    # the avg divisor counts window cells inside the input, plus its explicit padding when
+    # count_include_pad; never the extra cells of the 'full' convention (as MXNet)
+    inner = tuple(pad) if count_include_pad else (0,) * nsp
+    uniform = pads == [p for p in inner for _ in (0, 1)]
+    if pool_type == "max" or (pool_type == "avg" and (uniform or not count_include_pad)):
+        kind = "max" if pool_type == "max" else "avg" if uniform else "avg_valid"
+        return _R["pool"](x, kind=kind, kernel=kernel, stride=stride, pad=tuple(pads))
     cols = _R["windows"](x, kernel=kernel, stride=stride, dilation=(1,) * nsp,
-                         pad=tuple(pads), pad_value=fill)
+                         pad=tuple(pads), pad_value=0.0)
     kaxes = tuple(range(cols.ndim - nsp, cols.ndim))
-    if pool_type == "max":
-        y = knp.max(cols, axis=kaxes)
-    else:
-        y = knp.sum(cols, axis=kaxes)
-        if pool_type == "avg":
-            if count_include_pad or not any(pads):
-                y = y / int(_np.prod(kernel))
-            else:
-                ones = ndarray._wrap(_np.ones((1, 1) + tuple(x.shape[2:]), x.dtype))
-                counts = knp.sum(_R["windows"](ones, kernel=kernel, stride=stride,
-                                               dilation=(1,) * nsp, pad=tuple(pads)), axis=kaxes)
-                y = y / counts
+    y = knp.sum(cols, axis=kaxes)
+    if pool_type == "avg":  # count_include_pad with the 'full' convention's extra cells
+        ones = ndarray._wrap(_np.ones((1, 1) + tuple(
+            d + 2 * q for d, q in zip(x.shape[2:], inner)), x.dtype))
+        rest = tuple(p - inner[i // 2] for i, p in enumerate(pads))
+        counts = knp.sum(_R["windows"](ones, kernel=kernel, stride=stride,
+                                       dilation=(1,) * nsp, pad=rest), axis=kaxes)
+        y = y / counts
     return knp.moveaxis(y, -1, 1)
 
 

@@ -120,9 +120,11 @@ def _while_grad(g, out, *values, cond_graph, body_graph, n_carried, index, max_i
 @register("while_loop", _while_shape, _while_grad)
 def while_loop(*values, cond_graph, body_graph, n_carried, index, max_iterations):
     """Carried value `index` after `while cond(*carried, *inv): carried = body(...)`."""
+    # copies: a loop that runs no time carries its operands themselves, which the caller
+    # may write into later (an argument updated in place), and the memo must not change
     carried = _memo(body_graph, ("forward", id(cond_graph), max_iterations), values,
-                    lambda: _loop(values, cond_graph, body_graph, n_carried,
-                                  max_iterations)[0])
+                    lambda: [_np.array(c, copy=True) for c in _loop(
+                        values, cond_graph, body_graph, n_carried, max_iterations)[0]])
     return carried[index].copy()     # the memo keeps its own copy
 
 

@@ -50,13 +50,22 @@ def _check_nonempty(name, x, axis):
         raise op_error(name, f"zero-size array of shape {x.shape} has no {name}")
 
 
-@register("max", _reduce_rule("max"), _extreme_grad)
+def _nonempty_rule(name, rule):
+    """The shape rule with the empty check: it runs while tracing too, so compiled code
+    raises where eager does (a check in the kernel alone would only run eagerly)."""
+    def checked(x, axis=None, keepdims=False):
+        _check_nonempty(name, x, axis)
+        return rule(x, axis=axis, keepdims=keepdims)
+    return checked
+
+
+@register("max", _nonempty_rule("max", _reduce_rule("max")), _extreme_grad)
 def max_(x, axis=None, keepdims=False):
     _check_nonempty("max", x, axis)
     return _np.max(x, axis=axis, keepdims=keepdims)
 
 
-@register("min", _reduce_rule("min"), _extreme_grad)
+@register("min", _nonempty_rule("min", _reduce_rule("min")), _extreme_grad)
 def min_(x, axis=None, keepdims=False):
     _check_nonempty("min", x, axis)
     return _np.min(x, axis=axis, keepdims=keepdims)
@@ -85,13 +94,13 @@ def _arg_rule(name):
     return rule
 
 
-@register("argmax", _arg_rule("argmax"))
+@register("argmax", _nonempty_rule("argmax", _arg_rule("argmax")))
 def argmax(x, axis=None, keepdims=False):
     _check_nonempty("argmax", x, axis)
     return _np.argmax(x, axis=axis, keepdims=keepdims)
 
 
-@register("argmin", _arg_rule("argmin"))
+@register("argmin", _nonempty_rule("argmin", _arg_rule("argmin")))
 def argmin(x, axis=None, keepdims=False):
     _check_nonempty("argmin", x, axis)
     return _np.argmin(x, axis=axis, keepdims=keepdims)

@@ -1,7 +1,7 @@
 """Shape/dtype rules shared by families of primitives."""
 import numpy as _np
 
-from ..base import DEFAULT_FLOAT, DTypeError, op_error, normalize_axes
+from ..base import DEFAULT_FLOAT, DTypeError, KilnError, op_error, normalize_axes
 
 _FLOATS = (_np.dtype(_np.float16), _np.dtype(_np.float32), _np.dtype(_np.float64))
 
@@ -30,8 +30,31 @@ def broadcast_shapes(op, *shapes):
     return tuple(out)
 
 
+_UFUNC_LOOPS = {}
+
+
+def check_ufunc_loop(name, *dtypes):
+    """Raise where NumPy's ufunc of this name has no loop for these dtypes (bool - bool,
+    -bool): the shape rule runs while tracing too, so compiled code raises where eager
+    does (the kernel alone would only fail eagerly)."""
+    key = (name,) + dtypes
+    ok = _UFUNC_LOOPS.get(key)
+    if ok is None:
+        uf = getattr(_np, name, None)
+        ok = True
+        if isinstance(uf, _np.ufunc):
+            try:
+                uf.resolve_dtypes(tuple(dtypes) + (None,) * uf.nout)
+            except TypeError as exc:
+                ok = str(exc)
+        _UFUNC_LOOPS[key] = ok
+    if ok is not True:
+        raise op_error(name, f"TypeError: {ok}", KilnError)
+
+
 def unary_same(name):
     def rule(x):
+        check_ufunc_loop(name, x.dtype)
         return x.shape, x.dtype
     rule.__name__ = f"{name}_shape"
     return rule
@@ -47,6 +70,7 @@ def unary_float(name):
 
 def binary_promote(name):
     def rule(a, b):
+        check_ufunc_loop(name, a.dtype, b.dtype)
         return broadcast_shapes(name, a.shape, b.shape), _np.result_type(a.dtype, b.dtype)
     rule.__name__ = f"{name}_shape"
     return rule
@@ -68,6 +92,9 @@ def binary_bool(name):
 
 
 def reduce_shape(op, shape, axis, keepdims):
+    if not shape and axis is not None and axis != ():
+        # NumPy's reductions refuse any axis of a 0-d array (normalize_axis lets 0 pass)
+        raise op_error(op, f"axis {axis} is out of bounds for an array of 0 dimensions")
     axes = normalize_axes(op, axis, len(shape))
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))

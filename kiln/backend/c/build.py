@@ -16,12 +16,30 @@ import warnings
 
 from ...base import KilnError
 
-# -fassociative-math (with the two flags it requires) lets GCC vectorize sum reductions,
-# which matmul and reductions depend on; unlike -ffast-math it keeps NaN and Inf semantics.
+# No reassociation by default: with -fassociative-math GCC rewrites (g + h) - h into g,
+# which turns eager's NaN (h = inf) into a finite number. The dot-product loops that need
+# reassociation to vectorize say so themselves (`#pragma omp simd reduction`, honoured
+# under -fopenmp-simd without linking OpenMP). KILN_FAST_MATH=1 opts back in (README).
 FLAGS = ("-march=native", "-fPIC", "-shared", "-std=c99", "-fno-math-errno",
-         "-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math",
+         "-fno-trapping-math", "-fopenmp-simd",
          "-fwrapv",   # integer overflow wraps, as in NumPy, instead of being undefined
-         "-Wno-unused-variable", "-Wno-unused-function")
+         "-Wno-unused-variable", "-Wno-unused-function", "-Wno-unknown-pragmas")
+FAST_MATH_FLAGS = ("-fassociative-math", "-fno-signed-zeros")
+
+
+# KILN_ASAN=1 builds every library with AddressSanitizer: an out-of-bounds read or write
+# in generated code then stops the process with a report. The process must have the ASan
+# runtime loaded first (LD_PRELOAD; see tests/test_asan.py), as Python is not built with it.
+ASAN_FLAGS = ("-fsanitize=address", "-fno-omit-frame-pointer")
+
+
+def _on(name):
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def _opt_in_flags():
+    return (FAST_MATH_FLAGS if _on("KILN_FAST_MATH") else ()) + (
+        ASAN_FLAGS if _on("KILN_ASAN") else ())
 
 _loaded = {}
 _building = {}     # key -> lock held while that key is compiled
@@ -79,11 +97,7 @@ def _probe_passed_before(cc, version):
 
 
 def _remember_probe(cc, version):
-    try:
-        with open(_probe_marker(cc, version), "w"):
-            pass
-    except OSError:
-        pass
+    _remember_file(_probe_marker(cc, version))
 
 
 def _compile_probe(cc):
@@ -97,6 +111,53 @@ def _compile_probe(cc):
         if res.returncode != 0 or not os.path.exists(out):
             return (res.stderr or res.stdout or "unknown error").strip()[:500]
     return ""
+
+
+_vector_math_cached = []
+
+
+def vector_math():
+    """(compile flags, link flags) that let generated loops call glibc's libmvec, or
+    ((), ()) where it is missing (another libc, an older glibc, another compiler): the
+    same code then calls the scalar functions. Probed once per process; a success is also
+    remembered on disk, as the compiler probe is."""
+    if _vector_math_cached:
+        return _vector_math_cached[0]
+    from .loops import PRELUDE
+    found = ((), ())
+    flags = ("-fopenmp-simd", "-DKILN_LIBMVEC")
+    try:
+        cc, version = compiler()
+        marker = _probe_marker(cc, version + " libmvec")
+        if os.path.exists(marker):
+            found = (flags, ("-lmvec",))
+        else:
+            source = PRELUDE + ("\nvoid kiln_probe(float *x, double *y) {\n"
+                                "  for (int i = 0; i < 64; i++) x[i] = kiln_sigmoidf(x[i]) "
+                                "+ tanhf(x[i]) + logf(x[i]);\n"
+                                "  for (int i = 0; i < 64; i++) y[i] = kiln_sigmoid(y[i]) "
+                                "+ tanh(y[i]) + log(y[i]);\n}\n")
+            with tempfile.TemporaryDirectory(prefix="kiln-probe-") as tmp:
+                out = os.path.join(tmp, "probe.so")
+                res = subprocess.run([cc, "-O2", *FLAGS, *flags, "-x", "c", "-o", out, "-",
+                                      "-lmvec", "-lm"], input=source, capture_output=True,
+                                     text=True, timeout=120)
+                if res.returncode == 0:
+                    ctypes.CDLL(out)          # every vector symbol resolves
+                    found = (flags, ("-lmvec",))
+                    _remember_file(marker)
+    except (OSError, subprocess.SubprocessError, CompilerUnavailable):
+        pass
+    _vector_math_cached.append(found)
+    return found
+
+
+def _remember_file(path):
+    try:
+        with open(path, "w"):
+            pass
+    except OSError:
+        pass
 
 
 def available():
@@ -179,7 +240,8 @@ def load(source, extra_flags=(), opt=None):
     cc, version = compiler()
     if opt is None:
         opt = SMALL_OPT if len(source) <= BIG_SOURCE else BIG_OPT
-    flags = opt + FLAGS + _vector_flags() + tuple(extra_flags)
+    math_flags = vector_math()[0]
+    flags = opt + FLAGS + _opt_in_flags() + _vector_flags() + math_flags + tuple(extra_flags)
     key = hashlib.sha256("\0".join((source, " ".join(flags), cc, version,
                                      _cpu())).encode()).hexdigest()
     with _lock:
@@ -264,7 +326,8 @@ def _compile(cc, flags, source, path):
         # the source goes in on stdin: a temporary file name would be recorded in the object,
         # so two processes building the same entry at once would write different bytes and
         # one could pair its .so with the other's digest (then the load fails)
-        res = subprocess.run([cc, *flags, "-x", "c", "-o", tmp_so, "-", "-lm"], input=source,
+        res = subprocess.run([cc, *flags, "-x", "c", "-o", tmp_so, "-",
+                              *vector_math()[1], "-lm"], input=source,
                              capture_output=True, text=True, timeout=600)
         if res.returncode != 0:
             raise KilnError("C backend: the compiler rejected generated code (a kiln bug); "

@@ -13,7 +13,7 @@ from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     elementwise_expr, PRELUDE, C_TYPES)
-from . import dense_chain, kernels
+from . import dense_chain, kernels, heavy
 from .gemm_accumulate import accumulate_form
 from .param_writes import param_writes
 
@@ -23,7 +23,7 @@ class NotLowerable(Exception):
 
 
 # ops whose attributes hold subgraphs; control.py lowers them to calls of static functions
-CONTROL_OPS = ("cond", "while_loop", "while_loop_grad")
+CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")
 
 
 class Step:
@@ -91,6 +91,8 @@ def build_steps(graph):
             steps.append(Step("fused", [node], list(node.inputs)))
         elif node.op == "matmul":
             steps.append(Step("matmul", [node], list(node.inputs)))
+        elif heavy.lowerable(node):
+            steps.append(Step("heavy", [node], list(node.inputs)))
         elif node.op in kernels.KERNELS:
             steps.append(Step("op", [node], list(node.inputs)))
         elif node.op in CONTROL_OPS:
@@ -170,7 +172,8 @@ def generate(graph):
     gen.plan = MemoryPlan(plan.buffer_of, em.capacities, em.naive_bytes, True)
     gen.output_slots = out_slots
     gen.param_writes = {k for k, o in enumerate(graph.outputs) if id(o) in em.param_writes}
-    gen.source = "\n".join([PRELUDE, kernels.gemm_prelude(), *em.functions,
+    extra = [heavy.PRELUDE] if heavy.uses_heavy(em.slots) else []
+    gen.source = "\n".join([PRELUDE, kernels.gemm_prelude(), *extra, *em.functions,
                             "int kiln_run(void **P) {", *body, "  return 0;", "}", ""])
     return gen
 
@@ -275,6 +278,8 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
                                                             top)))
                 if len(s.nodes) > 1:
                     body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
+        elif s.kind == "heavy":
+            body.append(heavy.emit(em, s.sink, storage, lambda n: top and _stays(em, n, storage)))
         else:
             body.append(kernels.KERNELS[s.sink.op](s.sink, ptr))
         body.append("  }")
@@ -293,6 +298,14 @@ def _pack_cache(em, node, storage, is_alias, top):
     if em.slots[slot][0] != "param" or slot in em.param_writes.values():
         return None
     return f"P[{em.add_slot(('pack_cache',))}]"
+
+
+def _stays(em, node, storage):
+    """Is `node` a parameter this program never writes (a kernel may keep a copy of it)?"""
+    if node.op != "param":
+        return False
+    slot = storage(node)
+    return em.slots[slot][0] == "param" and slot not in em.param_writes.values()
 
 
 def _alias_source(node):

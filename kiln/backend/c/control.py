@@ -27,7 +27,7 @@ when two groups share a subgraph object: no call can clobber another group's val
 """
 from ...graph.ir import Graph
 from ...ops.registry import REGISTRY
-from .codegen import NotLowerable, emit_graph
+from .codegen import CONTROL_OPS, NotLowerable, emit_graph
 from .loops import ctype
 
 # bytes of loop state a while_loop_grad may record before it switches to recomputation
@@ -39,6 +39,8 @@ def _nbytes(node):
 
 
 def _group_key(node):
+    if node.op in ("scan", "scan_grad"):
+        return (node.op, id(node))     # one node per construct (see kiln/ops/scan.py)
     a = node.attrs
     ins = tuple(id(i) for i in node.inputs)
     if node.op == "cond":
@@ -111,7 +113,7 @@ class ControlFlow:
         self.em = em
         self.members = {}
         for n in graph.nodes:
-            if n.op in ("cond", "while_loop", "while_loop_grad"):
+            if n.op in CONTROL_OPS:
                 self.members.setdefault(_group_key(n), []).append(n)
         self.groups = {}
         self.emitted = set()
@@ -120,8 +122,10 @@ class ControlFlow:
         key = _group_key(node)
         g = self.groups.get(key)
         if g is None:
+            from .scan import ScanGroup, ScanGradGroup
             make = {"cond": CondGroup, "while_loop": LoopGroup,
-                    "while_loop_grad": LoopGradGroup}[node.op]
+                    "while_loop_grad": LoopGradGroup, "scan": ScanGroup,
+                    "scan_grad": ScanGradGroup}[node.op]
             g = self.groups[key] = make(self.em, node, self.members[key])
         return g
 

@@ -103,6 +103,7 @@ static void kiln_nt_{T}(int64_t M, int64_t n0, int64_t n1, int64_t K, {T} alpha,
       const {T} *b = B + n * ldb;
       {T} s[8];
       {T} s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+#pragma omp simd reduction(+:s0,s1,s2,s3,s4,s5,s6,s7)
       for (int64_t k = 0; k < K; k++) {{
         {T} av = a[k];
         s0 += av * b[k]; s1 += av * b[ldb + k]; s2 += av * b[2 * ldb + k];
@@ -116,6 +117,7 @@ static void kiln_nt_{T}(int64_t M, int64_t n0, int64_t n1, int64_t K, {T} alpha,
     for (; n < n1; n++) {{
       const {T} *b = B + n * ldb; {T} acc = 0;
 {dot1}
+#pragma omp simd reduction(+:acc)
       for (int64_t k = 0; k < K; k++) acc += a[k] * b[k];
       C[m * ldc + n] = {store.format(s="acc", c="C[m * ldc + n]")};
     }}
@@ -407,3 +409,6 @@ KERNELS = {
     "slice_assign": slice_assign, "concatenate": concatenate, "take": take,
     "scatter_add": scatter_add, "full": full, "windows": windows, "unwindows": unwindows,
 }
+
+from .collective import allreduce as _allreduce  # noqa: E402  (MPI, kiln/distributed)
+KERNELS["allreduce"] = _allreduce

@@ -17,7 +17,7 @@ from ...base import KilnError
 from ...graph.passes import debug_level
 from ... import aligned, writes
 from ...ops.registry import REGISTRY
-from . import build
+from . import build, heavy
 from .codegen import generate
 from .fastcall import caller_type
 from .runtime import runtime
@@ -54,6 +54,8 @@ class CProgram:
             lib.kiln_set_runtime(ctypes.c_void_p(rt.sgemm or None),
                                  ctypes.c_void_p(rt.dgemm or None), ctypes.c_void_p(rt.parallel),
                                  ctypes.c_void_p(rt.sgemm_cached or None))
+        if heavy.uses_heavy(gen.slots):
+            heavy.bind(lib, self)
         self._run = lib.kiln_run
         self._run.argtypes = [ctypes.c_void_p]
         self._run.restype = ctypes.c_int
@@ -86,6 +88,8 @@ class CProgram:
                 self.param_slots[entry[1]] = k
             elif kind == "random":
                 self.random_slots.append((k, entry[1]))
+            elif kind == "dnnl_op":
+                table[k] = heavy.new_op(entry[1], self)
             elif kind == "pack_cache" and rt is not None and rt.sgemm_cached:
                 cache = rt.new_pack_cache()
                 if cache:
@@ -189,7 +193,10 @@ class CProgram:
             draw = _np.ascontiguousarray(REGISTRY[node.op].impl(**node.attrs), dtype=node.dtype)
             keep.append(draw)
             table[slot] = _address(draw) if draw.size else None
-        self._run(self._table_addr)
+        rc = self._run(self._table_addr)
+        if rc != 0:
+            raise KilnError(f"C backend: the program {self.graph.name} failed (code {rc}"
+                            f"{', in oneDNN' if rc == heavy.DNNL_FAILED else ''})")
         if self._fixed_outputs is not None:
             results = [None if v is None else v.copy() for v in self._fixed_outputs]
         else:
@@ -250,6 +257,7 @@ def compile_graph(graph):
         except build.CompilerUnavailable as exc:
             build.warn_unavailable_once(str(exc))
         return None
+    graph = _without_heavy_ops(graph)
     try:
         return CProgram(graph)
     except NotLowerable as exc:
@@ -257,3 +265,14 @@ def compile_graph(graph):
             print(f"[kiln] C backend cannot lower {graph.name} ({exc}); using NumPy",
                   file=sys.stderr)
         return None
+
+
+def _without_heavy_ops(graph):
+    """Heavy ops (conv, pool) the kernel library takes are called from the generated code
+    (heavy.py); the others (no library, not float32) run their decompositions."""
+    from ...graph.passes import optimize
+    from ...graph.passes.expand_heavy import heavy_nodes, expand_heavy_ops
+    nodes = heavy_nodes(graph)
+    if all(heavy.lowerable(n) for n in nodes):
+        return graph
+    return optimize(expand_heavy_ops(graph, keep=heavy.lowerable))

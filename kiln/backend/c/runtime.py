@@ -319,10 +319,10 @@ def _start():
     if blas is not None and blas.pack:
         lib.kiln_rt_pack_init(*blas.pack)
         cached = address("kiln_rt_sgemm_cached")
-        lib.kiln_rt_note_write.argtypes = []
-        lib.kiln_rt_note_write.restype = None
-        writes.share_counter(ctypes.c_uint64.in_dll(lib, "kiln_rt_writes"),
-                             lib.kiln_rt_note_write)
+    # the write count serves packed weights and oneDNN's reordered ones (heavy.py)
+    lib.kiln_rt_note_write.argtypes = []
+    lib.kiln_rt_note_write.restype = None
+    writes.share_counter(ctypes.c_uint64.in_dll(lib, "kiln_rt_writes"), lib.kiln_rt_note_write)
     return Runtime(address("kiln_rt_sgemm") if blas else 0,
                    address("kiln_rt_dgemm") if blas else 0,
                    address("kiln_rt_parallel"), blas.name if blas else "none",

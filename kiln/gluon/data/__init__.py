@@ -1,7 +1,7 @@
 """gluon.data: datasets, samplers, batchify functions and the DataLoader."""
 from .dataset import Dataset, SimpleDataset, ArrayDataset  # noqa: F401
 from .sampler import (Sampler, SequentialSampler, RandomSampler, FilterSampler,  # noqa: F401
-                      IntervalSampler, BatchSampler)
+                      IntervalSampler, BatchSampler, SplitSampler)
 from . import batchify  # noqa: F401
 from .dataloader import DataLoader  # noqa: F401
 from ...data.digits import Digits  # noqa: F401

@@ -112,3 +112,46 @@ class BatchSampler(Sampler):
         if self._last_batch == "discard":
             return n // self._batch_size
         return (len(self._prev) + n) // self._batch_size
+
+
+class SplitSampler(Sampler):
+    """This rank's shard of every epoch: indices part_index, part_index + num_parts, ...
+    of the epoch's order, for data-parallel training (MXNet's SplitSampler).
+
+    num_parts / part_index default to the size and rank of the distributed job
+    (kiln.distributed). Every shard has length // num_parts indices (the remainder is left
+    out), so all ranks take the same number of steps. With shuffle, the epoch's order is a
+    permutation drawn from (seed, epoch): every rank draws the same one without
+    communicating, and the ranks' k-th batches together are the k-th batch one process
+    would take with num_parts times the batch size. The epoch advances on every pass.
+    """
+
+    def __init__(self, length, num_parts=None, part_index=None, shuffle=True, seed=0):
+        if num_parts is None or part_index is None:
+            from ... import distributed
+            num_parts = distributed.size() if num_parts is None else num_parts
+            part_index = distributed.rank() if part_index is None else part_index
+        num_parts, part_index = int(num_parts), int(part_index)
+        if num_parts < 1 or not 0 <= part_index < num_parts:
+            raise KilnError(f"SplitSampler: need num_parts >= 1 and 0 <= part_index < "
+                            f"num_parts, got num_parts={num_parts}, part_index={part_index}")
+        if int(length) < num_parts:
+            raise KilnError(f"SplitSampler: {length} samples cannot be split into "
+                            f"{num_parts} non-empty parts")
+        self._length, self._parts, self._index = int(length), num_parts, part_index
+        self._shuffle, self._seed, self.epoch = bool(shuffle), int(seed), 0
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+
+    def __iter__(self):
+        import numpy as _np
+        if self._shuffle:
+            order = _np.random.default_rng([self._seed, self.epoch]).permutation(self._length)
+        else:
+            order = _np.arange(self._length)
+        self.epoch += 1
+        return iter(order[self._index:len(self) * self._parts:self._parts].tolist())
+
+    def __len__(self):
+        return self._length // self._parts

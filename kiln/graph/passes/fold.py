@@ -20,7 +20,8 @@ def fold_constants(graph):
         value = _np.asarray(prim.impl(*[i.value for i in inputs], **node.attrs))
         if value.dtype != node.dtype:
             value = value.astype(node.dtype)
-        value = _np.ascontiguousarray(value)
+        # (not ascontiguousarray: it turns a 0-d value into shape (1,))
+        value = _np.array(value, order="C", copy=not value.flags.c_contiguous)
         value.setflags(write=False)
         return Node("const", (), {}, node.shape, node.dtype, name=node.name, value=value)
     return rewrite(graph, replace)

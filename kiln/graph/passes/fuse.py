@@ -4,6 +4,10 @@ The pass does not change the graph's values; it records `graph.fusion_groups`, l
 nodes that a backend may run as one kernel (one loop, one pass over memory). A node joins
 its producer's group when the producer is elementwise (or a matmul heading the group), the
 producer's only consumer is this node, and the shapes agree (no broadcast inside a loop).
+A matmul's epilogue keeps the matmul's dtype: the matmul writes into the group's output
+buffer and the epilogue then updates it element by element in place, which is only sound
+when both read and write elements of one size (a cast to float64 or a comparison after a
+float32 matmul starts a group of its own).
 """
 from ...ops.registry import REGISTRY
 
@@ -31,6 +35,8 @@ def group_elementwise(graph):
             if gid is None or i.shape != node.shape or id(i) in outputs:
                 continue
             if len(users[id(i)]) != 1:
+                continue
+            if groups[gid][0].op == "matmul" and node.dtype != groups[gid][0].dtype:
                 continue
             if joined is None:
                 joined = gid

@@ -84,7 +84,10 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
         buffer_of[id(n)] = chosen
         owner_count[chosen] = owner_count.get(chosen, 0) + 1
         # release the buffers whose values die at this node
-        for i in set(root.get(id(x), id(x)) for x in n.inputs):
+        # inputs in their order, once each: a set of ids would iterate in an order that
+        # changes from run to run, and so would the buffers chosen and the generated C
+        # (whose hash is the compile cache's key)
+        for i in dict.fromkeys(root.get(id(x), id(x)) for x in n.inputs):
             b = buffer_of.get(i)
             if b is not None and last_use.get(i) == k and i != taken:
                 owner_count[b] -= 1

@@ -1,0 +1,207 @@
+"""Benchmark: data-parallel training throughput (samples/s) over MPI, one thread per rank.
+
+    python -m kiln bench dist [--steps N] [--rounds R] [--batch B]
+
+For an MLP 784-512-512-10 and a LeNet (28x28, ReLU, max pooling), with B samples per rank
+and per step (weak scaling: 2 ranks process twice the samples per step):
+  kiln 1 rank (compiled step, C), kiln 2 ranks under mpiexec (kvstore='dist_sync', the
+  allreduce inside the compiled step), PyTorch 1 rank and PyTorch DDP (gloo) 2 ranks when
+  torch is installed. Every rank runs one thread (KILN_NUM_THREADS, torch.set_num_threads,
+  and the BLAS/OpenMP variables). Each configuration is a fresh job; the rounds interleave
+  them, and the table shows the median per configuration.
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as onp
+
+HERE = os.path.abspath(__file__)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MODELS = ("mlp", "lenet")
+ONE_THREAD = {k: "1" for k in ("KILN_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                "OPENBLAS_NUM_THREADS")}
+
+
+# ---- the workers ---------------------------------------------------------------------------
+
+def _data(model, batch, rank):
+    rng = onp.random.default_rng(rank)
+    shape = (batch, 784) if model == "mlp" else (batch, 1, 28, 28)
+    return (rng.standard_normal(shape).astype(onp.float32),
+            rng.integers(0, 10, batch).astype(onp.float32))
+
+
+def _kiln_net(model):
+    from kiln import init
+    from kiln.gluon import nn
+    net = nn.HybridSequential()
+    if model == "mlp":
+        net.add(nn.Dense(512, activation="relu", in_units=784),
+                nn.Dense(512, activation="relu", in_units=512), nn.Dense(10, in_units=512))
+    else:
+        net.add(nn.Conv2D(6, 5, padding=2, activation="relu", in_channels=1), nn.MaxPool2D(2),
+                nn.Conv2D(16, 5, activation="relu", in_channels=6), nn.MaxPool2D(2),
+                nn.Flatten(), nn.Dense(120, activation="relu", in_units=400),
+                nn.Dense(84, activation="relu", in_units=120), nn.Dense(10, in_units=84))
+    net.initialize(init.Xavier())
+    return net
+
+
+def run_kiln(model, batch, steps):
+    from kiln import np, gluon, distributed as dist
+    from kiln.fit import make_step
+    net = _kiln_net(model)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01,
+                                                          "momentum": 0.9}, kvstore="dist_sync")
+    step = make_step(net, gluon.loss.SoftmaxCrossEntropyLoss(), trainer, backend="c")
+    xv, yv = _data(model, batch, dist.rank())
+    x, y = np.array(xv), np.array(yv)
+    return _timed(lambda: step(x, y), steps, dist.barrier,
+                  lambda t: dist.sum_over_ranks(t)[0] / dist.size(), dist.size(), dist.rank())
+
+
+def _torch_net(model, torch):
+    nn = torch.nn
+    if model == "mlp":
+        return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                             nn.Linear(512, 10))
+    return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                         nn.Linear(84, 10))
+
+
+def run_torch(model, batch, steps, port):
+    import torch
+    import torch.distributed as tdist
+    torch.set_num_threads(1)
+    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", 0)))
+    size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", 1)))
+    torch.manual_seed(0)
+    net = _torch_net(model, torch)
+    barrier = mean = None
+    if size > 1:
+        tdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                 world_size=size)
+        net = torch.nn.parallel.DistributedDataParallel(net)
+        barrier = tdist.barrier
+
+        def mean(t):
+            v = torch.tensor([t], dtype=torch.float64)
+            tdist.all_reduce(v)
+            return float(v) / size
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    xv, yv = _data(model, batch, rank)
+    x, y = torch.from_numpy(xv), torch.from_numpy(yv.astype(onp.int64))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(net(x), y).backward()
+        opt.step()
+    return _timed(step, steps, barrier or (lambda: None), mean or (lambda t: t), size, rank)
+
+
+def _timed(step, steps, barrier, mean, size, rank):
+    for _ in range(max(5, steps // 10)):
+        step()
+    barrier()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    barrier()
+    seconds = mean(time.perf_counter() - start)
+    return {"seconds": seconds, "steps": steps, "ranks": size, "rank": rank}
+
+
+def worker(argv):
+    framework, model, batch, steps, port = argv[0], argv[1], int(argv[2]), int(argv[3]), argv[4]
+    got = (run_kiln(model, batch, steps) if framework == "kiln"
+           else run_torch(model, batch, steps, port))
+    if got["rank"] == 0:
+        print("RESULT " + json.dumps(got), flush=True)
+
+
+# ---- the driver ----------------------------------------------------------------------------
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launch(framework, ranks, model, batch, steps):
+    from kiln.distributed import launch
+    argv = [HERE, "--worker", framework, model, str(batch), str(steps), str(_free_port())]
+    cmd = launch.command(ranks, argv) if ranks > 1 else [sys.executable, *argv]
+    env = dict(os.environ, PYTHONPATH=ROOT, **ONE_THREAD)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            got = json.loads(line[7:])
+            return batch * ranks * got["steps"] / got["seconds"]
+    raise RuntimeError(f"{framework} x{ranks} {model} failed:\n{done.stdout[-2000:]}\n"
+                       f"{done.stderr[-2000:]}")
+
+
+def configurations(with_torch):
+    rows = [("kiln", 1), ("kiln", 2)]
+    if with_torch:
+        rows += [("PyTorch", 1), ("PyTorch DDP (gloo)", 2)]
+    return rows
+
+
+def main(argv=None):
+    if argv and argv[0] == "--worker":
+        return worker(argv[1:])
+    parser = argparse.ArgumentParser(prog="python -m kiln bench dist")
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=64, help="samples per rank and step")
+    args = parser.parse_args(argv)
+    from kiln.distributed import launch
+    if not launch.available():
+        print("kiln bench dist needs mpi4py and mpiexec: pip install 'kiln[dist]'",
+              file=sys.stderr)
+        return 2
+    try:
+        import torch  # noqa: F401
+        with_torch = True
+    except ImportError:
+        with_torch = False
+    configs = configurations(with_torch)
+    samples = {(m, c): [] for m in MODELS for c in configs}
+    for _ in range(args.rounds):
+        for model in MODELS:
+            for fw, ranks in configs:
+                key = "kiln" if fw == "kiln" else "torch"
+                samples[(model, (fw, ranks))].append(
+                    _launch(key, ranks, model, args.batch, args.steps))
+    _print(samples, configs, args)
+    return 0
+
+
+def _print(samples, configs, args):
+    print(f"samples/s, {args.batch} samples per rank per step, 1 thread per rank, median of "
+          f"{args.rounds} interleaved rounds of {args.steps} steps")
+    print("| model | " + " | ".join(f"{fw} x{n}" for fw, n in configs) + " |")
+    print("| --- |" + " ---: |" * len(configs))
+    for model in MODELS:
+        med = {c: float(onp.median(samples[(model, c)])) for c in configs}
+        print(f"| {model} | " + " | ".join(f"{med[c]:,.0f}" for c in configs) + " |")
+    for model in MODELS:
+        med = {c: float(onp.median(samples[(model, c)])) for c in configs}
+        line = f"{model}: kiln 2 ranks / kiln 1 rank = {med[('kiln', 2)] / med[('kiln', 1)]:.2f}x"
+        if ("PyTorch DDP (gloo)", 2) in med:
+            line += (f", kiln 2 ranks / PyTorch DDP 2 ranks = "
+                     f"{med[('kiln', 2)] / med[('PyTorch DDP (gloo)', 2)]:.2f}x")
+        print(line)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,135 @@
+"""Heavy ops (conv, pool and their gradients) in generated C: calls into the oneDNN shim.
+
+Each call site owns its shim op, made when the program is built (so primitives are
+created once per program and shape). Weights are reordered into oneDNN's layout once and
+reused while kiln's write counter (kiln/writes.py) and the weight's address are unchanged:
+the generated code passes `count + 1` as the weight's stamp, the shim reorders again only
+when the stamp or the pointer moved. A parameter the program itself writes gets no stamp.
+"""
+import ctypes
+import weakref
+
+import numpy as _np
+
+from ...base import KilnError
+
+OPS = ("conv", "conv_grad_data", "conv_grad_weight", "pool", "pool_grad")
+
+PRELUDE = r"""
+/* ---- heavy ops on oneDNN (heavy.py) ---- */
+typedef int (*kiln_dnnl_run_t)(void *, void *const *, const int64_t *);
+static kiln_dnnl_run_t kiln_dnnl_run = 0;
+static const uint64_t *kiln_dnnl_writes = 0;
+void kiln_set_dnnl(void *run, void *writes) {
+  kiln_dnnl_run = (kiln_dnnl_run_t)run; kiln_dnnl_writes = (const uint64_t *)writes;
+}
+static int64_t kiln_weight_stamp(void) {
+  return kiln_dnnl_writes ? (int64_t)__atomic_load_n(kiln_dnnl_writes, __ATOMIC_ACQUIRE) + 1 : 0;
+}
+"""
+
+DNNL_FAILED = -70       # kiln_run's return code when a oneDNN call fails
+
+
+def lowerable(node):
+    if node.op not in OPS or node.dtype != _np.float32:
+        return False
+    if any(i.dtype != _np.float32 for i in node.inputs):
+        return False
+    from .. import dnnl
+    return dnnl.available()
+
+
+def _makers(node):
+    """[(maker, argument nodes or workspace sizes)] for the shim calls of one node."""
+    from ..dnnl import ops
+    a = node.attrs
+    if node.op in ("conv", "conv_grad_data", "conv_grad_weight"):
+        geo = (a["stride"], a["dilation"], a["pad"], a.get("groups", 1))
+        first, second = node.inputs
+        if node.op == "conv":
+            shapes = (0, first.shape, second.shape, node.shape)
+        elif node.op == "conv_grad_data":
+            shapes = (1, node.shape, second.shape, first.shape)
+        else:
+            shapes = (2, first.shape, node.shape, second.shape)
+        return [(lambda lib: ops.make_conv(lib, *shapes, *geo), [first, second, node])]
+    geo = (a["kernel"], a["stride"], a["pad"])
+    kind = a["kind"]
+    if node.op == "pool":
+        x = node.inputs[0]
+        return [(lambda lib: ops.make_pool(lib, 0, kind, x.shape, node.shape, *geo), [x, node])]
+    g, x = node.inputs
+    if kind != "max":
+        return [(lambda lib: ops.make_pool(lib, 2, kind, x.shape, g.shape, *geo), [g, node])]
+    # max: the forward pass again, keeping where each maximum was, then the backward
+    fwd = lambda lib: ops.make_pool(lib, 1, kind, x.shape, g.shape, *geo)  # noqa: E731
+    bwd = lambda lib: ops.make_pool(lib, 2, kind, x.shape, g.shape, *geo)  # noqa: E731
+    return [(fwd, [x, ("scratch", g.size * 4), ("workspace", fwd)]),
+            (bwd, [g, ("workspace", fwd), node])]
+
+
+def _workspace_bytes(make):
+    from ..dnnl.library import shim
+    lib = shim()
+    op = _new(lib, make)
+    try:
+        return int(lib.kd_arg_size(op, 2))
+    finally:
+        lib.kd_free(op)
+
+
+def _new(lib, make):
+    op = make(lib)
+    if not op:
+        raise KilnError(f"C backend: oneDNN could not make a kernel: {lib.kd_error().decode()}; "
+                        "set KILN_DNNL=0 to use kiln's own kernels")
+    return op
+
+
+def emit(em, node, storage, weight_ok):
+    """C statements for one heavy node. weight_ok(input node): may its reordered copy be
+    kept between calls (a parameter the program does not write)?"""
+    lines, extra = [], {}
+    for make, args in _makers(node):
+        slots, stamps = [], []
+        for arg in args:
+            if isinstance(arg, tuple):
+                if id(arg[1]) not in extra:
+                    size = arg[1] if arg[0] == "scratch" else _workspace_bytes(arg[1])
+                    extra[id(arg[1])] = em.new_buffer(max(size, 64))
+                slots.append(f"P[{extra[id(arg[1])]}]")
+                stamps.append("0")
+            else:
+                slots.append(f"P[{storage(arg)}]")
+                stamps.append("kiln_weight_stamp()" if arg is not node and weight_ok(arg)
+                              else "0")
+        op = em.add_slot(("dnnl_op", make))
+        lines += ["  {", f"    void *a[{len(slots)}] = {{{', '.join(slots)}}};",
+                  f"    int64_t s[{len(slots)}] = {{{', '.join(stamps)}}};",
+                  f"    if (kiln_dnnl_run(P[{op}], a, s) != 0) return {DNNL_FAILED};", "  }"]
+    return "\n".join(lines)
+
+
+def uses_heavy(slots):
+    return any(entry[0] == "dnnl_op" for entry in slots)
+
+
+def bind(lib, program):
+    """Point a loaded program at the shim and kiln's write counter."""
+    from ..dnnl.library import shim
+    from ... import writes
+    sh = shim()
+    counter = writes.counter()
+    lib.kiln_set_dnnl.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.kiln_set_dnnl(ctypes.cast(sh.kd_run, ctypes.c_void_p),
+                      ctypes.addressof(counter) if counter is not None else None)
+
+
+def new_op(make, program):
+    """The shim op for one call site, freed with the program."""
+    from ..dnnl.library import shim
+    lib = shim()
+    op = _new(lib, make)
+    weakref.finalize(program, lib.kd_free, op)
+    return op

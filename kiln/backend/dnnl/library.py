@@ -1,0 +1,149 @@
+"""Finding oneDNN, compiling the shim against its headers, and loading both.
+
+oneDNN comes from the PyPI wheels `onednn-cpu-gomp` (libdnnl.so.3, no RPATH) and
+`onednn-devel-cpu-gomp` (headers); pyproject.toml makes them a default dependency on x86-64
+Linux. The library is dlopened by path with RTLD_GLOBAL, so the shim, compiled and cached
+like generated C (kiln/backend/c/build.py), resolves its symbols without link flags.
+
+KILN_DNNL=0 turns the layer off (kiln's own kernels are then used everywhere); tests use
+it to check that kiln stays correct without the library.
+"""
+import contextlib
+import ctypes
+import os
+import sys
+import threading
+
+_state = {}
+_lock = threading.Lock()
+_forced_off = []
+
+WHEEL = "onednn-cpu-gomp"
+HEADERS_WHEEL = "onednn-devel-cpu-gomp"
+
+
+def _wheel_file(dist, suffix):
+    try:
+        from importlib import metadata
+        files = metadata.files(dist) or ()
+    except Exception:       # not installed, or metadata unreadable
+        return None
+    for f in files:
+        if str(f).replace("\\", "/").endswith("/" + suffix):
+            path = os.path.normpath(str(f.locate()))
+            if os.path.exists(path):
+                return path
+    return None
+
+
+def _find():
+    """(path of libdnnl.so.3, include directory) or a reason string."""
+    if not (sys.platform.startswith("linux") and os.uname().machine in ("x86_64", "AMD64")):
+        return f"oneDNN is used on x86-64 Linux only (this is {sys.platform} {os.uname().machine})"
+    lib = _wheel_file(WHEEL, "libdnnl.so.3")
+    header = _wheel_file(HEADERS_WHEEL, "include/oneapi/dnnl/dnnl.h")
+    if lib is None or header is None:
+        return (f"oneDNN not installed: pip install {WHEEL}==2023.2.0 "
+                f"{HEADERS_WHEEL}==2023.2.0 (kiln's default dependencies on x86-64 Linux)")
+    return lib, os.path.dirname(os.path.dirname(os.path.dirname(header)))
+
+
+def _load():
+    found = _find()
+    if isinstance(found, str):
+        return found
+    lib_path, include = found
+    from ..c import build
+    try:
+        ctypes.CDLL(lib_path, mode=ctypes.RTLD_GLOBAL)
+        with open(os.path.join(os.path.dirname(__file__), "shim.c")) as f:
+            source = f.read()
+        shim = build.load(source, extra_flags=("-I" + include, "-pthread"), opt=("-O2",))
+    except (OSError, build.CompilerUnavailable) as exc:
+        return f"oneDNN found but not loadable: {exc}"
+    except Exception as exc:      # a compile error in the shim: a kiln bug, but not fatal
+        return f"the oneDNN shim did not build: {str(exc)[:300]}"
+    P, I64 = ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)
+    shim.kd_error.restype = ctypes.c_char_p
+    shim.kd_init.restype = ctypes.c_int
+    shim.kd_conv.restype = P
+    shim.kd_conv.argtypes = [ctypes.c_int, ctypes.c_int, I64, I64, I64, I64, I64, I64, I64,
+                             ctypes.c_int64, ctypes.c_int]
+    shim.kd_pool.restype = P
+    shim.kd_pool.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, I64, I64, I64, I64, I64,
+                             I64]
+    shim.kd_run.restype = ctypes.c_int
+    shim.kd_run.argtypes = [P, P, P]
+    shim.kd_arg_size.restype = ctypes.c_int64
+    shim.kd_arg_size.argtypes = [P, ctypes.c_int]
+    shim.kd_free.argtypes = [P]
+    if shim.kd_init() != 0:
+        return f"oneDNN did not start: {shim.kd_error().decode()}"
+    shim.kd_set_threads.argtypes = [ctypes.c_int]
+    shim.kd_set_threads.restype = ctypes.c_int
+    _state["threads"] = shim.kd_set_threads(thread_policy())
+    return shim
+
+
+def thread_policy():
+    """OpenMP threads for oneDNN: KILN_DNNL_THREADS, else the cores the machine has free.
+
+    OpenMP splits a primitive's work evenly and waits for every thread at the end, so one
+    thread the OS does not schedule stalls the whole call: on 2 cores shared with other
+    busy processes, a LeNet training step took 411 ms with 2 OpenMP threads against 57 ms
+    with 1 (kiln's own pool, by contrast, lets idle threads' blocks go to the others). So
+    oneDNN gets the cores that the load average leaves free, at least one, decided once
+    per process (primitives keep the thread count they were made with)."""
+    from ..c.runtime import thread_count
+    value = os.environ.get("KILN_DNNL_THREADS")
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            pass
+    cores = thread_count()
+    try:
+        free = cores - os.getloadavg()[0]
+    except OSError:
+        free = cores
+    return max(1, min(cores, int(round(free))))
+
+
+def threads():
+    """The OpenMP threads oneDNN runs on (None when the layer is off)."""
+    return _state.get("threads") if shim() is not None else None
+
+
+def shim():
+    """The loaded shim library, or None when the layer is off or unavailable."""
+    if _forced_off or os.environ.get("KILN_DNNL", "1") == "0":
+        return None
+    got = _state.get("shim")
+    if got is None:
+        with _lock:
+            got = _state.get("shim")
+            if got is None:
+                got = _state["shim"] = _load()
+    return None if isinstance(got, str) else got
+
+
+def available():
+    return shim() is not None
+
+
+def unavailable_reason():
+    if _forced_off or os.environ.get("KILN_DNNL", "1") == "0":
+        return "turned off (KILN_DNNL=0)"
+    shim()
+    got = _state.get("shim")
+    return got if isinstance(got, str) else None
+
+
+@contextlib.contextmanager
+def disabled():
+    """Run a block with kiln's own kernels only (tests compare the two paths)."""
+    _forced_off.append(True)
+    try:
+        yield
+    finally:
+        _forced_off.pop()

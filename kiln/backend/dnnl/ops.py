@@ -1,0 +1,144 @@
+"""Calling the shim's ops from Python on NumPy arrays (eager mode, the NumPy executor).
+
+One op per (kind, shapes, attributes), made on first use and kept: oneDNN picks and JITs
+its kernel once per shape. Each function returns None when the layer cannot take the call
+(layer off, not float32), and the caller then uses kiln's own kernel.
+"""
+import ctypes
+import threading
+
+import numpy as _np
+
+from ...base import KilnError
+from .library import shim
+
+_ops = {}
+_lock = threading.Lock()
+MAX_OPS = 512       # shapes seen by one process; past this the oldest ops are dropped
+
+POOL_KINDS = {"max": 0, "avg": 1, "avg_valid": 2}
+
+
+def _i64(values):
+    values = tuple(int(v) for v in values)
+    return (ctypes.c_int64 * max(len(values), 1))(*values)
+
+
+def _op(key, make):
+    """The cached op for `key`; call with _lock held (an op may be evicted and freed)."""
+    op = _ops.get(key)
+    if op is None:
+        lib = shim()
+        op = make(lib)
+        if not op:
+            raise KilnError(f"oneDNN could not make {key[0]} for {key[1:]}: "
+                            f"{lib.kd_error().decode()}; set KILN_DNNL=0 to use "
+                            "kiln's own kernels")
+        if len(_ops) >= MAX_OPS:
+            lib.kd_free(_ops.pop(next(iter(_ops))))
+        _ops[key] = op
+    return op
+
+
+def _run(spec, arrays):
+    """Run the op of spec = (key, make) on arrays. Eager calls hold one lock while they
+    run, so no op is freed under a call in another thread."""
+    ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+    lib = shim()
+    with _lock:
+        rc = lib.kd_run(_op(*spec), ptrs, None)
+    if rc != 0:
+        raise KilnError(f"oneDNN failed: {lib.kd_error().decode()}")
+
+
+def _usable(*arrays):
+    return shim() is not None and all(a.dtype == _np.float32 for a in arrays)
+
+
+def _pads(pad):
+    return pad[0::2], pad[1::2]
+
+
+def _f32(a):
+    return _np.ascontiguousarray(a, dtype=_np.float32)
+
+
+def make_conv(lib, which, x_shape, w_shape, y_shape, stride, dilation, pad, groups):
+    """A new shim op (an address, 0 on failure): 0 forward, 1 data gradient, 2 weights'."""
+    lo, hi = _pads(pad)
+    return lib.kd_conv(which, len(stride), _i64(x_shape), _i64(w_shape), _i64(y_shape),
+                       _i64(stride), _i64(dilation), _i64(lo), _i64(hi), groups, 0)
+
+
+def make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad):
+    """A new shim op: 0 forward, 1 forward keeping the max workspace, 2 backward."""
+    lo, hi = _pads(pad)
+    return lib.kd_pool(which, POOL_KINDS[kind], len(kernel), _i64(x_shape), _i64(y_shape),
+                       _i64(kernel), _i64(stride), _i64(lo), _i64(hi))
+
+
+def _conv_op(which, x_shape, w_shape, y_shape, stride, dilation, pad, groups):
+    key = ("conv", which, x_shape, w_shape, y_shape, stride, dilation, pad, groups)
+    return key, lambda lib: make_conv(lib, which, x_shape, w_shape, y_shape, stride,
+                                      dilation, pad, groups)
+
+
+def conv_forward(x, w, y_shape, stride, dilation, pad, groups):
+    if not _usable(x, w):
+        return None
+    x, w = _f32(x), _f32(w)
+    y = _np.empty(y_shape, _np.float32)
+    _run(_conv_op(0, x.shape, w.shape, y_shape, stride, dilation, pad, groups), (x, w, y))
+    return y
+
+
+def conv_backward_data(g, w, x_shape, stride, dilation, pad, groups):
+    if not _usable(g, w):
+        return None
+    g, w = _f32(g), _f32(w)
+    gx = _np.empty(x_shape, _np.float32)
+    _run(_conv_op(1, x_shape, w.shape, g.shape, stride, dilation, pad, groups), (g, w, gx))
+    return gx
+
+
+def conv_backward_weights(x, g, w_shape, stride, dilation, pad, groups):
+    if not _usable(x, g):
+        return None
+    x, g = _f32(x), _f32(g)
+    gw = _np.empty(w_shape, _np.float32)
+    _run(_conv_op(2, x.shape, w_shape, g.shape, stride, dilation, pad, groups), (x, g, gw))
+    return gw
+
+
+def _pool_op(which, kind, x_shape, y_shape, kernel, stride, pad):
+    key = ("pool", which, kind, x_shape, y_shape, kernel, stride, pad)
+    return key, lambda lib: make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad)
+
+
+def pool_forward(x, kind, y_shape, kernel, stride, pad):
+    if not _usable(x):
+        return None
+    x = _f32(x)
+    y = _np.empty(y_shape, _np.float32)
+    _run(_pool_op(0, kind, x.shape, y_shape, kernel, stride, pad), (x, y))
+    return y
+
+
+def pool_backward(g, x, kind, kernel, stride, pad):
+    """The gradient with respect to x; max pooling first reruns the forward pass to get
+    oneDNN's record of where each maximum was."""
+    if not _usable(g, x):
+        return None
+    g, x = _f32(g), _f32(x)
+    gx = _np.empty(x.shape, _np.float32)
+    if kind == "max":
+        fwd = _pool_op(1, kind, x.shape, g.shape, kernel, stride, pad)
+        y = _np.empty(g.shape, _np.float32)
+        lib = shim()
+        with _lock:
+            ws = _np.empty(lib.kd_arg_size(_op(*fwd), 2), _np.uint8)
+        _run(fwd, (x, y, ws))
+        _run(_pool_op(2, kind, x.shape, g.shape, kernel, stride, pad), (g, ws, gx))
+    else:
+        _run(_pool_op(2, kind, x.shape, g.shape, kernel, stride, pad), (g, gx))
+    return gx

@@ -1,0 +1,362 @@
+/* kiln's kernel layer over oneDNN's C API (see library.py).
+
+   An op is one oneDNN primitive plus everything needed to call it with plain row-major
+   arrays: for each argument whose preferred layout differs from the caller's, a second
+   buffer and a reorder. Ops are made once per shape and called many times; `kd_run` takes
+   the caller's pointers and, per argument, an optional version stamp: an input whose
+   pointer and nonzero stamp are unchanged since the last call keeps its reordered copy
+   (weights are reordered once, not per call). One mutex per op: a primitive and its
+   scratchpad must not run on two threads at once. */
+#define _POSIX_C_SOURCE 200809L
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+
+#define KD_MAX_ARGS 6
+
+int kiln_abi_version(void) { return 1; }
+
+static __thread char kd_message[512];
+const char *kd_error(void) { return kd_message; }
+
+static dnnl_engine_t kd_engine;
+static dnnl_stream_t kd_stream;
+
+#define KD_TRY(call) do { dnnl_status_t s_ = (call); if (s_ != dnnl_success) { \
+    snprintf(kd_message, sizeof kd_message, "%s failed (oneDNN status %d)", #call, (int)s_); \
+    goto fail; } } while (0)
+
+/* libgomp's, loaded with libdnnl */
+extern void omp_set_num_threads(int);
+extern int omp_get_max_threads(void);
+
+/* OpenMP threads for kiln's primitives (library.py chooses). The thread count is the
+   calling thread's OpenMP setting, which another library in the process may share (PyTorch
+   loads a libgomp.so.1 too, and torch.set_num_threads sets it): so it is set around each
+   of kiln's calls and restored after. */
+static int kd_threads = 0;
+
+int kd_set_threads(int n) {
+  if (n > 0) kd_threads = n;
+  return kd_threads ? kd_threads : omp_get_max_threads();
+}
+
+static int kd_enter(void) {
+  int before = omp_get_max_threads();
+  if (kd_threads && kd_threads != before) omp_set_num_threads(kd_threads);
+  return before;
+}
+
+static void kd_leave(int before) {
+  if (kd_threads && kd_threads != before) omp_set_num_threads(before);
+}
+
+int kd_init(void) {
+  if (kd_engine) return 0;
+  KD_TRY(dnnl_engine_create(&kd_engine, dnnl_cpu, 0));
+  KD_TRY(dnnl_stream_create(&kd_stream, kd_engine, dnnl_stream_default_flags));
+  return 0;
+fail:
+  return -1;
+}
+
+typedef struct {
+  int arg;                      /* DNNL_ARG_* */
+  int output;
+  dnnl_memory_t user, lib;      /* lib == 0: the primitive reads the caller's buffer */
+  dnnl_primitive_t reorder;
+  void *lib_buf;
+  const void *last_ptr;
+  int64_t last_stamp;
+} kd_arg;
+
+typedef struct {
+  dnnl_primitive_t prim;
+  int nargs;
+  kd_arg args[KD_MAX_ARGS];
+  dnnl_memory_t scratch;
+  void *scratch_buf;
+  pthread_mutex_t lock;
+} kd_op;
+
+static void *kd_alloc(size_t n) {
+  void *p = 0;
+  if (posix_memalign(&p, 64, n ? n : 64)) return 0;
+  return p;
+}
+
+static dnnl_memory_desc_t kd_plain(int nd, const int64_t *dims) {
+  dnnl_dims_t d, s;
+  int64_t stride = 1;
+  for (int i = nd - 1; i >= 0; i--) { d[i] = dims[i]; s[i] = stride; stride *= dims[i]; }
+  dnnl_memory_desc_t md = 0;
+  if (dnnl_memory_desc_create_with_strides(&md, nd, d, dnnl_f32, s) != dnnl_success) return 0;
+  return md;
+}
+
+static dnnl_memory_desc_t kd_any(int nd, const int64_t *dims) {
+  dnnl_dims_t d;
+  for (int i = 0; i < nd; i++) d[i] = dims[i];
+  dnnl_memory_desc_t md = 0;
+  if (dnnl_memory_desc_create_with_tag(&md, nd, d, dnnl_f32, dnnl_format_tag_any)
+      != dnnl_success) return 0;
+  return md;
+}
+
+static dnnl_primitive_attr_t kd_attr(void) {
+  dnnl_primitive_attr_t attr = 0;
+  if (dnnl_primitive_attr_create(&attr) != dnnl_success) return 0;
+  dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  return attr;
+}
+
+void kd_free(kd_op *op) {
+  if (!op) return;
+  for (int i = 0; i < op->nargs; i++) {
+    kd_arg *a = &op->args[i];
+    if (a->reorder) dnnl_primitive_destroy(a->reorder);
+    if (a->lib) dnnl_memory_destroy(a->lib);
+    if (a->user) dnnl_memory_destroy(a->user);
+    free(a->lib_buf);
+  }
+  if (op->scratch) dnnl_memory_destroy(op->scratch);
+  free(op->scratch_buf);
+  if (op->prim) dnnl_primitive_destroy(op->prim);
+  pthread_mutex_destroy(&op->lock);
+  free(op);
+}
+
+/* Build an op from a primitive descriptor. user[i] is the caller's layout of argument i
+   (0: whatever the primitive wants, e.g. a pooling workspace the caller only stores). */
+static kd_op *kd_make(dnnl_primitive_desc_t pd, int nargs, const int *args,
+                      const int *outputs, dnnl_memory_desc_t *user) {
+  kd_op *op = calloc(1, sizeof(kd_op));
+  if (!op) { snprintf(kd_message, sizeof kd_message, "out of memory"); goto fail; }
+  pthread_mutex_init(&op->lock, 0);
+  op->nargs = nargs;
+  KD_TRY(dnnl_primitive_create(&op->prim, pd));
+  const_dnnl_memory_desc_t smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (smd && dnnl_memory_desc_get_size(smd)) {
+    op->scratch_buf = kd_alloc(dnnl_memory_desc_get_size(smd));
+    KD_TRY(dnnl_memory_create(&op->scratch, smd, kd_engine, op->scratch_buf));
+  }
+  for (int i = 0; i < nargs; i++) {
+    kd_arg *a = &op->args[i];
+    a->arg = args[i];
+    a->output = outputs[i];
+    const_dnnl_memory_desc_t want = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md,
+                                                                 args[i]);
+    const_dnnl_memory_desc_t have = user[i] ? user[i] : want;
+    KD_TRY(dnnl_memory_create(&a->user, have, kd_engine, DNNL_MEMORY_NONE));
+    if (!dnnl_memory_desc_equal(want, have)) {
+      a->lib_buf = kd_alloc(dnnl_memory_desc_get_size(want));
+      KD_TRY(dnnl_memory_create(&a->lib, want, kd_engine, a->lib_buf));
+      dnnl_primitive_desc_t rpd = 0;
+      if (a->output)
+        KD_TRY(dnnl_reorder_primitive_desc_create(&rpd, want, kd_engine, have, kd_engine, 0));
+      else
+        KD_TRY(dnnl_reorder_primitive_desc_create(&rpd, have, kd_engine, want, kd_engine, 0));
+      dnnl_status_t st = dnnl_primitive_create(&a->reorder, rpd);
+      dnnl_primitive_desc_destroy(rpd);
+      KD_TRY(st);
+    }
+  }
+  for (int i = 0; i < nargs; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
+  dnnl_primitive_desc_destroy(pd);
+  return op;
+fail:
+  for (int i = 0; i < nargs; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  kd_free(op);
+  return 0;
+}
+
+/* Size in bytes of argument i as the caller stores it. */
+int64_t kd_arg_size(kd_op *op, int i) {
+  const_dnnl_memory_desc_t md = 0;
+  dnnl_memory_get_memory_desc(op->args[i].user, &md);
+  return (int64_t)dnnl_memory_desc_get_size(md);
+}
+
+static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps);
+
+int kd_run(kd_op *op, void *const *ptrs, const int64_t *stamps) {
+  int before = kd_enter();
+  pthread_mutex_lock(&op->lock);
+  int rc = kd_run_locked(op, ptrs, stamps);
+  pthread_mutex_unlock(&op->lock);
+  kd_leave(before);
+  return rc;
+}
+
+static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
+  dnnl_exec_arg_t exec[KD_MAX_ARGS + 1];
+  int n = 0;
+  for (int i = 0; i < op->nargs; i++) {
+    kd_arg *a = &op->args[i];
+    KD_TRY(dnnl_memory_set_data_handle(a->user, ptrs[i]));
+    if (a->lib && !a->output) {
+      int64_t stamp = stamps ? stamps[i] : 0;
+      if (!(stamp && stamp == a->last_stamp && ptrs[i] == a->last_ptr)) {
+        dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, a->user}, {DNNL_ARG_TO, a->lib}};
+        KD_TRY(dnnl_primitive_execute(a->reorder, kd_stream, 2, r));
+        a->last_ptr = ptrs[i];
+        a->last_stamp = stamp;
+      }
+    }
+    exec[n].arg = a->arg;
+    exec[n].memory = a->lib ? a->lib : a->user;
+    n++;
+  }
+  if (op->scratch) { exec[n].arg = DNNL_ARG_SCRATCHPAD; exec[n].memory = op->scratch; n++; }
+  KD_TRY(dnnl_primitive_execute(op->prim, kd_stream, n, exec));
+  for (int i = 0; i < op->nargs; i++) {
+    kd_arg *a = &op->args[i];
+    if (a->lib && a->output) {
+      dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, a->lib}, {DNNL_ARG_TO, a->user}};
+      KD_TRY(dnnl_primitive_execute(a->reorder, kd_stream, 2, r));
+    }
+  }
+  KD_TRY(dnnl_stream_wait(kd_stream));
+  return 0;
+fail:
+  return -1;
+}
+
+static void kd_dims(dnnl_dims_t out, int n, const int64_t *in, int64_t minus) {
+  for (int i = 0; i < n; i++) out[i] = in[i] - minus;
+}
+
+/* Convolution over nsp spatial dims; x (N,C,*S), y (N,F,*O), w (F,C/g,*K) stored as
+   (g,F/g,C/g,*K) when groups > 1. which: 0 forward (x,w,[b],y), 1 backward data
+   (gy,w,gx), 2 backward weights (x,gy,gw,[gb]). dilation is kiln's (1 = dense). */
+static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
+               const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
+               const int64_t *pad_hi, int64_t groups, int with_bias) {
+  dnnl_dims_t st, dl, pl, ph;
+  int64_t wg[DNNL_MAX_NDIMS];
+  int wnd = nsp + 2;
+  kd_dims(st, nsp, stride, 0); kd_dims(dl, nsp, dilation, 1);
+  kd_dims(pl, nsp, pad_lo, 0); kd_dims(ph, nsp, pad_hi, 0);
+  if (groups > 1) {
+    wg[0] = groups; wg[1] = wd[0] / groups;
+    for (int i = 1; i < nsp + 2; i++) wg[i + 1] = wd[i];
+    wnd = nsp + 3;
+  } else {
+    for (int i = 0; i < nsp + 2; i++) wg[i] = wd[i];
+  }
+  int64_t bd[1] = {wd[0]};
+  dnnl_memory_desc_t xa = kd_any(nsp + 2, xd), ya = kd_any(nsp + 2, yd), wa = kd_any(wnd, wg);
+  dnnl_memory_desc_t ba = with_bias ? kd_plain(1, bd) : 0;
+  dnnl_primitive_attr_t attr = kd_attr();
+  dnnl_primitive_desc_t fwd = 0, pd = 0;
+  dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
+  int args[KD_MAX_ARGS], outs[KD_MAX_ARGS], nargs = 0;
+  if (kd_init()) goto fail;
+  KD_TRY(dnnl_convolution_forward_primitive_desc_create(&fwd, kd_engine,
+      which == 0 ? dnnl_forward_inference : dnnl_forward_training, dnnl_convolution_direct,
+      xa, wa, ba, ya, st, dl, pl, ph, attr));
+  if (which == 0) {
+    pd = fwd; fwd = 0;
+    args[0] = DNNL_ARG_SRC; args[1] = DNNL_ARG_WEIGHTS; outs[0] = outs[1] = 0;
+    user[0] = kd_plain(nsp + 2, xd); user[1] = kd_plain(wnd, wg); nargs = 2;
+    if (with_bias) { args[2] = DNNL_ARG_BIAS; outs[2] = 0; user[2] = kd_plain(1, bd); nargs = 3; }
+    args[nargs] = DNNL_ARG_DST; outs[nargs] = 1; user[nargs] = kd_plain(nsp + 2, yd); nargs++;
+  } else if (which == 1) {
+    KD_TRY(dnnl_convolution_backward_data_primitive_desc_create(&pd, kd_engine,
+        dnnl_convolution_direct, xa, wa, ya, st, dl, pl, ph, fwd, attr));
+    args[0] = DNNL_ARG_DIFF_DST; args[1] = DNNL_ARG_WEIGHTS; args[2] = DNNL_ARG_DIFF_SRC;
+    outs[0] = outs[1] = 0; outs[2] = 1;
+    user[0] = kd_plain(nsp + 2, yd); user[1] = kd_plain(wnd, wg); user[2] = kd_plain(nsp + 2, xd);
+    nargs = 3;
+  } else {
+    KD_TRY(dnnl_convolution_backward_weights_primitive_desc_create(&pd, kd_engine,
+        dnnl_convolution_direct, xa, wa, ba, ya, st, dl, pl, ph, fwd, attr));
+    args[0] = DNNL_ARG_SRC; args[1] = DNNL_ARG_DIFF_DST; args[2] = DNNL_ARG_DIFF_WEIGHTS;
+    outs[0] = outs[1] = 0; outs[2] = 1;
+    user[0] = kd_plain(nsp + 2, xd); user[1] = kd_plain(nsp + 2, yd); user[2] = kd_plain(wnd, wg);
+    nargs = 3;
+    if (with_bias) { args[3] = DNNL_ARG_DIFF_BIAS; outs[3] = 1; user[3] = kd_plain(1, bd); nargs = 4; }
+  }
+  dnnl_memory_desc_destroy(xa); dnnl_memory_desc_destroy(ya); dnnl_memory_desc_destroy(wa);
+  if (ba) dnnl_memory_desc_destroy(ba);
+  dnnl_primitive_attr_destroy(attr);
+  if (fwd) dnnl_primitive_desc_destroy(fwd);
+  return kd_make(pd, nargs, args, outs, user);
+fail:
+  dnnl_memory_desc_destroy(xa); dnnl_memory_desc_destroy(ya); dnnl_memory_desc_destroy(wa);
+  if (ba) dnnl_memory_desc_destroy(ba);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (fwd) dnnl_primitive_desc_destroy(fwd);
+  for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
+  return 0;
+}
+
+/* Pooling; alg 0 max, 1 average counting padding, 2 average over the valid part.
+   which: 0 forward (x,y), 1 forward keeping the max-pool workspace (x,y,ws),
+   2 backward (gy,[ws],gx); the workspace is in oneDNN's own layout (kd_arg_size). */
+static kd_op *kd_pool_make(int which, int alg, int nsp, const int64_t *xd, const int64_t *yd,
+               const int64_t *kernel, const int64_t *stride, const int64_t *pad_lo,
+               const int64_t *pad_hi) {
+  dnnl_dims_t k, st, dl, pl, ph;
+  kd_dims(k, nsp, kernel, 0); kd_dims(st, nsp, stride, 0);
+  kd_dims(pl, nsp, pad_lo, 0); kd_dims(ph, nsp, pad_hi, 0);
+  for (int i = 0; i < nsp; i++) dl[i] = 0;
+  dnnl_alg_kind_t a = alg == 0 ? dnnl_pooling_max : alg == 1 ? dnnl_pooling_avg_include_padding
+                                                              : dnnl_pooling_avg_exclude_padding;
+  dnnl_memory_desc_t xm = kd_plain(nsp + 2, xd), ym = kd_plain(nsp + 2, yd);
+  dnnl_primitive_attr_t attr = kd_attr();
+  dnnl_primitive_desc_t fwd = 0, pd = 0;
+  dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
+  int args[KD_MAX_ARGS], outs[KD_MAX_ARGS] = {0}, nargs = 0;
+  int keep = alg == 0 && which != 0;
+  if (kd_init()) goto fail;
+  KD_TRY(dnnl_pooling_forward_primitive_desc_create(&fwd, kd_engine,
+      which == 0 ? dnnl_forward_inference : dnnl_forward_training, a, xm, ym, st, k, dl, pl, ph,
+      attr));
+  if (which < 2) {
+    pd = fwd; fwd = 0;
+    args[0] = DNNL_ARG_SRC; args[1] = DNNL_ARG_DST; outs[1] = 1; nargs = 2;
+    user[0] = kd_plain(nsp + 2, xd); user[1] = kd_plain(nsp + 2, yd);
+    if (keep) { args[2] = DNNL_ARG_WORKSPACE; outs[2] = 1; nargs = 3; }
+  } else {
+    KD_TRY(dnnl_pooling_backward_primitive_desc_create(&pd, kd_engine, a, xm, ym, st, k, dl,
+                                                       pl, ph, fwd, attr));
+    args[0] = DNNL_ARG_DIFF_DST; user[0] = kd_plain(nsp + 2, yd); nargs = 1;
+    if (keep) { args[1] = DNNL_ARG_WORKSPACE; nargs = 2; }
+    args[nargs] = DNNL_ARG_DIFF_SRC; outs[nargs] = 1; user[nargs] = kd_plain(nsp + 2, xd);
+    nargs++;
+  }
+  dnnl_memory_desc_destroy(xm); dnnl_memory_desc_destroy(ym);
+  dnnl_primitive_attr_destroy(attr);
+  if (fwd) dnnl_primitive_desc_destroy(fwd);
+  return kd_make(pd, nargs, args, outs, user);
+fail:
+  dnnl_memory_desc_destroy(xm); dnnl_memory_desc_destroy(ym);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (fwd) dnnl_primitive_desc_destroy(fwd);
+  for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
+  return 0;
+}
+
+kd_op *kd_conv(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
+               const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
+               const int64_t *pad_hi, int64_t groups, int with_bias) {
+  int before = kd_enter();
+  kd_op *op = kd_conv_make(which, nsp, xd, wd, yd, stride, dilation, pad_lo, pad_hi, groups,
+                           with_bias);
+  kd_leave(before);
+  return op;
+}
+
+kd_op *kd_pool(int which, int alg, int nsp, const int64_t *xd, const int64_t *yd,
+               const int64_t *kernel, const int64_t *stride, const int64_t *pad_lo,
+               const int64_t *pad_hi) {
+  int before = kd_enter();
+  kd_op *op = kd_pool_make(which, alg, nsp, xd, yd, kernel, stride, pad_lo, pad_hi);
+  kd_leave(before);
+  return op;
+}

@@ -1,0 +1,70 @@
+"""Averaging gradients over ranks in few messages.
+
+Each allreduce pays a latency (microseconds within a machine, tens of them across a
+network), so gradients below BUCKET_BYTES are packed into shared buckets and reduced as one
+message, as PyTorch DDP does; a large gradient is reduced on its own, in place. The same
+bucket plan serves the eager Trainer (NumPy buffers, reduced now) and a traced training
+step (symbols: the reduction becomes `allreduce` graph ops, see lowering.py).
+"""
+import os
+
+import numpy as _np
+
+BUCKET_BYTES = int(os.environ.get("KILN_DIST_BUCKET_BYTES", 1 << 18))
+
+
+def plan(avals, limit=None):
+    """Lists of indices into `avals` (things with .size and .dtype), one per message.
+
+    Small arrays of one dtype share a bucket until it holds `limit` bytes; every array of
+    at least `limit` bytes is a bucket of its own. Deterministic, so every rank agrees."""
+    limit = BUCKET_BYTES if limit is None else limit
+    buckets, open_ = [], {}
+    for i, a in enumerate(avals):
+        nbytes = a.size * _np.dtype(a.dtype).itemsize
+        if nbytes >= limit:
+            buckets.append([i])
+            continue
+        key = _np.dtype(a.dtype).str
+        group = open_.get(key)
+        if group is None:
+            group = open_[key] = [[], 0]
+            buckets.append(group[0])
+        group[0].append(i)
+        group[1] += nbytes
+        if group[1] >= limit:
+            del open_[key]
+    return buckets
+
+
+def average_buffers(buffers, reduce_buffer, limit=None):
+    """Average NumPy arrays over ranks in place; reduce_buffer(flat) averages one message."""
+    for bucket in plan(buffers, limit):
+        if len(bucket) == 1:
+            reduce_buffer(buffers[bucket[0]])
+            continue
+        flat = _np.concatenate([buffers[i].reshape(-1) for i in bucket])
+        reduce_buffer(flat)
+        start = 0
+        for i in bucket:
+            b = buffers[i]
+            b.reshape(-1)[...] = flat[start:start + b.size]
+            start += b.size
+
+
+def average_symbols(grads, reduce_symbol, limit=None):
+    """The averaged versions of traced gradients (kiln arrays), in the same order;
+    reduce_symbol(flat) adds one allreduce to the graph."""
+    from .. import np
+    out = [None] * len(grads)
+    for bucket in plan(grads, limit):
+        if len(bucket) == 1:
+            out[bucket[0]] = reduce_symbol(grads[bucket[0]])
+            continue
+        flat = reduce_symbol(np.concatenate([grads[i].reshape(-1) for i in bucket]))
+        start = 0
+        for i in bucket:
+            g = grads[i]
+            out[i] = flat[start:start + g.size].reshape(g.shape)
+            start += g.size
+    return out

@@ -1,0 +1,201 @@
+"""Eager against compiled on one function: the differential check the fuzzer and the
+regression tests share.
+
+`compare(fn, args)` runs `fn` eagerly and hybridized on each backend, on copies of the same
+arguments, and reports every difference as a `Finding`:
+  forward   -- the outputs of the tracing call, of a second call, and of a call with new
+               values of the same shapes (`new_args`);
+  arguments -- the caller's arguments afterwards (in-place updates, writes through views);
+  gradient  -- inside autograd.record(), the gradients of every float argument of a
+               weighted sum of the float outputs;
+  raises    -- when one side raises, the other must raise the same error class.
+Values compare with a tolerance for floats, exactly otherwise, NaN and Inf positions
+included (kiln's semantics; see the README's "Compiled equals eager").
+"""
+import warnings
+
+import numpy as onp
+
+from .. import autograd
+from ..ndarray import ndarray
+from ..graph.cached import hybridize
+from ..graph.tree import flatten
+
+BACKENDS = ("numpy", "c")
+
+
+class Finding:
+    """One difference: what was compared (`stage`), on which backend, and how."""
+
+    def __init__(self, stage, backend, detail):
+        self.stage, self.backend, self.detail = stage, backend, detail
+
+    @property
+    def kind(self):
+        return (self.stage, self.backend)
+
+    def __repr__(self):
+        return f"[{self.backend}] {self.stage}: {self.detail}"
+
+
+def _copy_args(args):
+    return [ndarray._wrap(onp.array(a.asnumpy() if isinstance(a, ndarray) else a, copy=True))
+            if isinstance(a, (ndarray, onp.ndarray)) else a for a in args]
+
+
+def _values(result):
+    arrays, _ = flatten(result)
+    return [a.asnumpy() for a in arrays]
+
+
+def _run(fn, args):
+    """(values or None, exception or None, the arguments afterwards)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*args)
+        return _values(out), None, [a.asnumpy() for a in args if isinstance(a, ndarray)]
+    except Exception as exc:    # noqa: BLE001 -- the exception is what is compared
+        return None, exc, [a.asnumpy() for a in args if isinstance(a, ndarray)]
+
+
+def _grads(fn, args, weights):
+    """(gradients of the float arguments, exception or None) under autograd.record()."""
+    try:
+        float_args = [a for a in args if isinstance(a, ndarray) and a.dtype.kind == "f"]
+        for a in float_args:
+            a.attach_grad()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with autograd.record():
+                outs, _ = flatten(fn(*args))
+                heads = [o for o in outs if o.dtype.kind == "f"]
+                if not heads:
+                    return None, None
+                loss = None
+                for k, o in enumerate(heads):
+                    term = (o * float(weights[k % len(weights)])).sum()
+                    loss = term if loss is None else loss + term
+            loss.backward()
+        return [a.grad.asnumpy() for a in float_args], None
+    except Exception as exc:    # noqa: BLE001
+        return None, exc
+
+
+def same_values(expected, actual, rtol=2e-4, atol=1e-5):
+    """'' when equal (NaN and Inf positions included), else what differs."""
+    if len(expected) != len(actual):
+        return f"{len(expected)} values against {len(actual)}"
+    for k, (e, a) in enumerate(zip(expected, actual)):
+        e, a = onp.asarray(e), onp.asarray(a)
+        if e.shape != a.shape or e.dtype != a.dtype:
+            return f"value {k}: {e.dtype}{list(e.shape)} against {a.dtype}{list(a.shape)}"
+        if e.dtype.kind in "fc":
+            bad = ~((onp.isnan(e) & onp.isnan(a)) | (e == a))
+            finite = onp.isfinite(e) & onp.isfinite(a)
+            tol = atol + rtol * onp.abs(e)
+            with onp.errstate(invalid="ignore", over="ignore"):
+                close = finite & (onp.abs(e.astype(onp.float64) - a) <= tol)
+            bad &= ~close
+        else:
+            bad = e != a
+        if bad.any():
+            i = tuple(int(j) for j in onp.argwhere(bad)[0])
+            return f"value {k} at {i}: expected {e[i]!r}, got {a[i]!r} " \
+                   f"({int(bad.sum())} of {e.size} differ)"
+    return ""
+
+
+def _same_error(e_exc, c_exc):
+    if e_exc is None and c_exc is None:
+        return ""
+    if e_exc is None:
+        return f"eager ran, compiled raised {type(c_exc).__name__}: {str(c_exc)[:300]}"
+    if c_exc is None:
+        return f"eager raised {type(e_exc).__name__}: {str(e_exc)[:300]}, compiled ran"
+    if not isinstance(c_exc, type(e_exc)):
+        return f"eager raised {type(e_exc).__name__}, compiled {type(c_exc).__name__}: " \
+               f"{str(c_exc)[:300]}"
+    return ""
+
+
+def traced_ops(compiled, into):
+    """Add the op names of every graph `compiled` traced (forward and backward, control-flow
+    subgraphs included) to the set `into`; returns the number of eager fallbacks."""
+    fallbacks = 0
+    for entry in compiled._cached.entries.values():
+        if entry.eager:
+            fallbacks += 1
+            continue
+        _graph_ops(entry.cap.graph, into)
+    return fallbacks
+
+
+def _graph_ops(graph, into):
+    for node in graph.nodes:
+        if not node.is_source:
+            into.add(node.op)
+        for value in node.attrs.values():
+            if hasattr(value, "nodes"):
+                _graph_ops(value, into)
+
+
+def _explained_by_control_flow(expected, got, compiled):
+    """The documented difference (README, "Compiled equals eager"): whether an output of an
+    array if/while has a gradient path is decided from the code of every branch when
+    compiled, from the branch taken when eager; so eager may raise "cannot differentiate"
+    where compiled gives zero gradients."""
+    exc = expected[1]
+    if exc is None or got[1] is not None or got[0] is None:
+        return False
+    if "cannot differentiate" not in str(exc):
+        return False
+    ops = set()
+    traced_ops(compiled, ops)
+    return bool(ops & {"cond", "while_loop"}) and all(not onp.any(g) for g in got[0])
+
+
+def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0, -0.5, 2.0),
+            strict=False, observe=None):
+    """Every difference between eager `fn` and hybridized `fn` (a list of Findings).
+    observe: a dict that gets 'ops' (the traced op names) and 'fallbacks'."""
+    findings = []
+    if observe is not None:
+        observe.setdefault("ops", set())
+        observe.setdefault("fallbacks", 0)
+    e_out, e_exc, e_after = _run(fn, _copy_args(args))
+    if observe is not None:
+        observe["eager_raised"] = type(e_exc).__name__ if e_exc is not None else None
+    e_new = _run(fn, _copy_args(new_args)) if new_args is not None else None
+    e_grad = _grads(fn, _copy_args(args), weights) if grad else None
+    for backend in backends:
+        compiled = hybridize(fn, backend=backend, strict=strict)
+
+        def check(stage, expected, got):
+            msg = _same_error(expected[1], got[1])
+            if not msg and expected[1] is None and expected[0] is not None:
+                msg = same_values(expected[0], got[0])
+            if msg:
+                findings.append(Finding(stage, backend, msg))
+
+        calls = [("forward", (e_out, e_exc)), ("second call", (e_out, e_exc))]
+        for stage, expected in calls:
+            got_out, got_exc, got_after = _run(compiled, _copy_args(args))
+            check(stage, expected, (got_out, got_exc))
+            if e_exc is None and got_exc is None:
+                msg = same_values(e_after, got_after)
+                if msg:
+                    findings.append(Finding("arguments", backend, msg))
+        if e_new is not None:
+            got = _run(compiled, _copy_args(new_args))
+            check("new values", e_new[:2], got[:2])
+        if grad:
+            got = _grads(compiled, _copy_args(args), weights)
+            if _explained_by_control_flow(e_grad, got, compiled):
+                if observe is not None:
+                    observe["explained"] = observe.get("explained", 0) + 1
+            else:
+                check("gradient", e_grad, got)
+        if observe is not None:
+            observe["fallbacks"] += traced_ops(compiled, observe["ops"])
+    return findings

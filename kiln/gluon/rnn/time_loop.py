@@ -1,0 +1,32 @@
+"""The time loop of a recurrent layer: step(x_t, states) -> (y_t, new_states) along axis 0.
+
+Eagerly it is a Python loop over `step`. While hybridize traces, `step` is traced once as
+the body of a `scan` node (kiln/ops/scan.py), so the compiled program loops over time
+itself, for any length, and its gradient runs the body's gradient in reverse.
+"""
+from ... import autograd, np as knp
+from ...graph import trace
+
+
+class _Rows(autograd.Function):
+    """xs -> its rows xs[0], xs[1], ...: one tape entry whose backward stacks the rows'
+    gradients (indexing row by row would give each row a full-size gradient: T^2 work)."""
+
+    def forward(self, xs):
+        return [xs[t] for t in range(xs.shape[0])]
+
+    def backward(self, *grads):
+        return knp.stack(grads)
+
+
+def run(step, xs, states, reverse=False):
+    """(ys stacked along axis 0, final states); reverse walks t = T-1 .. 0."""
+    if trace.current() is not None:
+        from ...graph.scan_trace import emit_scan
+        return emit_scan(step, xs, states, reverse=reverse)
+    length = xs.shape[0]
+    rows = _Rows()(xs) if autograd.is_recording() else [xs[t] for t in range(length)]
+    ys = [None] * length
+    for t in (range(length - 1, -1, -1) if reverse else range(length)):
+        ys[t], states = step(rows[t], states)
+    return knp.stack(ys), states

@@ -1,0 +1,41 @@
+"""Absent output gradients are zeros that are never multiplied.
+
+Eager backward() visits only the tape entries its heads reach: an output that no loss
+uses contributes nothing, so `0 * inf` never happens there. A compiled backward graph takes
+one incoming gradient per output; feeding zeros for the unused ones would compute
+`0 * inf = nan` through that output's chain (an argument divided by zero and left unused,
+say). Given the gradient inputs that are absent, this pass replaces every node that
+depends on them alone with zeros, before any arithmetic: a backward graph is linear in its
+incoming gradients, so such a node is exactly zero in eager's sense.
+"""
+from ..ir import Node, rewrite
+
+
+def prune_zero_cotangents(graph, cotangents, absent):
+    """graph: a backward graph; cotangents: its incoming-gradient input nodes; absent: the
+    subset that is zero. Returns a graph with the same inputs and outputs."""
+    grads = {id(n) for n in cotangents}
+    zero = {id(n) for n in absent}
+    depends = set(grads)
+    for n in graph.nodes:
+        if n.is_source:
+            continue
+        touched = [i for i in n.inputs if id(i) in depends]
+        if touched:
+            depends.add(id(n))
+            if all(id(i) in zero for i in touched):
+                zero.add(id(n))
+
+    def replace(node, inputs):
+        if id(node) in zero and not node.is_source:
+            return Node("full", (), {"shape": node.shape, "value": 0, "dtype": node.dtype},
+                        node.shape, node.dtype)
+        return None
+
+    pruned = rewrite(graph, replace)
+    # an output that is an absent input itself
+    outputs = [Node("full", (), {"shape": o.shape, "value": 0, "dtype": o.dtype}, o.shape,
+                    o.dtype) if id(o) in {id(a) for a in absent} else o
+               for o in pruned.outputs]
+    from ..ir import Graph
+    return Graph(graph.inputs, graph.params, outputs, graph.name)

@@ -1,0 +1,2 @@
+"""`kiln.mod`: MXNet 1.x's Module API."""
+from .module import Module, load_checkpoint  # noqa: F401

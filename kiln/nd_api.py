@@ -1,0 +1,156 @@
+"""MXNet 1.x's NDArray namespace (`kiln.nd`, `kiln.ndarray`), mapped onto kiln.
+
+`kiln.ndarray` stays the module of kiln's one array type; its module-level lookups (and
+kiln.symbol's, the `F` of hybrid_forward) come here first (f_namespace.py), then to npx
+and np. Where MXNet 1.x and its numpy interface differ, these follow 1.x: float32 arrays by
+default, `shape=` in random functions, `concat(*arrays, dim=1)`, `dot` over the last and
+first axes, `save`/`load` in MXNet's binary format.
+
+The MXNet op names (FullyConnected, Activation, ...) are the entries of kiln/mxnet_ops.py;
+called with Symbols they build a symbol node, called with arrays they compute.
+"""
+import numpy as _np
+
+from . import np as knp
+from .base import KilnError, where_in_user_code
+from .mxnet_ops import OPS
+from .ndarray import ndarray
+
+NDArray = ndarray
+
+
+def _dtype(dtype):
+    return _np.dtype(dtype or "float32")
+
+
+def array(source_array, ctx=None, dtype=None):
+    if isinstance(source_array, ndarray):
+        return source_array.astype(dtype or source_array.dtype)
+    return ndarray._wrap(_np.array(source_array, dtype=_dtype(dtype)))
+
+
+def zeros(shape, ctx=None, dtype=None, **_):
+    return knp.zeros(shape, dtype=_dtype(dtype))
+
+
+def ones(shape, ctx=None, dtype=None, **_):
+    return knp.ones(shape, dtype=_dtype(dtype))
+
+
+def empty(shape, ctx=None, dtype=None):
+    return zeros(shape, ctx, dtype)
+
+
+def full(shape, val, ctx=None, dtype=None, **_):
+    return knp.full(shape, val, dtype=_dtype(dtype))
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
+    out = knp.arange(start, stop, step, dtype=_dtype(dtype))
+    return knp.repeat(out, int(repeat)) if int(repeat) > 1 else out
+
+
+def zeros_like(data, **_):
+    return knp.zeros_like(data)
+
+
+def ones_like(data, **_):
+    return knp.ones_like(data)
+
+
+def waitall():
+    """kiln computes synchronously; nothing is pending."""
+
+
+def _named_values(data, what):
+    if isinstance(data, ndarray):
+        return [data._concrete(what)], None
+    if isinstance(data, dict):
+        for k in data:
+            if not isinstance(k, str):
+                raise KilnError(f"{what}: dict keys must be strings, got {k!r}"
+                                + where_in_user_code())
+        return [v._concrete(what) for v in data.values()], list(data)
+    if isinstance(data, (list, tuple)):
+        return [v._concrete(what) for v in data], None
+    raise KilnError(f"{what}: expected an NDArray, a list or a dict of them, got "
+                    f"{type(data).__name__}" + where_in_user_code())
+
+
+def save(fname, data):
+    """MXNet's binary NDArray format, which MXNet itself loads (export/mxnet_params.py)."""
+    from .export import mxnet_params
+    arrays, names = _named_values(data, "nd.save")
+    mxnet_params.write(fname, arrays, names)
+
+
+def load(fname):
+    """A dict (named file) or list of arrays, from MXNet's binary format or kiln's npz."""
+    from .export import mxnet_params
+    try:
+        with open(fname, "rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise KilnError(f"nd.load: cannot read {fname}: {exc}") from None
+    if not mxnet_params.is_mxnet_params(head):
+        from .npx.io import load as npz_load
+        return npz_load(fname)
+    arrays, names = mxnet_params.read(fname)
+    arrays = [ndarray._wrap(a) for a in arrays]
+    return dict(zip(names, arrays)) if names is not None else arrays
+
+
+def concat(*data, dim=1, **kw):
+    return mx_function("Concat")(*data, dim=dim, **kw)
+
+
+# ---- MXNet ops by name: symbols build nodes, arrays compute -------------------------------
+
+_functions = {}
+
+
+def _is_symbol(value):
+    from .sym_graph import Symbol
+    return isinstance(value, Symbol)
+
+
+def mx_function(name):
+    fn = _functions.get(name)
+    if fn is not None:
+        return fn
+    op = OPS[name]
+
+    def call(*args, **kwargs):
+        if op.variadic and len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        if any(_is_symbol(a) for a in args) or any(_is_symbol(v) for v in kwargs.values()):
+            from .sym_graph import call_op
+            return call_op(name, args, kwargs)
+        kwargs.pop("name", None)
+        kwargs.pop("out", None)
+        # NumPy arrays and lists in input positions become arrays; later ones are attrs
+        n_inputs = len(args) if op.variadic else len(op.input_names(kwargs))
+        args = tuple(knp.asarray(a) if k < n_inputs and isinstance(a, (_np.ndarray, list))
+                     else a for k, a in enumerate(args))
+        return op.fn(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"MXNet's {name} (kiln/mxnet_ops.py), on arrays or Symbols."
+    _functions[name] = call
+    return call
+
+
+def lookup(name):
+    """An nd-namespace name, or None (the caller then tries npx and np)."""
+    if name == "random":
+        from . import nd_random
+        return nd_random
+    if name in _PUBLIC:
+        return _PUBLIC[name]
+    if name in OPS and not name.startswith("_"):
+        return mx_function(name)
+    return None
+
+
+_PUBLIC = {n: globals()[n] for n in ("NDArray array zeros ones empty full arange zeros_like "
+                                     "ones_like waitall save load concat").split()}

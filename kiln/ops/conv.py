@@ -1,0 +1,188 @@
+"""Convolution as three primitives: conv, and the two halves of its gradient.
+
+    conv(x, w)              x (N, C, *S), w (F, C/groups, *K)  ->  y (N, F, *O)
+    conv_grad_data(g, w)    the adjoint of conv in x:  g (N, F, *O)  ->  (N, C, *S)
+    conv_grad_weight(x, g)  the adjoint of conv in w:  g (N, F, *O)  ->  (F, C/groups, *K)
+
+The three are closed under differentiation (each one's gradient is made of the others), so
+gradients of any order stay on the kernel library. Each primitive runs on oneDNN when it is
+available (kiln/backend/dnnl) and otherwise on its decomposition into kiln's `windows`
+(im2col) and matmul. The decomposition is also what backends without a conv kernel run
+(kiln/graph/passes/expand_heavy.py), so both paths compute the same function.
+`pad` is (lo, hi) per spatial dimension.
+"""
+import numpy as _np
+
+from .registry import register
+from .window import window_out_size, _check
+from ..base import op_error
+
+
+def _attrs_ok(op, nsp, stride, dilation, pad, groups):
+    if not (len(stride) == len(dilation) == nsp and len(pad) == 2 * nsp):
+        raise op_error(op, f"stride {stride}, dilation {dilation} and pad {pad} do not fit "
+                       f"{nsp} spatial dimension(s)")
+    if groups < 1 or any(p < 0 for p in pad):
+        raise op_error(op, f"groups must be positive and pads non-negative, got groups="
+                       f"{groups}, pad={pad}")
+
+
+def _check_weight(op, c, f, w_shape, groups):
+    if f % groups or c != w_shape[1] * groups:
+        raise op_error(op, f"the input has {c} channels but the weight of shape "
+                       f"{tuple(w_shape)} with {groups} group(s) expects "
+                       f"{w_shape[1] * groups} (and {f} filters must divide into the groups)")
+
+
+def conv_out_shape(op, x_shape, w_shape, stride, dilation, pad, groups):
+    nsp = len(w_shape) - 2
+    if len(x_shape) != nsp + 2:
+        raise op_error(op, f"expected an input of {nsp + 2} dimensions (N, C, {nsp} spatial) "
+                       f"for the weight of shape {tuple(w_shape)}, got {tuple(x_shape)}")
+    _attrs_ok(op, nsp, stride, dilation, pad, groups)
+    _check_weight(op, x_shape[1], w_shape[0], w_shape, groups)
+    out = _check(op, x_shape, tuple(w_shape[2:]), stride, dilation, pad)
+    return (x_shape[0], w_shape[0]) + out
+
+
+def _conv_rule(x, w, stride, dilation, pad, groups=1):
+    if x.dtype != w.dtype:
+        raise op_error("conv", f"input dtype {x.dtype} and weight dtype {w.dtype} differ")
+    return conv_out_shape("conv", x.shape, w.shape, stride, dilation, pad, groups), x.dtype
+
+
+def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1):
+    from ..autograd import input_needed
+    a = dict(stride=stride, dilation=dilation, pad=pad, groups=groups)
+    return (conv_grad_data(g, w, in_shape=tuple(x.shape[2:]), **a) if input_needed(0) else None,
+            conv_grad_weight(x, g, kernel=tuple(w.shape[2:]), **a) if input_needed(1) else None)
+
+
+def _dnnl():
+    from ..backend.dnnl import ops
+    return ops
+
+
+def _eval(decomposition, *arrays, **attrs):
+    """Run a decomposition eagerly on NumPy values: kiln's own kernels."""
+    from .. import autograd
+    from ..ndarray import ndarray
+    with autograd.pause():
+        return decomposition(*[ndarray._wrap(a) for a in arrays], **attrs)._data
+
+
+@register("conv", _conv_rule, _conv_grad)
+def conv(x, w, stride, dilation, pad, groups=1):
+    shape = _conv_rule(x, w, stride, dilation, pad, groups)[0]
+    y = _dnnl().conv_forward(x, w, shape, stride, dilation, pad, groups)
+    if y is None:
+        y = _eval(conv_by_windows, x, w, stride=stride, dilation=dilation, pad=pad,
+                  groups=groups)
+    return y
+
+
+def _grad_data_rule(g, w, in_shape, stride, dilation, pad, groups=1):
+    x_shape = (g.shape[0], w.shape[1] * groups) + tuple(in_shape)
+    want = conv_out_shape("conv_grad_data", x_shape, w.shape, stride, dilation, pad, groups)
+    if tuple(g.shape) != want:
+        raise op_error("conv_grad_data", f"gradient of shape {tuple(g.shape)} does not fit a "
+                       f"convolution output of shape {want}")
+    return x_shape, g.dtype
+
+
+def _grad_data_grad(c, out, g, w, in_shape, stride, dilation, pad, groups=1):
+    a = dict(stride=stride, dilation=dilation, pad=pad, groups=groups)
+    return (conv(c, w, **a), conv_grad_weight(c, g, kernel=tuple(w.shape[2:]), **a))
+
+
+@register("conv_grad_data", _grad_data_rule, _grad_data_grad)
+def conv_grad_data(g, w, in_shape, stride, dilation, pad, groups=1):
+    shape = _grad_data_rule(g, w, in_shape, stride, dilation, pad, groups)[0]
+    gx = _dnnl().conv_backward_data(g, w, shape, stride, dilation, pad, groups)
+    if gx is None:
+        gx = _eval(conv_grad_data_by_windows, g, w, in_shape=in_shape, stride=stride,
+                   dilation=dilation, pad=pad, groups=groups)
+    return gx
+
+
+def _grad_weight_rule(x, g, kernel, stride, dilation, pad, groups=1):
+    w_shape = (g.shape[1], x.shape[1] // max(groups, 1)) + tuple(kernel)
+    want = conv_out_shape("conv_grad_weight", x.shape, w_shape, stride, dilation, pad, groups)
+    if tuple(g.shape) != want:
+        raise op_error("conv_grad_weight", f"gradient of shape {tuple(g.shape)} does not fit "
+                       f"a convolution output of shape {want}")
+    return w_shape, x.dtype
+
+
+def _grad_weight_grad(c, out, x, g, kernel, stride, dilation, pad, groups=1):
+    a = dict(stride=stride, dilation=dilation, pad=pad, groups=groups)
+    return (conv_grad_data(g, c, in_shape=tuple(x.shape[2:]), **a), conv(x, c, **a))
+
+
+@register("conv_grad_weight", _grad_weight_rule, _grad_weight_grad)
+def conv_grad_weight(x, g, kernel, stride, dilation, pad, groups=1):
+    shape = _grad_weight_rule(x, g, kernel, stride, dilation, pad, groups)[0]
+    gw = _dnnl().conv_backward_weights(x, g, shape, stride, dilation, pad, groups)
+    if gw is None:
+        gw = _eval(conv_grad_weight_by_windows, x, g, kernel=kernel, stride=stride,
+                   dilation=dilation, pad=pad, groups=groups)
+    return gw
+
+
+# ---- decompositions into windows + matmul (kiln's own kernels) ----------------------------
+
+def _grouped_cols(x, kernel, stride, dilation, pad, groups):
+    """windows(x) as (groups, rows, C/groups * prod(kernel)), and the output spatial shape."""
+    from .. import np as knp
+    from .window import windows
+    nsp = len(kernel)
+    cols = windows(x, kernel=tuple(kernel), stride=stride, dilation=dilation, pad=pad,
+                   pad_value=0.0)
+    out_sp = tuple(cols.shape[1:1 + nsp])
+    rows = x.shape[0] * int(_np.prod(out_sp, dtype=_np.int64))
+    cg = x.shape[1] // groups
+    kk = int(_np.prod(kernel, dtype=_np.int64))
+    cols = knp.reshape(cols, (rows, groups, cg * kk))
+    return knp.transpose(cols, (1, 0, 2)), out_sp
+
+
+def _grouped_rows(g, groups):
+    """g (N, F, *O) as (groups, rows, F/groups)."""
+    from .. import np as knp
+    f = g.shape[1]
+    rows = knp.reshape(knp.moveaxis(g, 1, -1), (-1, groups, f // groups))
+    return knp.transpose(rows, (1, 0, 2))
+
+
+def conv_by_windows(x, w, stride, dilation, pad, groups=1):
+    from .. import np as knp
+    f, kernel = w.shape[0], tuple(w.shape[2:])
+    cols, out_sp = _grouped_cols(x, kernel, stride, dilation, pad, groups)
+    wg = knp.transpose(knp.reshape(w, (groups, f // groups, -1)), (0, 2, 1))
+    y = knp.matmul(cols, wg)                                  # (groups, rows, F/groups)
+    y = knp.reshape(knp.transpose(y, (1, 0, 2)), (x.shape[0],) + out_sp + (f,))
+    return knp.moveaxis(y, -1, 1)
+
+
+def conv_grad_data_by_windows(g, w, in_shape, stride, dilation, pad, groups=1):
+    from .. import np as knp
+    from .window import unwindows
+    f, kernel = w.shape[0], tuple(w.shape[2:])
+    c = w.shape[1] * groups
+    nsp = len(kernel)
+    cols = knp.matmul(_grouped_rows(g, groups), knp.reshape(w, (groups, f // groups, -1)))
+    cols = knp.reshape(knp.transpose(cols, (1, 0, 2)),
+                       (g.shape[0],) + tuple(g.shape[2:]) + (c,) + kernel)
+    return unwindows(cols, in_shape=tuple(in_shape), kernel=kernel, stride=stride,
+                     dilation=dilation, pad=pad)
+
+
+def conv_grad_weight_by_windows(x, g, kernel, stride, dilation, pad, groups=1):
+    from .. import np as knp
+    cols, _ = _grouped_cols(x, kernel, stride, dilation, pad, groups)
+    gw = knp.matmul(knp.transpose(_grouped_rows(g, groups), (0, 2, 1)), cols)
+    return knp.reshape(gw, (g.shape[1], x.shape[1] // groups) + tuple(kernel))
+
+
+DECOMPOSITIONS = {"conv": conv_by_windows, "conv_grad_data": conv_grad_data_by_windows,
+                  "conv_grad_weight": conv_grad_weight_by_windows}

@@ -1,0 +1,134 @@
+"""Pooling as two primitives: pool and its gradient in x.
+
+    pool(x, kind)          x (N, C, *S) -> (N, C, *O); kind is 'max', 'avg' (dividing by the
+                           window size, padding included) or 'avg_valid' (by the number of
+                           input elements in the window)
+    pool_grad(g, x, kind)  the gradient in x; max pooling sends each output's gradient to
+                           the first maximum of its window (as oneDNN and PyTorch do)
+
+Like conv.py: oneDNN when available, else the decomposition into `windows`, which is also
+what backends without a pooling kernel run. `pad` is (lo, hi) per spatial dimension; the
+padding never wins a max and counts in 'avg' only.
+"""
+import numpy as _np
+
+from .registry import register
+from .window import _check
+from .conv import _eval, _dnnl
+from ..base import op_error
+
+KINDS = ("max", "avg", "avg_valid")
+
+
+def _pool_rule(x, kind, kernel, stride, pad):
+    if kind not in KINDS:
+        raise op_error("pool", f"kind must be one of {KINDS}, got {kind!r}")
+    if x.dtype.kind != "f":
+        raise op_error("pool", f"expected a floating-point input, got {x.dtype}")
+    out = _check("pool", x.shape, kernel, stride, (1,) * len(kernel), pad)
+    if kind == "max" and any(pad[2 * i + j] >= kernel[i] for i in range(len(kernel))
+                             for j in (0, 1)):
+        raise op_error("pool", f"max pooling needs each pad smaller than the kernel, got "
+                       f"pad {pad} for kernel {kernel}")
+    return tuple(x.shape[:2]) + out, x.dtype
+
+
+def _pool_grad(g, out, x, kind, kernel, stride, pad):
+    return (pool_grad(g, x, kind=kind, kernel=kernel, stride=stride, pad=pad),)
+
+
+@register("pool", _pool_rule, _pool_grad)
+def pool(x, kind, kernel, stride, pad):
+    shape = _pool_rule(x, kind, kernel, stride, pad)[0]
+    y = _dnnl().pool_forward(x, kind, shape, kernel, stride, pad)
+    if y is None:
+        y = _eval(pool_by_windows, x, kind=kind, kernel=kernel, stride=stride, pad=pad)
+    return y
+
+
+def _pool_grad_rule(g, x, kind, kernel, stride, pad):
+    want = _pool_rule(x, kind, kernel, stride, pad)[0]
+    if tuple(g.shape) != want:
+        raise op_error("pool_grad", f"gradient of shape {tuple(g.shape)} does not fit the "
+                       f"pooled shape {want}")
+    return tuple(x.shape), x.dtype
+
+
+def _pool_grad_grad(c, out, g, x, kind, kernel, stride, pad):
+    """pool_grad is linear in g; for 'max' its adjoint picks c at each window's maximum."""
+    if kind != "max":
+        return (pool(c, kind=kind, kernel=kernel, stride=stride, pad=pad), None)
+    from .. import np as knp
+    picked = knp.sum(_window_columns(c, kernel, stride, pad, 0.0)
+                     * _first_max_mask(x, kernel, stride, pad), axis=-1)
+    return (knp.moveaxis(picked, -1, 1), None)
+
+
+@register("pool_grad", _pool_grad_rule, _pool_grad_grad)
+def pool_grad(g, x, kind, kernel, stride, pad):
+    _pool_grad_rule(g, x, kind, kernel, stride, pad)
+    gx = _dnnl().pool_backward(g, x, kind, kernel, stride, pad)
+    if gx is None:
+        gx = _eval(pool_grad_by_windows, g, x, kind=kind, kernel=kernel, stride=stride, pad=pad)
+    return gx
+
+
+# ---- decompositions into windows --------------------------------------------------------
+
+def _window_columns(x, kernel, stride, pad, fill):
+    """(N, *O, C, prod(kernel)): every output position's window, flattened."""
+    from .. import np as knp
+    from .window import windows
+    cols = windows(x, kernel=tuple(kernel), stride=stride, dilation=(1,) * len(kernel),
+                   pad=pad, pad_value=fill)
+    return knp.reshape(cols, tuple(cols.shape[:-len(kernel)]) + (-1,))
+
+
+def _first_max_mask(x, kernel, stride, pad):
+    """1 at the first maximum of each window, 0 elsewhere, shaped like _window_columns."""
+    from .. import np as knp
+    from .reduce import argmax
+    cols = _window_columns(x, kernel, stride, pad, -_np.inf).detach()
+    first = argmax(cols, axis=-1, keepdims=True)
+    slots = knp.arange(cols.shape[-1], dtype=first.dtype)
+    return (slots == first).astype(x.dtype)
+
+
+def _valid_counts(x, kernel, stride, pad):
+    """(1, *O, 1): how many input elements each window covers (padding excluded)."""
+    from .. import np as knp
+    from ..ndarray import ndarray
+    ones = ndarray._wrap(_np.ones((1, 1) + tuple(x.shape[2:]), x.dtype))
+    return knp.sum(_window_columns(ones, kernel, stride, pad, 0.0), axis=-1)
+
+
+def pool_by_windows(x, kind, kernel, stride, pad):
+    from .. import np as knp
+    if kind == "max":
+        y = knp.max(_window_columns(x, kernel, stride, pad, -_np.inf), axis=-1)
+    else:
+        y = knp.sum(_window_columns(x, kernel, stride, pad, 0.0), axis=-1)
+        y = y / (_valid_counts(x, kernel, stride, pad) if kind == "avg_valid"
+                 else int(_np.prod(kernel)))
+    return knp.moveaxis(y, -1, 1)
+
+
+def pool_grad_by_windows(g, x, kind, kernel, stride, pad):
+    from .. import np as knp
+    from .window import unwindows
+    nsp = len(kernel)
+    gm = knp.expand_dims(knp.moveaxis(g, 1, -1), -1)             # (N, *O, C, 1)
+    if kind == "max":
+        cols = gm * _first_max_mask(x, kernel, stride, pad)
+    else:
+        scale = (1.0 / _valid_counts(x, kernel, stride, pad) if kind == "avg_valid"
+                 else 1.0 / int(_np.prod(kernel)))
+        if kind == "avg_valid":
+            scale = knp.expand_dims(scale, -1)
+        cols = knp.broadcast_to(gm * scale, tuple(gm.shape[:-1]) + (int(_np.prod(kernel)),))
+    cols = knp.reshape(cols, tuple(cols.shape[:-1]) + tuple(kernel))
+    return unwindows(cols, in_shape=tuple(x.shape[2:]), kernel=tuple(kernel), stride=stride,
+                     dilation=(1,) * nsp, pad=pad)
+
+
+DECOMPOSITIONS = {"pool": pool_by_windows, "pool_grad": pool_grad_by_windows}

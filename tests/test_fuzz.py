@@ -1,0 +1,56 @@
+"""kiln's differential fuzzer (kiln/fuzz): a fixed-seed run in CI, and its parts.
+
+`python -m kiln fuzz --minutes N` runs longer; every bug it finds becomes a regression test
+in test_compiled_equals_eager.py.
+"""
+import pytest
+
+from kiln.fuzz.child import Child
+from kiln.fuzz.generate import generate
+from kiln.fuzz.minimize import minimize, split_body
+from kiln.fuzz.run import fuzz
+
+CI_SEED, CI_PROGRAMS = 20261123, 20
+
+
+def test_fixed_seed_budget_finds_nothing():
+    lines = []
+    report = fuzz(minutes=2.0, seed=CI_SEED, max_programs=CI_PROGRAMS, do_minimize=False,
+                  out=lines.append, jobs=2)
+    assert report.programs == CI_PROGRAMS
+    assert (report.mismatches, report.crashes, report.hangs) == (0, 0, 0), "\n".join(lines)
+    assert len(report.ops) >= 35      # a real spread of the registry, not a few ops
+
+
+def test_generation_is_deterministic_and_runnable():
+    a, b = generate(5, 3), generate(5, 3)
+    assert a.source() == b.source()
+    assert generate(5, 4).source() != a.source()
+    namespace = {"__name__": "not_main"}
+    exec(compile(a.source(), "<fuzz>", "exec"), namespace)    # noqa: S102
+    namespace["f"](*namespace["ARGS"])
+
+
+def test_child_reports_a_crash_and_recovers():
+    child = Child(timeout=60)
+    try:
+        crash = "import ctypes\nctypes.string_at(0)\n" + generate(1, 0).source()
+        status, source, result = child.run({"source": crash})
+        assert status == "crash" and source == crash
+        assert result["exit"] != 0
+        status, _, result = child.run({"source": generate(1, 1).source()})
+        assert status == "ok"
+    finally:
+        child.close()
+
+
+def test_minimize_drops_what_the_failure_does_not_need():
+    source = generate(7, 2).source()
+    _, body, _ = split_body(source)
+    keep = body[0][0].strip()
+
+    def still_fails(candidate):
+        return keep in candidate
+    small = minimize(source, still_fails)
+    _, small_body, _ = split_body(small)
+    assert [line.strip() for stmt in small_body for line in stmt] == [keep]

@@ -1,0 +1,34 @@
+"""The pass that drops absent output gradients from a backward graph (no 0 * inf)."""
+import numpy as onp
+
+from kiln.graph.ir import Graph, Node
+from kiln.graph.passes.zero_cotangents import prune_zero_cotangents
+from kiln.backend.numpy_exec import NumpyProgram
+
+
+def _input(name, shape=(3,)):
+    return Node("input", (), {}, shape, "float32", name=name)
+
+
+def test_absent_cotangent_chain_becomes_zeros():
+    g0, g1, r = _input("g0"), _input("g1"), _input("r")
+    scaled = Node("multiply", (g1, r), {}, (3,), "float32")       # g1 * inf -> nan
+    total = Node("add", (g0, scaled), {}, (3,), "float32")
+    only_dead = Node("negative", (g1,), {}, (3,), "float32")
+    graph = Graph([g0, g1, r], [], [total, only_dead])
+    pruned = prune_zero_cotangents(graph, [g0, g1], [g1])
+    assert pruned.inputs == graph.inputs
+    ins = [onp.ones(3, "float32"), onp.zeros(3, "float32"),
+           onp.full(3, onp.inf, "float32")]
+    total_v, dead_v = NumpyProgram(pruned)(ins, [])
+    onp.testing.assert_array_equal(total_v, [1, 1, 1])
+    onp.testing.assert_array_equal(dead_v, [0, 0, 0])
+    # without pruning, the same inputs give NaN: what the pass exists to avoid
+    assert onp.isnan(NumpyProgram(graph)(ins, [])[0]).all()
+
+
+def test_nothing_absent_changes_nothing():
+    g0, r = _input("g0"), _input("r")
+    out = Node("multiply", (g0, r), {}, (3,), "float32")
+    graph = Graph([g0, r], [], [out])
+    assert prune_zero_cotangents(graph, [g0], []).outputs[0] is out
