@@ -53,6 +53,8 @@ def _resize_numpy(img, w, h, interp):
     Image = _pil_image()
     if w <= 0 or h <= 0:
         raise KilnError(f"image.imresize: size must be positive, got w={w}, h={h}")
+    if img.shape[:2] == (h, w):
+        return img  # every interpolation maps a grid onto itself unchanged
     resample = _resample(interp, Image)
     squeeze = img.ndim == 2
     planes = img[:, :, None] if squeeze else img

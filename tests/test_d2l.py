@@ -14,7 +14,6 @@ pytest.importorskip("d2l")
 for _module in ("pandas", "matplotlib", "requests", "IPython", "matplotlib_inline"):
     pytest.importorskip(_module, reason="`from d2l import mxnet` imports it (dev extra)")
 pytest.importorskip("PIL", reason="transforms.Resize needs Pillow (image extra)")
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 import kiln  # noqa: E402
 from kiln import mxnet_alias  # noqa: E402
@@ -25,6 +24,8 @@ from vision_files import write_mnist  # noqa: E402
 @pytest.fixture(scope="module")
 def d2l():
     pytest.importorskip("kiln.gluon.rnn", reason="gluon.rnn is not in this tree")
+    import matplotlib
+    matplotlib.use("Agg")  # d2l draws its progress plots; no display here
     mxnet_alias.install()
     from d2l import mxnet as d2l_mxnet
     yield d2l_mxnet

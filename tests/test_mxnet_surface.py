@@ -173,3 +173,23 @@ def test_trainer_over_several_cpu_contexts_equals_one_device(hybridize):
         tr2.step(8)
     for w1, w2 in zip(weights(net1), weights(net2)):
         onp.testing.assert_allclose(w2, w1, rtol=1e-5, atol=1e-6)
+
+
+def test_reinitializing_on_one_context_restores_plain_gradients():
+    """d2l's multi-GPU chapter re-initializes one net with force_reinit on 1, then 2
+    devices; each time the gradient mode must follow the new context list."""
+    net = nn.Dense(2, in_units=3)
+    net.initialize(ctx=[npx.cpu(0), npx.cpu(1)])
+    net.initialize(ctx=npx.cpu(), force_reinit=True)
+    x = np.ones((1, 3))
+    for _ in range(2):
+        with autograd.record():
+            y = net(x).sum()
+        y.backward()
+    onp.testing.assert_allclose(net.weight.grad().asnumpy(), onp.ones((2, 3)))  # not 2s
+    net.initialize(ctx=[npx.cpu(0), npx.cpu(1)], force_reinit=True)
+    for _ in range(2):
+        with autograd.record():
+            y = net(x).sum()
+        y.backward()
+    onp.testing.assert_allclose(net.weight.grad().asnumpy(), 2 * onp.ones((2, 3)))

@@ -156,6 +156,7 @@ def test_image_folder_dataset(tmp_path):
 
 
 def test_dataset_methods_and_worker_loading(tmp_path, offline, unverified):
+    pytest.importorskip("PIL", reason="transforms.Resize needs Pillow (image extra)")
     written = write_mnist(str(tmp_path), n_train=40)
     ds = vision.MNIST(root=str(tmp_path))
     labels = written["train"][1]

@@ -152,14 +152,16 @@ class Parameter:
         """
         from .. import init as kinit
         check_usable(ctx, f"Parameter {self._label()}.initialize")
-        self._ctx_list = [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
-            else [Context(ctx) if ctx is not None else cpu()]
         if _path is not None:
             self._path = _path
         if self._data is not None and not force_reinit:
             warnings.warn(f"Parameter {self._label()} is already initialized, ignoring. "
                           "Set force_reinit=True to re-initialize.", stacklevel=3)
             return False
+        self._ctx_list = [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
+            else [Context(ctx) if ctx is not None else cpu()]
+        if self._data is not None:  # re-initialized in place: the gradient mode may change
+            self._data.attach_grad(self._array_grad_req())
         if default_init is None:
             default_init = kinit.Uniform()
         own = init if init is not None else self.init

@@ -9,23 +9,22 @@ import math
 import numpy as _np
 
 from ....base import KilnError, normalize_dtype
+from ....ndarray import ndarray
+from ....ops.creation import _RandomState
 from .... import image as _image
 
 
 def to_numpy(x, what):
-    from ....ndarray import ndarray
     if isinstance(x, ndarray):
         return x._concrete(what)
     return _np.asarray(x)
 
 
 def wrap(arr):
-    from ....ndarray import ndarray
     return ndarray._wrap(_np.ascontiguousarray(arr))
 
 
 def rng():
-    from ....ops.creation import _RandomState
     return _RandomState.generator
 
 
