@@ -99,12 +99,28 @@ def _as_array(value, name):
 
 
 def evaluate_eager(symbol, values):
-    def feed(node, _hint):
-        if node.name not in values:
-            raise KilnError(f"Symbol.eval: no value for variable {node.name!r}; it needs "
+    for name in symbol.list_inputs():
+        if name not in values:
+            raise KilnError(f"Symbol.eval: no value for variable {name!r}; it needs "
                             f"{symbol.list_inputs()}" + where_in_user_code())
-        return _as_array(values[node.name], node.name)
-    return evaluate(symbol._heads, feed)
+    arrays = {n: _as_array(v, n) for n, v in values.items()}
+    check_sizes(symbol, arrays)
+    return evaluate(symbol._heads, lambda node, _hint: arrays[node.name])
+
+
+def check_sizes(symbol, arrays):
+    """Before an eager run, a shape-only trace checks every node against kiln's size cap,
+    so attributes from a hostile file (tile reps, one_hot depth, ...) cannot allocate
+    without bound; once per input signature. Symbolic inputs are checked by their trace."""
+    if any(a._node is not None for a in arrays.values()):
+        return
+    key = tuple(sorted((n, tuple(a.shape), str(a.dtype)) for n, a in arrays.items()))
+    checked = symbol.__dict__.setdefault("_sizes_checked", set())
+    if key in checked:
+        return
+    trace_symbol(symbol, {n: tuple(a.shape) for n, a in arrays.items()},
+                 {n: str(a.dtype) for n, a in arrays.items()})
+    checked.add(key)
 
 
 # ---- shapes ------------------------------------------------------------------------------------

@@ -232,3 +232,30 @@ def test_v1_and_v3_records_read():
     arrays, names = mxnet_params.parse(v3)
     assert names == ["s"] and arrays[0].shape == () and arrays[0].dtype == onp.int64 \
         and int(arrays[0]) == 42
+
+
+def _with_tile_head(sym_bytes, reps):
+    doc = json.loads(sym_bytes)
+    head = doc["heads"][0][0]
+    doc["nodes"].append({"op": "tile", "name": "hostile_tile", "attrs": {"reps": str(reps)},
+                         "inputs": [[head, 0, 0]]})
+    doc["heads"] = [[len(doc["nodes"]) - 1, 0, 0]]
+    doc.pop("node_row_ptr", None)
+    return json.dumps(doc).encode()
+
+
+def test_attributes_cannot_allocate_past_the_cap_when_run_eagerly(original, tmp_path):
+    """A file's tile reps (one_hot depth, UpSampling scale, ...) are checked by a
+    shape-only trace before an eager run allocates anything."""
+    sym, par, x, y = original
+    hostile = _with_tile_head(sym, (100000, 100000))
+    assert _attempt(tmp_path, hostile, par, x, y) == "error"
+    s = tmp_path / "h-symbol.json"
+    s.write_bytes(hostile)
+    loaded = kiln.sym.load(str(s))
+    with pytest.raises(kiln.KilnError, match="elements"):
+        params = nd.load(os.path.join(FIX, "cnn-0000.params"))
+        loaded.eval(data=x, **{n.split(":", 1)[-1]: v for n, v in params.items()})
+    # the same node with sane reps runs
+    fine = _with_tile_head(sym, (2, 1))
+    assert _attempt(tmp_path, fine, par, x, y) == "loaded"

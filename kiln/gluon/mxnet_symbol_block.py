@@ -11,7 +11,7 @@ from collections import OrderedDict
 
 from ..base import KilnError, where_in_user_code
 from ..ndarray import ndarray
-from ..sym_run import evaluate, _as_array, infer_shape
+from ..sym_run import evaluate, _as_array, infer_shape, check_sizes
 from .parameter import Parameter
 from .symbol_block import SymbolBlock
 
@@ -110,6 +110,7 @@ class MXSymbolBlock(SymbolBlock):
         self._infer_param_shapes(args)
         values = dict(zip(self._inputs, args))
         params = self._reg_params
+        check_sizes(self._sym, dict(values, **{n: p.data() for n, p in params.items()}))
 
         def feed(node, _hint):
             if node.name in values:
