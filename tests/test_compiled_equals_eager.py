@@ -434,3 +434,17 @@ def test_detached_array_shares_memory_when_traced():
         v3 += 1
         return v2 * a1, a2
     assert_equal_everywhere(f, arr(3), arr(3))
+
+
+def test_export_refuses_a_forward_that_writes_its_input(tmp_path):
+    from kiln.gluon import nn
+
+    class Scale(nn.HybridBlock):
+        def forward(self, x):
+            x *= 2
+            return x + 1
+    net = Scale()
+    net.hybridize()
+    net(arr(3))
+    with pytest.raises(kiln.base.KilnError, match="in place"):
+        net.export(str(tmp_path / "scale"))
