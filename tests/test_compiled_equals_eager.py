@@ -448,3 +448,10 @@ def test_export_refuses_a_forward_that_writes_its_input(tmp_path):
     net(arr(3))
     with pytest.raises(kiln.base.KilnError, match="in place"):
         net.export(str(tmp_path / "scale"))
+
+
+def test_bool_input_to_float_activation_on_numpy_executor():
+    def f(a):                  # fuzz seed 0 #366: the executor's sigmoid negated a bool
+        v1 = np.repeat(a, 2, axis=0)
+        return npx.silu(v1), npx.sigmoid(a), np.exp(a)
+    assert_equal_everywhere(f, np.array([True, False, True]))
