@@ -276,7 +276,7 @@ def gluon(s):
 
 
 def nn_op(s):
-    x = s.pick(lambda sh, d: len(sh) >= 1 and _float(sh, d))
+    x = s.pick(lambda sh, d: len(sh) >= 1 and min(sh) > 0 and _float(sh, d))
     if x is None:
         return None
     shape = s.shape(x)
