@@ -23,7 +23,10 @@ BINARY = ("{x} + {y}", "{x} - {y}", "{x} * {y}", "{x} / {y}", "{x} ** {y}", "{x}
           "{x} != {y}", "{x} < {y}", "{x} <= {y}", "{x} > {y}", "{x} >= {y}",
           "np.logical_and({x}, {y})", "np.logical_or({x}, {y})", "np.logical_xor({x}, {y})",
           "np.where({x} > 0, {x}, {y})", "np.power(np.abs({x}), {y})")
-SCALARS = ("2", "0.5", "-1.5", "3", "0", "True")
+# powers of two: x / 3 makes thirds, whose float32 sums round differently in NumPy
+# (pairwise) and C (a double accumulator); a loop condition exactly at such a tie then
+# takes another turn, a difference the README's rules explain, not a bug worth a report
+SCALARS = ("2", "0.5", "-2.0", "4", "0", "True")
 REDUCE = ("{x}.sum({ax})", "{x}.mean({ax})", "{x}.max({ax})", "{x}.min({ax})",
           "{x}.prod({ax})", "np.std({x}{c_ax})", "np.var({x}{c_ax})", "np.argmax({x}{c_ax})",
           "np.argmin({x}{c_ax})", "np.sum({x}, axis={axis}, keepdims=True)",
