@@ -28,11 +28,12 @@ VIEW_OPS = frozenset(("reshape", "transpose", "slice", "broadcast_to"))
 
 class ViewLink:
     """What an array is a view of (None for a root), and its own live views."""
-    __slots__ = ("base", "prim", "attrs", "shadow", "views")
+    __slots__ = ("base", "prim", "attrs", "shadow", "views", "detached")
 
-    def __init__(self, base, prim, attrs, shadow):
+    def __init__(self, base, prim, attrs, shadow, detached=False):
         self.base, self.prim, self.attrs, self.shadow = base, prim, attrs, shadow
         self.views = []      # weak references to arrays linked to this one
+        self.detached = detached    # x.detach(): the same memory, no gradient
 
 
 def _link_of(array):
@@ -63,6 +64,16 @@ def note_view(prim, source, attrs, out):
     out._view = ViewLink(source, prim, attrs, shadow)
     if len(base.views) >= 16:      # a long-lived array viewed on every training step
         base.views = [r for r in base.views if r() is not None]
+    base.views.append(weakref.ref(out))
+
+
+def note_detach(source, out):
+    """`out = source.detach()` shares source's memory (as in MXNet and PyTorch): while
+    tracing or recording, link it as an identity view that never carries a gradient."""
+    from .ops.registry import REGISTRY
+    base = _link_of(source)
+    out._view = ViewLink(source, REGISTRY["reshape"], {"shape": tuple(source.shape)},
+                         base.shadow, detached=True)
     base.views.append(weakref.ref(out))
 
 
@@ -116,6 +127,8 @@ def _refresh_views(array):
         saved = view._view
         _set(view, saved.prim(array, **saved.attrs))
         view._view = saved
+        if saved.detached:
+            view._tape = None
         if view._node is not None and saved.shadow is None:
             saved.shadow = _np.empty(view.shape, view.dtype)
         _refresh_views(view)

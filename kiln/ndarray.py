@@ -278,6 +278,9 @@ class ndarray:
     def detach(self):
         obj = ndarray._wrap(self._data)
         obj._node = self._node
+        if self._node is not None or self._view is not None or self._tape is not None:
+            from .aliasing import note_detach     # shares memory when traced too
+            note_detach(self, obj)
         return obj
 
     # ---- devices (CPU only) ----------------------------------------------------------------
@@ -456,8 +459,7 @@ class ndarray:
 
     def copy(self):
         if self._node is not None:
-            # a new object: a later in-place write to either one is not seen by the other
-            # (graph nodes are values; no view link is made)
+            # a new object, no view link: a later write to either is not seen by the other
             return self._alias()
         from .dispatch import apply_identity
         return apply_identity(self)

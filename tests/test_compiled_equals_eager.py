@@ -425,3 +425,33 @@ def test_integer_floor_divide_by_zero_is_zero():
     b = np.array([0, 2, 2], dtype="int64")
     onp.testing.assert_array_equal((a // b).asnumpy(), [0, 1, -4])   # NumPy's answer
     assert_equal_everywhere(lambda a, b: (a // b, np.argmin(a) // np.argmin(a)), a, b)
+
+
+def test_detached_array_shares_memory_when_traced():
+    def f(a1, a2):             # fuzz seed 44 #215: npx.stop_gradient is x.detach()
+        v2 = npx.stop_gradient(a2)
+        v3 = np.expand_dims(a2, 0)
+        v3 += 1
+        return v2 * a1, a2
+    assert_equal_everywhere(f, arr(3), arr(3))
+
+
+def test_export_refuses_a_forward_that_writes_its_input(tmp_path):
+    from kiln.gluon import nn
+
+    class Scale(nn.HybridBlock):
+        def forward(self, x):
+            x *= 2
+            return x + 1
+    net = Scale()
+    net.hybridize()
+    net(arr(3))
+    with pytest.raises(kiln.base.KilnError, match="in place"):
+        net.export(str(tmp_path / "scale"))
+
+
+def test_bool_input_to_float_activation_on_numpy_executor():
+    def f(a):                  # fuzz seed 0 #366: the executor's sigmoid negated a bool
+        v1 = np.repeat(a, 2, axis=0)
+        return npx.silu(v1), npx.sigmoid(a), np.exp(a)
+    assert_equal_everywhere(f, np.array([True, False, True]))

@@ -77,6 +77,24 @@ _FLOAT_MATH = frozenset(("exp", "log", "sqrt", "sin", "cos", "tanh", "floor", "c
 
 def out_kernel(node):
     """A function (*inputs, out) that writes node's value into `out`, or None."""
+    kernel = _out_kernel(node)
+    if kernel is not None and REGISTRY[node.op].elementwise and not _accepts(kernel, node):
+        return None
+    return kernel
+
+
+def _accepts(kernel, node):
+    """Whether the out-kernel runs on the node's input dtypes (sigmoid's -x has no bool
+    loop, say): elementwise kernels are tried on one element; else the eager kernel
+    computes that node, as it does eagerly."""
+    try:
+        kernel(*[_np.zeros(1, i.dtype) for i in node.inputs], out=_np.empty(1, node.dtype))
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _out_kernel(node):
     op = node.op
     if op == "round" and node.dtype.kind != "f":
         return _copy_into        # rounding an integer changes nothing

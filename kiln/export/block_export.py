@@ -55,6 +55,10 @@ def inference_graph(block, example_inputs=None):
         args = unflatten(structure, examples)
     entry, _ = cached.entry_for(args, training=False)
     cap = entry.cap
+    if cap.written_args:
+        raise KilnError(f"export: {type(block).__name__}.forward updates its input(s) "
+                        f"{list(cap.written_args)} in place, which an exported model (outputs "
+                        "only) cannot do; compute a new array instead of writing the input")
     raw = cap.graph
     graph = Graph(raw.inputs[:cap.n_inputs], raw.params, raw.outputs[:cap.n_outputs],
                   raw.name)

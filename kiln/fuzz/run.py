@@ -26,7 +26,7 @@ FORM_PATTERNS = {
 class Report:
     def __init__(self):
         self.programs = self.mismatches = self.crashes = self.hangs = self.fallbacks = 0
-        self.raising = self.explained = 0
+        self.raising = self.explained = self.skipped = 0
         self.ops = set()
         self.forms = dict.fromkeys(FORM_PATTERNS, 0)
         self.failures = []       # one entry per failing program
@@ -38,7 +38,9 @@ class Report:
     def summary(self, seconds):
         covered, missing = self.coverage()
         lines = [f"kiln fuzz: {self.programs} programs in {seconds:.0f} s: "
-                 f"{self.mismatches} mismatches, {self.crashes} crashes, {self.hangs} hangs",
+                 f"{self.mismatches} mismatches, {self.crashes} crashes, {self.hangs} hangs"
+                 + (f", {self.skipped} not generated (a generator error)" if self.skipped
+                    else ""),
                  f"  eager fallbacks (documented, with a warning): {self.fallbacks}; programs "
                  f"where eager raises (compiled must raise the same class): {self.raising}; "
                  f"differences the documented semantics explain: {self.explained}",
@@ -106,6 +108,8 @@ def _record(report, status, source, result):
     report.programs += 1
     for name, pattern in FORM_PATTERNS.items():
         report.forms[name] += bool(source and pattern.search(source))
+    if status == "ok" and result.get("skipped"):
+        report.skipped += 1
     if status == "ok":
         report.ops.update(result["ops"])
         report.fallbacks += bool(result["fallbacks"])
