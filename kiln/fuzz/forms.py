@@ -258,6 +258,7 @@ def windows(s):
     x4 = f"{x}.reshape((1, 1) + {x}.shape)"
     op = s.choice([f"npx.pooling({x4}, kernel=(2, 2), pool_type='max')",
                    f"npx.pooling({x4}, kernel=(2, 2), pool_type='avg', stride=(1, 1))",
+                   f"npx.pooling({x4}, kernel=(2, 2), pool_type='sum')",
                    f"npx.convolution({x4}, {x4}[:, :, :2, :2].astype('float32') * 1, "
                    f"kernel=(2, 2), num_filter=1, no_bias=True)"])
     return f"{s.new()} = {op}"
@@ -276,6 +277,29 @@ def gluon(s):
     prelude = [f"{name} = {block}", f"npx.random.seed({s.blocks})",
                f"{name}.initialize(init.Uniform(0.5))"]
     return f"{s.new()} = {name}({x})", prelude
+
+
+def recurrent(s):
+    """A recurrent layer over the rows of a 2-D array as time steps (the scan op)."""
+    x = s.pick(lambda sh, d: len(sh) == 2 and d == "float32" and min(sh) > 0)
+    if x is None:
+        return None
+    k = s.shape(x)[1]
+    s.blocks += 1
+    name = f"blk{s.blocks}"
+    layer = s.choice(["rnn.RNN", "rnn.GRU", "rnn.LSTM"])
+    prelude = [f"{name} = {layer}(2, input_size={k})", f"npx.random.seed({s.blocks})",
+               f"{name}.initialize(init.Uniform(0.5))"]
+    return f"{s.new()} = {name}({x}.reshape(({x}.shape[0], 1, {k})))", prelude
+
+
+def collective(s):
+    """allreduce over the ranks: the identity in one process, but a graph op all the same."""
+    x = s.pick(lambda sh, d: d in ("float32", "float64"))
+    if x is None:
+        return None
+    op = s.choice(["'sum'", "'mean'"])
+    return f"{s.new()} = kiln.distributed.lowering.allreduce_op({x}, op={op})"
 
 
 def nn_op(s):
@@ -305,7 +329,7 @@ def nn_op(s):
 FORMS = ((unary, 6), (binary, 8), (cast, 3), (reduce_, 4), (shape_op, 4), (index, 4),
          (assign, 4), (inplace, 5), (view_then_write, 4), (copy, 2), (matmul, 3),
          (create, 2), (random_draw, 1), (if_else, 2), (while_loop, 1), (windows, 1),
-         (gluon, 1), (nn_op, 2))
+         (gluon, 1), (nn_op, 2), (recurrent, 1), (collective, 1))
 
 
 def draw(state):
@@ -326,5 +350,7 @@ def namespace():
     import numpy as onp
     import kiln
     from kiln import np, npx, init
-    from kiln.gluon import nn
-    return {"onp": onp, "kiln": kiln, "np": np, "npx": npx, "init": init, "nn": nn}
+    import kiln.distributed.lowering  # noqa: F401  (the collective form)
+    from kiln.gluon import nn, rnn
+    return {"onp": onp, "kiln": kiln, "np": np, "npx": npx, "init": init, "nn": nn,
+            "rnn": rnn}

@@ -30,7 +30,8 @@ class Program:
 
     def source(self, main=True):
         lines = [f"# kiln fuzz program {self.title}".rstrip(), "import numpy as onp",
-                 "import kiln", "from kiln import np, npx, init", "from kiln.gluon import nn",
+                 "import kiln", "import kiln.distributed.lowering",
+                 "from kiln import np, npx, init", "from kiln.gluon import nn, rnn",
                  "", f"ARGS = [{', '.join(_literal(a) for a in self.args)}]",
                  f"NEW_ARGS = [{', '.join(_literal(a) for a in self.new_args)}]", ""]
         lines += self.prelude
