@@ -455,3 +455,24 @@ def test_bool_input_to_float_activation_on_numpy_executor():
         v1 = np.repeat(a, 2, axis=0)
         return npx.silu(v1), npx.sigmoid(a), np.exp(a)
     assert_equal_everywhere(f, np.array([True, False, True]))
+
+
+# ---- found by the fuzzer on the merged main (seed 424242, #1606) -------------------------
+
+def test_nan_to_integer_and_back_converts_as_eager_does():
+    """GCC under -fno-trapping-math rewrote (float)(int64_t)x as truncf(x), across unrolled
+    loops too: NaN stayed NaN in C where NumPy's conversion gives INT64_MIN."""
+    def f(a0):
+        v1 = a0 ** a0
+        v2 = v1.astype("int64")
+        v3 = np.squeeze(v1)
+        v1[::2] = v2
+        return v3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # NumPy: invalid value in cast
+        assert_equal_everywhere(f, np.array([[2.0, -1.75, -0.25]], dtype="float32"),
+                                new=[np.array([[0.75, -0.5, 0.0]], dtype="float32")],
+                                grad=False)
+        assert_equal_everywhere(lambda a: (a ** a).astype("int32").astype("float64"),
+                                np.array([2.0, -1.75, -0.25, 3.0], dtype="float32"),
+                                grad=False)

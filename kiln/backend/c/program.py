@@ -16,6 +16,7 @@ import numpy as _np
 from ...base import KilnError
 from ...graph.passes import debug_level
 from ... import aligned, writes
+from ...graph.ir import Graph
 from ...ops.registry import REGISTRY
 from . import build, heavy
 from .codegen import generate
@@ -46,7 +47,7 @@ class CProgram:
         helpers = [threading.Thread(target=runtime), threading.Thread(target=caller_type)]
         for t in helpers:
             t.start()
-        lib = build.load(gen.source)
+        lib = build.load(gen.source, extra_flags=conversion_flags(graph))
         for t in helpers:
             t.join()
         rt = runtime()
@@ -246,6 +247,27 @@ class CProgram:
     def _buffer_view(self, b, shape, dtype):
         size = int(_np.prod(shape, dtype=_np.int64))
         return self.buffers[b][:size * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def conversion_flags(graph):
+    """-ftrapping-math for a program that converts floats to integers: without it GCC may
+    rewrite `(float)(int64_t)x` as `truncf(x)`, even across loops it unrolls, which differs
+    from the hardware conversion NumPy does for NaN and out-of-range values (NaN -> NaN
+    instead of INT64_MIN). Other programs keep -fno-trapping-math for vectorizing."""
+    return ("-ftrapping-math",) if _converts_float_to_integer(graph, set()) else ()
+
+
+def _converts_float_to_integer(graph, seen):
+    for n in graph.nodes:
+        if (n.op == "cast" and _np.issubdtype(n.inputs[0].dtype, _np.floating)
+                and _np.issubdtype(n.dtype, _np.integer)):
+            return True
+        for v in n.attrs.values():
+            if isinstance(v, Graph) and id(v) not in seen:
+                seen.add(id(v))
+                if _converts_float_to_integer(v, seen):
+                    return True
+    return False
 
 
 def compile_graph(graph):
