@@ -476,3 +476,16 @@ def test_nan_to_integer_and_back_converts_as_eager_does():
         assert_equal_everywhere(lambda a: (a ** a).astype("int32").astype("float64"),
                                 np.array([2.0, -1.75, -0.25, 3.0], dtype="float32"),
                                 grad=False)
+
+
+def test_zero_remainder_takes_the_divisors_sign():
+    """np.remainder(-1.5, 1.5) is +0.0 (NumPy), so its reciprocal is +inf; C gave -0.0."""
+    def f(a0):
+        return np.reciprocal(np.remainder(a0, 1.5)).astype("float64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # divide by zero
+        for dtype in ("float64", "float32"):
+            a = np.array([[1.5, 0.75, -1.5, 0.75], [-2.0, 1.25, 1.75, 2.0],
+                          [-3.0, 3.0, 0.0, -0.0]], dtype=dtype)
+            assert_equal_everywhere(f, a, new=[-a], grad=False)
+            assert_equal_everywhere(lambda x: 1 / np.remainder(x, -1.5), a, grad=False)

@@ -229,11 +229,14 @@ static inline float kiln_max_float(float a, float b) { return (a != a || a > b) 
 static inline float kiln_min_float(float a, float b) { return (a != a || a < b) ? a : b; }
 static inline double kiln_max_double(double a, double b) { return (a != a || a > b) ? a : b; }
 static inline double kiln_min_double(double a, double b) { return (a != a || a < b) ? a : b; }
-/* NumPy's mod takes the sign of the divisor; integer mod by zero gives 0 */
+/* NumPy's mod takes the sign of the divisor, a zero result too (-1.5 % 1.5 is +0.0, so
+   its reciprocal is +inf); integer mod by zero gives 0 */
 static inline float kiln_mod_float(float a, float b) {
-  float r = fmodf(a, b); if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+  float r = fmodf(a, b); if (r == 0) return copysignf(0.0f, b);
+  if ((r < 0) != (b < 0) && r == r) r += b; return r; }
 static inline double kiln_mod_double(double a, double b) {
-  double r = fmod(a, b); if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+  double r = fmod(a, b); if (r == 0) return copysign(0.0, b);
+  if ((r < 0) != (b < 0) && r == r) r += b; return r; }
 static inline int32_t kiln_mod_int32(int32_t a, int32_t b) {
   if (b == 0 || b == -1) return 0;   /* INT_MIN % -1 traps on x86 */ int32_t r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
 static inline int64_t kiln_mod_int64(int64_t a, int64_t b) {
