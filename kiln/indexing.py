@@ -267,27 +267,28 @@ def _eager_setitem(x, key, value):
         # the tape may hold x's buffer as a saved input: write into a copy and rebind x
         # (through its views and its source: aliasing.py), never into that buffer
         new = ndarray._wrap(_np.array(x._data, copy=True))
-        try:
-            new._data[_numpy_key(key)] = value
-        except (IndexError, ValueError, TypeError) as exc:
-            raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
-                           else KilnError) from exc
+        _write(new._data, key, value)
         new._tape, new._tidx = x._tape, x._tidx
         x._rebind(new)
         return
     if not x._data.flags.writeable:
         x._data = _np.array(x._data, copy=True)
     try:
+        _write(x._data, key, value)
+    finally:
+        arrays_written()
+
+
+def _write(data, key, value):
+    try:
         try:
-            x._data[_numpy_key(key)] = value
+            data[_numpy_key(key)] = value
         except ValueError:
             if _np.size(value) != 1 or _np.ndim(value) == 0:
                 raise
             # MXNet lets a one-element array fill a scalar slot (`preds[i] = net(x)` with a
             # (1, 1) result); NumPy refuses a sequence there
-            x._data[_numpy_key(key)] = _np.reshape(value, ())
+            data[_numpy_key(key)] = _np.reshape(value, ())
     except (IndexError, ValueError, TypeError) as exc:
         raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
                        else KilnError) from exc
-    finally:
-        arrays_written()
