@@ -63,17 +63,21 @@ def _write_args(cap, arrays, results, recorded):
 
 def _backward_for(entry, absent, backend):
     """The entry's backward program for calls where the float outputs at `absent` got no
-    gradient (no loss used them): compiled once per such set, see zero_cotangents.py."""
+    gradient (no loss used them): compiled once per such set, see zero_cotangents.py.
+    Returns (program, the positions in the full backward's parameters of the ones it
+    still reads: pruning can leave a parameter unused, and dead-code elimination drops it)."""
     programs = entry.__dict__.setdefault("pruned", {})
-    program = programs.get(absent)
-    if program is None:
+    found = programs.get(absent)
+    if found is None:
         from .passes.zero_cotangents import prune_zero_cotangents
         bprogram, _, n_res = entry.grad
         graph = bprogram.graph
         cotangents = graph.inputs[n_res:n_res + entry.cap.n_grad_outputs]
         pruned = prune_zero_cotangents(graph, cotangents, [cotangents[j] for j in absent])
-        program = programs[absent] = make_program(optimize(pruned), backend)
-    return program
+        program = make_program(optimize(pruned), backend)
+        position = {id(p): k for k, p in enumerate(graph.params)}
+        found = programs[absent] = (program, [position[id(p)] for p in program.graph.params])
+    return found
 
 
 class _Entry:
@@ -261,9 +265,12 @@ class CachedFunction:
             gouts = [given[k]._concrete("backward") if k in given else
                      _np.zeros(outs[k].shape, outs[k].dtype) for k in float_outs]
             absent = tuple(j for j, k in enumerate(float_outs) if k not in given)
-            program = _backward_for(entry, absent, self.backend) if absent else bprogram
-            grads = program(list(residuals) + gouts + values,
-                            [param_values[id(p)] for p in bparams])
+            params = [param_values[id(p)] for p in bparams]
+            program = bprogram
+            if absent:
+                program, kept = _backward_for(entry, absent, self.backend)
+                params = [params[k] for k in kept]
+            grads = program(list(residuals) + gouts + values, params)
             return [ndarray._wrap(g) for g in grads]
 
         if connected:
