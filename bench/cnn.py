@@ -165,19 +165,7 @@ def _jax_lenet_row(xv, yv):
         logp = jax.nn.log_softmax(h @ w5 + b5)
         return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
 
-    @jax.jit
-    def step(p, x, y):
-        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
-        return jax.tree_util.tree_map(lambda a, b: a - LR * b, p, g), loss
-
-    x, y = jnp.asarray(xv), jnp.asarray(yv.astype(onp.int32))
-    state = {"p": params}
-
-    def run():
-        state["p"], loss = step(state["p"], x, y)
-        loss.block_until_ready()
-    run()
-    return [("JAX jit", run, "")]
+    return harness.jax_sgd_row(loss_fn, params, xv, yv, LR)
 
 
 def _train_group(title, build, torch_build, shape, classes, args, jax_rows=None):

@@ -71,3 +71,23 @@ def setup_line():
     name = {"mkl": "Intel MKL", "openblas": "NumPy's OpenBLAS"}.get(blas.name if blas else "",
                                                                    "kiln's own loops")
     return f"C backend matmuls: {name}, {thread_count()} threads (kiln's pool)"
+
+
+def jax_sgd_row(loss_fn, params, xv, yv, lr):
+    """The JAX jit row of a training bench: one jitted SGD step of `loss_fn(p, x, y)`."""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(p, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+        return jax.tree_util.tree_map(lambda a, b: a - lr * b, p, g), loss
+
+    x, y = jnp.asarray(xv), jnp.asarray(yv.astype("int32"))
+    state = {"p": params}
+
+    def run():
+        state["p"], loss = step(state["p"], x, y)
+        loss.block_until_ready()
+    run()
+    return [("JAX jit", run, "")]
