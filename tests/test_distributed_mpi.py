@@ -11,6 +11,7 @@ import time
 import numpy as onp
 import pytest
 
+from kiln.backend.c import build as c_build
 from kiln.distributed import launch
 
 pytestmark = pytest.mark.skipif(not launch.available(),
@@ -43,6 +44,8 @@ def test_distributed_suite_under_mpiexec():
     ("stuck", "eager", "rank 0: allreduce waited"),         # Python deadline
 ])
 def test_a_failing_rank_ends_the_job_with_a_message(how, mode, message):
+    if "compiled step" in message and not c_build.available():
+        pytest.skip("no working C compiler: the C deadline is not in play")
     done, seconds = _mpiexec(["fault_worker.py", how, mode], timeout=120,
                              KILN_DIST_TIMEOUT="5")
     out = done.stdout + done.stderr
