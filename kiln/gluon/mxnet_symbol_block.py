@@ -59,16 +59,6 @@ class MXSymbolBlock(SymbolBlock):
                                   shape=None, allow_deferred_init=True)
             OrderedDict.__setitem__(self._reg_params, name, param)
 
-    @staticmethod
-    def from_files(symbol_file, input_names, param_file=None, allow_missing=False,
-                   ignore_extra=False):
-        from ..sym_json import load
-        block = MXSymbolBlock(load(symbol_file), input_names)
-        if param_file is not None:
-            block.load_parameters(param_file, allow_missing=allow_missing,
-                                  ignore_extra=ignore_extra)
-        return block
-
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):
         from ..mod.params import read_entries, split_prefixed

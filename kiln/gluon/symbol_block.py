@@ -63,10 +63,11 @@ class SymbolBlock(HybridBlock):
         from ..export.symbol import read_symbol
         from ..export.mxnet_json import read_text, is_mxnet_text
         if is_mxnet_text(read_text(symbol_file)):
+            from ..sym_json import load
             from .mxnet_symbol_block import MXSymbolBlock
-            return MXSymbolBlock.from_files(symbol_file, input_names, param_file,
-                                            allow_missing, ignore_extra)
-        block = SymbolBlock(read_symbol(symbol_file), input_names)
+            block = MXSymbolBlock(load(symbol_file), input_names)
+        else:
+            block = SymbolBlock(read_symbol(symbol_file), input_names)
         if param_file is not None:
             block.load_parameters(param_file, allow_missing=allow_missing,
                                   ignore_extra=ignore_extra)
