@@ -86,14 +86,17 @@ def _load():
 
 
 def thread_policy():
-    """OpenMP threads for oneDNN: KILN_DNNL_THREADS, else the cores the machine has free.
+    """OpenMP threads for oneDNN: KILN_DNNL_THREADS, else every core unless others are busy.
 
     OpenMP splits a primitive's work evenly and waits for every thread at the end, so one
     thread the OS does not schedule stalls the whole call: on 2 cores shared with other
     busy processes, a LeNet training step took 411 ms with 2 OpenMP threads against 57 ms
-    with 1 (kiln's own pool, by contrast, lets idle threads' blocks go to the others). So
-    oneDNN gets the cores that the load average leaves free, at least one, decided once
-    per process (primitives keep the thread count they were made with)."""
+    with 1 (kiln's own pool, by contrast, lets idle threads' blocks go to the others). The
+    load average counts this process's own recent work too (a benchmark's earlier rows, a
+    test session), so one unit of it is taken as ours: at a load of 0.6 on 2 idle cores,
+    counting it all gave 1 thread and half the speed (ResNet-18 batch 32: 192 ms against
+    107 ms). Decided once per process (primitives keep the thread count they were made
+    with)."""
     from ..c.runtime import thread_count
     value = os.environ.get("KILN_DNNL_THREADS")
     if value:
@@ -103,10 +106,10 @@ def thread_policy():
             pass
     cores = thread_count()
     try:
-        free = cores - os.getloadavg()[0]
+        others = max(0.0, os.getloadavg()[0] - 1.0)
     except OSError:
-        free = cores
-    return max(1, min(cores, int(round(free))))
+        others = 0.0
+    return max(1, min(cores, int(round(cores - others))))
 
 
 def threads():
