@@ -1,0 +1,301 @@
+"""Run the MXNet code of d2l-en chapter sources on kiln, one section per fresh process.
+
+    python tools/d2l_chapters.py DIR_WITH_MD_FILES --out SCRATCH [--epochs-cap 2]
+                                 [--only NAME] [--timeout 600] [--budget 300]
+
+Each `*.md` under DIR (searched recursively) is one section. Its code cells
+(```{.python .input}) that belong to the MXNet tab, in order, become SCRATCH/scripts/NAME.py
+after a prelude; the script runs as `python -m kiln mxnet NAME.py` (kiln standing in for
+`mxnet`) with cwd SCRATCH/work, so the book's `../data` is SCRATCH/data. Results go to
+SCRATCH/results.md (a markdown table) and SCRATCH/logs/NAME.txt.
+
+The prelude changes nothing in the chapter's code. It
+- draws with matplotlib's Agg backend and defines `tab` (d2lbook's tab selector) as MXNet;
+- caps training at --epochs-cap epochs by wrapping d2l's entry points (`d2l.Trainer`'s
+  max_epochs and every d2l function with a `num_epochs` parameter); loops a chapter writes
+  itself run as written;
+- lets `d2l.download` return a stand-in file already in the target folder without its
+  SHA-1 check (the stand-ins are synthetic), and sets KILN_DATASET_VERIFY=0 so kiln's
+  dataset loaders accept stand-ins in the real formats.
+
+Stand-in data (written once per SCRATCH, outside the timed run) has the real sizes and
+formats: Fashion-MNIST and MNIST as gzip IDX (60k/10k 28x28), Kaggle house prices as CSV
+(1460/1459 rows, 81/80 columns).
+
+The chapter sources are someone else's: keep them and SCRATCH outside the repository.
+"""
+import argparse
+import ast
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests"))
+
+CELL = re.compile(r"^```\{\.python \.input[^}]*\}\s*\n(.*?)^```", re.S | re.M)
+TAB_MARK = re.compile(r"^\s*(%%tab|#@tab)\s+(.*)$")
+
+PRELUDE = '''\
+import os, sys, inspect, functools
+import matplotlib
+matplotlib.use("Agg")
+os.environ.setdefault("KILN_DATASET_VERIFY", "0")
+
+class _Tab:
+    """d2lbook's tab selector, with MXNet the one tab selected."""
+    def selected(self, *names):
+        return "mxnet" in names or "all" in names
+    def interact_select(self, *args, **kwargs):
+        pass
+tab = _Tab()
+
+def _show(value):
+    if value is not None:
+        print(repr(value))
+
+def _cap_epochs(cap):
+    from d2l import mxnet as d2l
+    init = d2l.Trainer.__init__
+    @functools.wraps(init)
+    def capped_init(self, max_epochs, *args, **kwargs):
+        init(self, min(max_epochs, cap), *args, **kwargs)
+    d2l.Trainer.__init__ = capped_init
+    for name, fn in list(vars(d2l).items()):
+        if not inspect.isfunction(fn):
+            continue
+        params = list(inspect.signature(fn).parameters)
+        if "num_epochs" not in params:
+            continue
+        index = params.index("num_epochs")
+        def capped(*args, _fn=fn, _index=index, **kwargs):
+            if "num_epochs" in kwargs:
+                kwargs["num_epochs"] = min(kwargs["num_epochs"], cap)
+            elif len(args) > _index:
+                args = args[:_index] + (min(args[_index], cap),) + args[_index + 1:]
+            return _fn(*args, **kwargs)
+        setattr(d2l, name, functools.wraps(fn)(capped))
+
+def _local_download():
+    from d2l import mxnet as d2l
+    real = d2l.download
+    def download(url, folder="../data", sha1_hash=None):
+        if not url.startswith("http"):
+            url, sha1_hash = d2l.DATA_HUB[url]
+        fname = os.path.join(folder, url.split("/")[-1])
+        if os.path.exists(fname):   # a stand-in: its SHA-1 is not the book's
+            return fname
+        return real(url, folder, sha1_hash)
+    d2l.download = download
+
+def _smoke(batches):
+    """Debugging only: each epoch sees at most `batches` batches (not a timed run)."""
+    import itertools
+    from d2l import mxnet as d2l
+    class Few:
+        def __init__(self, loader):
+            self.loader = loader
+        def __iter__(self):
+            return itertools.islice(iter(self.loader), batches)
+        def __len__(self):
+            return min(batches, len(self.loader))
+    prepare = d2l.Trainer.prepare_data
+    def prepare_data(self, data):
+        prepare(self, data)
+        self.train_dataloader = Few(self.train_dataloader)
+        if self.val_dataloader is not None:
+            self.val_dataloader = Few(self.val_dataloader)
+        self.num_train_batches = len(self.train_dataloader)
+    d2l.Trainer.prepare_data = prepare_data
+
+_cap_epochs({cap})
+_local_download()
+if {smoke}:
+    _smoke({smoke})
+del _cap_epochs, _local_download, _smoke
+'''
+
+
+def cells_for_mxnet(markdown):
+    """The source of each MXNet cell, in order, with notebook magics removed."""
+    out = []
+    for body in CELL.findall(markdown):
+        lines = body.splitlines()
+        tabs = {"all"}
+        for i, line in enumerate(lines):
+            mark = TAB_MARK.match(line)
+            if mark:
+                tabs = {t.strip() for t in mark.group(2).split(",")}
+                lines[i] = ""
+                break
+            if line.strip() and not line.startswith("%"):
+                break
+        if not tabs & {"mxnet", "all"}:
+            continue
+        code = [ln for ln in lines if not ln.lstrip().startswith(("%", "!"))
+                and not ln.strip().startswith("tab.interact_select")]
+        out.append("\n".join(code))
+    return out
+
+
+def show_last_expression(cell):
+    """Print a cell's last bare expression, as a notebook shows it."""
+    try:
+        tree = ast.parse(cell)
+    except SyntaxError:
+        return cell  # let the run report it, with its line
+    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+        return cell
+    last = tree.body[-1]
+    lines = cell.splitlines()
+    start, end = last.lineno - 1, last.end_lineno
+    expr = "\n".join(lines[start:end])
+    return "\n".join(lines[:start] + [f"_show({expr.strip()})"] + lines[end:])
+
+
+def build_script(markdown, cap, smoke=0):
+    parts = [PRELUDE.format(cap=cap, smoke=smoke)]
+    for n, cell in enumerate(cells_for_mxnet(markdown)):
+        parts.append(f"# ---- cell {n}\n{show_last_expression(cell)}\n")
+    return "\n".join(parts)
+
+
+def write_stand_in_data(scratch):
+    """Synthetic files of the real sizes, in the formats the book downloads."""
+    from vision_files import write_mnist
+    mx_home = os.path.join(scratch, "mxnet")
+    for name, seed in (("fashion-mnist", 0), ("mnist", 1)):
+        root = os.path.join(mx_home, "datasets", name)
+        if not os.path.exists(os.path.join(root, "t10k-labels-idx1-ubyte.gz")):
+            write_mnist(root, n_train=60000, n_test=10000, seed=seed)
+    data = os.path.join(scratch, "data")
+    os.makedirs(data, exist_ok=True)
+    _write_house_prices(data)
+    return mx_home
+
+
+def _write_house_prices(folder):
+    import numpy as onp
+    train = os.path.join(folder, "kaggle_house_pred_train.csv")
+    if os.path.exists(train):
+        return
+    rs = onp.random.RandomState(0)
+    columns = ["Id"] + [f"Num{i}" for i in range(36)] + [f"Cat{i}" for i in range(43)]
+    for path, rows, first_id, with_price in ((train, 1460, 1, True),
+                                             (os.path.join(folder, "kaggle_house_pred_test.csv"),
+                                              1459, 1461, False)):
+        num = rs.randint(0, 500, (rows, 36)).astype(float)
+        num[rs.rand(rows, 36) < 0.05] = onp.nan
+        cats = onp.array(list("ABCDE"), dtype=object)[rs.randint(0, 5, (rows, 43))]
+        cats[rs.rand(rows, 43) < 0.05] = ""
+        header = columns + (["SalePrice"] if with_price else [])
+        with open(path, "w") as f:
+            f.write(",".join(header) + "\n")
+            for r in range(rows):
+                cells = [str(first_id + r)]
+                cells += ["NA" if onp.isnan(v) else str(int(v)) for v in num[r]]
+                cells += [c or "NA" for c in cats[r]]
+                if with_price:
+                    cells.append(str(int(50000 + 300 * num[r, 0] if not onp.isnan(num[r, 0])
+                                         else 150000)))
+                f.write(",".join(cells) + "\n")
+
+
+def first_error(stderr, script_lines):
+    """The exception line and the chapter line it came from."""
+    lines = stderr.strip().splitlines()
+    exc = next((ln for ln in reversed(lines) if re.match(r"^[\w.]+(Error|Exception|Interrupt)"
+                                                        r"\b", ln)), lines[-1] if lines else "")
+    where = ""
+    for ln in lines:
+        m = re.search(r'File ".*?scripts/[^"]+\.py", line (\d+)', ln)
+        if m:
+            n = int(m.group(1))
+            if 0 < n <= len(script_lines):
+                where = script_lines[n - 1].strip()
+    return f"{exc.strip()[:300]}" + (f" (at `{where[:100]}`)" if where else "")
+
+
+def run_section(name, script, scratch, timeout):
+    script_path = os.path.join(scratch, "scripts", f"{name}.py")
+    with open(script_path, "w") as f:
+        f.write(script)
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               MXNET_HOME=os.path.join(scratch, "mxnet"), KILN_DATASET_VERIFY="0",
+               MPLBACKEND="Agg")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.time()
+    proc = subprocess.Popen([sys.executable, "-m", "kiln", "mxnet", script_path],
+                            cwd=os.path.join(scratch, "work"), env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        timed_out = True
+    wall = time.time() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    with open(os.path.join(scratch, "logs", f"{name}.txt"), "w") as f:
+        f.write(out + "\n---- stderr\n" + err)
+    if timed_out:
+        status, error = "timeout", f"killed after {timeout} s"
+    elif proc.returncode == 0:
+        status, error = "pass", ""
+    else:
+        status, error = "fail", first_error(err, script.splitlines())
+    return status, wall, cpu, error
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("chapters", help="folder holding the chapters' .md files")
+    parser.add_argument("--out", required=True, help="scratch folder (outside the repo)")
+    parser.add_argument("--epochs-cap", type=int, default=2)
+    parser.add_argument("--only", action="append", help="run only sections with this name")
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--budget", type=float, default=300, help="seconds a section may take")
+    parser.add_argument("--smoke", type=int, default=0, metavar="N",
+                        help="debugging: at most N batches per epoch (times then mean nothing)")
+    args = parser.parse_args(argv)
+    scratch = os.path.abspath(args.out)
+    for sub in ("scripts", "logs", "work"):
+        os.makedirs(os.path.join(scratch, sub), exist_ok=True)
+    write_stand_in_data(scratch)
+    sections = []
+    for root, _, files in sorted(os.walk(args.chapters)):
+        for fname in sorted(files):
+            if fname.endswith(".md"):
+                chapter = os.path.basename(root)
+                name = f"{chapter}.{fname[:-3]}" if chapter else fname[:-3]
+                if not args.only or any(o in name for o in args.only):
+                    sections.append((name, os.path.join(root, fname)))
+    rows = ["| section | status | wall s | CPU s | first error |",
+            "| --- | --- | ---: | ---: | --- |"]
+    for name, path in sections:
+        with open(path, encoding="utf-8") as f:
+            script = build_script(f.read(), args.epochs_cap, args.smoke)
+        status, wall, cpu, error = run_section(name, script, scratch, args.timeout)
+        if status == "pass" and min(wall, cpu) > args.budget:
+            status = "over budget"
+        row = f"| {name} | {status} | {wall:.1f} | {cpu:.1f} | {error.replace('|', '/')} |"
+        print(row, flush=True)
+        rows.append(row)
+    table = "\n".join(rows) + "\n"
+    results = os.path.join(scratch, "results.md")
+    with open(results, "a") as f:
+        f.write(f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                f"epochs capped at {args.epochs_cap}"
+                + (f", SMOKE: {args.smoke} batches per epoch" if args.smoke else "") + "\n\n" + table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
