@@ -154,7 +154,7 @@ def show_last_expression(cell):
     lines = cell.splitlines()
     start, end = last.lineno - 1, last.end_lineno
     expr = "\n".join(lines[start:end])
-    return "\n".join(lines[:start] + [f"_show({expr.strip()})"] + lines[end:])
+    return "\n".join(lines[:start] + [f"_show((\n{expr.strip()}\n))"] + lines[end:])
 
 
 def build_script(markdown, cap, smoke=0):
