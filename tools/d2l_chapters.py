@@ -14,6 +14,8 @@ The prelude changes nothing in the chapter's code. It
 - caps training at --epochs-cap epochs by wrapping d2l's entry points (`d2l.Trainer`'s
   max_epochs and every d2l function with a `num_epochs` parameter); loops a chapter writes
   itself run as written;
+- sets pandas (3.x) to read text columns as dtype object, as the pandas the book was
+  written for did;
 - lets `d2l.download` return a stand-in file already in the target folder without its
   SHA-1 check (the stand-ins are synthetic), and sets KILN_DATASET_VERIFY=0 so kiln's
   dataset loaders accept stand-ins in the real formats.
@@ -112,11 +114,27 @@ def _smoke(batches):
         self.num_train_batches = len(self.train_dataloader)
     d2l.Trainer.prepare_data = prepare_data
 
+def _pandas_as_in_the_book():
+    """The book was written for pandas < 3, where text columns have dtype object
+    (`dtypes != 'object'` selects the numeric ones); pandas 3 infers `str`."""
+    import warnings
+    try:
+        import pandas
+    except ImportError:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            pandas.set_option("future.infer_string", False)
+        except (KeyError, ValueError):
+            pass
+
 _cap_epochs({cap})
 _local_download()
+_pandas_as_in_the_book()
 if {smoke}:
     _smoke({smoke})
-del _cap_epochs, _local_download, _smoke
+del _cap_epochs, _local_download, _smoke, _pandas_as_in_the_book
 '''
 
 
