@@ -9,6 +9,7 @@ disk, so a second identical graph in one process costs a dictionary lookup.
 import ctypes
 import hashlib
 import os
+import re
 import subprocess
 import tempfile
 import threading
@@ -240,7 +241,7 @@ def load(source, extra_flags=(), opt=None):
         opt = SMALL_OPT if len(source) <= BIG_SOURCE else BIG_OPT
     math_flags = vector_math()[0]
     flags = opt + FLAGS + _opt_in_flags() + _vector_flags() + math_flags + tuple(extra_flags)
-    key = hashlib.sha256("\0".join((source, " ".join(flags), cc, version,
+    key = hashlib.sha256("\0".join((_without_comments(source), " ".join(flags), cc, version,
                                      _cpu())).encode()).hexdigest()
     with _lock:
         lib = _loaded.get(key)
@@ -267,6 +268,17 @@ def load(source, extra_flags=(), opt=None):
         with _lock:
             _loaded[key] = lib
         return lib
+
+
+# The generated comments name graph nodes, and node names carry a process-wide counter:
+# the same network built twice differs only there. Keying on the code alone lets the
+# second instance reuse the first one's library instead of compiling again. (Generated
+# code has no string literal holding a comment opener.)
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+
+
+def _without_comments(source):
+    return _COMMENT.sub("", source)
 
 
 def _try_load(path):
