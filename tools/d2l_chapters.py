@@ -170,6 +170,8 @@ def show_last_expression(cell):
         return cell
     last = tree.body[-1]
     lines = cell.splitlines()
+    if lines[last.end_lineno - 1][last.end_col_offset:].lstrip().startswith(";"):
+        return cell  # a trailing `;` tells the notebook not to show the value
     start, end = last.lineno - 1, last.end_lineno
     expr = "\n".join(lines[start:end])
     return "\n".join(lines[:start] + [f"_show((\n{expr.strip()}\n))"] + lines[end:])
