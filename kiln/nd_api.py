@@ -100,6 +100,17 @@ def load(fname):
     return dict(zip(names, arrays)) if names is not None else arrays
 
 
+def nansum(data, axis=None, keepdims=False, exclude=False, **_):
+    """MXNet 1.x's nd.nansum: the sum over `axis` counting NaN as zero (`exclude`: over
+    every axis but those)."""
+    data = knp.asarray(data)
+    if exclude:
+        keep = {a % data.ndim for a in ((axis,) if isinstance(axis, int) else axis or ())}
+        axis = tuple(a for a in range(data.ndim) if a not in keep)
+    return knp.sum(knp.where(knp.isnan(data), knp.zeros_like(data), data), axis=axis,
+                   keepdims=keepdims)
+
+
 def concat(*data, dim=1, **kw):
     return mx_function("Concat")(*data, dim=dim, **kw)
 
@@ -169,4 +180,4 @@ def lookup(name):
 
 
 _PUBLIC = {n: globals()[n] for n in ("NDArray array zeros ones empty full arange zeros_like "
-                                     "ones_like waitall save load concat").split()}
+                                     "ones_like waitall save load concat nansum").split()}

@@ -302,6 +302,14 @@ class ndarray:
 
     as_nd_ndarray = as_np_ndarray
 
+    def asscalar(self):
+        """MXNet 1.x's NDArray.asscalar(): a size-1 array's value as a NumPy scalar."""
+        data = self._concrete("asscalar()")
+        if data.size != 1:
+            raise KilnError(f"asscalar(): expected an array of size 1, got shape {data.shape}"
+                            f"{where_in_user_code()}")
+        return data.reshape(-1)[0]
+
     def wait_to_read(self):
         return None
 

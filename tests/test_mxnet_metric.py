@@ -1,0 +1,77 @@
+"""MXNet 1.x's mx.metric (kiln.metric, also gluon.metric), nd.nansum and NDArray.asscalar."""
+import math
+
+import numpy as onp
+import pytest
+
+from kiln import metric, nd, np
+from kiln.base import KilnError
+
+
+def _probs(rs, n, k):
+    p = rs.rand(n, k) + 0.05
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def test_nll_and_cross_entropy_accumulate_over_updates_and_take_single_arrays():
+    rs = onp.random.RandomState(0)
+    batches = [(rs.randint(0, 4, n), _probs(rs, n, 4)) for n in (5, 3)]
+    nll, ce = metric.NegativeLogLikelihood(), metric.create("ce")
+    for labels, preds in batches:
+        nll.update(np.array(labels).as_nd_ndarray(), np.array(preds).as_nd_ndarray())
+        ce.update([np.array(labels)], [np.array(preds)])
+    picked = onp.concatenate([p[onp.arange(len(y)), y] for y, p in batches]).astype(onp.float32)
+    expected = float((-onp.log(picked + 1e-12)).mean())
+    for m, name in ((nll, "nll-loss"), (ce, "cross-entropy")):
+        got_name, got = m.get()
+        assert got_name == name and got == pytest.approx(expected, rel=1e-6)
+    nll.reset()
+    assert math.isnan(nll.get()[1])
+
+
+def test_accuracy_top_k_and_regression_metrics():
+    rs = onp.random.RandomState(1)
+    labels, preds = rs.randint(0, 5, 20), rs.rand(20, 5)
+    acc = metric.create("acc")
+    acc.update(np.array(labels), np.array(preds))
+    assert acc.get() == ("accuracy", pytest.approx(float((preds.argmax(1) == labels).mean())))
+    top3 = metric.TopKAccuracy(top_k=3)
+    top3.update([np.array(labels)], [np.array(preds)])
+    in_top = [labels[i] in onp.argsort(preds[i])[-3:] for i in range(20)]
+    assert top3.get() == ("top_k_accuracy_3", pytest.approx(onp.mean(in_top)))
+    y, yhat = rs.rand(6), rs.rand(6)
+    for name, fn in (("mae", lambda d: onp.abs(d).mean()), ("mse", lambda d: (d ** 2).mean()),
+                     ("rmse", lambda d: onp.sqrt((d ** 2).mean()))):
+        m = metric.create(name)
+        m.update(np.array(y), np.array(yhat))
+        assert m.get()[1] == pytest.approx(float(fn(y.astype(onp.float32)
+                                                      - yhat.astype(onp.float32))), rel=1e-5)
+    both = metric.create(["acc", "mae"])
+    assert both.get()[0] == ["accuracy", "mae"]
+
+
+def test_metric_errors_are_clear():
+    with pytest.raises(KilnError, match="does not match"):
+        metric.Accuracy().update([np.zeros(2)], [np.zeros(2), np.zeros(2)])
+    with pytest.raises(KilnError, match="unknown metric"):
+        metric.create("no-such-metric")
+
+
+def test_nansum_counts_nan_as_zero_and_asscalar():
+    x = onp.array([[0.5, onp.nan, 2.0], [onp.nan, 1.0, 4.0]], dtype=onp.float32)
+    a = np.array(x)
+    onp.testing.assert_allclose(nd.nansum(a).asnumpy(), onp.nansum(x))
+    onp.testing.assert_allclose(nd.nansum(a, axis=0).asnumpy(), onp.nansum(x, axis=0))
+    onp.testing.assert_allclose(nd.nansum(a, axis=1, keepdims=True).asnumpy(),
+                                onp.nansum(x, axis=1, keepdims=True))
+    onp.testing.assert_allclose(nd.nansum(a, axis=0, exclude=True).asnumpy(),
+                                onp.nansum(x, axis=1))
+    value = np.array([2.5]).asscalar()
+    assert value == 2.5 and isinstance(value, onp.float32)
+    with pytest.raises(KilnError, match="size 1"):
+        np.array([1.0, 2.0]).asscalar()
+
+
+def test_gluon_metric_is_the_same_module_content():
+    from kiln.gluon import metric as gluon_metric
+    assert gluon_metric.Accuracy is metric.Accuracy
