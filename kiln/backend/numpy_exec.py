@@ -18,6 +18,7 @@ VIEW_OPS = frozenset(("reshape", "transpose", "broadcast_to", "slice"))
 _UFUNCS = {
     "negative": _np.negative, "exp": _np.exp, "log": _np.log, "sqrt": _np.sqrt,
     "abs": _np.abs, "sign": _np.sign, "sin": _np.sin, "cos": _np.cos, "tanh": _np.tanh,
+    "arcsin": _np.arcsin, "arccos": _np.arccos, "arctan": _np.arctan,
     "floor": _np.floor, "ceil": _np.ceil, "round": _np.rint, "logical_not": _np.logical_not,
     "add": _np.add, "subtract": _np.subtract, "multiply": _np.multiply,
     "maximum": _np.maximum, "minimum": _np.minimum, "equal": _np.equal,
@@ -72,7 +73,8 @@ _FACTORIES = {"sum": _reduction(_np.sum), "max": _reduction(_np.max),
               "min": _reduction(_np.min), "prod": _reduction(_np.prod)}
 
 
-_FLOAT_MATH = frozenset(("exp", "log", "sqrt", "sin", "cos", "tanh", "floor", "ceil", "round"))
+_FLOAT_MATH = frozenset(("exp", "log", "sqrt", "sin", "cos", "tanh", "arcsin", "arccos",
+                         "arctan", "floor", "ceil", "round"))
 
 
 def out_kernel(node):

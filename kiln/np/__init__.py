@@ -6,7 +6,8 @@ from .creation import (array, asarray, full, zeros, ones, empty, zeros_like, one
                        full_like, empty_like, arange, linspace, logspace, eye, identity,
                        meshgrid, tril, triu)
 from .math import (negative, exp, log, sqrt, abs, absolute, sign, sin, cos, tan, tanh,  # noqa
-                   sinh, cosh, floor, ceil, rint, round, around, logical_not, add, subtract,
+                   arcsin, arccos, arctan, sinh, cosh, floor, ceil, rint, round, around,
+                   logical_not, add, subtract,
                    multiply, divide, true_divide, power, maximum, minimum, mod, remainder,
                    equal, not_equal, less, less_equal, greater, greater_equal, logical_and,
                    logical_or, logical_xor, square, reciprocal, log2, log10, log1p, expm1,

@@ -66,6 +66,27 @@ def cos(x):
     return _np.cos(x)
 
 
+@register("arcsin", unary_float("arcsin"), lambda g, out, x: (g / sqrt(1 - x * x),),
+          elementwise=True)
+@_float_kernel
+def arcsin(x):
+    return _np.arcsin(x)
+
+
+@register("arccos", unary_float("arccos"), lambda g, out, x: (-(g / sqrt(1 - x * x)),),
+          elementwise=True)
+@_float_kernel
+def arccos(x):
+    return _np.arccos(x)
+
+
+@register("arctan", unary_float("arctan"), lambda g, out, x: (g / (1 + x * x),),
+          elementwise=True)
+@_float_kernel
+def arctan(x):
+    return _np.arctan(x)
+
+
 @register("tanh", unary_float("tanh"), lambda g, out, x: (g * (1 - out * out),), elementwise=True)
 @_float_kernel
 def tanh(x):

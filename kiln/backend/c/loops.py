@@ -122,6 +122,8 @@ def elementwise_expr(op, args, in_dtypes, out_dtype, attrs):
         return f"(-{a})"
     if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "floor", "ceil"):
         return f"{op}{f}({a})" if fl else None
+    if op in ("arcsin", "arccos", "arctan"):     # C's names: asin, acos, atan
+        return f"a{op[3:]}{f}({a})" if fl else None
     if op == "round":
         return f"rint{f}({a})" if fl else a
     if op == "abs":
