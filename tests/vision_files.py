@@ -14,14 +14,16 @@ def write_idx(path, arr):
         f.write(header + onp.ascontiguousarray(arr, onp.uint8).tobytes())
 
 
-def write_mnist(root, n_train=64, n_test=32, seed=0):
+def write_mnist(root, n_train=64, n_test=32, seed=0, balanced=False):
     """Noisy images with a bright band whose row follows the label, so even a linear
-    classifier can learn them. Returns {"train"/"t10k": (images, labels)}."""
+    classifier can learn them. Returns {"train"/"t10k": (images, labels)}.
+    balanced: every class equally often, as in Fashion-MNIST (n a multiple of 10)."""
     os.makedirs(root, exist_ok=True)
     rs = onp.random.RandomState(seed)
     out = {}
     for prefix, n in (("train", n_train), ("t10k", n_test)):
-        labels = rs.randint(0, 10, n).astype(onp.uint8)
+        labels = (rs.permutation(onp.arange(n) % 10) if balanced
+                  else rs.randint(0, 10, n)).astype(onp.uint8)
         images = rs.rand(n, 28, 28) * 60
         for i, label in enumerate(labels):
             images[i, 2 * label + 4:2 * label + 7] += 180

@@ -21,7 +21,8 @@ The prelude changes nothing in the chapter's code. It
   dataset loaders accept stand-ins in the real formats.
 
 Stand-in data (written once per SCRATCH, outside the timed run) has the real sizes and
-formats: Fashion-MNIST and MNIST as gzip IDX (60k/10k 28x28), Kaggle house prices as CSV
+formats: Fashion-MNIST (balanced classes, as the real one) and MNIST as gzip IDX (60k/10k
+28x28), Kaggle house prices as CSV
 (1460/1459 rows, 81/80 columns).
 
 The chapter sources are someone else's: keep them and SCRATCH outside the repository.
@@ -188,10 +189,12 @@ def write_stand_in_data(scratch):
     """Synthetic files of the real sizes, in the formats the book downloads."""
     from vision_files import write_mnist
     mx_home = os.path.join(scratch, "mxnet")
-    for name, seed in (("fashion-mnist", 0), ("mnist", 1)):
+    for name, seed, balanced in (("fashion-mnist", 0, True), ("mnist", 1, False)):
         root = os.path.join(mx_home, "datasets", name)
         if not os.path.exists(os.path.join(root, "t10k-labels-idx1-ubyte.gz")):
-            write_mnist(root, n_train=60000, n_test=10000, seed=seed)
+            # Fashion-MNIST has exactly 6,000/1,000 images of each class (the book relies
+            # on it: 2,000 test images of classes 0 and 1); MNIST's counts vary
+            write_mnist(root, n_train=60000, n_test=10000, seed=seed, balanced=balanced)
     data = os.path.join(scratch, "data")
     os.makedirs(data, exist_ok=True)
     _write_house_prices(data)
