@@ -218,10 +218,10 @@ class ndarray:
         return format(str(self), spec)
 
     def __iter__(self):
+        # raised by iter() itself, as NumPy does: np.iterable(x) must say False
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d array")
-        for i in range(self.shape[0]):
-            yield self[i]
+        return (self[i] for i in range(self.shape[0]))
 
     def __hash__(self):
         return id(self)

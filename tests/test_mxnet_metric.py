@@ -75,3 +75,4 @@ def test_nansum_counts_nan_as_zero_and_asscalar():
 def test_gluon_metric_is_the_same_module_content():
     from kiln.gluon import metric as gluon_metric
     assert gluon_metric.Accuracy is metric.Accuracy
+
