@@ -272,6 +272,8 @@ def run_section(name, script, scratch, timeout):
         status, error = "timeout", f"killed after {timeout} s"
     elif proc.returncode == 0:
         status, error = "pass", ""
+    elif proc.returncode < 0:   # no traceback: SIGKILL here is most often the OOM killer
+        status, error = "fail", f"killed by {signal.Signals(-proc.returncode).name}"
     else:
         status, error = "fail", first_error(err, script.splitlines())
     return status, wall, cpu, error
