@@ -1,0 +1,87 @@
+"""tools/d2l_chapters.py: which cells of a chapter source run, and the prelude's epoch cap.
+
+The chapters here are made up for the test (the book's sources are not part of kiln)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools"))
+import d2l_chapters as tool  # noqa: E402
+
+CHAPTER = '''Some prose.
+
+```{.python .input}
+%load_ext d2lbook.tab
+tab.interact_select(['mxnet', 'pytorch'])
+```
+
+```{.python .input  n=1}
+%%tab mxnet
+%matplotlib inline
+a = 1
+```
+
+```{.python .input}
+%%tab pytorch
+a = 2
+```
+
+```{.python .input}
+%%tab pytorch, mxnet
+b = a + 1
+```
+
+```{.python .input}
+#@tab all
+c = b * 10
+```
+
+```{.python .input}
+d = c + 1
+```
+
+```python
+not_run = True
+```
+'''
+
+
+def test_cells_for_mxnet_keep_the_mxnet_tab_in_order_without_magics():
+    cells = [c.strip() for c in tool.cells_for_mxnet(CHAPTER)]
+    assert [c for c in cells if c] == ["a = 1", "b = a + 1", "c = b * 10", "d = c + 1"]
+
+
+@pytest.mark.parametrize("cell, shown", [
+    ("x = 1\nx, x + 1", True),          # a bare tuple is one value
+    ("f(x);", False),                    # a trailing ; shows nothing
+    ("x = 1", False),
+    ("for i in range(2):\n    pass", False),
+])
+def test_the_last_expression_is_shown_as_a_notebook_does(cell, shown):
+    out = tool.show_last_expression(cell)
+    assert ("_show((" in out) == shown
+    compile(out, "<cell>", "exec")
+
+
+def test_prelude_caps_the_epochs_of_d2l_trainer(tmp_path):
+    pytest.importorskip("d2l")
+    pytest.importorskip("matplotlib")
+    chapter = CHAPTER + '''
+```{.python .input}
+%%tab mxnet
+from d2l import mxnet as d2l
+trainer = d2l.Trainer(max_epochs=10)
+assert trainer.max_epochs == 2, trainer.max_epochs
+assert tab.selected('mxnet') and not tab.selected('pytorch')
+print('ran', d)
+```
+'''
+    script = tmp_path / "section.py"
+    script.write_text(tool.build_script(chapter, cap=2))
+    env = dict(os.environ, PYTHONPATH=tool.REPO, MPLBACKEND="Agg")
+    done = subprocess.run([sys.executable, "-m", "kiln", "mxnet", str(script)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ran 21" in done.stdout   # a=1, b=2, c=20: the pytorch cell did not run
