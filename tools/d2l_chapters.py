@@ -14,8 +14,8 @@ The prelude changes nothing in the chapter's code. It
 - caps training at --epochs-cap epochs by wrapping d2l's entry points (`d2l.Trainer`'s
   max_epochs and every d2l function with a `num_epochs` parameter); loops a chapter writes
   itself run as written;
-- sets pandas (3.x) to read text columns as dtype object, as the pandas the book was
-  written for did;
+- sets pandas (3.x) to read text columns as dtype object, and lets matplotlib's `stem`
+  take `use_line_collection` (removed in 3.8), as the versions the book was written for did;
 - lets `d2l.download` return a stand-in file already in the target folder without its
   SHA-1 check (the stand-ins are synthetic), and sets KILN_DATASET_VERIFY=0 so kiln's
   dataset loaders accept stand-ins in the real formats.
@@ -130,12 +130,22 @@ def _pandas_as_in_the_book():
         except (KeyError, ValueError):
             pass
 
+def _matplotlib_as_in_the_book():
+    """The book passes stem(use_line_collection=True), which matplotlib 3.8 removed (line
+    collections became the only behaviour)."""
+    import matplotlib.pyplot as plt
+    stem = plt.stem
+    def compatible_stem(*args, use_line_collection=True, **kwargs):
+        return stem(*args, **kwargs)
+    plt.stem = compatible_stem
+
 _cap_epochs({cap})
 _local_download()
 _pandas_as_in_the_book()
+_matplotlib_as_in_the_book()
 if {smoke}:
     _smoke({smoke})
-del _cap_epochs, _local_download, _smoke, _pandas_as_in_the_book
+del _cap_epochs, _local_download, _smoke, _pandas_as_in_the_book, _matplotlib_as_in_the_book
 '''
 
 
