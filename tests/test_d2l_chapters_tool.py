@@ -85,3 +85,13 @@ print('ran', d)
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ran 21" in done.stdout   # a=1, b=2, c=20: the pytorch cell did not run
+
+
+def test_only_matches_the_section_part_unless_the_chapter_is_named():
+    name = "chapter_appendix-mathematics-for-deep-learning.naive-bayes"
+    assert not tool.selected(name, "nin")            # 'learning' is in the chapter's name
+    assert tool.selected(name, "bayes")
+    assert tool.selected(name, "chapter_appendix")
+    assert tool.selected("chapter_convolutional-modern.nin", "nin")
+    assert not tool.selected("chapter_linear-regression.linear-regression-concise",
+                             "chapter_linear-regression.linear-regression.")

@@ -195,6 +195,14 @@ def build_script(markdown, cap, smoke=0):
     return "\n".join(parts)
 
 
+def selected(name, pattern):
+    """`name` is chapter.section; a plain pattern matches the section part only, so that
+    'nin' does not pick every section of a chapter whose name contains 'learning'."""
+    if "." in pattern or pattern.startswith("chapter_"):
+        return pattern in name
+    return pattern in name.rsplit(".", 1)[-1]
+
+
 def write_stand_in_data(scratch):
     """Synthetic files of the real sizes, in the formats the book downloads."""
     from vision_files import write_mnist
@@ -294,7 +302,9 @@ def main(argv=None):
     parser.add_argument("chapters", help="folder holding the chapters' .md files")
     parser.add_argument("--out", required=True, help="scratch folder (outside the repo)")
     parser.add_argument("--epochs-cap", type=int, default=2)
-    parser.add_argument("--only", action="append", help="run only sections with this name")
+    parser.add_argument("--only", action="append",
+                        help="run only the sections whose file name contains this (or, with "
+                             "a '.' or starting 'chapter_', whose chapter.section name does)")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--budget", type=float, default=300, help="seconds a section may take")
     parser.add_argument("--smoke", type=int, default=0, metavar="N",
@@ -310,7 +320,7 @@ def main(argv=None):
             if fname.endswith(".md"):
                 chapter = os.path.basename(root)
                 name = f"{chapter}.{fname[:-3]}" if chapter else fname[:-3]
-                if not args.only or any(o in name for o in args.only):
+                if not args.only or any(selected(name, o) for o in args.only):
                     sections.append((name, os.path.join(root, fname)))
     rows = ["| section | status | wall s | CPU s | first error |",
             "| --- | --- | ---: | ---: | --- |"]
