@@ -67,7 +67,10 @@ def allreduce_grads(trainer):
 def _allreduce_traced(trainer, ctx):
     pairs = _reduced(trainer)
     grads = [p.grad() for _, p in pairs]
-    averaged = average_symbols(grads, allreduce_op)
+    # sum, then scale each gradient: the scaling fuses into the optimizer's loop that reads
+    # the gradient anyway, instead of being one more pass over every message
+    share = 1.0 / _comm.size()
+    averaged = [g * share for g in average_symbols(grads, lambda f: allreduce_op(f, "sum"))]
     trainer._reduced_grads = (ctx, {i: g for (i, _), g in zip(pairs, averaged)})
 
 

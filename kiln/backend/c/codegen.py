@@ -190,13 +190,15 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
     steps = sorted((s for s in steps if id(s.collapsed) in order),
                    key=lambda s: order[id(s.collapsed)])
     kinds = {id(s.collapsed): s.kind for s in steps}
+    reduced = {id(s.collapsed) for s in steps if s.sink.op == "allreduce"}
     plan = plan_memory(
         cgraph,
         is_view=lambda n: kinds.get(id(n)) == "alias",
         # control steps write their own dedicated buffers (see control.py)
         writes_into=lambda n: kinds.get(id(n)) not in ("alias", "random", "control")
         and n.size > 0,
-        inplace_ok=lambda n: kinds.get(id(n)) == "fused")
+        # an allreduce reduces in place (MPI_IN_PLACE) when its input dies there
+        inplace_ok=lambda n: kinds.get(id(n)) == "fused" or id(n) in reduced)
     em.naive_bytes += plan.naive_bytes
     slot_of = {}
     for n, k in zip(graph.inputs, input_slots):
