@@ -6,6 +6,7 @@ bounds the wait: past the timeout, or on an MPI error code, the code calls back 
 Python, which aborts the job with a message instead of hanging or going on with
 gradients that were never reduced.
 """
+from ...distributed.faults import SPIN_SECONDS
 from .loops import ctype
 
 _MAX_COUNT = (1 << 31) - 1     # MPI counts are C ints
@@ -43,17 +44,21 @@ def allreduce(node, ptr):
                                               (intptr_t)H[9], (intptr_t)H[6], &request);
       if (rc != 0) failed(0.0, rc);
       double start = ((wtime_t)(intptr_t)H[4])(), limit = (double)H[11] / 1000.0;
+      double spin = {SPIN_SECONDS!r};
+      int yielding = 0;
       for (int64_t polls = 1; !done; polls++) {{
         rc = ((test_t)(intptr_t)H[3])(&request, &done, status);
         if (rc != 0) failed(((wtime_t)(intptr_t)H[4])() - start, rc);
-        if (!done && polls > 64) {{
-          /* the peers may share these cores: let them run rather than spin */
+        if (done) break;
+        if (yielding) {{
+          /* waited past the spin: the peers may share these cores, let them run */
           extern int sched_yield(void);
           sched_yield();
         }}
-        if (!done && (polls & 255) == 0) {{
+        if ((polls & 63) == 0) {{
           double waited = ((wtime_t)(intptr_t)H[4])() - start;
           if (waited > limit) failed(waited, 0);
+          yielding = waited > spin;
         }}
       }}
 {scale}    }}
