@@ -12,7 +12,7 @@ from ..writes import arrays_written
 from . import comm as _comm
 from .buckets import average_buffers, average_symbols
 from .collectives import allreduce_buffer, broadcast
-from .lowering import allreduce_op
+from .lowering import start_op, wait_op
 
 SYNC_KVSTORES = ("dist_sync", "dist_sync_device", "dist_device_sync", "dist", "horovod")
 
@@ -70,7 +70,9 @@ def _allreduce_traced(trainer, ctx):
     # sum, then scale each gradient: the scaling fuses into the optimizer's loop that reads
     # the gradient anyway, instead of being one more pass over every message
     share = 1.0 / _comm.size()
-    averaged = [g * share for g in average_symbols(grads, lambda f: allreduce_op(f, "sum"))]
+    summed = average_symbols(grads, lambda flat: start_op(flat, "sum"),
+                             lambda started, after: wait_op(started, after, "sum"))
+    averaged = [g * share for g in summed]
     trainer._reduced_grads = (ctx, {i: g for (i, _), g in zip(pairs, averaged)})
 
 
