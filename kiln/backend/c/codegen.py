@@ -288,6 +288,7 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         else:
             body.append(kernels.KERNELS[s.sink.op](s.sink, ptr))
         body.append("  }")
+        body.append(kernels.mpi_progress(em, s.sink, ptr))
     return body, [storage(o) for o in graph.outputs], plan
 
 

@@ -130,3 +130,31 @@ def allreduce_wait(node, ptr, em):
     request = f"(void *)P[{_request_slot(em, started)}]"
     return ("  {\n" + _head(node, started, table, ptr) + _TYPES + _poll(request)
             + _copy(node) + _scale(node) + "    }\n  }")
+
+
+def progress(em, node, ptr):
+    """C to run after the step that computed `node`: with messages in flight (started, not
+    yet waited on), one MPI_Test, because MPI moves a message only inside MPI calls when
+    each rank has a single thread. Tracks the messages in flight as the steps go by."""
+    flying = em.__dict__.setdefault("mpi_in_flight", [])
+    if node.op == "allreduce_start":
+        flying.append(node)
+        return ""
+    if node.op == "allreduce_wait":
+        if node.inputs[0] in flying:
+            flying.remove(node.inputs[0])
+        return ""
+    if not flying:
+        return ""
+    oldest = flying[0]
+    return f"""  {{ /* let MPI move the messages in flight */
+    const int64_t *H = (const int64_t *){ptr(oldest.inputs[1])};
+    if (H[0] > 1) {{
+      int done = 0;
+      int64_t status[8] = {{0}};
+      typedef int (*test_t)(void *, int *, void *);
+      typedef void (*failed_t)(double, int);
+      int rc = ((test_t)(intptr_t)H[3])((void *)P[{_request_slot(em, oldest)}], &done, status);
+      if (rc != 0) ((failed_t)(intptr_t)H[5])(0.0, rc);
+    }}
+  }}"""

@@ -415,3 +415,4 @@ KERNELS["allreduce"] = _collective.allreduce
 # these two also take the Emitter: the request passes between them in a buffer of its own
 KERNELS_WITH_EMITTER = {"allreduce_start": _collective.allreduce_start,
                         "allreduce_wait": _collective.allreduce_wait}
+mpi_progress = _collective.progress      # after every step (codegen.emit_graph)
