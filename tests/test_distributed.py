@@ -157,7 +157,7 @@ def test_average_buffers_and_symbols_use_one_message_per_bucket():
     def wait(x, after):
         waited.append((x.size, [a.size for a in after]))
         return x + 0
-    sym = buckets.average_symbols([np.array(b) for b in before], start, wait, limit=64)
+    sym = buckets.reduce_symbols([np.array(b) for b in before], start, wait, limit=64)
     assert started == [6 + 5, 40]
     # the first wait comes after every start; each later one after the wait before it
     assert waited == [(11, [40]), (40, [11])]

@@ -52,7 +52,7 @@ def average_buffers(buffers, reduce_buffer, limit=None):
             start += b.size
 
 
-def average_symbols(grads, start, wait, limit=None):
+def reduce_symbols(grads, start, wait, limit=None):
     """The reduced versions of traced gradients (kiln arrays), in the same order.
 
     start(flat) adds the op that posts one message, wait(started, after) the op that

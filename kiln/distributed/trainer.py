@@ -10,7 +10,7 @@ from ..base import KilnError
 from ..graph import trace
 from ..writes import arrays_written
 from . import comm as _comm
-from .buckets import average_buffers, average_symbols
+from .buckets import average_buffers, reduce_symbols
 from .collectives import allreduce_buffer, broadcast
 from .lowering import start_op, wait_op
 
@@ -70,7 +70,7 @@ def _allreduce_traced(trainer, ctx):
     # sum, then scale each gradient: the scaling fuses into the optimizer's loop that reads
     # the gradient anyway, instead of being one more pass over every message
     share = 1.0 / _comm.size()
-    summed = average_symbols(grads, lambda flat: start_op(flat, "sum"),
+    summed = reduce_symbols(grads, lambda flat: start_op(flat, "sum"),
                              lambda started, after: wait_op(started, after, "sum"))
     averaged = [g * share for g in summed]
     trainer._reduced_grads = (ctx, {i: g for (i, _), g in zip(pairs, averaged)})
