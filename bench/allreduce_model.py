@@ -7,7 +7,8 @@ Ring allreduce of S bytes over N workers, link bandwidth W, per-message latency 
                                                             message per gradient bucket)
 Weak scaling (B samples per worker per step), compute time c per step measured here with
 one rank and one thread (`bench dist`'s kiln x1 configuration, unless given):
-    step(N) = c + t(N)            if communication does not overlap compute (kiln today)
+    step(N) = c + t(N)            if communication does not overlap compute (the bound
+                                  for the bucket whose gradient comes last)
     step(N) = max(c, t(N))        with perfect overlap (the bound DDP's bucketing aims at)
     efficiency = c / step(N)
 See bench/allreduce_model.md for what the numbers say and what changes at that scale.

@@ -91,6 +91,32 @@ def test_allreduce_op_compiled_equals_eager(backend):
     onp.testing.assert_allclose(grads[0], 4 * x.asnumpy() + 1, rtol=1e-6)
 
 
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_split_allreduce_compiled_equals_eager(backend):
+    """start/wait with one process: copies in C (in place or not), gradients pass through."""
+    def f(x):
+        a = dist.lowering.start_op(x * 2.0, op="mean")
+        b = dist.lowering.start_op(x + 1.0, op="sum")   # its input lives on: copied
+        wa = dist.lowering.wait_op(a, [b], op="mean")
+        wb = dist.lowering.wait_op(b, [wa], op="sum")
+        return wa * x + wb * (x + 1.0)
+    x = np.array(onp.random.default_rng(2).standard_normal((3, 4)).astype(onp.float32))
+    compiled = kiln.hybridize(f, backend=backend, strict=True)
+    onp.testing.assert_allclose(compiled(x).asnumpy(), f(x).asnumpy(), rtol=1e-6)
+    ops = list(compiled.graph(x).ops)
+    assert ops.count("allreduce_start") == 2 and ops.count("allreduce_wait") == 2
+    grads = []
+    for fn in (f, compiled):
+        x.attach_grad()
+        with autograd.record():
+            y = fn(x)
+        y.backward()
+        grads.append(x.grad.asnumpy())
+    onp.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+    xv = x.asnumpy()
+    onp.testing.assert_allclose(grads[0], 4 * xv + 2 * (xv + 1), rtol=1e-5)
+
+
 def test_allreduce_op_rejects_a_wrong_handle_table():
     from kiln.ops.collective import allreduce
     with pytest.raises(KilnError, match="handle table"):
@@ -122,7 +148,19 @@ def test_average_buffers_and_symbols_use_one_message_per_bucket():
     assert messages == [6 + 5, 40]      # the two small arrays share one message
     for a, b in zip(arrays, before):
         onp.testing.assert_array_equal(a, 2 * b)
-    sym = buckets.average_symbols([np.array(b) for b in before], lambda f: f * 2, limit=64)
+    started, waited = [], []
+
+    def start(flat):
+        started.append(flat.size)
+        return flat * 2
+
+    def wait(x, after):
+        waited.append((x.size, [a.size for a in after]))
+        return x + 0
+    sym = buckets.reduce_symbols([np.array(b) for b in before], start, wait, limit=64)
+    assert started == [6 + 5, 40]
+    # the first wait comes after every start; each later one after the wait before it
+    assert waited == [(11, [40]), (40, [11])]
     for s, b in zip(sym, before):
         assert s.shape == b.shape
         onp.testing.assert_array_equal(s.asnumpy(), 2 * b)

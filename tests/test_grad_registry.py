@@ -211,6 +211,11 @@ CASES = {
     # the handle table of a process not launched under MPI (kiln/distributed/lowering.py)
     "allreduce": [C(u(3, 4), onp.array([1] + [0] * 11), op="mean", torch=lambda x, h, op: x),
                   C(u(5), onp.array([1] + [0] * 11), op="sum")],
+    "allreduce_start": [C(u(3, 4), onp.array([1] + [0] * 11), op="mean",
+                          torch=lambda x, h, op: x)],
+    # its third input only orders the schedule
+    "allreduce_wait": [C(u(3, 4), onp.array([1] + [0] * 11), ints(2), op="sum",
+                         torch=lambda x, h, a, op: x)],
     "take": [C(u(4, 3), ints(2, 2, hi=4), axis=0, mode="clip", torch=t_take),
              C(u(2, 5, 3), ints(3, hi=5), axis=1, mode="clip", torch=t_take),
              C(u(4, 3), onp.array([-1, 5, 2]), axis=0, mode="wrap"),

@@ -52,19 +52,28 @@ def average_buffers(buffers, reduce_buffer, limit=None):
             start += b.size
 
 
-def average_symbols(grads, reduce_symbol, limit=None):
-    """The averaged versions of traced gradients (kiln arrays), in the same order;
-    reduce_symbol(flat) adds one allreduce to the graph."""
+def reduce_symbols(grads, start, wait, limit=None):
+    """The reduced versions of traced gradients (kiln arrays), in the same order.
+
+    start(flat) adds the op that posts one message, wait(started, after) the op that
+    completes it and that the schedule places after the nodes `after`. Every message is
+    posted before the first is waited on (the first wait comes after all starts, each
+    later wait after the one before), so a message posted as soon as its gradients exist
+    travels while the program computes the others, as in DDP."""
     from .. import np
+    buckets = plan(grads, limit)
+    started = [start(grads[b[0]] if len(b) == 1 else
+                     np.concatenate([grads[i].reshape(-1) for i in b])) for b in buckets]
     out = [None] * len(grads)
-    for bucket in plan(grads, limit):
+    previous = None
+    for k, bucket in enumerate(buckets):
+        previous = wait(started[k], started[1:] if k == 0 else [previous])
         if len(bucket) == 1:
-            out[bucket[0]] = reduce_symbol(grads[bucket[0]])
+            out[bucket[0]] = previous
             continue
-        flat = reduce_symbol(np.concatenate([grads[i].reshape(-1) for i in bucket]))
-        start = 0
+        begin = 0
         for i in bucket:
             g = grads[i]
-            out[i] = flat[start:start + g.size].reshape(g.shape)
-            start += g.size
+            out[i] = previous[begin:begin + g.size].reshape(g.shape)
+            begin += g.size
     return out

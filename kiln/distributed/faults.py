@@ -17,6 +17,12 @@ from ..base import KilnError
 
 DEFAULT_TIMEOUT = 300.0
 ABORT_CODE = 70
+# A waiting rank polls MPI without pause this long before it starts yielding its core.
+# The peers of a step arrive within a fraction of a millisecond of each other; yielding
+# sooner hands the core to any other runnable process for a whole time slice (milliseconds),
+# which on a loaded machine cost more than the allreduce itself. Ranks that outnumber the
+# cores still get to run: past this, every poll yields.
+SPIN_SECONDS = 0.002
 
 
 def timeout():
@@ -73,12 +79,12 @@ def wait(request, what):
     polls, waited = 0, 0.0
     while not request.Test():
         polls += 1
-        if polls % 64 == 0:
+        if polls % 16 == 0:
             waited = time.monotonic() - start
             if waited > limit:
                 abort(f"{what} waited {waited:.0f} s for the other ranks (KILN_DIST_TIMEOUT="
                       f"{limit:g}): another rank has failed, exited or is stuck")
         if waited > 0.1:     # a long wait (a slow rank, a checkpoint): stop spinning
             time.sleep(0.0005)
-        elif polls > 64:     # the peers may share these cores: let them run
+        elif waited > SPIN_SECONDS:     # the peers may share these cores: let them run
             os.sched_yield()

@@ -74,8 +74,24 @@ def handles():
     return table
 
 
+def _handle_array():
+    from ..ndarray import ndarray
+    return ndarray._wrap(handles())
+
+
 def allreduce_op(x, op="mean"):
     """Reduce a kiln array over the ranks as one graph op (eager or traced)."""
-    from ..ndarray import ndarray
     from ..ops.collective import allreduce
-    return allreduce(x, ndarray._wrap(handles()), op=op)
+    return allreduce(x, _handle_array(), op=op)
+
+
+def start_op(x, op="mean"):
+    """The first half of allreduce_op: post the message (see kiln/ops/collective.py)."""
+    from ..ops.collective import allreduce_start
+    return allreduce_start(x, _handle_array(), op=op)
+
+
+def wait_op(started, after=(), op="mean"):
+    """The second half: the reduced value of a start_op, scheduled after `after`."""
+    from ..ops.collective import allreduce_wait
+    return allreduce_wait(started, _handle_array(), *after, op=op)

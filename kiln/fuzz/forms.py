@@ -299,7 +299,10 @@ def collective(s):
     if x is None:
         return None
     op = s.choice(["'sum'", "'mean'"])
-    return f"{s.new()} = kiln.distributed.lowering.allreduce_op({x}, op={op})"
+    low = "kiln.distributed.lowering"
+    if s.choice([False, True]):      # split in two, as a compiled training step does
+        return f"{s.new()} = {low}.wait_op({low}.start_op({x}, op={op}), op={op})"
+    return f"{s.new()} = {low}.allreduce_op({x}, op={op})"
 
 
 def nn_op(s):

@@ -58,7 +58,11 @@ def train_on_ranks(net, trainer, mode, steps, global_batch):
         step(x, y)
     if mode != "eager":
         graph = step.graph(x, y)
-        assert graph.ops.count("allreduce") >= 1, graph.ops
+        ops = list(graph.ops)
+        assert ops.count("allreduce_wait") >= 1, ops
+        # every message is posted before the first is waited on (overlap with backward)
+        last_start = max(k for k, op in enumerate(ops) if op == "allreduce_start")
+        assert last_start < ops.index("allreduce_wait"), ops
 
 
 def values(net, trainable_only=False):

@@ -93,7 +93,7 @@ def build_steps(graph):
             steps.append(Step("matmul", [node], list(node.inputs)))
         elif heavy.lowerable(node):
             steps.append(Step("heavy", [node], list(node.inputs)))
-        elif node.op in kernels.KERNELS:
+        elif node.op in kernels.KERNELS or node.op in kernels.KERNELS_WITH_EMITTER:
             steps.append(Step("op", [node], list(node.inputs)))
         elif node.op in CONTROL_OPS:
             steps.append(Step("control", [node], list(node.inputs)))
@@ -190,13 +190,16 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
     steps = sorted((s for s in steps if id(s.collapsed) in order),
                    key=lambda s: order[id(s.collapsed)])
     kinds = {id(s.collapsed): s.kind for s in steps}
+    reduced = {id(s.collapsed) for s in steps
+               if s.sink.op in ("allreduce", "allreduce_start", "allreduce_wait")}
     plan = plan_memory(
         cgraph,
         is_view=lambda n: kinds.get(id(n)) == "alias",
         # control steps write their own dedicated buffers (see control.py)
         writes_into=lambda n: kinds.get(id(n)) not in ("alias", "random", "control")
         and n.size > 0,
-        inplace_ok=lambda n: kinds.get(id(n)) == "fused")
+        # an allreduce reduces in place (MPI_IN_PLACE) when its input dies there
+        inplace_ok=lambda n: kinds.get(id(n)) == "fused" or id(n) in reduced)
     em.naive_bytes += plan.naive_bytes
     slot_of = {}
     for n, k in zip(graph.inputs, input_slots):
@@ -280,9 +283,12 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
                     body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
         elif s.kind == "heavy":
             body.append(heavy.emit(em, s.sink, storage, lambda n: top and _stays(em, n, storage)))
+        elif s.sink.op in kernels.KERNELS_WITH_EMITTER:
+            body.append(kernels.KERNELS_WITH_EMITTER[s.sink.op](s.sink, ptr, em))
         else:
             body.append(kernels.KERNELS[s.sink.op](s.sink, ptr))
         body.append("  }")
+        body.append(kernels.mpi_progress(em, s.sink, ptr))
     return body, [storage(o) for o in graph.outputs], plan
 
 

@@ -410,5 +410,9 @@ KERNELS = {
     "scatter_add": scatter_add, "full": full, "windows": windows, "unwindows": unwindows,
 }
 
-from .collective import allreduce as _allreduce  # noqa: E402  (MPI, kiln/distributed)
-KERNELS["allreduce"] = _allreduce
+from . import collective as _collective  # noqa: E402  (MPI, kiln/distributed)
+KERNELS["allreduce"] = _collective.allreduce
+# these two also take the Emitter: the request passes between them in a buffer of its own
+KERNELS_WITH_EMITTER = {"allreduce_start": _collective.allreduce_start,
+                        "allreduce_wait": _collective.allreduce_wait}
+mpi_progress = _collective.progress      # after every step (codegen.emit_graph)
