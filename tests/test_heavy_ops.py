@@ -369,3 +369,31 @@ def test_pool_refuses_a_pad_that_makes_windows_of_padding_only(kind):
         with dnnl.disabled() if own else contextlib.nullcontext():
             with pytest.raises(KilnError, match="pad smaller than the kernel"):
                 _call("pool", x, kind=kind, kernel=(2, 2), stride=(2, 2), pad=(2, 2, 2, 2))
+
+
+
+_WAIT_POLICY = """
+import os
+from kiln.backend.dnnl.library import shim
+assert shim() is not None
+print(os.environ.get("OMP_WAIT_POLICY"))
+"""
+
+
+@needs_dnnl
+@pytest.mark.parametrize("user", [None, "ACTIVE"])
+def test_openmp_loads_passive_unless_the_user_chose(user, monkeypatch):
+    from kiln.backend.dnnl import library
+    if user:
+        monkeypatch.setenv("OMP_WAIT_POLICY", user)
+    else:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    with library._passive_openmp():
+        inside = os.environ.get("OMP_WAIT_POLICY")
+    assert (inside, os.environ.get("OMP_WAIT_POLICY")) == ((user, user) if user
+                                                          else ("PASSIVE", None))
+    # a process that loads the library sees its environment as it was before
+    res = subprocess.run([sys.executable, "-c", _WAIT_POLICY], capture_output=True, text=True,
+                         timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == str(user), res.stdout
