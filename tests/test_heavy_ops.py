@@ -369,3 +369,58 @@ def test_pool_refuses_a_pad_that_makes_windows_of_padding_only(kind):
         with dnnl.disabled() if own else contextlib.nullcontext():
             with pytest.raises(KilnError, match="pad smaller than the kernel"):
                 _call("pool", x, kind=kind, kernel=(2, 2), stride=(2, 2), pad=(2, 2, 2, 2))
+
+
+
+_WAIT_POLICY = """
+import os
+from kiln.backend.dnnl.library import shim
+assert shim() is not None
+print(os.environ.get("OMP_WAIT_POLICY"))
+"""
+
+
+@needs_dnnl
+@pytest.mark.parametrize("user", [None, "ACTIVE"])
+def test_openmp_loads_passive_unless_the_user_chose(user, monkeypatch):
+    from kiln.backend.dnnl import library
+    if user:
+        monkeypatch.setenv("OMP_WAIT_POLICY", user)
+    else:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    with library._passive_openmp():
+        inside = os.environ.get("OMP_WAIT_POLICY")
+    assert (inside, os.environ.get("OMP_WAIT_POLICY")) == ((user, user) if user
+                                                          else ("PASSIVE", None))
+    # a process that loads the library sees its environment as it was before
+    res = subprocess.run([sys.executable, "-c", _WAIT_POLICY], capture_output=True, text=True,
+                         timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == str(user), res.stdout
+
+
+@needs_dnnl
+@pytest.mark.filterwarnings("ignore::kiln.graph.capture.KilnTraceWarning")
+@pytest.mark.parametrize("pad", [(0, 0, 0, 0), (1, 0, 1, 1)])
+def test_compiled_max_pool_gradient_reuses_the_forward_workspace(pad):
+    from kiln.backend.c import build
+    if not build.available():
+        pytest.skip("no C compiler")
+    a = dict(kind="max", kernel=(3, 2), stride=(2, 1), pad=pad)
+    rng = onp.random.default_rng(11)
+    x = rng.permutation(2 * 3 * 7 * 6).reshape(2, 3, 7, 6).astype("float32") * 0.1 - 12
+    g = rng.standard_normal(_call("pool", x, **a).shape).astype("float32")
+
+    def f(x, g):
+        y = REGISTRY["pool"](x, **a)
+        # the gradient's input depends on y, so the pool runs first; two gradients share it
+        return y, REGISTRY["pool_grad"](g * y, x, **a), REGISTRY["pool_grad"](g, x, **a)
+    with dnnl.disabled():
+        want = [v.asnumpy() for v in f(np.array(x), np.array(g))]
+    c = kiln.hybridize(f, backend="c")
+    got = [v.asnumpy() for v in c(np.array(x), np.array(g))]
+    for a_, b_ in zip(got, want):
+        _close(a_, b_, onp.abs(b_).max())
+    source = [e.program.source for e in c._cached.entries.values()][0]
+    # one forward pass and two backward ones, no rerun of the forward for each gradient
+    assert source.count("kiln_dnnl_run(") == 3, source

@@ -243,6 +243,7 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
     if top:
         em.param_writes = param_writes(graph, steps, storage, param_slots)
         slot_of.update(em.param_writes)
+    heavy.pair_max_pools(em, [s.sink for s in steps if s.kind == "heavy"])
     body = []
     chained = set()        # steps already run inside a dense chain (dense_chain.py)
     for k, s in enumerate(steps):

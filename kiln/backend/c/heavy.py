@@ -41,8 +41,42 @@ def lowerable(node):
     return spatial_ok(node.attrs["stride"]) and dnnl.available()
 
 
-def _makers(node):
-    """[(maker, argument nodes or workspace sizes)] for the shim calls of one node."""
+def _pool_key(x, attrs):
+    return (id(x), attrs["kind"], attrs["kernel"], attrs["stride"], attrs["pad"])
+
+
+def pair_max_pools(em, nodes):
+    """Share oneDNN's workspace between a max pool and the later gradients of the same
+    pooling, so that a training step does not run the forward pass again for each
+    gradient. nodes: the heavy nodes of one graph, in the order they run. Records on `em`
+    the buffer slot each paired node reads or writes."""
+    shared = em.__dict__.setdefault("pool_workspaces", {})
+    first = {}
+    for node in nodes:
+        if node.op not in ("pool", "pool_grad") or node.attrs["kind"] != "max":
+            continue
+        x = node.inputs[0] if node.op == "pool" else node.inputs[1]
+        key = _pool_key(x, node.attrs)
+        if node.op == "pool":
+            first.setdefault(key, node)
+        elif key in first:
+            pool = first[key]
+            if id(pool) not in shared:
+                shared[id(pool)] = em.new_buffer(max(_workspace_bytes(
+                    _pool_maker(1, pool.inputs[0], pool.shape, pool.attrs)), 64))
+            shared[id(node)] = shared[id(pool)]
+
+
+def _pool_maker(which, x, y_shape, attrs):
+    from ..dnnl import ops
+    geo = (attrs["kernel"], attrs["stride"], attrs["pad"])
+    return lambda lib: ops.make_pool(lib, which, attrs["kind"], x.shape, y_shape, *geo)
+
+
+def _makers(node, workspace=None):
+    """[(maker, argument nodes or workspace sizes)] for the shim calls of one node;
+    workspace: the buffer slot of a workspace shared with the node's partner
+    (pair_max_pools)."""
     from ..dnnl import ops
     a = node.attrs
     if node.op in ("conv", "conv_grad_data", "conv_grad_weight"):
@@ -59,8 +93,12 @@ def _makers(node):
     kind = a["kind"]
     if node.op == "pool":
         x = node.inputs[0]
+        if workspace is not None:
+            return [(_pool_maker(1, x, node.shape, a), [x, node, ("shared", workspace)])]
         return [(lambda lib: ops.make_pool(lib, 0, kind, x.shape, node.shape, *geo), [x, node])]
     g, x = node.inputs
+    if workspace is not None:
+        return [(_pool_maker(2, x, g.shape, a), [g, ("shared", workspace), node])]
     if kind != "max":
         return [(lambda lib: ops.make_pool(lib, 2, kind, x.shape, g.shape, *geo), [g, node])]
     # max: the forward pass again, keeping where each maximum was, then the backward
@@ -92,10 +130,14 @@ def emit(em, node, storage, weight_ok):
     """C statements for one heavy node. weight_ok(input node): may its reordered copy be
     kept between calls (a parameter the program does not write)?"""
     lines, extra = [], {}
-    for make, args in _makers(node):
+    workspace = em.__dict__.get("pool_workspaces", {}).get(id(node))
+    for make, args in _makers(node, workspace):
         slots, stamps = [], []
         for arg in args:
-            if isinstance(arg, tuple):
+            if isinstance(arg, tuple) and arg[0] == "shared":
+                slots.append(f"P[{arg[1]}]")
+                stamps.append("0")
+            elif isinstance(arg, tuple):
                 if id(arg[1]) not in extra:
                     size = arg[1] if arg[0] == "scratch" else _workspace_bytes(arg[1])
                     extra[id(arg[1])] = em.new_buffer(max(size, 64))
