@@ -114,43 +114,6 @@ def _compile_probe(cc):
     return ""
 
 
-_vector_math_cached = []
-
-
-def vector_math():
-    """(compile flags, link flags) that let generated loops call glibc's libmvec, or
-    ((), ()) where it is missing (another libc, an older glibc, another compiler): the
-    same code then calls the scalar functions. Probed once per process; a success is also
-    remembered on disk, as the compiler probe is."""
-    if _vector_math_cached:
-        return _vector_math_cached[0]
-    from .loops import PRELUDE
-    found = ((), ())
-    flags = ("-fopenmp-simd", "-DKILN_LIBMVEC")
-    try:
-        cc, version = compiler()
-        marker = _probe_marker(cc, version + " libmvec")
-        if os.path.exists(marker):
-            found = (flags, ("-lmvec",))
-        else:
-            source = PRELUDE + ("\nvoid kiln_probe(float *x, double *y) {\n"
-                                "  for (int i = 0; i < 64; i++) x[i] = tanhf(x[i]);\n"
-                                "  for (int i = 0; i < 64; i++) y[i] = tanh(y[i]);\n}\n")
-            with tempfile.TemporaryDirectory(prefix="kiln-probe-") as tmp:
-                out = os.path.join(tmp, "probe.so")
-                res = subprocess.run([cc, "-O2", *FLAGS, *flags, "-x", "c", "-o", out, "-",
-                                      "-lmvec", "-lm"], input=source, capture_output=True,
-                                     text=True, timeout=120)
-                if res.returncode == 0:
-                    ctypes.CDLL(out)          # every vector symbol resolves
-                    found = (flags, ("-lmvec",))
-                    _remember_file(marker)
-    except (OSError, subprocess.SubprocessError, CompilerUnavailable):
-        pass
-    _vector_math_cached.append(found)
-    return found
-
-
 def _remember_file(path):
     try:
         with open(path, "w"):
@@ -239,8 +202,7 @@ def load(source, extra_flags=(), opt=None):
     cc, version = compiler()
     if opt is None:
         opt = SMALL_OPT if len(source) <= BIG_SOURCE else BIG_OPT
-    math_flags = vector_math()[0]
-    flags = opt + FLAGS + _opt_in_flags() + _vector_flags() + math_flags + tuple(extra_flags)
+    flags = opt + FLAGS + _opt_in_flags() + _vector_flags() + tuple(extra_flags)
     key = hashlib.sha256("\0".join((_without_comments(source), " ".join(flags), cc, version,
                                      _cpu())).encode()).hexdigest()
     with _lock:
@@ -336,8 +298,8 @@ def _compile(cc, flags, source, path):
         # the source goes in on stdin: a temporary file name would be recorded in the object,
         # so two processes building the same entry at once would write different bytes and
         # one could pair its .so with the other's digest (then the load fails)
-        res = subprocess.run([cc, *flags, "-x", "c", "-o", tmp_so, "-",
-                              *vector_math()[1], "-lm"], input=source,
+        res = subprocess.run([cc, *flags, "-x", "c", "-o", tmp_so, "-", "-lm"],
+                             input=source,
                              capture_output=True, text=True, timeout=600)
         if res.returncode != 0:
             raise KilnError("C backend: the compiler rejected generated code (a kiln bug); "

@@ -120,8 +120,10 @@ def elementwise_expr(op, args, in_dtypes, out_dtype, attrs):
     b = f"(({T}){args[1]})" if len(args) > 1 else None
     if op == "negative":
         return f"(-{a})"
-    if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "floor", "ceil"):
+    if op in ("exp", "log", "sqrt", "sin", "cos", "erf", "floor", "ceil"):
         return f"{op}{f}({a})" if fl else None
+    if op == "tanh":
+        return f"kiln_tanh{f}({a})" if fl else None
     if op in ("arcsin", "arccos", "arctan"):     # C's names: asin, acos, atan
         return f"a{op[3:]}{f}({a})" if fl else None
     if op == "round":
@@ -186,16 +188,6 @@ PRELUDE = r"""
 
 int kiln_abi_version(void) { return 1; }
 
-#ifdef KILN_LIBMVEC
-/* glibc's vector math library (libmvec, found by build.vector_math()): with these
-   declarations GCC vectorizes a loop calling tanhf/tanh into calls of their SIMD versions,
-   ten times faster than a scalar call per element (LSTM gate math). Only tanh: exp and log
-   feed softmax and cross-entropy, whose compiled results stay those of the scalar calls */
-#pragma omp declare simd notinbranch
-float tanhf(float);
-#pragma omp declare simd notinbranch
-double tanh(double);
-#endif
 
 /* e^x for x <= 0, written so that a loop of it vectorizes (sigmoid's exp): Cephes' expf,
    range reduction by ln 2, a degree-6 polynomial, the power of two put in by bit
@@ -216,6 +208,21 @@ static inline float kiln_exp_nonpos_f(float x) {
   memcpy(&scale, &bits, sizeof scale);
   return p * scale;
 }
+/* tanh from arithmetic only (Cephes' tanhf: an odd polynomial below 0.625, else through
+   e^-2|x|; within 1.5 ulp). Not libm's or libmvec's: a vectorized loop calls the vector
+   version for whole blocks and the scalar one for the remainder, and the two differ in the
+   last bit, so equal inputs came out unequal by position (a tie in a later max then sent
+   its gradient to one element only). Plain arithmetic (no contraction under -std=c99) is
+   the same in both. The double version stays libm's scalar call, vectorized nowhere */
+static inline float kiln_tanhf(float x) {
+  float a = fabsf(x), z = x * x;
+  float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z
+                  + 1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+  float t = kiln_exp_nonpos_f(-2.0f * a);
+  float big = (1.0f - t) / (1.0f + t);
+  return copysignf(a < 0.625f ? fabsf(small) : big, x);
+}
+static inline double kiln_tanh(double x) { return tanh(x); }
 /* the two-sided form never overflows exp; a select, not a branch, so a loop of it
    vectorizes */
 static inline float kiln_sigmoidf(float x) {
