@@ -227,3 +227,21 @@ def test_batch_dot_with_transposes_and_its_gradients():
     onp.testing.assert_allclose(results[1][0], want, rtol=1e-4, atol=1e-4)
     for e, c in zip(*results):
         onp.testing.assert_allclose(c, e, rtol=1e-4, atol=1e-4)
+
+
+def test_eager_float32_matmul_on_dnnl_matches_numpy_and_the_runtime():
+    from kiln.backend.c import eager_gemm
+    rng = onp.random.default_rng(9)
+    a = rng.standard_normal((40, 90)).astype("float32")
+    b = rng.standard_normal((90, 70)).astype("float32")
+    for x, y in ((a, b), (onp.asfortranarray(a), b), (a, onp.asfortranarray(b)),
+                 (onp.asfortranarray(a), onp.asfortranarray(b))):
+        got = eager_gemm._on_dnnl(x, y, int(not x.flags.c_contiguous),
+                                  int(not y.flags.c_contiguous))
+        assert got is not None
+        want = x.astype("float64") @ y
+        onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        onp.testing.assert_allclose(np.matmul(np.array(x), np.array(y)).asnumpy(), want,
+                                    rtol=1e-4, atol=1e-4)
+        with dnnl.disabled():
+            onp.testing.assert_allclose(eager_gemm.matmul(x, y), want, rtol=1e-4, atol=1e-4)
