@@ -4,6 +4,9 @@ backend/dnnl/matmul.c).
 The size thresholds are lowered for these tests, so small shapes (fast to compile and
 check) take the oneDNN path; each test checks that they did, then compares with NumPy in
 float64, with kiln's own kernels (the library turned off) and, where installed, PyTorch."""
+import os
+import shutil
+import subprocess
 import warnings
 
 import numpy as onp
@@ -245,3 +248,30 @@ def test_eager_float32_matmul_on_dnnl_matches_numpy_and_the_runtime():
                                     rtol=1e-4, atol=1e-4)
         with dnnl.disabled():
             onp.testing.assert_allclose(eager_gemm.matmul(x, y), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_standalone_c_export_keeps_its_matmuls_off_the_library(tmp_path):
+    from kiln.export.standalone_c import build_c
+    rng = onp.random.default_rng(10)
+    x = np.array(rng.standard_normal((16, 40)).astype("float32"))
+    net = dense_net([30, 5], "relu", True)
+    net.hybridize()
+    quiet(net, x)
+    assert any("kiln_dnnl_run(" in s for s in sources(net))
+    prefix = str(tmp_path / "m")
+    net.export(prefix)
+    out_dir = str(tmp_path / "c")
+    build_c(prefix + "-symbol.json", prefix + "-0000.params", out_dir)
+    with open(os.path.join(out_dir, "model.c")) as f:
+        assert "kiln_dnnl_run(" not in f.read()
+    built = subprocess.run(["make", "-C", out_dir], capture_output=True, text=True,
+                           timeout=120)
+    assert built.returncode == 0, built.stderr
+    run = subprocess.run([os.path.join(out_dir, "model")],
+                         input=x.asnumpy().astype("<f4").tobytes(), capture_output=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = onp.frombuffer(run.stdout, "<f4").reshape(16, 5)
+    onp.testing.assert_allclose(out, reference(net, x.asnumpy(), "relu"), rtol=1e-4,
+                                atol=1e-4)
