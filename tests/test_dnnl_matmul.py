@@ -275,3 +275,23 @@ def test_standalone_c_export_keeps_its_matmuls_off_the_library(tmp_path):
     out = onp.frombuffer(run.stdout, "<f4").reshape(16, 5)
     onp.testing.assert_allclose(out, reference(net, x.asnumpy(), "relu"), rtol=1e-4,
                                 atol=1e-4)
+
+
+@pytest.mark.parametrize("rows, units", [(300, 40), (40, 130)])
+def test_layers_split_into_blocks_see_weight_writes(rows, units):
+    from kiln.backend.c.runtime import thread_count
+    if thread_count() < 2:
+        pytest.skip("one thread: layers are not split")
+    rng = onp.random.default_rng(11)
+    x = rng.standard_normal((rows, 24)).astype("float32")
+    net = dense_net([units], "relu", True)
+    net(np.array(x))
+    net.hybridize(backend="c")
+    quiet(net, np.array(x))
+    assert any("kiln_dnnl_blocks" in s for s in sources(net)), "the layer was not split"
+    w = net[0].weight
+    for write in (lambda: None, lambda: w.set_data(w.data() * 0.5),
+                  lambda: w.data().__setitem__(slice(None), w.data() + 0.25)):
+        write()
+        got = quiet(net, np.array(x)).asnumpy()
+        onp.testing.assert_allclose(got, reference(net, x, "relu"), rtol=1e-4, atol=1e-4)
