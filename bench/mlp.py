@@ -49,6 +49,15 @@ def kiln_rows(x, backends):
     return rows, net
 
 
+def dense_line():
+    """Where the compiled Dense layers of 8 rows and more run."""
+    from kiln.backend import dnnl
+    from kiln.backend.c.dnnl_dense import DNNL_MIN_ROWS
+    if not dnnl.available():
+        return f"oneDNN off ({dnnl.unavailable_reason()})"
+    return f"Dense layers from {DNNL_MIN_ROWS} rows on oneDNN's matmul, blocks in kiln's pool"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kiln bench")
     parser.add_argument("--batches", default="1,64,1024")
@@ -59,7 +68,7 @@ def main(argv=None):
     backends = list(BACKENDS)
     min_time = 0.05 if args.quick else 0.3
     print(f"kiln {kiln.__version__} benchmark: seed MLP 512-256-128-2, float32, CPU; "
-          f"{harness.setup_line()}\n")
+          f"{harness.setup_line()}; {dense_line()}; load average {os.getloadavg()[0]:.1f}\n")
     for batch in [int(b) for b in args.batches.split(",")]:
         np.random.seed(0)
         x = np.random.normal(size=(batch, 512))

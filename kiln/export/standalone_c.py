@@ -190,8 +190,10 @@ def build_c(symbol_file, param_file, out_dir):
                 raise KilnError(f"build-c: {what} {n.name} is {n.dtype}; standalone C "
                                 "programs take and give float32 only")
     graph = optimize(expand_heavy_ops(graph))     # standalone C has no kernel library
+    from ..backend import dnnl
     try:
-        gen = generate(graph)
+        with dnnl.disabled():       # nor oneDNN's matmul (backend/c/dnnl_dense.py)
+            gen = generate(graph)
     except NotLowerable as exc:
         raise KilnError(f"build-c: the C backend cannot generate this graph: {exc}") from None
     arrays, weight_names = {}, {}

@@ -13,7 +13,7 @@ from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     elementwise_expr, PRELUDE, C_TYPES)
-from . import dense_chain, kernels, heavy
+from . import dense_chain, dnnl_dense, kernels, heavy
 from .gemm_accumulate import accumulate_form
 from .param_writes import param_writes
 
@@ -273,9 +273,16 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
                 Step("fused", st.nodes[1:], []), ptr))
         elif s.kind == "matmul":
             alpha = accumulate_form(s, storage, ptr) if len(s.nodes) > 1 else None
+            on_dnnl = None if alpha is not None else dnnl_dense.emit(
+                em, s, storage, is_alias, lambda n: top and _stays(em, n, storage))
             if alpha is not None:   # X + alpha * A B: one gemm accumulating into X
                 body.append(kernels.matmul(s.nodes[0], ptr, is_alias, alpha=alpha,
                                            beta="1", out=ptr(s.sink)))
+            elif on_dnnl is not None:   # oneDNN's matmul, with the bias and ReLU it can take
+                code, rest = on_dnnl
+                body.append(code)
+                if rest:
+                    body.append(_fused(Step("fused", rest, []), ptr))
             else:
                 body.append(kernels.matmul(s.nodes[0], ptr, is_alias,
                                            cache=_pack_cache(em, s.nodes[0], storage, is_alias,

@@ -20,6 +20,8 @@ _forced_off = []
 
 WHEEL = "onednn-cpu-gomp"
 HEADERS_WHEEL = "onednn-devel-cpu-gomp"
+# compiled as one library, in this order: matmul.c builds its ops with shim.c's machinery
+SOURCES = ("shim.c", "matmul.c")
 
 
 def _wheel_file(dist, suffix):
@@ -76,8 +78,10 @@ def _load():
     try:
         with _passive_openmp():
             ctypes.CDLL(lib_path, mode=ctypes.RTLD_GLOBAL)
-        with open(os.path.join(os.path.dirname(__file__), "shim.c")) as f:
-            source = f.read()
+        source = ""
+        for name in SOURCES:
+            with open(os.path.join(os.path.dirname(__file__), name)) as f:
+                source += f.read() + "\n"
         shim = build.load(source, extra_flags=("-I" + include, "-pthread"), opt=("-O2",))
     except (OSError, build.CompilerUnavailable) as exc:
         return f"oneDNN found but not loadable: {exc}"
@@ -92,6 +96,10 @@ def _load():
     shim.kd_pool.restype = P
     shim.kd_pool.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, I64, I64, I64, I64, I64,
                              I64]
+    shim.kd_matmul.restype = P
+    shim.kd_matmul.argtypes = [ctypes.c_int, I64, I64, I64, I64, ctypes.c_int64,
+                               ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    shim.kd_last_impl.restype = ctypes.c_char_p
     shim.kd_run.restype = ctypes.c_int
     shim.kd_run.argtypes = [P, P, P]
     shim.kd_arg_size.restype = ctypes.c_int64

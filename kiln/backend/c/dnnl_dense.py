@@ -1,0 +1,225 @@
+"""Dense layers in generated C on oneDNN's matmul primitive (kiln/backend/dnnl/matmul.c).
+
+A float32 matmul step of at least DNNL_MIN_ROWS rows runs on shim ops: oneDNN's brgemm
+kernels, the weight reordered into their packed layout once and kept while kiln's write
+counter and the weight's address are unchanged (the stamps of heavy.py), and the bias add
+and ReLU that follow the matmul inside the primitive, so the output is written once.
+Whatever else the step's elementwise chain does stays with kiln's loop, run after it.
+A 2-D matmul is split into blocks for kiln's pool (grid below); one over batch dims
+(attention's batch_dot) is one op, on oneDNN's own threads.
+
+Below DNNL_MIN_ROWS rows (batch 1 above all) kiln's own kernels stay: there a layer is a
+stream over the weights, which kiln's dot products and dense chains (dense_chain.py) do
+without a library call's fixed cost.
+
+Every op is made once at code generation to learn which kernel oneDNN picks: a shape it
+only has a reference kernel for keeps kiln's path.
+"""
+import ctypes
+import threading
+
+import numpy as _np
+
+from .heavy import DNNL_FAILED
+from .kernels import GEMM_BLAS_MIN_FLOPS
+
+# rows from which oneDNN takes a matmul (seed MLP, side by side under load: batch 16 in
+# 36 us against 52 on MKL in kiln's pool, batch 8 even within the noise), and the
+# multiply-adds below which the call's fixed cost (3-4 us) is not worth it
+DNNL_MIN_ROWS = 8
+DNNL_MIN_FLOPS = GEMM_BLAS_MIN_FLOPS
+
+# A layer runs as a grid of blocks in kiln's pool, each a one-thread oneDNN op, so a core
+# that another process holds only delays the blocks it takes (an OpenMP team waits for it
+# at the end). Few rows: the columns are split, one block per thread, each core then
+# reading its share of the weights. Many rows: the rows, ROW_BLOCKS_PER_THREAD blocks per
+# thread, each with whole rows of output (oneDNN's brgemm kernel wants its output rows
+# contiguous: on a column block it falls back to a gemm 5-10% slower).
+ROW_SPLIT_MIN = 256
+ROW_BLOCKS_PER_THREAD = 2
+MIN_BLOCK_COLUMNS = 64
+MIN_BLOCK_ROWS = 32
+
+_usable = {}          # op arguments -> did oneDNN make it with a real kernel
+_lock = threading.Lock()
+
+
+def _i64(values):
+    values = tuple(int(v) for v in values)
+    return (ctypes.c_int64 * len(values))(*values)
+
+
+def _new_op(lib, args):
+    nd, ad, as_, bd, bs, ldc, bias, act, pack, single = args
+    return lib.kd_matmul(nd, _i64(ad), _i64(as_), _i64(bd), _i64(bs), ldc, bias, act, pack,
+                         single)
+
+
+def _probe(args):
+    """Does oneDNN make this op with a real (not reference) kernel?"""
+    with _lock:
+        got = _usable.get(args)
+        if got is None:
+            from ..dnnl.library import shim
+            lib = shim()
+            op = _new_op(lib, args)
+            got = _usable[args] = bool(op)
+            if op:
+                lib.kd_free(op)
+    return got
+
+
+def grid(m, n, threads):
+    """(rows, columns) per block of an m x n output on `threads` threads."""
+    if threads <= 1:
+        return m, n
+    if m >= ROW_SPLIT_MIN:
+        rows = -(-m // (ROW_BLOCKS_PER_THREAD * threads))
+        return max(MIN_BLOCK_ROWS, -(-rows // 8) * 8), n
+    cols = -(-n // threads)
+    return m, max(MIN_BLOCK_COLUMNS, -(-cols // 16) * 16)
+
+
+def _operand(node, is_alias):
+    """(node whose storage holds it, element strides) of a 2-D matmul operand, reading an
+    unmaterialized transpose in place."""
+    if node.op == "transpose" and node.ndim == 2 and node.attrs["axes"] == (1, 0) \
+            and is_alias(node):
+        base = node.inputs[0]
+        return base, (1, base.shape[1])
+    return node, (node.shape[1], 1)
+
+
+def _epilogue(mm, chain):
+    """(bias node or None, relu?, nodes taken): the bias add and ReLU that directly follow
+    the matmul, as the primitive can run them."""
+    n = mm.shape[1]
+    taken, bias, relu, current = 0, None, False, mm
+    if chain and chain[0].op == "add" and len(chain[0].inputs) == 2:
+        x, y = chain[0].inputs
+        other = y if x is mm else x if y is mm else None
+        if other is not None and other is not mm and other.dtype == _np.float32 \
+                and other.shape in ((n,), (1, n)) and chain[0].shape == mm.shape:
+            bias, current, taken = other, chain[0], 1
+    if len(chain) > taken and chain[taken].op == "relu" and chain[taken].inputs[0] is current:
+        relu, current, taken = True, chain[taken], taken + 1
+    # the rest of the chain may read only the last value computed here (they share storage)
+    last = chain[taken - 1] if taken else mm
+    inner = {id(mm)} | {id(c) for c in chain[:taken]}
+    if any(id(i) in inner and i is not last for c in chain[taken:] for i in c.inputs):
+        return None, False, 0
+    return bias, relu, taken
+
+
+def emit(em, step, storage, is_alias, weight_stays):
+    """(C statements, the chain's nodes still to run) computing a matmul step's head on
+    oneDNN, or None when kiln's own kernels should run it. weight_stays(node): is node a
+    parameter the program never writes (its packed copy may be kept between calls)?"""
+    mm, chain = step.nodes[0], step.nodes[1:]
+    if mm.ndim < 2 or mm.dtype != _np.float32 \
+            or any(i.dtype != _np.float32 or i.ndim < 2 for i in mm.inputs):
+        return None
+    M, K, N = mm.inputs[0].shape[-2], mm.inputs[0].shape[-1], mm.shape[-1]
+    if mm.size * K < DNNL_MIN_FLOPS or (mm.ndim == 2 and M < DNNL_MIN_ROWS):
+        return None
+    from .. import dnnl
+    if not dnnl.available():
+        return None
+    if mm.ndim > 2:
+        return _batched(em, step, storage, is_alias)
+    (a, sa), (b, sb) = _operand(mm.inputs[0], is_alias), _operand(mm.inputs[1], is_alias)
+    bias, relu, taken = _epilogue(mm, chain)
+    out = storage(step.sink)
+    if any(storage(x) == out for x in (a, b, bias) if x is not None):
+        return None          # oneDNN's output may not overlap its inputs
+    from .runtime import thread_count
+    rows, cols = grid(M, N, thread_count())
+    # row blocks read the weight as it lies: a packed copy per block would hold the
+    # weight once per block (the same speed here: 1024 x 512 x 256 in 256-row blocks on
+    # one thread, 2.54 ms unpacked, 2.66 packed)
+    pack = weight_stays(b) and rows == M
+    blocks = [(m0, n0, min(rows, M - m0), min(cols, N - n0))
+              for m0 in range(0, M, rows) for n0 in range(0, N, cols)]
+    single = int(len(blocks) > 1)
+    shapes = [(2, (mb, K), sa, (K, nb), sb, N, int(bias is not None), int(relu), int(pack),
+               single) for _, _, mb, nb in blocks]
+    if not all(_probe(args) for args in set(shapes)):
+        return None
+    ops = [em.add_slot(("dnnl_op", lambda lib, args=args: _new_op(lib, args)))
+           for args in shapes]
+    operands = [storage(x) for x in [a, b] + ([bias] if bias is not None else [])]
+    stamp = "kiln_weight_stamp()" if pack else "0"
+    if len(ops) == 1:
+        stamps = ["0", stamp] + ["0"] * (len(operands) - 1)
+        return _call(ops[0], operands + [out], stamps), chain[taken:]
+    return _blocks(em, ops, (rows, cols, -(-N // cols)), operands, (sa[0], sb[1], N), out,
+                   stamp), chain[taken:]
+
+
+def _batched(em, step, storage, is_alias):
+    """A matmul over batch dims (attention's batch_dot): one op over the flattened batch,
+    an operand without batch dims (or all ones) broadcast to every matrix."""
+    mm = step.nodes[0]
+    batch = int(_np.prod(mm.shape[:-2]))
+    dims = []
+    for x in mm.inputs:
+        if x.op == "transpose" and is_alias(x):
+            return None      # a transposed view: kiln's loops read it in place
+        lead = int(_np.prod(x.shape[:-2]))
+        if lead not in (1, batch) or (lead == batch and x.shape[:-2] != mm.shape[:-2][
+                len(mm.shape) - x.ndim:]):
+            return None      # broadcast along some batch dims only
+        dims.append((lead,) + x.shape[-2:])
+    (ba, M, K), (bb, _, N) = dims
+    out = storage(step.sink)
+    if any(storage(x) == out for x in mm.inputs):
+        return None
+    args = (3, (ba, M, K), (M * K, K, 1), (bb, K, N), (K * N, N, 1), N, 0, 0, 0, 0)
+    if not _probe(args):
+        return None
+    op = em.add_slot(("dnnl_op", lambda lib: _new_op(lib, args)))
+    slots = [storage(x) for x in mm.inputs] + [out]
+    return _call(op, slots, ["0"] * 3), step.nodes[1:]
+
+
+def _call(op, slots, stamps):
+    """C calling one shim op on the values in `slots`."""
+    pointers = [f"P[{k}]" for k in slots]
+    return "\n".join(["  {", f"    void *a[{len(pointers)}] = {{{', '.join(pointers)}}};",
+                      f"    int64_t s[{len(pointers)}] = {{{', '.join(stamps)}}};",
+                      f"    if (kiln_dnnl_run(P[{op}], a, s) != 0) return {DNNL_FAILED};",
+                      "  }"])
+
+
+def _blocks(em, ops, grid_, operands, steps, out, stamp):
+    """C running one op per block through kiln's pool; ops are consecutive slots.
+    grid_: (rows, columns) per block and blocks per row of the grid; operands: the slots
+    of a, b and the bias if any; steps: elements between rows of a, columns of b, rows of
+    the output."""
+    rows, cols, across = grid_
+    a_row, b_col, out_row = steps
+    name = f"kiln_dnnl_blocks{len(em.functions)}"
+    bias = f", (float *)P[{operands[2]}] + n0" if len(operands) == 3 else ""
+    job = "" if any("} kiln_dnnl_job;" in f for f in em.functions) else \
+        "typedef struct { void **P; int failed; } kiln_dnnl_job;\n"
+    em.functions.append("\n".join([
+        f"{job}/* block b of a layer on oneDNN: op P[{ops[0]} + b] */",
+        f"static void {name}(void *ctx, int64_t b) {{",
+        "  kiln_dnnl_job *job = ctx;",
+        "  void **P = job->P;",
+        f"  int64_t m0 = b / {across} * {rows}, n0 = b % {across} * {cols};",
+        f"  void *a[{len(operands) + 1}] = {{(float *)P[{operands[0]}] + m0 * {a_row}, "
+        f"(float *)P[{operands[1]}] + n0 * {b_col}{bias}, "
+        f"(float *)P[{out}] + m0 * {out_row} + n0}};",
+        f"  int64_t s[{len(operands) + 1}] = {{0, {stamp}{', 0' if bias else ''}, 0}};",
+        f"  if (kiln_dnnl_run(P[{ops[0]} + b], a, s) != 0) "
+        "__atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);",
+        "}"]))
+    n = len(ops)
+    return "\n".join([
+        "  {",
+        "    kiln_dnnl_job job = {P, 0};",
+        f"    if (kiln_parallel_ptr) kiln_parallel_ptr({name}, &job, {n});",
+        f"    else for (int64_t b = 0; b < {n}; b++) {name}(&job, b);",
+        f"    if (job.failed) return {DNNL_FAILED};",
+        "  }"])

@@ -1,0 +1,97 @@
+/* Dense layers and batched matmuls on oneDNN's matmul primitive (see kiln/backend/c/dnnl_dense.py).
+
+   library.py compiles this file after shim.c as one library, so an op here is a shim op
+   (kd_make, kd_run, kd_free): the weight is reordered into oneDNN's packed layout once and
+   kept while the caller's pointer and stamp are unchanged. Bias and ReLU run inside the
+   primitive (bias argument, eltwise post-op), so the layer is one pass over its output. */
+
+static __thread char kd_impl[128];
+/* the implementation oneDNN chose for the last matmul made on this thread (tests, probes) */
+const char *kd_last_impl(void) { return kd_impl; }
+
+static dnnl_memory_desc_t kd_strided(int nd, const int64_t *dims, const int64_t *strides) {
+  dnnl_dims_t d, s;
+  for (int i = 0; i < nd; i++) { d[i] = dims[i]; s[i] = strides[i]; }
+  dnnl_memory_desc_t md = 0;
+  if (dnnl_memory_desc_create_with_strides(&md, nd, d, dnnl_f32, s) != dnnl_success) return 0;
+  return md;
+}
+
+/* y = act(a . b + bias) over nd = 2 or 3 dims (a batch dim first: 1 in a or b broadcasts).
+   a: (.., M, K), b: (.., K, N), each with its own element strides (a transpose read in
+   place is just other strides); y: (batch, M, N) with rows ldc apart (a block of columns
+   of a wider output), batches M * ldc; bias: plain (N). act: 0 none, 1 ReLU. pack: let
+   oneDNN choose b's layout (a reorder, kept between calls by the stamp) instead of
+   reading b as it lies. Fails (0, kd_error) on a reference implementation: slower than
+   kiln's own loops, so the caller keeps those. */
+static kd_op *kd_matmul_make(int nd, const int64_t *ad, const int64_t *as,
+                             const int64_t *bd, const int64_t *bs, int64_t ldc, int bias,
+                             int act, int pack) {
+  int64_t yd[3], ys[3], biasd[3] = {1, 1, 1};
+  for (int i = 0; i < nd - 2; i++) yd[i] = ad[i] > bd[i] ? ad[i] : bd[i];
+  yd[nd - 2] = ad[nd - 2]; yd[nd - 1] = bd[nd - 1]; biasd[nd - 1] = bd[nd - 1];
+  ys[nd - 1] = 1; ys[nd - 2] = ldc; if (nd == 3) ys[0] = ldc * yd[1];
+  dnnl_memory_desc_t am = kd_strided(nd, ad, as), ym = kd_strided(nd, yd, ys);
+  dnnl_memory_desc_t bm = pack ? kd_any(nd, bd) : kd_strided(nd, bd, bs);
+  dnnl_memory_desc_t biasm = bias ? kd_plain(nd, biasd) : 0;
+  dnnl_primitive_attr_t attr = kd_attr();
+  dnnl_post_ops_t po = 0;
+  dnnl_primitive_desc_t pd = 0;
+  dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
+  int args[KD_MAX_ARGS], outs[KD_MAX_ARGS] = {0}, nargs = 0;
+  if (kd_init()) goto fail;
+  if (!am || !ym || !bm || !attr || (bias && !biasm)) {
+    snprintf(kd_message, sizeof kd_message, "matmul: bad dims or strides");
+    goto fail;
+  }
+  if (act) {
+    KD_TRY(dnnl_post_ops_create(&po));
+    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f));
+    KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
+  }
+  KD_TRY(dnnl_matmul_primitive_desc_create(&pd, kd_engine, am, bm, biasm, ym, attr));
+  const char *impl = 0;
+  KD_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
+  snprintf(kd_impl, sizeof kd_impl, "%s", impl ? impl : "");
+  if (!impl || !strncmp(impl, "ref", 3)) {
+    snprintf(kd_message, sizeof kd_message, "matmul: only oneDNN's reference kernel (%s)",
+             kd_impl);
+    goto fail;
+  }
+  args[0] = DNNL_ARG_SRC; user[0] = kd_strided(nd, ad, as);
+  args[1] = DNNL_ARG_WEIGHTS; user[1] = kd_strided(nd, bd, bs);
+  nargs = 2;
+  if (bias) { args[2] = DNNL_ARG_BIAS; user[2] = kd_plain(nd, biasd); nargs = 3; }
+  args[nargs] = DNNL_ARG_DST; outs[nargs] = 1; user[nargs] = kd_strided(nd, yd, ys); nargs++;
+  dnnl_memory_desc_destroy(am); dnnl_memory_desc_destroy(bm); dnnl_memory_desc_destroy(ym);
+  if (biasm) dnnl_memory_desc_destroy(biasm);
+  if (po) dnnl_post_ops_destroy(po);
+  dnnl_primitive_attr_destroy(attr);
+  return kd_make(pd, nargs, args, outs, user);
+fail:
+  if (am) dnnl_memory_desc_destroy(am);
+  if (bm) dnnl_memory_desc_destroy(bm);
+  if (ym) dnnl_memory_desc_destroy(ym);
+  if (biasm) dnnl_memory_desc_destroy(biasm);
+  if (po) dnnl_post_ops_destroy(po);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
+  return 0;
+}
+
+/* single: make the op for one thread. oneDNN fixes an op's thread count when it makes it
+   and runs a one-thread op inline, without OpenMP, so kiln's pool can run several such ops
+   (blocks of one layer) at once, each on the thread that takes it. */
+kd_op *kd_matmul(int nd, const int64_t *ad, const int64_t *as, const int64_t *bd,
+                 const int64_t *bs, int64_t ldc, int bias, int act, int pack, int single) {
+  if (nd < 2 || nd > 3) {
+    snprintf(kd_message, sizeof kd_message, "matmul over %d dims (2 or 3 taken)", nd);
+    return 0;
+  }
+  int before = omp_get_max_threads();
+  if (single) omp_set_num_threads(1); else kd_enter();
+  kd_op *op = kd_matmul_make(nd, ad, as, bd, bs, ldc, bias, act, pack);
+  omp_set_num_threads(before);
+  return op;
+}
