@@ -107,3 +107,21 @@ def test_pretrained_loads_a_stand_in_when_verification_is_off(tmp_path, monkeypa
     net = vision.resnet18_v2(pretrained=True, root=str(tmp_path))
     x = np.ones((1, 3, 32, 32))
     onp.testing.assert_array_equal(net(x).asnumpy(), src(x).asnumpy())
+
+
+def test_params_files_have_their_own_size_cap(tmp_path, monkeypatch):
+    """MXNet's VGG-16/19 files (528/548 MiB) exceed the symbol-file cap of 256 MiB; the
+    params reader has its own, larger one."""
+    from kiln.export import mxnet_params, symbol
+    net = vision.ResNetV2(vision.BasicBlockV2, [1], [4, 4], classes=3, thumbnail=True)
+    net.initialize()
+    net(np.zeros((1, 3, 8, 8)))
+    path = str(tmp_path / "small.params")
+    params = net.collect_params()
+    mxnet_params.write(path, [p.data().asnumpy() for p in params.values()], list(params))
+    size = os.path.getsize(path)
+    monkeypatch.setattr(symbol, "MAX_FILE_BYTES", size // 2)
+    net.load_parameters(path)  # a params file larger than the symbol cap still loads
+    monkeypatch.setattr(mxnet_params, "MAX_PARAMS_FILE_BYTES", size // 2)
+    with pytest.raises(kiln.base.KilnError, match="larger than"):
+        net.load_parameters(path)
