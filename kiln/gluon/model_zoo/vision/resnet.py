@@ -17,7 +17,15 @@ def _v1_shortcut(channels, stride, in_channels):
     return block
 
 
-class BasicBlockV1(nn.HybridBlock):
+class _ResidualV1(nn.HybridBlock):
+    """v1 blocks: relu(body(x) + shortcut(x)); subclasses build `body` and `downsample`."""
+
+    def forward(self, x):
+        residual = self.downsample(x) if self.downsample is not None else x
+        return relu(self.body(x) + residual)
+
+
+class BasicBlockV1(_ResidualV1):
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(**kwargs)
         self.body = nn.HybridSequential()
@@ -25,12 +33,8 @@ class BasicBlockV1(nn.HybridBlock):
                       nn.Activation("relu"), _conv3x3(channels, 1, channels), nn.BatchNorm())
         self.downsample = _v1_shortcut(channels, stride, in_channels) if downsample else None
 
-    def forward(self, x):
-        residual = self.downsample(x) if self.downsample is not None else x
-        return relu(self.body(x) + residual)
 
-
-class BottleneckV1(nn.HybridBlock):
+class BottleneckV1(_ResidualV1):
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(**kwargs)
         self.body = nn.HybridSequential()
@@ -40,18 +44,14 @@ class BottleneckV1(nn.HybridBlock):
                       nn.Conv2D(channels, kernel_size=1, strides=1), nn.BatchNorm())
         self.downsample = _v1_shortcut(channels, stride, in_channels) if downsample else None
 
-    def forward(self, x):
-        residual = self.downsample(x) if self.downsample is not None else x
-        return relu(self.body(x) + residual)
 
+class _ResidualV2(nn.HybridBlock):
+    """v2 (pre-activation) blocks: the shortcut takes relu(bn1(x)) when it projects;
+    subclasses build their layers and `_body`."""
 
-class BasicBlockV2(nn.HybridBlock):
-    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
+    def __init__(self, channels, stride, downsample, in_channels, **kwargs):
         super().__init__(**kwargs)
         self.bn1 = nn.BatchNorm()
-        self.conv1 = _conv3x3(channels, stride, in_channels)
-        self.bn2 = nn.BatchNorm()
-        self.conv2 = _conv3x3(channels, 1, channels)
         self.downsample = (nn.Conv2D(channels, 1, stride, use_bias=False,
                                      in_channels=in_channels) if downsample else None)
 
@@ -60,32 +60,32 @@ class BasicBlockV2(nn.HybridBlock):
         x = relu(self.bn1(x))
         if self.downsample is not None:
             residual = self.downsample(x)
-        x = self.conv1(x)
-        x = self.conv2(relu(self.bn2(x)))
-        return x + residual
+        return self._body(x) + residual
 
 
-class BottleneckV2(nn.HybridBlock):
+class BasicBlockV2(_ResidualV2):
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
-        super().__init__(**kwargs)
-        self.bn1 = nn.BatchNorm()
+        super().__init__(channels, stride, downsample, in_channels, **kwargs)
+        self.conv1 = _conv3x3(channels, stride, in_channels)
+        self.bn2 = nn.BatchNorm()
+        self.conv2 = _conv3x3(channels, 1, channels)
+
+    def _body(self, x):
+        return self.conv2(relu(self.bn2(self.conv1(x))))
+
+
+class BottleneckV2(_ResidualV2):
+    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
+        super().__init__(channels, stride, downsample, in_channels, **kwargs)
         self.conv1 = nn.Conv2D(channels // 4, kernel_size=1, strides=1, use_bias=False)
         self.bn2 = nn.BatchNorm()
         self.conv2 = _conv3x3(channels // 4, stride, channels // 4)
         self.bn3 = nn.BatchNorm()
         self.conv3 = nn.Conv2D(channels, kernel_size=1, strides=1, use_bias=False)
-        self.downsample = (nn.Conv2D(channels, 1, stride, use_bias=False,
-                                     in_channels=in_channels) if downsample else None)
 
-    def forward(self, x):
-        residual = x
-        x = relu(self.bn1(x))
-        if self.downsample is not None:
-            residual = self.downsample(x)
-        x = self.conv1(x)
-        x = self.conv2(relu(self.bn2(x)))
-        x = self.conv3(relu(self.bn3(x)))
-        return x + residual
+    def _body(self, x):
+        x = self.conv2(relu(self.bn2(self.conv1(x))))
+        return self.conv3(relu(self.bn3(x)))
 
 
 def _stem(features, channels, thumbnail):
