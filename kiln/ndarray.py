@@ -442,7 +442,8 @@ class ndarray:
     def cumsum(self, axis=None, dtype=None): return _np_api().cumsum(self, axis, dtype)
     def argsort(self, axis=-1): return _np_api().argsort(self, axis)
     def sort(self, axis=-1): return _np_api().sort(self, axis)
-    def clip(self, a_min=None, a_max=None): return _np_api().clip(self, a_min, a_max)
+    def clip(self, min=None, max=None, a_min=None, a_max=None):  # min/max: MXNet and NumPy
+        return _np_api().clip(self, a_min if min is None else min, a_max if max is None else max)
     def abs(self): return _np_api().abs(self)
     def exp(self): return _np_api().exp(self)
     def log(self): return _np_api().log(self)

@@ -24,7 +24,7 @@ import numpy as _np
 
 from ..base import KilnError
 from ..npx.io import write_bytes_atomic
-from .symbol import MAX_RANK, MAX_TENSOR_ELEMENTS, read_capped
+from .symbol import MAX_PARAMS_FILE_BYTES, MAX_RANK, MAX_TENSOR_ELEMENTS, read_capped
 
 LIST_MAGIC = 0x112
 V1, V2, V3 = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
@@ -130,7 +130,7 @@ def parse(data, source="<params>"):
 
 
 def read(path):
-    return parse(read_capped(path, "params file"), str(path))
+    return parse(read_capped(path, "params file", MAX_PARAMS_FILE_BYTES), str(path))
 
 
 def read_dict(path):

@@ -35,6 +35,9 @@ MAX_RANK = 32
 MAX_TENSOR_ELEMENTS = 1 << 28        # 1 GiB of float32 in one value
 MAX_TOTAL_ELEMENTS = 1 << 30         # over all nodes of the graph
 MAX_FILE_BYTES = 256 << 20
+# MXNet's published VGG-16/19 parameter files are 528 and 548 MiB; every record is
+# bounds-checked against the bytes read, so the cap only bounds the read itself
+MAX_PARAMS_FILE_BYTES = 4 << 30
 
 
 class NodeSpec(Shaped):
@@ -125,15 +128,15 @@ def graph_to_json(graph, param_names, kiln_version, grad_reqs=None):
 
 # ---- reading -------------------------------------------------------------------------------
 
-def read_capped(path, kind="symbol file"):
-    """The bytes of `path`, refusing files larger than MAX_FILE_BYTES."""
+def read_capped(path, kind="symbol file", limit=MAX_FILE_BYTES):
+    """The bytes of `path`, refusing files larger than `limit`."""
     try:
         with open(path, "rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
+            raw = f.read(limit + 1)
     except OSError as exc:
         raise KilnError(f"cannot read {kind} {path}: {exc}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise KilnError(f"{kind} {path} is larger than {MAX_FILE_BYTES} bytes")
+    if len(raw) > limit:
+        raise KilnError(f"{kind} {path} is larger than {limit} bytes")
     return raw
 
 

@@ -39,6 +39,9 @@ inf = _onp.inf
 nan = _onp.nan
 newaxis = None
 finfo = _onp.finfo
+# arrays print through NumPy, so NumPy's print options are kiln's
+set_printoptions = _onp.set_printoptions
+get_printoptions = _onp.get_printoptions
 iinfo = _onp.iinfo
 
 

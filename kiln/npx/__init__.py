@@ -3,7 +3,8 @@ from .nn import (relu, sigmoid, softplus, softsign, gelu, elu, selu, silu, swish
                  activation, leaky_relu, softmax, log_softmax, masked_softmax, one_hot, pick,
                  batch_dot, fully_connected, convolution, deconvolution, pooling, dropout,
                  batch_norm, layer_norm, group_norm, embedding, sequence_mask, topk, smooth_l1,
-                 reshape_like, arange_like, stop_gradient)
+                 reshape_like, arange_like, stop_gradient, batch_flatten)
+from .detection import multibox_prior, roi_pooling  # noqa: F401
 from .io import save, load  # noqa: F401
 from .control_flow import cond, while_loop, foreach  # noqa: F401
 from . import random  # noqa: F401

@@ -420,6 +420,14 @@ def reshape_like(lhs, rhs):
     return knp.reshape(lhs, _arr(rhs).shape)
 
 
+def batch_flatten(data):
+    """(d0, d1, ..., dk) -> (d0, d1 * ... * dk), as MXNet's Flatten."""
+    x = _arr(data)
+    if x.ndim == 0:
+        raise op_error("batch_flatten", "needs at least one axis, got a scalar")
+    return knp.reshape(x, (x.shape[0], -1) if x.shape[0] else (0, int(_np.prod(x.shape[1:]))))
+
+
 def arange_like(data, start=0.0, step=1.0, repeat=1, axis=None, ctx=None):
     x = _arr(data)
     n = x.size if axis is None else x.shape[axis]

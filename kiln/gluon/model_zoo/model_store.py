@@ -1,0 +1,73 @@
+"""Where pretrained parameter files live: MXNet's model store layout,
+$MXNET_HOME/models/{name}-{first 8 hex of sha1}.params, checked against MXNet's SHA-1 sums.
+
+Offline, a missing file is an error naming the file and the folder. KILN_DATASET_VERIFY=0
+accepts a file in the right format whose sum differs (a local stand-in), as for datasets.
+"""
+import os
+import zipfile
+
+from ...base import KilnError
+from ..data.vision.dataset_files import REPO_URL, _verify_enabled, data_dir
+
+# MXNet's published sums for the files kiln's zoo can build
+_MODEL_SHA1 = {
+    "resnet18_v1": "a0666292f0a30ff61f857b0b66efc0228eb6a54b",
+    "resnet34_v1": "48216ba99a8b1005d75c0f3a0c422301a0473233",
+    "resnet50_v1": "0aee57f96768c0a2d5b23a6ec91eb08dfb0a45ce",
+    "resnet101_v1": "d988c13d6159779e907140a638c56f229634cb02",
+    "resnet152_v1": "671c637a14387ab9e2654eafd0d493d86b1c8579",
+    "resnet18_v2": "a81db45fd7b7a2d12ab97cd88ef0a5ac48b8f657",
+    "resnet34_v2": "9d6b80bbc35169de6b6edecffdd6047c56fdd322",
+    "resnet50_v2": "ecdde35339c1aadbec4f547857078e734a76fb49",
+    "resnet101_v2": "18e93e4f48947e002547f50eabbcc9c83e516aa6",
+    "resnet152_v2": "f2695542de38cf7e71ed58f02893d82bb409415e",
+    "vgg11": "dd221b160977f36a53f464cb54648d227c707a05",
+    "vgg11_bn": "ee79a8098a91fbe05b7a973fed2017a6117723a8",
+    "vgg13": "6bc5de58a05a5e2e7f493e2d75a580d83efde38c",
+    "vgg13_bn": "7d97a06c3c7a1aecc88b6e7385c2b373a249e95e",
+    "vgg16": "e660d4569ccb679ec68f1fd3cce07a387252a90a",
+    "vgg16_bn": "7f01cf050d357127a73826045c245041b0df7363",
+    "vgg19": "ad2f660d101905472b83590b59708b71ea22b2e5",
+    "vgg19_bn": "f360b758e856f1074a85abd5fd873ed1d98297c3",
+}
+
+
+def short_hash(name):
+    if name not in _MODEL_SHA1:
+        raise KilnError(f"model_zoo: no pretrained parameters are published for {name!r}; "
+                        f"known: {', '.join(sorted(_MODEL_SHA1))}")
+    return _MODEL_SHA1[name][:8]
+
+
+def get_model_file(name, root=None):
+    """Path of `name`'s pretrained parameters, fetched from MXNet's store when missing."""
+    from ..utils import check_sha1, download
+    root = os.path.expanduser(root) if root else os.path.join(data_dir(), "models")
+    sha1 = _MODEL_SHA1.get(name) or short_hash(name)
+    file_name = f"{name}-{sha1[:8]}"
+    path = os.path.join(root, file_name + ".params")
+
+    def usable():
+        return os.path.isfile(path) and (not _verify_enabled() or check_sha1(path, sha1))
+
+    if usable():
+        return path
+    why = "missing" if not os.path.isfile(path) else f"SHA-1 differs from MXNet's {sha1}"
+    try:
+        os.makedirs(root, exist_ok=True)
+        zip_path = download(f"{REPO_URL}gluon/models/{file_name}.zip",
+                            path=os.path.join(root, file_name + ".zip"))
+        with zipfile.ZipFile(zip_path) as zf:
+            member = zf.getinfo(file_name + ".params")
+            with zf.open(member) as src, open(path + ".part", "wb") as dst:
+                dst.write(src.read())
+        os.replace(path + ".part", path)
+        os.remove(zip_path)
+    except (KilnError, OSError, KeyError, zipfile.BadZipFile) as exc:
+        raise KilnError(f"model_zoo: cannot use {file_name}.params ({why}) in {root}, and "
+                        f"downloading failed ({exc}). Put the file in {root}") from None
+    if not usable():
+        raise KilnError(f"model_zoo: {path} was downloaded but its SHA-1 is not MXNet's "
+                        f"{sha1}")
+    return path
