@@ -95,3 +95,53 @@ def test_only_matches_the_section_part_unless_the_chapter_is_named():
     assert tool.selected("chapter_convolutional-modern.nin", "nin")
     assert not tool.selected("chapter_linear-regression.linear-regression-concise",
                              "chapter_linear-regression.linear-regression.")
+
+
+def _scratch(tmp_path):
+    for sub in ("scripts", "logs", "work", "mxnet"):
+        (tmp_path / sub).mkdir()
+    return str(tmp_path)
+
+
+def test_framework_mxnet_runs_the_given_python_without_the_alias(tmp_path):
+    scratch = _scratch(tmp_path)
+    wrapper = tmp_path / "python-wrapper"
+    marker = tmp_path / "wrapper-ran"
+    wrapper.write_text(f"#!/bin/sh\ntouch {marker}\nexec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    probe = ("import os, sys\n"
+             "assert 'kiln' not in sys.modules, 'kiln was imported'\n"
+             "assert os.environ['MXNET_HOME'].endswith('mxnet')\n"
+             "print('argv0', sys.argv[0])\n")
+    status, _, _, error = tool.run_section("probe", probe, scratch, 60,
+                                           python=str(wrapper), framework="mxnet")
+    assert status == "pass", error
+    assert marker.exists()   # the interpreter given, not this one, ran the section
+    log = (tmp_path / "logs" / "probe.txt").read_text()
+    assert "argv0 " + os.path.join(scratch, "scripts", "probe.py") in log
+
+
+def test_framework_kiln_runs_through_the_alias(tmp_path):
+    scratch = _scratch(tmp_path)
+    probe = "import sys\nfrom mxnet import np\nassert np is sys.modules['kiln.np'], np\n"
+    status, _, _, error = tool.run_section("probe", probe, scratch, 120)
+    assert status == "pass", error
+
+
+def test_an_unknown_framework_is_refused():
+    with pytest.raises(ValueError, match="'kiln' or 'mxnet'.*'torch'"):
+        tool.section_command("x.py", sys.executable, "torch")
+
+
+def test_the_command_line_passes_python_and_framework_to_each_section(tmp_path, monkeypatch):
+    chapters = tmp_path / "md" / "chapter_x"
+    chapters.mkdir(parents=True)
+    (chapters / "one.md").write_text(CHAPTER)
+    seen = []
+    monkeypatch.setattr(tool, "write_stand_in_data", lambda scratch: None)
+    monkeypatch.setattr(tool, "run_section", lambda name, script, scratch, timeout, python,
+                        framework: seen.append((name, python, framework)) or ("pass", 1, 1, ""))
+    tool.main([str(tmp_path / "md"), "--out", str(tmp_path / "out"),
+               "--python", "/opt/mx/bin/python", "--framework", "mxnet"])
+    assert seen == [("chapter_x.one", "/opt/mx/bin/python", "mxnet")]
+    assert "on mxnet (/opt/mx/bin/python)" in (tmp_path / "out" / "results.md").read_text()

@@ -46,6 +46,26 @@ def test_fashion_mnist_reads_idx_files_with_hashes(tmp_path, offline):
     assert int(y) == labels[3]
 
 
+def test_labels_are_kiln_int32_arrays_as_in_mxnet_under_set_np(tmp_path, offline, unverified):
+    # MXNet 1.9.1 with npx.set_np(): MNIST(train=True)[:] gives labels as an mx.np.ndarray
+    # of int32 (and ds[i] a 0-d one), so the book's naive Bayes calls `Y.asnumpy()`
+    written = write_mnist(str(tmp_path))
+    images, labels = written["train"]
+    for cls in (vision.MNIST, vision.FashionMNIST):
+        ds = cls(root=str(tmp_path), train=True,
+                 transform=lambda x, y: (x.astype("float32"), y))
+        X, Y = ds[:]
+        assert isinstance(Y, kiln.np.ndarray) and Y.dtype == onp.int32
+        onp.testing.assert_array_equal(Y.asnumpy(), labels)
+        onp.testing.assert_array_equal(X.asnumpy()[Y.asnumpy() == labels[0]][0, :, :, 0],
+                                       images[labels == labels[0]][0])
+        y = cls(root=str(tmp_path), train=True)[3][1]
+        assert isinstance(y, kiln.np.ndarray) and y.shape == () and int(y) == labels[3]
+    batches = list(DataLoader(vision.MNIST(root=str(tmp_path), train=True), batch_size=5))
+    assert isinstance(batches[0][1], kiln.np.ndarray) and batches[0][1].dtype == onp.int32
+    onp.testing.assert_array_equal(batches[0][1].asnumpy(), labels[:5])
+
+
 def test_default_root_honours_mxnet_home(tmp_path, monkeypatch, offline, unverified):
     monkeypatch.setenv("MXNET_HOME", str(tmp_path))
     write_mnist(str(tmp_path / "datasets" / "mnist"))

@@ -1,7 +1,9 @@
 """MXNet's vision datasets: MNIST, FashionMNIST, CIFAR10, CIFAR100, ImageFolderDataset.
 
-Samples are (image, label): an (H, W, C) uint8 kiln array and an int32 NumPy scalar, as in
-MXNet. `transform(data, label)` is applied per sample when given.
+Samples are (image, label): an (H, W, C) uint8 kiln array and an int32 kiln array (0-d for
+one sample), as MXNet 1.9 gives them under `npx.set_np()`, which kiln always is in: the
+book's naive Bayes calls `Y.asnumpy()` on `MNIST(...)[:]`'s labels. ImageFolderDataset's
+labels are Python ints, as in MXNet. `transform(data, label)` is applied per sample.
 """
 import os
 import warnings
@@ -29,7 +31,7 @@ class _DownloadedDataset(Dataset):
     def __getitem__(self, idx):
         from ....ndarray import ndarray
         data = ndarray._wrap(_np.ascontiguousarray(self._data[idx]))
-        label = self._label[idx]
+        label = ndarray._wrap(_np.asarray(self._label[idx]))
         if self._transform is not None:
             return self._transform(data, label)
         return data, label
