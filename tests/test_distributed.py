@@ -80,15 +80,17 @@ def test_allreduce_op_compiled_equals_eager(backend):
     compiled = kiln.hybridize(f, backend=backend, strict=True)
     onp.testing.assert_allclose(compiled(x).asnumpy(), f(x).asnumpy(), rtol=1e-6)
     assert "allreduce" in compiled.graph(x).ops
-    grads = []
-    for fn in (f, compiled):
-        x.attach_grad()
-        with autograd.record():
-            y = fn(x)
-        y.backward()
-        grads.append(x.grad.asnumpy())
+    grads = [_input_grad(fn, x) for fn in (f, compiled)]
     onp.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
     onp.testing.assert_allclose(grads[0], 4 * x.asnumpy() + 1, rtol=1e-6)
+
+
+def _input_grad(fn, x):
+    x.attach_grad()
+    with autograd.record():
+        y = fn(x)
+    y.backward()
+    return x.grad.asnumpy()
 
 
 @pytest.mark.parametrize("backend", ["c", "numpy"])
@@ -105,13 +107,7 @@ def test_split_allreduce_compiled_equals_eager(backend):
     onp.testing.assert_allclose(compiled(x).asnumpy(), f(x).asnumpy(), rtol=1e-6)
     ops = list(compiled.graph(x).ops)
     assert ops.count("allreduce_start") == 2 and ops.count("allreduce_wait") == 2
-    grads = []
-    for fn in (f, compiled):
-        x.attach_grad()
-        with autograd.record():
-            y = fn(x)
-        y.backward()
-        grads.append(x.grad.asnumpy())
+    grads = [_input_grad(fn, x) for fn in (f, compiled)]
     onp.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
     xv = x.asnumpy()
     onp.testing.assert_allclose(grads[0], 4 * xv + 2 * (xv + 1), rtol=1e-5)
