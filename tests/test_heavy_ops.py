@@ -376,27 +376,35 @@ _WAIT_POLICY = """
 import os
 from kiln.backend.dnnl.library import shim
 assert shim() is not None
-print(os.environ.get("OMP_WAIT_POLICY"))
+print(os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT"))
 """
 
 
 @needs_dnnl
-@pytest.mark.parametrize("user", [None, "ACTIVE"])
-def test_openmp_loads_passive_unless_the_user_chose(user, monkeypatch):
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("user", [None, ("OMP_WAIT_POLICY", "ACTIVE"), ("GOMP_SPINCOUNT", "7")])
+def test_openmp_wait_is_chosen_by_threads_unless_the_user_chose(user, threads, monkeypatch):
     from kiln.backend.dnnl import library
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(name, raising=False)
     if user:
-        monkeypatch.setenv("OMP_WAIT_POLICY", user)
+        monkeypatch.setenv(*user)
+    before = dict(os.environ)
+    with library._openmp_wait(threads):
+        inside = {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    assert dict(os.environ) == before
+    if user:
+        assert inside[user[0]] == user[1] and len([v for v in inside.values() if v]) == 1
+    elif threads == 1:
+        assert inside == {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": None}
     else:
-        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    with library._passive_openmp():
-        inside = os.environ.get("OMP_WAIT_POLICY")
-    assert (inside, os.environ.get("OMP_WAIT_POLICY")) == ((user, user) if user
-                                                          else ("PASSIVE", None))
+        assert inside == {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": library.SHORT_SPIN}
     # a process that loads the library sees its environment as it was before
     res = subprocess.run([sys.executable, "-c", _WAIT_POLICY], capture_output=True, text=True,
                          timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.strip() == str(user), res.stdout
+    assert res.stdout.split() == [str(os.environ.get("OMP_WAIT_POLICY")),
+                                  str(os.environ.get("GOMP_SPINCOUNT"))], res.stdout
 
 
 @needs_dnnl
