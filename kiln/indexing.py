@@ -112,6 +112,10 @@ def getitem(x, key):
         y = _apply_basic(x, basic_plan(x.shape, key_t))
         if y.ndim == 0 and not any(k is Ellipsis for k in key_t):
             y._view = None     # NumPy gives a scalar here, a copy: not a view
+            if y._node is None and _np.shares_memory(y._data, x._data):
+                # nor memory shared: a concrete array sliced while tracing would otherwise
+                # take a later in-place write on the scalar into x (fuzz seed 11, #882)
+                y._data = y._data.copy()
         return y
     return _advanced_getitem(x, key_t)
 

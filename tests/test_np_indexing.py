@@ -162,3 +162,22 @@ def test_index_errors():
     with pytest.raises(IndexError):
         x[1.5]
     assert isinstance(to_np(x[0]), onp.ndarray)
+
+
+def test_an_integer_index_to_a_scalar_is_a_copy_while_tracing_too():
+    # NumPy gives a scalar for x[-1] of a 1-d array: an in-place write on it leaves x as it
+    # was. While tracing, x here is concrete (np.full of a known shape), and its slice
+    # shared x's memory (fuzz seed 11, #882: compiled returned 1.25 where eager gives 2.5)
+    import kiln
+
+    def f(a):
+        full = np.full(a.shape, 2.5)
+        last = full[-1]
+        last *= 0.5
+        return full + a
+
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    eager = f(x).asnumpy()
+    onp.testing.assert_array_equal(eager, [3.5, 4.5, 5.5, 6.5])
+    for backend in ("numpy", "c"):
+        onp.testing.assert_array_equal(kiln.hybridize(f, backend=backend)(x).asnumpy(), eager)
