@@ -1,0 +1,199 @@
+"""Batch normalization as four fused primitives (C = x.shape[axis], M = x.size / C):
+
+    batch_norm_stats(x)                      (2, C): per-channel mean and biased variance
+                                             over every axis but `axis`
+    batch_norm_train(x, gamma, beta)         x normalized by its own batch statistics,
+                                             scaled and shifted
+    batch_norm_param_grad(g, x, stats)       (2, C): sum(g) and sum(g * (x - mean))
+    batch_norm_data_grad(g, x, stats, pg, gamma)   the gradient of batch_norm_train in x
+
+batch_norm_train keeps nothing full-size for its gradient: the backward pass recomputes
+the statistics (one pass over x; in a traced graph CSE shares them with the forward
+pass's running-statistic update) and then needs one reduction pass and one output pass.
+"""
+import numpy as _np
+
+from .registry import register
+from ..base import op_error
+
+
+def _layout(op, x, axis):
+    """(outer, C, inner) of x viewed around the channel axis."""
+    if not isinstance(axis, int) or not 0 <= axis < len(x.shape):
+        raise op_error(op, f"axis must be a dimension of the {len(x.shape)}-D input, got {axis!r}")
+    if x.dtype.kind != "f":
+        raise op_error(op, f"expected a floating-point input, got {x.dtype}")
+    c = int(x.shape[axis])
+    outer = int(_np.prod(x.shape[:axis], dtype=_np.int64))
+    inner = int(_np.prod(x.shape[axis + 1:], dtype=_np.int64))
+    if outer * inner == 0:
+        raise op_error(op, f"batch statistics need at least one element per channel, got "
+                       f"shape {tuple(x.shape)} with channel axis {axis}")
+    return outer, c, inner
+
+
+def _per_channel(op, name, v, c, dtype, rows=None):
+    want = (c,) if rows is None else (rows, c)
+    if tuple(v.shape) != want or v.dtype != dtype:
+        raise op_error(op, f"{name} must have shape {want} and dtype {dtype} to match the "
+                       f"input, got shape {tuple(v.shape)} and dtype {v.dtype}")
+
+
+def _same(op, g, x):
+    if tuple(g.shape) != tuple(x.shape) or g.dtype != x.dtype:
+        raise op_error(op, f"the gradient of shape {tuple(g.shape)} ({g.dtype}) does not fit "
+                       f"the input of shape {tuple(x.shape)} ({x.dtype})")
+
+
+def _bshape(x, axis):
+    return tuple(x.shape[axis] if i == axis else 1 for i in range(x.ndim))
+
+
+def _red(x, axis):
+    return tuple(i for i in range(x.ndim) if i != axis)
+
+
+# ---- batch_norm_stats ---------------------------------------------------------------------
+
+def _stats_rule(x, axis):
+    c = _layout("batch_norm_stats", x, axis)[1]
+    return (2, c), x.dtype
+
+
+def _stats_grad(g, out, x, axis):
+    from .. import np as knp
+    m = x.size // x.shape[axis]
+    b = _bshape(x, axis)
+    gm, gv = knp.reshape(g[0], b), knp.reshape(g[1], b)
+    return ((gm + 2 * gv * (x - knp.reshape(out[0], b))) / m,)
+
+
+@register("batch_norm_stats", _stats_rule, _stats_grad)
+def batch_norm_stats(x, axis):
+    _stats_rule(x, axis)
+    red = _red(x, axis)
+    m = x.size // x.shape[axis]
+    mean = _np.add.reduce(x, axis=red, keepdims=True) / m
+    d = _np.subtract(x, mean)
+    _np.multiply(d, d, out=d)
+    var = _np.add.reduce(d, axis=red) / m
+    return _np.stack([mean.reshape(-1), var]).astype(x.dtype, copy=False)
+
+
+# ---- batch_norm_train ---------------------------------------------------------------------
+
+def _train_rule(x, gamma, beta, eps, axis):
+    c = _layout("batch_norm_train", x, axis)[1]
+    _per_channel("batch_norm_train", "gamma", gamma, c, x.dtype)
+    _per_channel("batch_norm_train", "beta", beta, c, x.dtype)
+    return tuple(x.shape), x.dtype
+
+
+def _train_grad(g, out, x, gamma, beta, eps, axis):
+    from .. import np as knp
+    from ..autograd import input_needed
+    stats = batch_norm_stats(x, axis=axis)
+    pg = batch_norm_param_grad(g, x, stats, axis=axis)
+    dx = (batch_norm_data_grad(g, x, stats, pg, gamma, eps=eps, axis=axis)
+          if input_needed(0) else None)
+    dgamma = pg[1] / knp.sqrt(stats[1] + eps) if input_needed(1) else None
+    dbeta = pg[0] if input_needed(2) else None
+    return dx, dgamma, dbeta
+
+
+def _scale_shift(mean, var, gamma, beta, eps):
+    """Per-channel a, b with y = x * a + b."""
+    a = gamma / _np.sqrt(var + eps)
+    return a, beta - mean * a
+
+
+@register("batch_norm_train", _train_rule, _train_grad)
+def batch_norm_train(x, gamma, beta, eps, axis):
+    _train_rule(x, gamma, beta, eps, axis)
+    red = _red(x, axis)
+    m = x.size // x.shape[axis]
+    mean = _np.add.reduce(x, axis=red, keepdims=True) / m
+    y = _np.subtract(x, mean)
+    sq = _np.multiply(y, y)
+    var = _np.add.reduce(sq, axis=red, keepdims=True) / m
+    del sq
+    b = _bshape(x, axis)
+    y *= (gamma.reshape(b) / _np.sqrt(var + eps)).astype(x.dtype, copy=False)
+    y += beta.reshape(b)
+    return y
+
+
+# ---- backward ----------------------------------------------------------------------------
+
+def _pg_rule(g, x, stats, axis):
+    c = _layout("batch_norm_param_grad", x, axis)[1]
+    _same("batch_norm_param_grad", g, x)
+    _per_channel("batch_norm_param_grad", "stats", stats, c, x.dtype, rows=2)
+    return (2, c), x.dtype
+
+
+def _pg_grad(c, out, g, x, stats, axis):
+    from .. import np as knp
+    b = _bshape(x, axis)
+    c0, c1 = knp.reshape(c[0], b), knp.reshape(c[1], b)
+    d = x - knp.reshape(stats[0], b)
+    dmean = -knp.sum(c1 * g, axis=_red(x, axis))
+    return (c0 + c1 * d, c1 * g, knp.stack([dmean, knp.zeros_like(dmean)]))
+
+
+@register("batch_norm_param_grad", _pg_rule, _pg_grad)
+def batch_norm_param_grad(g, x, stats, axis):
+    _pg_rule(g, x, stats, axis)
+    red = _red(x, axis)
+    b = _bshape(x, axis)
+    d = _np.subtract(x, stats[0].reshape(b))
+    d *= g
+    return _np.stack([_np.add.reduce(g, axis=red), _np.add.reduce(d, axis=red)])
+
+
+def _dg_rule(g, x, stats, pg, gamma, eps, axis):
+    c = _layout("batch_norm_data_grad", x, axis)[1]
+    _same("batch_norm_data_grad", g, x)
+    _per_channel("batch_norm_data_grad", "stats", stats, c, x.dtype, rows=2)
+    _per_channel("batch_norm_data_grad", "param_grad", pg, c, x.dtype, rows=2)
+    _per_channel("batch_norm_data_grad", "gamma", gamma, c, x.dtype)
+    return tuple(x.shape), x.dtype
+
+
+def data_grad_coefficients(stats, pg, gamma, eps, m):
+    """Per-channel k, a, b with dx = g * k + x * a + b (k = gamma / std)."""
+    mean, var = stats[0], stats[1]
+    r = 1.0 / _np.sqrt(var + eps)
+    k = gamma * r
+    a = -k * r * r * pg[1] / m
+    return k, a, -k * pg[0] / m - a * mean
+
+
+def _dg_grad(c, out, g, x, stats, pg, gamma, eps, axis):
+    """dx = g * k + x * a + cc is linear in g and x; k, a, cc are per-channel functions of
+    stats, pg and gamma (data_grad_coefficients), differentiated here by hand."""
+    from .. import np as knp
+    b, red, m = _bshape(x, axis), _red(x, axis), x.size // x.shape[axis]
+    mean, r = stats[0], 1.0 / knp.sqrt(stats[1] + eps)
+    r3 = r * r * r
+    k, a = gamma * r, -gamma * r3 * pg[1] / m
+    gk, ga, gc = knp.sum(c * g, axis=red), knp.sum(c * x, axis=red), knp.sum(c, axis=red)
+    ga_c = ga - gc * mean           # a enters dx through (x - mean)
+    d_mean = -gc * a
+    d_p0, d_p1 = -gc * k / m, -gamma * r3 / m * ga_c
+    d_gamma = gk * r - r3 * pg[1] / m * ga_c - gc * r * pg[0] / m
+    d_r = gk * gamma - 3 * gamma * r * r * pg[1] / m * ga_c - gc * gamma * pg[0] / m
+    d_var = -0.5 * r3 * d_r
+    return (c * knp.reshape(k, b), c * knp.reshape(a, b), knp.stack([d_mean, d_var]),
+            knp.stack([d_p0, d_p1]), d_gamma)
+
+
+@register("batch_norm_data_grad", _dg_rule, _dg_grad)
+def batch_norm_data_grad(g, x, stats, pg, gamma, eps, axis):
+    _dg_rule(g, x, stats, pg, gamma, eps, axis)
+    b = _bshape(x, axis)
+    k, a, c = data_grad_coefficients(stats, pg, gamma, eps, x.size // x.shape[axis])
+    dx = _np.multiply(x, a.reshape(b))
+    dx += c.reshape(b)
+    dx += g * k.reshape(b)
+    return dx
