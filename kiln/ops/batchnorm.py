@@ -161,24 +161,25 @@ def _dg_rule(g, x, stats, pg, gamma, eps, axis):
 
 
 def data_grad_coefficients(stats, pg, gamma, eps, m):
-    """Per-channel k, a, b with dx = g * k + x * a + b (k = gamma / std)."""
-    mean, var = stats[0], stats[1]
-    r = 1.0 / _np.sqrt(var + eps)
+    """Per-channel k, a, b with dx = g * k + (x - mean) * a + b (k = gamma / std); the
+    mean is subtracted per element, not folded into b, which would cancel when it is large
+    against the spread."""
+    r = 1.0 / _np.sqrt(stats[1] + eps)
     k = gamma * r
     a = -k * r * r * pg[1] / m
-    return k, a, -k * pg[0] / m - a * mean
+    return k, a, -k * pg[0] / m
 
 
 def _dg_grad(c, out, g, x, stats, pg, gamma, eps, axis):
-    """dx = g * k + x * a + cc is linear in g and x; k, a, cc are per-channel functions of
-    stats, pg and gamma (data_grad_coefficients), differentiated here by hand."""
+    """dx = g * k + (x - mean) * a + cc is linear in g and x; k, a, cc are per-channel
+    functions of stats, pg and gamma (data_grad_coefficients), differentiated by hand."""
     from .. import np as knp
     b, red, m = _bshape(x, axis), _red(x, axis), x.size // x.shape[axis]
     mean, r = stats[0], 1.0 / knp.sqrt(stats[1] + eps)
     r3 = r * r * r
     k, a = gamma * r, -gamma * r3 * pg[1] / m
-    gk, ga, gc = knp.sum(c * g, axis=red), knp.sum(c * x, axis=red), knp.sum(c, axis=red)
-    ga_c = ga - gc * mean           # a enters dx through (x - mean)
+    d = x - knp.reshape(mean, b)
+    gk, ga_c, gc = knp.sum(c * g, axis=red), knp.sum(c * d, axis=red), knp.sum(c, axis=red)
     d_mean = -gc * a
     d_p0, d_p1 = -gc * k / m, -gamma * r3 / m * ga_c
     d_gamma = gk * r - r3 * pg[1] / m * ga_c - gc * r * pg[0] / m
@@ -193,7 +194,8 @@ def batch_norm_data_grad(g, x, stats, pg, gamma, eps, axis):
     _dg_rule(g, x, stats, pg, gamma, eps, axis)
     b = _bshape(x, axis)
     k, a, c = data_grad_coefficients(stats, pg, gamma, eps, x.size // x.shape[axis])
-    dx = _np.multiply(x, a.reshape(b))
+    dx = _np.subtract(x, stats[0].reshape(b))
+    dx *= a.reshape(b)
     dx += c.reshape(b)
     dx += g * k.reshape(b)
     return dx
