@@ -234,9 +234,9 @@ net.add(nn.Conv2D(4, 3, padding=1, activation="relu"), nn.BatchNorm(), nn.MaxPoo
         nn.Dense(3))
 net.initialize()
 x = np.array(onp.random.default_rng(0).standard_normal((2, 1, 6, 6)).astype("float32"))
-eager = net(x).asnumpy()
 with autograd.record():
     eager_training = net(x).asnumpy()
+eager = net(x).asnumpy()
 net.hybridize()
 onp.testing.assert_allclose(net(x).asnumpy(), eager, rtol=1e-5, atol=1e-6)
 with autograd.record():
