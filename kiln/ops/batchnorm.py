@@ -53,6 +53,28 @@ def _red(x, axis):
     return tuple(i for i in range(x.ndim) if i != axis)
 
 
+def _channel_dot(a, b, axis):
+    """Per-channel sum of a * b (same-shape arrays) without a full-size temporary where
+    the rows are long: a dot product per (outer, channel) row, then a sum over the outer."""
+    outer, c, inner = _layout("batch_norm", a, axis)
+    if inner < 16:
+        return _np.add.reduce(a * b, axis=_red(a, axis))
+    a3, b3 = a.reshape(outer, c, inner), b.reshape(outer, c, inner)
+    if not hasattr(_np, "vecdot"):       # NumPy < 2
+        return _np.einsum("ocj,ocj->c", a3, b3)
+    return _np.add.reduce(_np.vecdot(a3, b3), axis=0)
+
+
+def _centered_dot(x, mean, g, axis):
+    """Per-channel sum of (x - mean) * g, or of (x - mean)**2 when g is None, a few rows
+    at a time (the centred rows are a cache-sized temporary, not a full-size one)."""
+    total = 0
+    for rows in _row_blocks(x, axis):
+        d = _np.subtract(x[rows], mean)
+        total = total + _channel_dot(d, d if g is None else g[rows], axis)
+    return total
+
+
 # ---- batch_norm_stats ---------------------------------------------------------------------
 
 def _stats_rule(x, axis):
@@ -74,9 +96,7 @@ def batch_norm_stats(x, axis):
     red = _red(x, axis)
     m = x.size // x.shape[axis]
     mean = _np.add.reduce(x, axis=red, keepdims=True) / m
-    d = _np.subtract(x, mean)
-    _np.multiply(d, d, out=d)
-    var = _np.add.reduce(d, axis=red) / m
+    var = _centered_dot(x, mean, None, axis) / m
     return _np.stack([mean.reshape(-1), var]).astype(x.dtype, copy=False)
 
 
@@ -114,12 +134,13 @@ def batch_norm_train(x, gamma, beta, eps, axis):
     m = x.size // x.shape[axis]
     mean = _np.add.reduce(x, axis=red, keepdims=True) / m
     y = _np.subtract(x, mean)
-    sq = _np.multiply(y, y)
-    var = _np.add.reduce(sq, axis=red, keepdims=True) / m
-    del sq
+    var = _channel_dot(y, y, axis) / m
     b = _bshape(x, axis)
-    y *= (gamma.reshape(b) / _np.sqrt(var + eps)).astype(x.dtype, copy=False)
-    y += beta.reshape(b)
+    scale = (gamma / _np.sqrt(var + eps)).astype(x.dtype, copy=False).reshape(b)
+    for rows in _row_blocks(x, axis):
+        out = y[rows]
+        out *= scale
+        out += beta.reshape(b)
     return y
 
 
@@ -146,9 +167,8 @@ def batch_norm_param_grad(g, x, stats, axis):
     _pg_rule(g, x, stats, axis)
     red = _red(x, axis)
     b = _bshape(x, axis)
-    d = _np.subtract(x, stats[0].reshape(b))
-    d *= g
-    return _np.stack([_np.add.reduce(g, axis=red), _np.add.reduce(d, axis=red)])
+    return _np.stack([_np.add.reduce(g, axis=red),
+                      _centered_dot(x, stats[0].reshape(b), g, axis)])
 
 
 def _dg_rule(g, x, stats, pg, gamma, eps, axis):
@@ -193,9 +213,27 @@ def _dg_grad(c, out, g, x, stats, pg, gamma, eps, axis):
 def batch_norm_data_grad(g, x, stats, pg, gamma, eps, axis):
     _dg_rule(g, x, stats, pg, gamma, eps, axis)
     b = _bshape(x, axis)
-    k, a, c = data_grad_coefficients(stats, pg, gamma, eps, x.size // x.shape[axis])
-    dx = _np.subtract(x, stats[0].reshape(b))
-    dx *= a.reshape(b)
-    dx += c.reshape(b)
-    dx += g * k.reshape(b)
+    k, a, c = (v.reshape(b) for v in data_grad_coefficients(
+        stats, pg, gamma, eps, x.size // x.shape[axis]))
+    mean = stats[0].reshape(b)
+    dx = _np.empty_like(x)
+    tmp = None
+    # a few rows at a time, so that the temporaries of the five passes stay in cache
+    for rows in _row_blocks(x, axis):
+        out = dx[rows]
+        _np.subtract(x[rows], mean, out=out)
+        out *= a
+        out += c
+        if tmp is None or tmp.shape != out.shape:
+            tmp = _np.empty_like(out)
+        _np.multiply(g[rows], k, out=tmp)
+        out += tmp
     return dx
+
+
+def _row_blocks(x, axis, nbytes=1 << 18):
+    """Slices of the first axis holding about nbytes each (all of it if axis is 0)."""
+    if axis == 0 or x.ndim == 0 or x.shape[0] == 0:
+        return [slice(None)]
+    step = max(1, nbytes // max(1, (x.size // x.shape[0]) * x.itemsize))
+    return [slice(i, i + step) for i in range(0, x.shape[0], step)]
