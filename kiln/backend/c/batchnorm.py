@@ -39,7 +39,9 @@ def _channel_sums(xp, terms, inner):
         int64_t i = 0;
         for (; i + {LANES} <= {inner}; i += {LANES})
           for (int l = 0; l < {LANES}; l++) {{ const double d = (double){xp}[i + l] - sh; {body} }}
-        for (; i < {inner}; i++) {{ const int l = 0; const double d = (double){xp}[i] - sh; {tail} (void)l; }}
+        for (; i < {inner}; i++) {{
+          const int l = 0; const double d = (double){xp}[i] - sh; {tail} (void)l;
+        }}
         for (int l = 0; l < {LANES}; l++) {{ {fold} }}"""
 
 
