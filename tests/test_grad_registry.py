@@ -19,6 +19,7 @@ from kiln.ops.rules import is_float
 from conftest import assert_close, numeric_grad, to_np, wrap
 from control_flow_cases import control_cases
 from heavy_cases import heavy_cases
+from batchnorm_cases import batchnorm_cases
 
 R = onp.random.default_rng(0)
 
@@ -243,6 +244,7 @@ CASES = {
 
 CASES.update(control_cases(C))   # cond / while_loop: attributes are subgraphs
 CASES.update(heavy_cases(C))     # conv, pool and their gradients
+CASES.update(batchnorm_cases(C))  # batch norm and its gradients
 
 IDS = [(name, i) for name in sorted(REGISTRY) for i in range(len(CASES.get(name, [None])))]
 
@@ -363,6 +365,9 @@ SECOND_ORDER = {
     "sum": (lambda x: np.sum(x * x, axis=1) ** 2, [u(2, 3)]),
     "max": (lambda x: np.max(x * x, axis=0) * x[0], [distinct(3, 2) + 0.4]),
     "take": (lambda x: x[onp.array([0, 2, 2])] ** 3, [u(3, 2)]),
+    "batch_norm": (lambda x, g, b: np.tanh(npx.batch_norm(
+        x, g, b, np.zeros(3, dtype="float64"), np.ones(3, dtype="float64"), eps=0.1,
+        fix_gamma=False)), [u(2, 3, 2), u(3), u(3)]),
 }
 
 

@@ -230,12 +230,17 @@ from kiln.backend import dnnl
 from kiln.gluon import nn
 assert not dnnl.available() and "KILN_DNNL=0" in dnnl.unavailable_reason()
 net = nn.HybridSequential()
-net.add(nn.Conv2D(4, 3, padding=1, activation="relu"), nn.MaxPool2D(2), nn.Dense(3))
+net.add(nn.Conv2D(4, 3, padding=1, activation="relu"), nn.BatchNorm(), nn.MaxPool2D(2),
+        nn.Dense(3))
 net.initialize()
 x = np.array(onp.random.default_rng(0).standard_normal((2, 1, 6, 6)).astype("float32"))
+with autograd.record():
+    eager_training = net(x).asnumpy()
 eager = net(x).asnumpy()
 net.hybridize()
 onp.testing.assert_allclose(net(x).asnumpy(), eager, rtol=1e-5, atol=1e-6)
+with autograd.record():
+    onp.testing.assert_allclose(net(x).asnumpy(), eager_training, rtol=1e-5, atol=1e-5)
 print("ok")
 """
 

@@ -17,7 +17,9 @@ UNARY = ("np.abs({x})", "np.exp({x})", "np.log({x})", "np.sqrt({x})", "np.sin({x
          "npx.softplus({x})", "npx.softsign({x})", "npx.silu({x})", "npx.elu({x})",
          "npx.selu({x})", "npx.smooth_l1({x})", "npx.stop_gradient({x})", "np.tril({x})",
          "np.triu({x})", "np.atleast_2d({x})", "np.count_nonzero({x})", "np.average({x})",
-         "np.isinf({x})", "np.fliplr({x})", "npx.topk({x}, k=1)", "np.remainder({x}, 1.5)")
+         "np.isinf({x})", "np.fliplr({x})", "npx.topk({x}, k=1)", "np.remainder({x}, 1.5)",
+         "np.arcsin(np.clip({x}, -0.9, 0.9))", "np.arccos(np.clip({x}, -0.9, 0.9))",
+         "np.arctan({x})")
 BINARY = ("{x} + {y}", "{x} - {y}", "{x} * {y}", "{x} / {y}", "{x} ** {y}", "{x} % {y}",
           "{x} // {y}", "np.maximum({x}, {y})", "np.minimum({x}, {y})", "{x} == {y}",
           "{x} != {y}", "{x} < {y}", "{x} <= {y}", "{x} > {y}", "{x} >= {y}",
@@ -325,6 +327,12 @@ def nn_op(s):
                f"-1).shape[1]), use_sequence_length=True, axis=0)"]
     if idx is not None:
         options.append(f"npx.pick({x}, {idx} % {last}, axis=-1)")
+    if len(shape) >= 2:
+        axis = s.choice([1, -1])
+        c = shape[axis]
+        # batch statistics under autograd.record() (the gradient pass), running ones outside
+        options.append(f"npx.batch_norm({x}, np.full({c}, 1.5), np.full({c}, 0.5), "
+                       f"np.zeros({c}), np.ones({c}), fix_gamma=False, axis={axis})")
     return f"{s.new()} = " + s.choice(options)
 
 

@@ -321,23 +321,24 @@ def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9
     """Batch normalization; in training it also updates running_mean/var in place."""
     x = _arr(x)
     axis = normalize_axis("batch_norm", axis, x.ndim)
-    red = tuple(i for i in range(x.ndim) if i != axis)
     shape = tuple(x.shape[axis] if i == axis else 1 for i in range(x.ndim))
-    if autograd.is_training() and not use_global_stats:
-        mean = knp.mean(x, axis=red, keepdims=True)
-        d = x - mean
-        var = knp.mean(d * d, axis=red, keepdims=True)
-        with autograd.pause():
-            new_mean = running_mean * momentum + knp.reshape(mean.detach(), (-1,)) * (1 - momentum)
-            new_var = running_var * momentum + knp.reshape(var.detach(), (-1,)) * (1 - momentum)
-            running_mean[:] = new_mean
-            running_var[:] = new_var
-    else:
-        mean = knp.reshape(running_mean, shape)
-        var = knp.reshape(running_var, shape)
-        d = x - mean
     g = knp.ones_like(gamma) if fix_gamma else gamma
-    y = d / knp.sqrt(var + eps) * knp.reshape(g, shape) + knp.reshape(beta, shape)
+    if autograd.is_training() and not use_global_stats:
+        g, b = (_arr(v) for v in (g, beta))
+        g, b = (v if v.dtype == x.dtype else v.astype(x.dtype) for v in (g, b))
+        y = _R["batch_norm_train"](x, g, b, eps=float(eps), axis=axis)
+        # in a traced graph CSE shares these statistics with the backward pass's
+        stats = _R["batch_norm_stats"](x, axis=axis)
+        mean, var = stats[0], stats[1]
+        with autograd.pause():
+            running_mean[:] = running_mean * momentum + mean.detach() * (1 - momentum)
+            running_var[:] = running_var * momentum + var.detach() * (1 - momentum)
+        if output_mean_var:
+            return y, mean, var
+        return y
+    mean = knp.reshape(running_mean, shape)
+    var = knp.reshape(running_var, shape)
+    y = (x - mean) / knp.sqrt(var + eps) * knp.reshape(g, shape) + knp.reshape(beta, shape)
     if output_mean_var:
         return y, knp.reshape(mean, (-1,)), knp.reshape(var, (-1,))
     return y

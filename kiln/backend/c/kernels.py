@@ -416,3 +416,6 @@ KERNELS["allreduce"] = _collective.allreduce
 KERNELS_WITH_EMITTER = {"allreduce_start": _collective.allreduce_start,
                         "allreduce_wait": _collective.allreduce_wait}
 mpi_progress = _collective.progress      # after every step (codegen.emit_graph)
+
+from . import batchnorm as _batchnorm  # noqa: E402  (fused loops, kiln/ops/batchnorm.py)
+KERNELS_WITH_EMITTER.update(_batchnorm.KERNELS)
