@@ -261,3 +261,35 @@ def test_npx_errors():
         npx.pooling(np.ones((1, 1, 2, 2)), kernel=(3, 3))
     with pytest.raises(KilnError, match="activation"):
         npx.activation(np.ones(2), act_type="nope")
+
+
+def test_stop_gradient_is_an_array_of_its_own_eager_recorded_and_compiled():
+    # MXNet's BlockGrad is an operator with its own output: a later write into the input
+    # does not reach it (fuzz seed 12, #173: compiled code saw the write, eager did not)
+    import kiln
+    from kiln import autograd
+
+    def f(a0, a2):
+        blocked = npx.stop_gradient(a2)
+        a2[...] = 2
+        return np.maximum(a0.max(axis=1), blocked)
+
+    def run(fn):
+        a0 = np.array([[0.5, 1.0], [1.5, 0.0]])
+        a2 = np.array([[0.0, 3.0], [1.0, 1.0]])
+        a0.attach_grad()
+        with autograd.record():
+            y = fn(a0, a2)
+        y.backward()
+        return y.asnumpy(), a0.grad.asnumpy()
+
+    expected_y = onp.array([[1.0, 3.0], [1.0, 1.5]], dtype="float32")
+    expected_grad = onp.array([[0.0, 2.0], [1.0, 0.0]], dtype="float32")
+    for fn in (f, kiln.hybridize(f, backend="numpy"), kiln.hybridize(f, backend="c")):
+        y, grad = run(fn)
+        onp.testing.assert_array_equal(y, expected_y)
+        onp.testing.assert_array_equal(grad, expected_grad)
+    a = np.array([1.0, 2.0])
+    blocked = npx.stop_gradient(a)
+    a[...] = 5
+    onp.testing.assert_array_equal(blocked.asnumpy(), [1.0, 2.0])

@@ -438,4 +438,8 @@ def arange_like(data, start=0.0, step=1.0, repeat=1, axis=None, ctx=None):
 
 
 def stop_gradient(data):
-    return _arr(data).detach()
+    """The value of `data` with no gradient, as an array of its own (MXNet's BlockGrad is an
+    operator with its own output): a later write into `data` does not reach it. detach()
+    alone shares memory, and compiled code and eager disagreed on whether such a write
+    showed through (fuzz seed 12, #173)."""
+    return _arr(data).detach().copy()
