@@ -55,3 +55,25 @@ def _clean_state():
 @pytest.fixture
 def rng():
     return onp.random.default_rng(1234)
+
+
+def run_standalone_c(net, x, tmp_path, out_shape):
+    """Export a hybridized `net`, build it as standalone C with make and run it on `x`:
+    (the generated model.c source, the program's output as an array of `out_shape`)."""
+    import os
+    import subprocess
+    from kiln.export.standalone_c import build_c
+    prefix = str(tmp_path / "model")
+    net.export(prefix)
+    out_dir = str(tmp_path / "c")
+    build_c(prefix + "-symbol.json", prefix + "-0000.params", out_dir)
+    with open(os.path.join(out_dir, "model.c")) as f:
+        source = f.read()
+    built = subprocess.run(["make", "-C", out_dir], capture_output=True, text=True,
+                           timeout=120)
+    assert built.returncode == 0, built.stderr
+    inputs = to_np(x).astype("<f4").tobytes()
+    run = subprocess.run([os.path.join(out_dir, "model")], input=inputs, capture_output=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    return source, onp.frombuffer(run.stdout, "<f4").reshape(out_shape)

@@ -2,9 +2,7 @@
 
 Each test checks both that the chain was generated (or, where it must not be, that it was
 not) and that the compiled model agrees with eager NumPy arithmetic."""
-import os
 import shutil
-import subprocess
 import warnings
 
 import numpy as onp
@@ -14,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 from kiln import np
 from kiln.backend.c import build, dense_chain
 from kiln.gluon import nn
+from conftest import run_standalone_c
 
 pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler")
 
@@ -131,26 +130,13 @@ def test_chain_without_the_runtime_runs_its_blocks_in_order(monkeypatch):
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_standalone_c_export_runs_the_chain_without_a_pool(tmp_path):
-    from kiln.export.standalone_c import build_c
     net, x = mlp([256, 128, 2], SEED_ACTS, rows=1, k=512)
     net.hybridize()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         net(x)
-    prefix = str(tmp_path / "seed")
-    net.export(prefix)
-    out_dir = str(tmp_path / "c")
-    build_c(prefix + "-symbol.json", prefix + "-0000.params", out_dir)
-    with open(os.path.join(out_dir, "model.c")) as f:
-        assert "kiln_chain" in f.read()
-    built = subprocess.run(["make", "-C", out_dir], capture_output=True, text=True,
-                           timeout=120)
-    assert built.returncode == 0, built.stderr
-    run = subprocess.run([os.path.join(out_dir, "model")],
-                         input=x.asnumpy().astype("<f4").tobytes(), capture_output=True,
-                         timeout=60)
-    assert run.returncode == 0, run.stderr
-    out = onp.frombuffer(run.stdout, "<f4").reshape(1, 2)
+    source, out = run_standalone_c(net, x, tmp_path, (1, 2))
+    assert "kiln_chain" in source
     onp.testing.assert_allclose(out, reference(net, x, SEED_ACTS), rtol=1e-4, atol=1e-5)
 
 

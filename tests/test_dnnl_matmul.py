@@ -4,9 +4,7 @@ backend/dnnl/matmul.c).
 The size thresholds are lowered for these tests, so small shapes (fast to compile and
 check) take the oneDNN path; each test checks that they did, then compares with NumPy in
 float64, with kiln's own kernels (the library turned off) and, where installed, PyTorch."""
-import os
 import shutil
-import subprocess
 import warnings
 
 import numpy as onp
@@ -18,6 +16,7 @@ from kiln import np, autograd
 from kiln.backend import dnnl
 from kiln.backend.c import build, dnnl_dense
 from kiln.gluon import nn
+from conftest import run_standalone_c
 
 pytestmark = [pytest.mark.skipif(not build.available(), reason="no C compiler"),
               pytest.mark.skipif(not dnnl.available(), reason="oneDNN not installed")]
@@ -252,27 +251,14 @@ def test_eager_float32_matmul_on_dnnl_matches_numpy_and_the_runtime():
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_standalone_c_export_keeps_its_matmuls_off_the_library(tmp_path):
-    from kiln.export.standalone_c import build_c
     rng = onp.random.default_rng(10)
     x = np.array(rng.standard_normal((16, 40)).astype("float32"))
     net = dense_net([30, 5], "relu", True)
     net.hybridize()
     quiet(net, x)
     assert any("kiln_dnnl_run(" in s for s in sources(net))
-    prefix = str(tmp_path / "m")
-    net.export(prefix)
-    out_dir = str(tmp_path / "c")
-    build_c(prefix + "-symbol.json", prefix + "-0000.params", out_dir)
-    with open(os.path.join(out_dir, "model.c")) as f:
-        assert "kiln_dnnl_run(" not in f.read()
-    built = subprocess.run(["make", "-C", out_dir], capture_output=True, text=True,
-                           timeout=120)
-    assert built.returncode == 0, built.stderr
-    run = subprocess.run([os.path.join(out_dir, "model")],
-                         input=x.asnumpy().astype("<f4").tobytes(), capture_output=True,
-                         timeout=60)
-    assert run.returncode == 0, run.stderr
-    out = onp.frombuffer(run.stdout, "<f4").reshape(16, 5)
+    source, out = run_standalone_c(net, x, tmp_path, (16, 5))
+    assert "kiln_dnnl_run(" not in source
     onp.testing.assert_allclose(out, reference(net, x.asnumpy(), "relu"), rtol=1e-4,
                                 atol=1e-4)
 

@@ -104,12 +104,16 @@ def _stage(block, num_layers, channels, stride, in_channels):
     return stage
 
 
+def _check_stages(name, layers, channels):
+    if len(layers) != len(channels) - 1:
+        raise ValueError(f"{name}: {len(layers)} stages need {len(layers) + 1} channel counts, "
+                         f"got {len(channels)}")
+
+
 class ResNetV1(nn.HybridBlock):
     def __init__(self, block, layers, channels, classes=1000, thumbnail=False, **kwargs):
         super().__init__(**kwargs)
-        if len(layers) != len(channels) - 1:
-            raise ValueError(f"ResNetV1: {len(layers)} stages need {len(layers) + 1} channel "
-                             f"counts, got {len(channels)}")
+        _check_stages("ResNetV1", layers, channels)
         self.features = nn.HybridSequential()
         _stem(self.features, channels[0], thumbnail)
         for i, num_layers in enumerate(layers):
@@ -125,9 +129,7 @@ class ResNetV1(nn.HybridBlock):
 class ResNetV2(nn.HybridBlock):
     def __init__(self, block, layers, channels, classes=1000, thumbnail=False, **kwargs):
         super().__init__(**kwargs)
-        if len(layers) != len(channels) - 1:
-            raise ValueError(f"ResNetV2: {len(layers)} stages need {len(layers) + 1} channel "
-                             f"counts, got {len(channels)}")
+        _check_stages("ResNetV2", layers, channels)
         self.features = nn.HybridSequential()
         self.features.add(nn.BatchNorm(scale=False, center=False))
         _stem(self.features, channels[0], thumbnail)
