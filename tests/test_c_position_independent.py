@@ -65,3 +65,42 @@ def test_gradient_through_a_tie_after_tanh_matches_eager():
 
     onp.testing.assert_allclose(grad(kiln.hybridize(f, backend="c")), grad(f), rtol=1e-5,
                                 atol=1e-6)
+
+
+def test_compiled_sigmoid_reaches_subnormals_and_zero_as_eager_does():
+    # a floor at e^-87 gave sigmoid(-inf) = 1e-38 where eager gives 0 (fuzz seed 5, #1254)
+    x = -onp.concatenate([onp.linspace(80, 120, 40_001), [onp.inf, 1e30]]).astype("float32")
+    got = kiln.hybridize(kiln.npx.sigmoid, backend="c")(np.array(x)).asnumpy()
+    eager = kiln.npx.sigmoid(np.array(x)).asnumpy()
+    ref = (1 / (1 + onp.exp(-x.astype("float64")))).astype("float32")
+    ulp = onp.abs(got.astype("float64") - ref) / onp.spacing(ref)
+    assert ulp.max() <= 3.0
+    assert (got[ref == 0] == 0).all() and (ref == 0).sum() > 1000
+    assert (got[-2:] == 0).all() and (eager[-2:] == 0).all()
+
+
+def test_lstm_gradient_through_an_infinite_input_matches_eager():
+    # inf into an LSTM saturates every gate, so no gradient reaches that input: the
+    # reciprocal's -1/x^2 * 0 is NaN in eager, and must be in compiled code too
+    from kiln import init
+    from kiln.gluon import rnn
+    kiln.npx.random.seed(2)
+    lstm = rnn.LSTM(2, input_size=4)
+    lstm.initialize(init.Uniform(0.5))
+    x = onp.array([[1.0, 0.5, 2.0, 1.0], [-1.25, 0.0, 0.5, 1.25], [1, 1, 1, 1], [2, -1, 1, 1]],
+                  dtype="float32")
+
+    def f(a):
+        return lstm(np.reciprocal(a).reshape((4, 1, 4)))
+
+    def grad(fn):
+        a = np.array(x)
+        a.attach_grad()
+        with autograd.record():
+            y = fn(a)
+        y.backward()
+        return a.grad.asnumpy()
+
+    eager, compiled = grad(f), grad(kiln.hybridize(f, backend="c"))
+    assert onp.isnan(eager[1, 1]) and onp.array_equal(onp.isnan(compiled), onp.isnan(eager))
+    onp.testing.assert_allclose(compiled, eager, rtol=1e-5, atol=1e-6)

@@ -191,9 +191,12 @@ int kiln_abi_version(void) { return 1; }
 
 /* e^x for x <= 0, written so that a loop of it vectorizes (sigmoid's exp): Cephes' expf,
    range reduction by ln 2, a degree-6 polynomial, the power of two put in by bit
-   arithmetic; within 2 ulp of expf. Below -87 it returns e^-87 (~1.6e-38), not less */
+   arithmetic in two halves, so results below 2^-126 come out subnormal and e^-inf is 0,
+   as libm gives: a floor at e^-87 made sigmoid(-inf) 1e-38 where eager gives 0, and a
+   gradient of inf * 0 then came out -inf instead of NaN (fuzz seed 5, #1254). Within 2
+   ulp of expf */
 static inline float kiln_exp_nonpos_f(float x) {
-  x = x < -87.0f ? -87.0f : x;
+  x = x < -110.0f ? -110.0f : x;
   float k = rintf(x * 1.44269504088896341f);
   float r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -203,10 +206,12 @@ static inline float kiln_exp_nonpos_f(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = ((int32_t)k + 127) << 23;
-  float scale;
+  int32_t half = (int32_t)k / 2;
+  int32_t bits = (half + 127) << 23, rest = ((int32_t)k - half + 127) << 23;
+  float scale, scale_rest;
   memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
+  memcpy(&scale_rest, &rest, sizeof scale_rest);
+  return p * scale * scale_rest;
 }
 /* tanh from arithmetic only (Cephes' tanhf: an odd polynomial below 0.625, else through
    e^-2|x|; within 1.5 ulp). Not libm's or libmvec's: a vectorized loop calls the vector
