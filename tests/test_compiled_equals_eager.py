@@ -489,31 +489,3 @@ def test_zero_remainder_takes_the_divisors_sign():
                           [-3.0, 3.0, 0.0, -0.0]], dtype=dtype)
             assert_equal_everywhere(f, a, new=[-a], grad=False)
             assert_equal_everywhere(lambda x: 1 / np.remainder(x, -1.5), a, grad=False)
-
-
-def test_one_element_array_into_a_scalar_slot_under_record():
-    """The size-1 rule (MXNet's `preds[i] = net(x)`) held eagerly but not under record()."""
-    def f(a0):
-        a0[-1] = a0
-        return a0
-    assert_equal_everywhere(f, np.array([2], dtype="int32"), grad=False)
-    a = np.zeros((2, 2))
-    with autograd.record():
-        a[0, 1] = np.ones((1, 1)) * 3
-    assert a.asnumpy()[0, 1] == 3
-
-
-@pytest.mark.parametrize("layer", ["dense", "rnn"])
-def test_written_argument_and_block_parameters_with_an_unused_output(layer):
-    """The backward program pruned for an output no loss used had dropped the block's
-    parameters, and was called with them all (C: 'expected 0 parameters, got 1')."""
-    from kiln import init
-    from kiln.gluon import nn, rnn
-    block = nn.Dense(2, in_units=3) if layer == "dense" else rnn.RNN(2, input_size=3)
-    block.initialize(init.Uniform(0.5))
-
-    def f(a0, a1):
-        v1 = block(a1 if layer == "dense" else a1.reshape((a1.shape[0], 1, 3)))
-        a1[0] = np.linalg.norm(v1)
-        return a0[:, 1:]
-    assert_equal_everywhere(f, arr(2, 2), arr(1, 3))

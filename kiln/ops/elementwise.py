@@ -254,6 +254,10 @@ def _cast_shape(x, dtype):
 
 
 def _cast_grad(g, out, x, dtype):
+    if _np.dtype(dtype) == x.dtype:
+        # a same-type cast is a copy (ndarray.copy records one): it passes the gradient on,
+        # as the alias a trace makes of it does, whatever the dtype (fuzz seed 14, #153)
+        return (g,)
     if not is_float(x.dtype):
         return (None,)
     return (cast(g, dtype=x.dtype),)
