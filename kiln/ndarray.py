@@ -270,7 +270,8 @@ class ndarray(NumpyMethods):
     def detach(self):
         obj = ndarray._wrap(self._data)
         obj._node = self._node
-        if self._node is not None or self._view is not None or self._tape is not None:
+        if (self._node is not None or self._view is not None or self._tape is not None
+                or _links_views()):
             from .aliasing import note_detach     # shares memory when traced too
             note_detach(self, obj)
         return obj
@@ -431,3 +432,12 @@ def as_array(value, dtype=None):
 def __getattr__(name):
     """`F` in hybrid_forward(F, x) is this module when eager: F.relu, F.np.sum, F.npx.relu."""
     return namespace_attr(__name__, name)
+
+
+def _links_views():
+    """Under record() or a trace an in-place write may rebind its target instead of writing
+    its buffer (dispatch.inplace_binary), so a view must be linked to see the write, as a
+    slice is (dispatch.apply: VIEW_OPS)."""
+    from . import autograd
+    from .graph import trace
+    return autograd._state.recording or trace.current() is not None

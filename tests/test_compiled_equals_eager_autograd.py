@@ -1,6 +1,8 @@
 """Regressions from differential fuzzing under autograd: hybridized code records and
 differentiates what eager code does (the cases of tests/test_compiled_equals_eager.py that
 involve record(), gradients through casts and written block arguments)."""
+import contextlib
+
 import numpy as onp
 import pytest
 
@@ -56,3 +58,22 @@ def test_gradient_passes_a_same_type_cast_of_an_integer_array(through):
         y = f(a)
     y.backward()
     assert onp.abs(a.grad.asnumpy()).min() >= 1.0       # 3 * cosh(.) >= 3, nothing stopped it
+
+
+def test_detach_of_an_untracked_array_sees_a_later_write():
+    """detach() shares memory. Of an array no trace or tape knew, it was not linked, so a
+    write that a trace (or record()) turns into a rebinding left it stale: compiled 1 where
+    eager gives 4."""
+    def f(a0):
+        b = np.ones((3,))
+        d = b.detach()
+        v = b[0:2]
+        b += a0.sum()
+        return d + 0, v + 0
+    assert_equal_everywhere(f, arr(2))
+    for record in (False, True):
+        b = np.ones((3,))
+        with autograd.record() if record else contextlib.nullcontext():
+            d = b.detach()
+            b += 5
+        assert (d.asnumpy() == 6).all(), record
