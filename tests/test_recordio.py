@@ -171,3 +171,25 @@ def test_mxnet_alias_reaches_recordio():
     finally:
         if fresh:
             alias.uninstall()
+
+
+def test_damaged_files_never_crash(tmp_path):
+    pytest.importorskip("PIL")
+    rng = onp.random.default_rng(0)
+    good = open(os.path.join(HERE, "small.rec"), "rb").read()
+    index = open(os.path.join(HERE, "small.idx")).read()
+    outcomes = set()
+    for trial in range(100):
+        data = bytearray(good)
+        for _ in range(int(rng.integers(1, 4))):
+            data[int(rng.integers(len(data)))] = int(rng.integers(256))
+        if trial % 3 == 0:
+            data = data[:int(rng.integers(len(data)))]
+        try:
+            ds = ImageRecordDataset(_corrupt(tmp_path, bytes(data), index))
+            for i in range(len(ds)):
+                ds[i]
+            outcomes.add("read")
+        except KilnError:
+            outcomes.add("error")
+    assert outcomes == {"read", "error"}
