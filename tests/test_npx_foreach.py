@@ -111,3 +111,14 @@ def test_eager_foreach_gradient_reaches_every_row():
 def test_data_of_different_lengths_is_an_error():
     with pytest.raises(kiln.KilnError, match="share their first axis"):
         npx.foreach(lambda xs, s: (s, s), [np.zeros((3, 2)), np.zeros((4, 2))], np.zeros(2))
+
+
+def test_a_random_body_runs_step_by_step_under_hybridize():
+    def f(xs, h):
+        return npx.foreach(lambda x, s: (npx.dropout(x + s, p=0.5), s + x), xs, h)
+    hybrid = kiln.hybridize(f)
+    with autograd.record():  # training mode: dropout draws masks
+        ys, last = hybrid(np.ones((3, 4)), np.zeros(4))
+    onp.testing.assert_allclose(last.asnumpy(), 3.0)
+    kept = onp.arange(1, 4, dtype="float32")[:, None] * 2  # (x + s) / (1 - p) where kept
+    assert onp.all((ys.asnumpy() == 0) | (ys.asnumpy() == kept))
