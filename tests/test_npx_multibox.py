@@ -92,3 +92,21 @@ def test_bad_inputs_are_clear_errors():
     with pytest.raises(KilnError, match="multibox_detection.*background_id 7"):
         npx.multibox_detection(np.array(d["cls_prob"]), np.array(d["loc_pred"]),
                                np.array(d["anchor"]), background_id=7)
+
+
+def test_a_hybridized_block_calling_them_runs_eagerly_on_every_call():
+    from kiln.gluon import nn
+
+    class Detect(nn.HybridBlock):
+        def forward(self, scores, loc, anchors):
+            return npx.multibox_detection(npx.softmax(scores, axis=1), loc, anchors)
+
+    c = _case("d", 0)
+    args = [np.array(c["cls_prob"]), np.array(c["loc_pred"]), np.array(c["anchor"])]
+    expected = npx.multibox_detection(npx.softmax(args[0], axis=1), *args[1:]).asnumpy()
+    net = Detect()
+    net.hybridize()
+    with pytest.warns(UserWarning, match="multibox_detection"):
+        first = net(*args)
+    for out in (first, net(*args), net(*args)):  # the second call used to recurse forever
+        onp.testing.assert_allclose(out.asnumpy(), expected)
