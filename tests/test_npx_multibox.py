@@ -110,3 +110,17 @@ def test_a_hybridized_block_calling_them_runs_eagerly_on_every_call():
         first = net(*args)
     for out in (first, net(*args), net(*args)):  # the second call used to recurse forever
         onp.testing.assert_allclose(out.asnumpy(), expected)
+
+
+def test_mxnet_1_x_names_under_nd_contrib():
+    from kiln import nd
+    c = _case("t", 1)
+    args = [nd.array(c["anchor"]), nd.array(c["label"]), nd.array(c["cls_pred"])]
+    for got, k in zip(nd.contrib.MultiBoxTarget(*args, negative_mining_ratio=3,
+                                                negative_mining_thresh=0.5), range(3)):
+        onp.testing.assert_allclose(got.asnumpy(), c[f"out{k}"], rtol=1e-5, atol=1e-5)
+    d = _case("d", 0)
+    got = nd.contrib.MultiBoxDetection(nd.array(d["cls_prob"]), nd.array(d["loc_pred"]),
+                                       nd.array(d["anchor"]))
+    onp.testing.assert_allclose(got.asnumpy(), d["out"], rtol=1e-5, atol=1e-5)
+    assert nd.contrib.MultiBoxPrior(nd.zeros((1, 3, 2, 2)), sizes=[0.5]).shape == (1, 4, 4)
