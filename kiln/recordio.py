@@ -192,8 +192,7 @@ class MXIndexedRecordIO(MXRecordIO):
             return
         self.fidx = None
         for key, pos in read_index(self.idx_path, self.key_type):
-            if key not in self.idx:
-                self.keys.append(key)
+            self.keys.append(key)  # a repeated key is listed again and reads its last record
             self.idx[key] = pos
 
     def close(self):
