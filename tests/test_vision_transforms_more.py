@@ -32,6 +32,23 @@ def test_rotate_matches_mxnet(i):
     onp.testing.assert_allclose(got.asnumpy(), FIXTURE[f"rotate{i}"], atol=2e-6)
 
 
+def test_image_imrotate_takes_one_angle_per_image_as_mxnet():
+    chw = FIXTURE["chw"]
+    batch = kiln.np.array(onp.stack([chw, chw[:, ::-1]]))
+    got = kiln.image.imrotate(batch, kiln.np.array([15.0, -70.0]))
+    onp.testing.assert_allclose(got.asnumpy(), FIXTURE["rotate_batch"], atol=2e-6)
+    kiln.np.random.seed(4)
+    a = kiln.image.random_rotate(batch, (-10, 10)).asnumpy()
+    kiln.np.random.seed(4)
+    onp.testing.assert_array_equal(a, kiln.image.random_rotate(batch, (-10, 10)).asnumpy())
+    with pytest.raises(kiln.KilnError, match="2 images take 2 angles, got 3"):
+        kiln.image.imrotate(batch, [1.0, 2.0, 3.0])
+    with pytest.raises(kiln.KilnError, match="one image takes one angle"):
+        kiln.image.imrotate(chw, [1.0])
+    with pytest.raises(kiln.KilnError, match="float32"):
+        kiln.image.imrotate(chw.astype("float64"), 1.0)
+
+
 def test_random_rotation_is_a_rotation_by_a_seeded_angle():
     chw = FIXTURE["chw"]
     batch = onp.stack([chw, chw[:, ::-1]])

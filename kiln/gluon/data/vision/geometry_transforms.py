@@ -1,65 +1,13 @@
 """The geometric transforms of gluon.data.vision.transforms beyond resizing and flipping:
-Rotate / RandomRotation (MXNet's `image.imrotate`: a rotation about the centre, sampled
-bilinearly with zeros outside, as its BilinearSampler does), CropResize and RandomCrop
-(MXNet 2's, with optional padding).
+Rotate / RandomRotation (on kiln.image_rotate, MXNet's `image.imrotate`), CropResize and
+RandomCrop (MXNet 2's, with optional padding).
 """
-import math
-
 import numpy as _np
 
 from ....base import KilnError
 from .... import image as _image
+from ....image_rotate import imrotate
 from .transforms import Transform, _check_image, _per_image, _size_pair, rng, to_numpy, wrap
-
-_F32 = _np.float32
-
-
-def _bilinear_sample(img, xs, ys):
-    """img (C, H, W); xs, ys (H', W') source coordinates in pixels. Neighbours outside
-    the image count as 0 (MXNet's BilinearSampler)."""
-    _, h, w = img.shape
-    x0, y0 = _np.floor(xs).astype(_np.int64), _np.floor(ys).astype(_np.int64)
-    wx, wy = _F32(1) - (xs - x0), _F32(1) - (ys - y0)
-    out = _np.zeros((img.shape[0],) + xs.shape, _F32)
-    for dy, fy in ((0, wy), (1, _F32(1) - wy)):
-        for dx, fx in ((0, wx), (1, _F32(1) - wx)):
-            yy, xx = y0 + dy, x0 + dx
-            inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
-            vals = img[:, _np.clip(yy, 0, h - 1), _np.clip(xx, 0, w - 1)]
-            out += _np.where(inside, vals, _F32(0)) * (fy * fx)
-    return out
-
-
-def _zoom(h, w, rad, zoom_in, zoom_out):
-    """The grid scale that hides the padding (zoom_in) or shows every corner (zoom_out)."""
-    if not (zoom_in or zoom_out):
-        return _F32(1)
-    h, w, rad = _F32(h), _F32(w), _F32(abs(rad))
-    rho, corner = _np.sqrt(h * h + w * w), _np.arctan(h / w)
-    max_x = max(abs(rho * _np.cos(corner + rad)), abs(rho * _np.cos(corner - rad)))
-    max_y = max(abs(rho * _np.sin(corner + rad)), abs(rho * _np.sin(corner - rad)))
-    if zoom_out:
-        return max(max_x / w, max_y / h)
-    return min(w / max_x, h / max_y)
-
-
-def rotate_image(img, degrees, zoom_in=False, zoom_out=False):
-    """Rotate a (C, H, W) float32 image by `degrees` about its centre, keeping its shape."""
-    _, h, w = img.shape
-    if h < 2 or w < 2:
-        raise KilnError(f"transforms.Rotate: the image needs at least 2x2 pixels, got "
-                        f"{h}x{w}")
-    rad = _F32(math.pi) * _F32(degrees) / _F32(180)
-    hs, ws = _F32((h - 1) / 2), _F32((w - 1) / 2)
-    yc = _np.arange(h, dtype=_F32)[:, None] - hs
-    xc = _np.arange(w, dtype=_F32)[None, :] - ws
-    cos, sin = _np.cos(rad), _np.sin(rad)
-    scale = _F32(_zoom(h, w, rad, zoom_in, zoom_out))
-    gx = (xc * cos - yc * sin) / ws * scale
-    gy = (xc * sin + yc * cos) / hs * scale
-    xs = (gx + _F32(1)) * _F32(w - 1) / _F32(2)
-    ys = (gy + _F32(1)) * _F32(h - 1) / _F32(2)
-    return _bilinear_sample(img, xs, ys)
 
 
 def _float32_chw(x, what):
@@ -87,10 +35,8 @@ class Rotate(Transform):
         self._degrees, self._zoom_in, self._zoom_out = rotation_degrees, zoom_in, zoom_out
 
     def forward(self, x):
-        arr = _float32_chw(x, "Rotate")
-        rot = [rotate_image(a, self._degrees, self._zoom_in, self._zoom_out)
-               for a in (arr if arr.ndim == 4 else arr[None])]
-        return wrap(_np.stack(rot) if arr.ndim == 4 else rot[0])
+        return imrotate(_float32_chw(x, "Rotate"), self._degrees, self._zoom_in,
+                        self._zoom_out)
 
 
 class RandomRotation(Transform):
@@ -115,10 +61,9 @@ class RandomRotation(Transform):
         if gen.random() > self._proba:
             return x
         arr = _float32_chw(x, "RandomRotation")
-        batch = arr if arr.ndim == 4 else arr[None]
-        rot = [rotate_image(a, gen.uniform(*self._limits), self._zoom_in, self._zoom_out)
-               for a in batch]
-        return wrap(_np.stack(rot) if arr.ndim == 4 else rot[0])
+        angles = gen.uniform(*self._limits, size=len(arr) if arr.ndim == 4 else None)
+        return imrotate(arr, angles if arr.ndim == 4 else float(angles), self._zoom_in,
+                        self._zoom_out)
 
 
 class CropResize(Transform):
