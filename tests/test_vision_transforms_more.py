@@ -128,3 +128,17 @@ def test_random_apply_applies_with_probability_p():
     assert T.RandomApply(T.RandomFlipLeftRight(p=1.0), p=1.0)(img).asnumpy()[0, 0].tolist() \
         == img[0, -1].tolist()
     assert T.RandomApply(T.RandomFlipLeftRight(p=1.0), p=0.0)(img) is img
+
+
+def test_transforms_pass_the_rest_of_a_sample_through():
+    from kiln.gluon.data import ArrayDataset
+    imgs = FIXTURE["hwc"]
+    ds = ArrayDataset(imgs, onp.array([3, 5])).transform(
+        T.Compose([T.ToTensor(), T.Normalize(0.5, 0.25)]))
+    x, y = ds[1]
+    assert x.shape == (3, 7, 8) and int(y) == 5
+    onp.testing.assert_allclose(x.asnumpy(), (imgs[1].transpose(2, 0, 1) / 255 - 0.5) / 0.25,
+                                rtol=1e-5, atol=1e-6)
+    out, label, extra = T.RandomFlipLeftRight(p=1.0)(imgs[0], 7, "id")
+    assert (label, extra) == (7, "id")
+    onp.testing.assert_array_equal(out.asnumpy(), imgs[0][:, ::-1])

@@ -31,8 +31,11 @@ def rng():
 class Transform:
     """Base of the transforms: `t(x)` runs `t.forward(x)`; hybridize is accepted, a no-op."""
 
-    def __call__(self, *args):
-        return self.forward(*args)
+    def __call__(self, x, *args):
+        """t(x) is the transformed x; t(x, label, ...) is (transformed x, label, ...), as
+        MXNet 2's transforms pass the other items of a sample through."""
+        out = self.forward(x)
+        return (out,) + args if args else out
 
     def hybridize(self, *args, **kwargs):
         pass
@@ -48,7 +51,7 @@ class Compose(Transform):
     def __init__(self, transforms):
         self._transforms = list(transforms)
 
-    def forward(self, x, *args):
+    def forward(self, x):
         for t in self._transforms:
             x = t(x)
         return x
