@@ -126,7 +126,7 @@ def foreach(body, data, init_states):
     if any(d.shape[:1] != (length,) for d in datas):
         raise KilnError(f"npx.foreach: the data arrays must share their first axis, got "
                         f"shapes {[tuple(d.shape) for d in datas]}{where_in_user_code()}")
-    if trace.current() is not None:
+    if length and trace.current() is not None:
         from ._foreach_scan import foreach_as_scan
         lowered = foreach_as_scan(body, datas, single_data, states, single_state)
         if lowered is not None:
