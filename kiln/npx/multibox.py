@@ -115,13 +115,18 @@ def _mine_negatives(op, flags, best_iou, overlaps, cls_pred, ratio, thresh):
     flags[candidates[order[:num_neg]]] = 0
 
 
+def _centre_form(boxes):
+    """(width, height, centre x, centre y) of (N, 4) corner boxes, in float32."""
+    half = _F32(0.5)
+    return (boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1],
+            (boxes[:, 0] + boxes[:, 2]) * half, (boxes[:, 1] + boxes[:, 3]) * half)
+
+
 def _encode(anchors, boxes, variances):
     """Box regression targets of `boxes` relative to `anchors` (both corner form)."""
     vx, vy, vw, vh = variances
-    aw, ah = anchors[:, 2] - anchors[:, 0], anchors[:, 3] - anchors[:, 1]
-    ax, ay = (anchors[:, 0] + anchors[:, 2]) * _F32(0.5), (anchors[:, 1] + anchors[:, 3]) * _F32(0.5)
-    gw, gh = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
-    gx, gy = (boxes[:, 0] + boxes[:, 2]) * _F32(0.5), (boxes[:, 1] + boxes[:, 3]) * _F32(0.5)
+    aw, ah, ax, ay = _centre_form(anchors)
+    gw, gh, gx, gy = _centre_form(boxes)
     with _np.errstate(divide="ignore", invalid="ignore"):
         return _np.stack([(gx - ax) / aw / vx, (gy - ay) / ah / vy,
                           _np.log(gw / aw) / vw, _np.log(gh / ah) / vh], axis=1)
@@ -180,8 +185,7 @@ def multibox_target(anchor, label, cls_pred, overlap_threshold=0.5, ignore_label
 
 def _decode(anchors, loc, variances, clip):
     vx, vy, vw, vh = variances
-    aw, ah = anchors[:, 2] - anchors[:, 0], anchors[:, 3] - anchors[:, 1]
-    ax, ay = (anchors[:, 0] + anchors[:, 2]) / _F32(2), (anchors[:, 1] + anchors[:, 3]) / _F32(2)
+    aw, ah, ax, ay = _centre_form(anchors)
     ox, oy = loc[:, 0] * vx * aw + ax, loc[:, 1] * vy * ah + ay
     with _np.errstate(over="ignore"):
         ow = _np.exp(loc[:, 2] * vw) * aw / _F32(2)
