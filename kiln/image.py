@@ -179,3 +179,6 @@ def color_normalize(src, mean, std=None):
     if std is not None:
         out = out / as_array(std)
     return out
+
+
+from .image_rotate import imrotate, random_rotate  # noqa: E402,F401  (MXNet's mx.image names)

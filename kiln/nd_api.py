@@ -172,6 +172,9 @@ def lookup(name):
     if name == "random":
         from . import nd_random
         return nd_random
+    if name == "contrib":
+        from . import nd_contrib
+        return nd_contrib
     if name in _PUBLIC:
         return _PUBLIC[name]
     if name in OPS and not name.startswith("_"):

@@ -193,8 +193,12 @@ class CachedFunction:
         key = self._fast_key(args)
         if key is not None and all(type(a) is ndarray for a in args):
             entry, _ = self.entry_for(args)
-            self._fast[key] = entry
-            self._offer_to_dispatcher(entry, key[1])
+            if not entry.eager:
+                # an eager entry calls the block again; served from _fast, outside the
+                # guard call_slow's caller sets, that call would find it there again: an
+                # endless recursion from the second call on
+                self._fast[key] = entry
+                self._offer_to_dispatcher(entry, key[1])
             return entry.run_inference(args)
         return self._call(args)
 

@@ -5,6 +5,7 @@ from .nn import (relu, sigmoid, softplus, softsign, gelu, elu, selu, silu, swish
                  batch_norm, layer_norm, group_norm, embedding, sequence_mask, topk, smooth_l1,
                  reshape_like, arange_like, stop_gradient, batch_flatten)
 from .detection import multibox_prior, roi_pooling  # noqa: F401
+from .multibox import multibox_target, multibox_detection  # noqa: F401
 from .io import save, load  # noqa: F401
 from .control_flow import cond, while_loop, foreach  # noqa: F401
 from . import random  # noqa: F401

@@ -2,7 +2,7 @@
 
 Eagerly (or with a Python-valued condition) they are plain Python. While hybridize traces
 and the condition is a symbol, cond and while_loop become graph ops with subgraphs
-(kiln/ops/control.py). foreach always unrolls: the length of `data` is known at trace time.
+(kiln/ops/control.py); foreach becomes a `scan` node (kiln/npx/_foreach_scan.py).
 """
 from ..base import KilnError, where_in_user_code
 from ..graph.convert_runtime import symbolic
@@ -110,14 +110,41 @@ def _traced_while(cond, func, states, max_iterations, split, single_state, np):
 
 def foreach(body, data, init_states):
     """Apply body(data[i], states) -> (outputs, new_states) along data's first axis;
-    returns (stacked outputs, final states). Unrolled: the length is static."""
-    from .. import np
+    returns (stacked outputs, final states).
+
+    While hybridize traces, body is traced once as the body of a `scan` node, so the
+    compiled program loops itself and its gradient runs the body's gradient in reverse.
+    That needs the states and outputs to share one dtype, the data arrays another, and no
+    random op in the body; otherwise (and eagerly) the loop runs step by step."""
+    from ..graph import trace
     datas, single_data = _as_list(data)
     states, single_state = _as_list(init_states)
+    if not datas:
+        raise KilnError(f"npx.foreach: data must be an array or a list of arrays, got none"
+                        f"{where_in_user_code()}")
     length = datas[0].shape[0]
+    if any(d.shape[:1] != (length,) for d in datas):
+        raise KilnError(f"npx.foreach: the data arrays must share their first axis, got "
+                        f"shapes {[tuple(d.shape) for d in datas]}{where_in_user_code()}")
+    if length and trace.current() is not None:
+        from ._foreach_scan import foreach_as_scan
+        lowered = foreach_as_scan(body, datas, single_data, states, single_state)
+        if lowered is not None:
+            outputs, states = lowered
+            return _pack(outputs, states, single_state)
+    return _foreach_steps(body, datas, single_data, states, single_state)
+
+
+def _foreach_steps(body, datas, single_data, states, single_state):
+    from .. import autograd, np
+    from ..gluon.rnn.time_loop import _Rows
+    length = datas[0].shape[0]
+    # one tape entry per data array for all its rows (row by row would be T^2 work)
+    rows = [_Rows()(d) if autograd.is_recording() else [d[i] for i in range(length)]
+            for d in datas]
     outputs = []
     for i in range(length):
-        item = datas[0][i] if single_data else [d[i] for d in datas]
+        item = rows[0][i] if single_data else [r[i] for r in rows]
         outs, new = body(item, states[0] if single_state else states)
         outs, _ = _as_list(outs)
         states, _ = _as_list(new)

@@ -6,3 +6,4 @@ from . import batchify  # noqa: F401
 from .dataloader import DataLoader  # noqa: F401
 from ...data.digits import Digits  # noqa: F401
 from . import vision  # noqa: F401
+from .vision.record_datasets import RecordFileDataset  # noqa: F401

@@ -129,3 +129,21 @@ class RandomLighting(Transform):
         noise = rng().normal(0.0, self._alpha, size=3).astype(_np.float32)
         shift = self._eigvec @ (noise * self._eigval)
         return _back(img.astype(_np.float32) + shift, img)
+
+
+class RandomGray(Transform):
+    """With probability p, replace each pixel of an (H, W, 3) image by its gray level
+    0.2989 R + 0.587 G + 0.114 B in all three channels; float32 out either way, as MXNet 2.
+    (MXNet 2's own code multiplies by a matrix that gives each channel coefficient * (R + G
+    + B) instead of the gray level; kiln gives the gray level, which is what it documents.)"""
+    _coeffs = _np.array([0.2989, 0.5870, 0.114], _np.float32)
+
+    def __init__(self, p=0.5):
+        self.p = p
+
+    def forward(self, x):
+        img = _rgb(x, "RandomGray").astype(_np.float32)
+        if self.p < rng().uniform():
+            return wrap(img)
+        gray = img @ self._coeffs
+        return wrap(_np.repeat(gray[:, :, None], 3, axis=2))

@@ -31,8 +31,11 @@ def rng():
 class Transform:
     """Base of the transforms: `t(x)` runs `t.forward(x)`; hybridize is accepted, a no-op."""
 
-    def __call__(self, *args):
-        return self.forward(*args)
+    def __call__(self, x, *args):
+        """t(x) is the transformed x; t(x, label, ...) is (transformed x, label, ...), as
+        MXNet 2's transforms pass the other items of a sample through."""
+        out = self.forward(x)
+        return (out,) + args if args else out
 
     def hybridize(self, *args, **kwargs):
         pass
@@ -48,7 +51,7 @@ class Compose(Transform):
     def __init__(self, transforms):
         self._transforms = list(transforms)
 
-    def forward(self, x, *args):
+    def forward(self, x):
         for t in self._transforms:
             x = t(x)
         return x
@@ -211,5 +214,38 @@ class RandomFlipTopBottom(_RandomFlip):
     _axis = 0
 
 
+class RandomApply(Transform):
+    """Apply `transforms` (one callable, or a list run in order) with probability p."""
+
+    def __init__(self, transforms, p=0.5):
+        if isinstance(transforms, (list, tuple)):
+            transforms = Compose(transforms)
+        if not callable(transforms):
+            raise KilnError(f"transforms.RandomApply: transforms must be callable or a list "
+                            f"of callables, got {type(transforms).__name__}")
+        self.transforms, self.p = transforms, p
+
+    def forward(self, x):
+        if self.p < rng().random():
+            return x
+        return self.transforms(x)
+
+
+class HybridRandomApply(RandomApply):
+    pass
+
+
 from .color_transforms import (RandomBrightness, RandomContrast, RandomSaturation,  # noqa
-                               RandomHue, RandomColorJitter, RandomLighting)
+                               RandomHue, RandomColorJitter, RandomLighting, RandomGray)
+from .geometry_transforms import (Rotate, RandomRotation, CropResize, RandomCrop)  # noqa
+
+
+def __getattr__(name):
+    # MXNet's transforms module also re-exports the block classes it builds on
+    if name in ("Block", "HybridBlock"):
+        from ... import block
+        return getattr(block, name)
+    if name in ("Sequential", "HybridSequential"):
+        from ... import nn
+        return getattr(nn, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
