@@ -1,0 +1,35 @@
+"""Shared access to tests/fixtures/io (what MXNet 1.9.1's mx.io iterators produced)."""
+import json
+import os
+
+import numpy as np
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "io")
+
+
+def fixture_path(name):
+    return os.path.join(HERE, name)
+
+
+def expected_batches(key):
+    """[(data list, label list, pad, index)] of MXNet's run `key`, and its extra metadata."""
+    store = np.load(fixture_path("expected.npz"))
+    meta = json.loads(str(store[key + "/meta"]))
+    out = []
+    for k in range(meta["n"]):
+        data = [store[f"{key}/{k}/data{j}"] for j in range(10) if f"{key}/{k}/data{j}" in store]
+        label = [store[f"{key}/{k}/label{j}"] for j in range(10)
+                 if f"{key}/{k}/label{j}" in store]
+        out.append((data, label, meta["pad"][k], meta["index"][k]))
+    return out, meta["extra"]
+
+
+def kiln_batches(it, epochs):
+    out = []
+    for _ in range(epochs):
+        for b in it:
+            index = None if b.index is None else np.asarray(b.index).astype(np.int64).tolist()
+            out.append(([d.asnumpy() for d in b.data], [x.asnumpy() for x in b.label or []],
+                        b.pad, index))
+        it.reset()
+    return out

@@ -1,0 +1,150 @@
+"""NDArrayIter, ResizeIter, PrefetchingIter and DataIter subclasses against MXNet 1.9.1's
+batches (tests/fixtures/io/make_io_fixture.py recorded them)."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import io as kio
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from io_fixture import expected_batches, kiln_batches  # noqa: E402
+
+
+
+def _inputs():
+    x = np.arange(5 * 3, dtype=np.float64).reshape(5, 3)
+    y = np.arange(5, dtype=np.int64) * 10
+    z = -np.arange(5 * 2, dtype=np.float32).reshape(5, 2)
+    return {"data": {"b": x, "a": z}, "label": [y, y + 1]}
+
+
+CASES = {  # the same as NDARRAY_CASES in make_io_fixture.py
+    "pad": dict(batch_size=3, last_batch_handle="pad"),
+    "pad_big": dict(batch_size=8, last_batch_handle="pad"),
+    "discard": dict(batch_size=3, last_batch_handle="discard"),
+    "roll_over": dict(batch_size=3, last_batch_handle="roll_over"),
+    "shuffle_pad": dict(batch_size=4, shuffle=True, last_batch_handle="pad"),
+    "shuffle_roll": dict(batch_size=4, shuffle=True, last_batch_handle="roll_over"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_ndarrayiter_batches_match_mxnet_over_three_epochs(name):
+    want, extra = expected_batches("ndarray/" + name)
+    np.random.seed(7)  # MXNet shuffles with NumPy's global generator
+    it = kio.NDArrayIter(_inputs()["data"], _inputs()["label"], **CASES[name])
+    assert [[d.name, list(d.shape)] for d in it.provide_data] == extra["provide_data"]
+    assert [[d.name, list(d.shape)] for d in it.provide_label] == extra["provide_label"]
+    got = kiln_batches(it, 3)
+    assert len(got) == len(want)
+    for (gd, gl, gpad, gidx), (wd, wl, wpad, widx) in zip(got, want):
+        assert gpad == wpad and gidx is None and widx is None
+        assert len(gd) == len(wd) == 2 and len(gl) == len(wl) == 2
+        assert [a.dtype for a in gd + gl] == [np.float32] * len(gd + gl)
+        for g, w in zip(gd + gl, wd + wl):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_ndarrayiter_keeps_a_kiln_arrays_dtype_and_names_a_list():
+    it = kio.NDArrayIter([kiln.nd.array(np.arange(4), dtype="int32"), np.ones((4, 2))],
+                         batch_size=2)
+    assert [d.name for d in it.provide_data] == ["_0_data", "_1_data"]
+    b = it.next()
+    assert b.data[0].dtype == np.int32 and b.data[1].dtype == np.float32
+
+
+def test_ndarrayiter_iter_next_getpad_and_hard_reset():
+    it = kio.NDArrayIter(np.arange(5.0), batch_size=2, last_batch_handle="roll_over")
+    firsts = []
+    while it.iter_next():
+        firsts.append(float(it.getdata()[0].asnumpy()[0]))
+    assert firsts == [0.0, 2.0, 4.0]  # iter_next/getdata see the short last batch
+    it.reset()
+    assert len(list(it)) == 2  # next() keeps the short batch back ...
+    it.reset()                 # ... and rolls it into the next epoch
+    b = it.next()
+    assert b.data[0].asnumpy().tolist() == [4.0, 0.0] and it.getpad() == 1
+    it2 = kio.NDArrayIter(np.arange(5.0), batch_size=2, last_batch_handle="roll_over")
+    list(it2)
+    it2.hard_reset()      # drops it
+    assert it2.next().data[0].asnumpy().tolist() == [0.0, 1.0]
+
+
+def test_ndarrayiter_layout_puts_the_batch_on_axis_n():
+    x = np.arange(2 * 5, dtype=np.float32).reshape(2, 5)
+    it = kio.NDArrayIter(x, batch_size=2, layout="TN", last_batch_handle="discard")
+    assert it.provide_data[0].shape == (2, 2)
+    assert [b.data[0].asnumpy()[0].tolist() for b in it] == [[0, 1], [2, 3]]
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(data=np.ones((4, 2)), label=np.ones(3)), "3 examples|has shape"),
+    (dict(data=np.ones(4), last_batch_handle="wrap"), "last_batch_handle"),
+    (dict(data=np.ones(4), batch_size=0), "batch_size"),
+    (dict(data="abc"), "array"),
+    (dict(data=[]), "no data"),
+    (dict(data=[np.float32(3)]), "scalar"),
+])
+def test_ndarrayiter_bad_input_is_a_kiln_error(bad, match):
+    with pytest.raises(kiln.KilnError, match=match):
+        kio.NDArrayIter(**bad)
+
+
+def test_resizeiter_restarts_the_inner_iterator():
+    inner = kio.NDArrayIter(np.arange(4.0), batch_size=2)
+    it = kio.ResizeIter(inner, 5)
+    got = [b.data[0].asnumpy()[0] for b in it]
+    assert got == [0, 2, 0, 2, 0] and it.provide_data == inner.provide_data
+    it.reset()
+    assert len(list(it)) == 5
+
+
+def test_prefetchingiter_joins_and_renames():
+    a = kio.NDArrayIter(np.arange(6.0), np.zeros(6), batch_size=4)
+    b = kio.NDArrayIter(-np.arange(6.0), np.ones(6), batch_size=4)
+    it = kio.PrefetchingIter([a, b], rename_data=[{"data": "x"}, {"data": "y"}])
+    assert [d.name for d in it.provide_data] == ["x", "y"] and it.batch_size == 4
+    batches = list(it)
+    assert len(batches) == 2 and batches[1].pad == 2 and len(batches[0].data) == 2
+    np.testing.assert_array_equal(batches[1].data[1].asnumpy(), [-4, -5, 0, -1])
+    it.reset()
+    assert len(list(it)) == 2
+    short = kio.NDArrayIter(np.arange(2.0), batch_size=4)
+    with pytest.raises(kiln.KilnError, match="padding"):
+        list(kio.PrefetchingIter([kio.NDArrayIter(np.arange(4.0), batch_size=4), short]))
+
+
+class _Countdown(kio.DataIter):
+    """A DataIter written as MXNet's tutorials write them."""
+
+    def __init__(self, n):
+        super().__init__(batch_size=2)
+        self.n, self.k = n, 0
+        self.provide_data = [kio.DataDesc("data", (2, 1))]
+        self.provide_label = []
+
+    def reset(self):
+        self.k = 0
+
+    def iter_next(self):
+        self.k += 1
+        return self.k <= self.n
+
+    def getdata(self):
+        return [kiln.nd.array([[self.k], [self.k]])]
+
+    def getlabel(self):
+        return []
+
+    def getpad(self):
+        return 0
+
+
+def test_a_dataiter_subclass_iterates_and_feeds_a_module():
+    it = _Countdown(3)
+    assert [int(b.data[0].asnumpy()[0, 0]) for b in it] == [1, 2, 3]
+    it.reset()
+    assert str(next(it)) == "DataBatch: data shapes: [(2, 1)] label shapes: None"
