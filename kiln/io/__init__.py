@@ -5,6 +5,9 @@ from collections import OrderedDict
 from .base import DataBatch, DataDesc, DataIter, as_desc
 from .ndarray_iter import NDArrayIter
 from .wrappers import PrefetchingIter, ResizeIter
+from .csv_iter import CSVIter
+from .record_iter import ImageRecordIter
+from .mnist_iter import MNISTIter
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "ResizeIter", "PrefetchingIter",
-           "OrderedDict", "as_desc"]
+           "CSVIter", "ImageRecordIter", "MNISTIter", "OrderedDict", "as_desc"]
