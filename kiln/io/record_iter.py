@@ -36,9 +36,22 @@ def _channel_values(kw, prefix, default):
     return _np.array([float(kw.pop(f"{prefix}_{c}", default)) for c in "rgb"], _np.float32)
 
 
+def _grown_to(img, height, width):
+    """An image smaller than the crop is scaled up, keeping its aspect, first until it is
+    tall enough, then until it is wide enough, as MXNet 1.9.1 does."""
+    from .. import image
+    h, w = img.shape[:2]
+    if h < height:
+        img = image.imresize(img, w * height // h, height, interp=1)
+        h, w = img.shape[:2]
+    if w < width:
+        img = image.imresize(img, width, h * width // w, interp=1)
+    return img
+
+
 class ImageRecordIter(BatchLoaderIter):
     """Images of `path_imgrec` (im2rec's format), each resized (shorter side to `resize`
-    when given), cropped to `data_shape` (C, H, W) at the centre or at random
+    when given; grown to at least the crop's size), cropped to `data_shape` (C, H, W) at the centre or at random
     (`rand_crop`), mirrored at random (`rand_mirror`), then (pixel - mean) * scale / std per
     RGB channel. Labels are the records' floats, (batch, label_width) when label_width > 1.
     shuffle, random crops and mirrors draw from a generator seeded with `seed`."""
@@ -116,12 +129,8 @@ class ImageRecordIter(BatchLoaderIter):
                             + where_in_user_code()) from None
         if self._resize > 0:
             img = image.resize_short(img, self._resize, interp=1)
-        img = img.asnumpy()
+        img = _grown_to(img, height, width).asnumpy()
         h, w = img.shape[:2]
-        if h < height or w < width:
-            raise KilnError(f"ImageRecordIter: record {row} of {self.path_imgrec} is a "
-                            f"{h}x{w} image, smaller than data_shape's {height}x{width} "
-                            "(use resize=)" + where_in_user_code())
         if self._rand_crop:
             y0, x0 = self._rng.integers(0, h - height + 1), self._rng.integers(0, w - width + 1)
         else:
