@@ -33,3 +33,18 @@ def kiln_batches(it, epochs):
                         b.pad, index))
         it.reset()
     return out
+
+
+def ndarray_inputs():
+    """The (data dict, label list) the NDArrayIter cases were recorded with."""
+    store = np.load(fixture_path("expected.npz"))
+    data = {k.rsplit("/", 1)[1]: store[k] for k in store.files
+            if k.startswith("ndarray/input/data/")}
+    label = [store[f"ndarray/input/label/{k}"] for k in range(2)]
+    return data, label
+
+
+def ndarray_case_names():
+    store = np.load(fixture_path("expected.npz"))
+    return sorted(k.split("/")[1] for k in store.files
+                  if k.startswith("ndarray/") and k.endswith("/meta"))

@@ -10,32 +10,17 @@ import kiln
 from kiln import io as kio
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from io_fixture import expected_batches, kiln_batches  # noqa: E402
+from io_fixture import (expected_batches, kiln_batches, ndarray_case_names,  # noqa: E402
+                        ndarray_inputs)
 
 
 
-def _inputs():
-    x = np.arange(5 * 3, dtype=np.float64).reshape(5, 3)
-    y = np.arange(5, dtype=np.int64) * 10
-    z = -np.arange(5 * 2, dtype=np.float32).reshape(5, 2)
-    return {"data": {"b": x, "a": z}, "label": [y, y + 1]}
-
-
-CASES = {  # the same as NDARRAY_CASES in make_io_fixture.py
-    "pad": dict(batch_size=3, last_batch_handle="pad"),
-    "pad_big": dict(batch_size=8, last_batch_handle="pad"),
-    "discard": dict(batch_size=3, last_batch_handle="discard"),
-    "roll_over": dict(batch_size=3, last_batch_handle="roll_over"),
-    "shuffle_pad": dict(batch_size=4, shuffle=True, last_batch_handle="pad"),
-    "shuffle_roll": dict(batch_size=4, shuffle=True, last_batch_handle="roll_over"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", ndarray_case_names())
 def test_ndarrayiter_batches_match_mxnet_over_three_epochs(name):
     want, extra = expected_batches("ndarray/" + name)
-    np.random.seed(7)  # MXNet shuffles with NumPy's global generator
-    it = kio.NDArrayIter(_inputs()["data"], _inputs()["label"], **CASES[name])
+    np.random.seed(extra["seed"])  # MXNet shuffles with NumPy's global generator
+    data, label = ndarray_inputs()
+    it = kio.NDArrayIter(data, label, **extra["kwargs"])
     assert [[d.name, list(d.shape)] for d in it.provide_data] == extra["provide_data"]
     assert [[d.name, list(d.shape)] for d in it.provide_label] == extra["provide_label"]
     got = kiln_batches(it, 3)

@@ -95,3 +95,26 @@ class DataIter:
 
     def getpad(self):
         pass
+
+
+class BatchHoldingIter(DataIter):
+    """A DataIter whose `iter_next` builds `self.current_batch`; the accessors read it."""
+
+    current_batch = None
+
+    def next(self):
+        if self.iter_next():
+            return self.current_batch
+        raise StopIteration
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad

@@ -8,7 +8,7 @@ import numpy as _np
 
 from ..base import KilnError, where_in_user_code
 from ..ndarray import ndarray
-from .base import DataBatch, DataDesc, DataIter
+from .base import BatchHoldingIter, DataBatch, DataDesc
 
 
 def positive_int(value, what, owner):
@@ -18,7 +18,7 @@ def positive_int(value, what, owner):
     return int(value)
 
 
-class BatchLoaderIter(DataIter):
+class BatchLoaderIter(BatchHoldingIter):
     """A DataIter over `num_rows` examples; subclasses implement `_read(rows) -> (data,
     label)`, numpy arrays with the rows on axis 0, and may reorder `self._order` at reset."""
 
@@ -35,7 +35,7 @@ class BatchLoaderIter(DataIter):
         self._data = _np.zeros((self.batch_size,) + self._data_shape, dtype)
         self._label = _np.zeros((self.batch_size,) + self._label_shape, _np.float32)
         self._index = _np.zeros(self.batch_size, _np.uint64)
-        self._position, self._overflow, self._done, self._batch = 0, 0, False, None
+        self._position, self._overflow, self._done, self.current_batch = 0, 0, False, None
 
     @property
     def provide_data(self):
@@ -70,25 +70,8 @@ class BatchLoaderIter(DataIter):
             self._overflow, self._done, fill = pad % self.num_rows, True, self.batch_size
         data, label = self._read(take)
         self._data[:fill], self._label[:fill], self._index[:fill] = data, label, take
-        self._batch = DataBatch([ndarray._wrap(self._data.copy())],
+        self.current_batch = DataBatch([ndarray._wrap(self._data.copy())],
                                 [ndarray._wrap(self._label.copy())], pad=pad,
                                 index=self._index.copy(), provide_data=self.provide_data,
                                 provide_label=self.provide_label)
         return True
-
-    def next(self):
-        if self.iter_next():
-            return self._batch
-        raise StopIteration
-
-    def getdata(self):
-        return self._batch.data
-
-    def getlabel(self):
-        return self._batch.label
-
-    def getindex(self):
-        return self._batch.index
-
-    def getpad(self):
-        return self._batch.pad

@@ -6,7 +6,7 @@ import numpy as _np
 
 from ..base import KilnError, where_in_user_code
 from ..ndarray import ndarray
-from .base import DataBatch, DataDesc, DataIter
+from .base import BatchHoldingIter, DataBatch, DataDesc
 from .batch_loader import positive_int
 
 
@@ -19,7 +19,7 @@ def _read(path, ndim, what):
     return read_idx(path, ndim)
 
 
-class MNISTIter(DataIter):
+class MNISTIter(BatchHoldingIter):
     """`image` (IDX, N x rows x cols) and `label` (IDX, N) files, plain or .gz. flat=True
     gives (batch, rows*cols) data, else (batch, 1, rows, cols). shuffle permutes once, with
     a generator seeded by `seed`; num_parts/part_index take one contiguous share."""
@@ -44,7 +44,7 @@ class MNISTIter(DataIter):
         shape = (rows * cols,) if flat else (1, rows, cols)
         self._images = (images[share].astype(_np.float32) / 256).reshape((len(share),) + shape)
         self._labels = labels[share].astype(_np.float32)
-        self._names, self.cursor, self._batch = (data_name, label_name), 0, None
+        self._names, self.cursor = (data_name, label_name), 0
 
     @property
     def provide_data(self):
@@ -62,26 +62,9 @@ class MNISTIter(DataIter):
         if stop > len(self._images):
             return False
         self.cursor = stop
-        self._batch = DataBatch([ndarray._wrap(self._images[start:stop].copy())],
+        self.current_batch = DataBatch([ndarray._wrap(self._images[start:stop].copy())],
                                 [ndarray._wrap(self._labels[start:stop].copy())], pad=0,
                                 index=_np.arange(start, stop, dtype=_np.uint64),
                                 provide_data=self.provide_data,
                                 provide_label=self.provide_label)
         return True
-
-    def next(self):
-        if self.iter_next():
-            return self._batch
-        raise StopIteration
-
-    def getdata(self):
-        return self._batch.data
-
-    def getlabel(self):
-        return self._batch.label
-
-    def getindex(self):
-        return self._batch.index
-
-    def getpad(self):
-        return 0

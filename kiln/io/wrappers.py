@@ -1,15 +1,15 @@
 """Iterators over other iterators: ResizeIter and PrefetchingIter, as in MXNet 1.x."""
 from ..base import KilnError, where_in_user_code
-from .base import DataBatch, DataDesc, DataIter
+from .base import BatchHoldingIter, DataBatch, DataDesc
 
 
-class ResizeIter(DataIter):
+class ResizeIter(BatchHoldingIter):
     """`size` batches per epoch from `data_iter`, restarting it whenever it runs out."""
 
     def __init__(self, data_iter, size, reset_internal=True):
         super().__init__()
         self.data_iter, self.size, self.reset_internal = data_iter, size, reset_internal
-        self.cur, self.current_batch = 0, None
+        self.cur = 0
         self.provide_data = data_iter.provide_data
         self.provide_label = data_iter.provide_label
         self.batch_size = data_iter.batch_size
@@ -32,20 +32,8 @@ class ResizeIter(DataIter):
         self.cur += 1
         return True
 
-    def getdata(self):
-        return self.current_batch.data
 
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
-
-
-class PrefetchingIter(DataIter):
+class PrefetchingIter(BatchHoldingIter):
     """Joins the batches of one or more iterators (data and labels concatenated in order),
     with optional renaming of their inputs. MXNet reads one batch ahead in a thread per
     iterator; kiln reads on demand in the caller's thread, which yields the same batches
@@ -59,7 +47,6 @@ class PrefetchingIter(DataIter):
         self.n_iter = len(self.iters)
         self.rename_data, self.rename_label = rename_data, rename_label
         self.batch_size = self.provide_data[0][1][0]
-        self.current_batch = None
 
     @staticmethod
     def _renamed(descs_per_iter, renames):
@@ -102,20 +89,3 @@ class PrefetchingIter(DataIter):
                                        provide_data=self.provide_data,
                                        provide_label=self.provide_label)
         return True
-
-    def next(self):
-        if self.iter_next():
-            return self.current_batch
-        raise StopIteration
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
