@@ -1,9 +1,7 @@
 """CSVIter, ImageRecordIter and MNISTIter against MXNet 1.9.1's batches on the files in
 tests/fixtures/io (made by make_io_fixture.py), and their errors on bad files."""
 import gzip
-import os
 import struct
-import sys
 
 import numpy as np
 import pytest
@@ -11,8 +9,7 @@ import pytest
 import kiln
 from kiln import io as kio
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from io_fixture import expected_batches, fixture_path, kiln_batches  # noqa: E402
+from io_fixture import expected_batches, fixture_path, kiln_batches
 
 
 def _assert_same(got, want, atol=0.0, check_index=True):
@@ -169,3 +166,19 @@ def test_mnistiter_bad_files(tmp_path):
         cut.write_bytes(f.read()[:50])
     with pytest.raises(kiln.KilnError, match="truncated or corrupt"):
         kio.MNISTIter(image=str(cut), label=fixture_path("mnist-labels-idx1-ubyte.gz"))
+
+
+def test_a_module_script_trains_on_csviter(tmp_path):
+    # the Module-API pattern: bind from the iterator's descriptions, fit, score
+    rng = np.random.RandomState(0)
+    x = rng.randn(40, 4).astype("float32")
+    np.savetxt(tmp_path / "x.csv", x, delimiter=",")
+    np.savetxt(tmp_path / "y.csv", (x[:, 0] > 0).astype("float32"), delimiter=",")
+    sym = kiln.sym
+    net = sym.SoftmaxOutput(sym.FullyConnected(sym.var("data"), num_hidden=2, name="fc"),
+                            name="softmax")
+    train = kio.CSVIter(data_csv=str(tmp_path / "x.csv"), data_shape=(4,),
+                        label_csv=str(tmp_path / "y.csv"), batch_size=8)
+    mod = kiln.mod.Module(net, context=kiln.cpu())
+    mod.fit(train, num_epoch=20, optimizer_params=(("learning_rate", 0.5),))
+    assert dict(mod.score(train, "acc"))["accuracy"] > 0.9

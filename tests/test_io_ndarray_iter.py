@@ -1,18 +1,13 @@
 """NDArrayIter, ResizeIter, PrefetchingIter and DataIter subclasses against MXNet 1.9.1's
 batches (tests/fixtures/io/make_io_fixture.py recorded them)."""
-import os
-import sys
-
 import numpy as np
 import pytest
 
 import kiln
 from kiln import io as kio
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from io_fixture import (expected_batches, kiln_batches, ndarray_case_names,  # noqa: E402
+from io_fixture import (expected_batches, kiln_batches, ndarray_case_names,
                         ndarray_inputs)
-
 
 
 @pytest.mark.parametrize("name", ndarray_case_names())
