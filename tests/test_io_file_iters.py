@@ -110,7 +110,7 @@ def test_imagerecorditer_multi_label_without_index():
 def test_imagerecorditer_random_augmentation_is_seeded_and_in_range():
     pytest.importorskip("PIL")
     kw = dict(_REC, data_shape=(3, 8, 8), batch_size=5, shuffle=True, rand_crop=True,
-              rand_mirror=True, seed=3)
+              rand_mirror=True, seed=3, preprocess_threads=4)
     a = kiln_batches(kio.ImageRecordIter(**kw), 2)
     b = kiln_batches(kio.ImageRecordIter(**kw), 2)
     for (ad, al, _, _), (bd, bl, _, _) in zip(a, b):
@@ -128,8 +128,10 @@ def test_imagerecorditer_bad_inputs(tmp_path):
                             batch_size=2)
     with pytest.raises(kiln.KilnError, match="data_shape"):
         kio.ImageRecordIter(**_REC, data_shape=(2, 8, 8), batch_size=2)
-    with pytest.raises(kiln.KilnError, match="unknown argument"):
-        kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, mirror=True)
+    with pytest.raises(kiln.KilnError, match=r"\['max_rotate_angle'\] are not supported"):
+        kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, max_rotate_angle=10)
+    with pytest.raises(kiln.KilnError, match="float32 batches only"):
+        kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, dtype="uint8")
     with pytest.raises(kiln.KilnError, match="label_width"):
         next(kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, label_width=2))
     truncated = tmp_path / "t.rec"

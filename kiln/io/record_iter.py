@@ -9,7 +9,7 @@ from .batch_loader import BatchLoaderIter, positive_int
 
 # accepted for compatibility; they tune MXNet's C++ threads and buffers, not the batches
 _IGNORED = {"preprocess_threads", "prefetch_buffer", "verbose", "shuffle_chunk_size",
-            "shuffle_chunk_seed", "ctx", "dtype", "inter_method", "path_imglist"}
+            "shuffle_chunk_seed", "ctx"}
 
 
 def record_positions(path_imgrec, path_imgidx):
@@ -62,10 +62,19 @@ class ImageRecordIter(BatchLoaderIter):
                  label_name="softmax_label", num_parts=1, part_index=0, **kw):
         self._mean = _channel_values(kw, "mean", 0.0)
         self._std = _channel_values(kw, "std", 1.0)
+        if kw.pop("dtype", None) not in (None, "float32", _np.float32):
+            raise KilnError("ImageRecordIter: kiln gives float32 batches only (dtype="
+                            "'float32')" + where_in_user_code())
+        if kw.pop("inter_method", 1) != 1:
+            raise KilnError("ImageRecordIter: kiln resizes bilinearly only (inter_method=1)"
+                            + where_in_user_code())
         unknown = sorted(set(kw) - _IGNORED)
         if unknown:
-            raise KilnError(f"ImageRecordIter: unknown argument(s) {unknown}"
-                            + where_in_user_code())
+            raise KilnError(f"ImageRecordIter: argument(s) {unknown} are not supported by "
+                            "kiln (it has path_imgrec, path_imgidx, data_shape, batch_size, "
+                            "shuffle, seed, rand_crop, rand_mirror, resize, mean_r/g/b, "
+                            "std_r/g/b, scale, label_width, round_batch, num_parts, "
+                            "part_index, data_name, label_name)" + where_in_user_code())
         shape = tuple(int(d) for d in data_shape)
         if len(shape) != 3 or shape[0] not in (1, 3) or min(shape) < 1:
             raise KilnError(f"ImageRecordIter: data_shape must be (channels, height, width) "
