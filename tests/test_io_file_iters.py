@@ -138,6 +138,11 @@ def test_imagerecorditer_bad_inputs(tmp_path):
     truncated.write_bytes(open(fixture_path("images.rec"), "rb").read()[:700])
     with pytest.raises(kiln.KilnError, match="t.rec is truncated"):
         kio.ImageRecordIter(path_imgrec=str(truncated), data_shape=(3, 8, 8), batch_size=2)
+    misplaced = tmp_path / "off.idx"
+    misplaced.write_text("0\t4\n")
+    with pytest.raises(kiln.KilnError, match="images.rec is corrupt at byte 4"):
+        next(kio.ImageRecordIter(path_imgrec=fixture_path("images.rec"),
+                                 path_imgidx=str(misplaced), data_shape=(3, 8, 8), batch_size=1))
     from kiln import recordio
     junk = tmp_path / "junk.rec"
     writer = recordio.MXRecordIO(str(junk), "w")

@@ -128,3 +128,25 @@ def test_a_dataiter_subclass_iterates_and_feeds_a_module():
     assert [int(b.data[0].asnumpy()[0, 0]) for b in it] == [1, 2, 3]
     it.reset()
     assert str(next(it)) == "DataBatch: data shapes: [(2, 1)] label shapes: None"
+
+
+@pytest.mark.parametrize("n", [1, 4, 7])
+@pytest.mark.parametrize("batch_size", [1, 3, 4, 9])
+def test_ndarrayiter_epochs_cover_the_data_as_each_mode_promises(n, batch_size):
+    x = np.arange(n, dtype=np.float32)
+    pad = kio.NDArrayIter(x, batch_size=batch_size)
+    for _ in range(2):
+        rows = [b.data[0].asnumpy()[:batch_size - b.pad] for b in pad]
+        assert np.concatenate(rows).tolist() == x.tolist()
+        pad.reset()
+    discard = kio.NDArrayIter(x, batch_size=batch_size, last_batch_handle="discard")
+    assert len(list(discard)) == n // batch_size
+    roll = kio.NDArrayIter(x, batch_size=batch_size, last_batch_handle="roll_over")
+    seen = []
+    for _ in range(3):
+        seen += [v for b in roll for v in b.data[0].asnumpy().tolist()]
+        roll.reset()
+    # every example in turn, none dropped or repeated, across epoch boundaries
+    assert seen == [float(k % n) for k in range(len(seen))]
+    if batch_size <= n:
+        assert len(seen) > 3 * n - batch_size
