@@ -69,16 +69,18 @@ _IMAGE_CASES = {  # as in make_io_fixture.py
     "resize": dict(data_shape=(3, 12, 12), batch_size=5, resize=14),
     "gray": dict(data_shape=(1, 9, 9), batch_size=3),
     "grow": dict(data_shape=(3, 11, 14), batch_size=5),
+    "shrink": dict(data_shape=(3, 6, 6), batch_size=5, resize=6),
 }
 
 
-@pytest.mark.parametrize("name", ["center", "gray", "resize", "grow"])
+@pytest.mark.parametrize("name", ["center", "gray", "resize", "grow", "shrink"])
 def test_imagerecorditer_matches_mxnet(name):
     pytest.importorskip("PIL")
     it = kio.ImageRecordIter(**_REC, **_IMAGE_CASES[name])
     want, _ = expected_batches("imagerec/" + name)
-    # PNG decodes exactly; MXNet converts to gray and resizes with OpenCV, kiln with Pillow,
-    # which round differently by one grey level per resize ("grow" resizes twice)
+    # PNG decodes exactly; MXNet converts to gray with OpenCV, kiln with Pillow, and kiln's
+    # bilinear resize rounds OpenCV's fixed-point one differently: by at most one grey level
+    # per resize ("grow" resizes twice)
     atol = {"center": 0.0, "grow": 2.0}.get(name, 1.0)
     _assert_same(kiln_batches(it, 2), want, atol=atol, check_index=False)
 
@@ -189,3 +191,16 @@ def test_a_module_script_trains_on_csviter(tmp_path):
     mod = kiln.mod.Module(net, context=kiln.cpu())
     mod.fit(train, num_epoch=20, optimizer_params=(("learning_rate", 0.5),))
     assert dict(mod.score(train, "acc"))["accuracy"] > 0.9
+
+
+def test_linear_resize_keeps_constants_and_samples_without_smoothing():
+    from kiln.io.linear_resize import resize_linear
+    flat = np.full((5, 7, 3), 77, np.uint8)
+    out = resize_linear(flat, 3, 11)
+    assert out.shape == (11, 3, 3) and (out == 77).all()
+    stripes = np.zeros((1, 4, 1), np.uint8)
+    stripes[0, 1::2] = 200            # halving samples between two columns: their mean
+    np.testing.assert_array_equal(resize_linear(stripes, 2, 1)[0, :, 0], [100, 100])
+    ramp = np.arange(4, dtype=np.uint8).reshape(1, 4, 1) * 10
+    np.testing.assert_array_equal(resize_linear(ramp, 8, 1)[0, :, 0],
+                                  [0, 3, 8, 13, 18, 23, 28, 30])

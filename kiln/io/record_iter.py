@@ -6,6 +6,7 @@ import numpy as _np
 
 from ..base import KilnError, where_in_user_code
 from .batch_loader import BatchLoaderIter, positive_int
+from .linear_resize import resize_linear
 
 # accepted for compatibility; they tune MXNet's C++ threads and buffers, not the batches
 _IGNORED = {"preprocess_threads", "prefetch_buffer", "verbose", "shuffle_chunk_size",
@@ -36,16 +37,20 @@ def _channel_values(kw, prefix, default):
     return _np.array([float(kw.pop(f"{prefix}_{c}", default)) for c in "rgb"], _np.float32)
 
 
-def _grown_to(img, height, width):
-    """An image smaller than the crop is scaled up, keeping its aspect, first until it is
-    tall enough, then until it is wide enough, as MXNet 1.9.1 does."""
-    from .. import image
+def _resized(img, height, width, resize):
+    """The image MXNet crops from: its shorter side scaled to `resize` (when > 0), then, if
+    still smaller than the crop, grown keeping its aspect until tall enough, then until wide
+    enough, as MXNet 1.9.1 does; all with OpenCV's bilinear rule (linear_resize)."""
     h, w = img.shape[:2]
+    if resize > 0:
+        img = resize_linear(img, resize * w // h if w > h else resize,
+                            resize * h // w if h > w else resize)
+        h, w = img.shape[:2]
     if h < height:
-        img = image.imresize(img, w * height // h, height, interp=1)
+        img = resize_linear(img, w * height // h, height)
         h, w = img.shape[:2]
     if w < width:
-        img = image.imresize(img, width, h * width // w, interp=1)
+        img = resize_linear(img, width, h * width // w)
     return img
 
 
@@ -136,9 +141,7 @@ class ImageRecordIter(BatchLoaderIter):
         except KilnError as exc:
             raise KilnError(f"ImageRecordIter: record {row} of {self.path_imgrec}: {exc}"
                             + where_in_user_code()) from None
-        if self._resize > 0:
-            img = image.resize_short(img, self._resize, interp=1)
-        img = _grown_to(img, height, width).asnumpy()
+        img = _resized(img.asnumpy(), height, width, self._resize)
         h, w = img.shape[:2]
         if self._rand_crop:
             y0, x0 = self._rng.integers(0, h - height + 1), self._rng.integers(0, w - width + 1)
