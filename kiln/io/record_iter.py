@@ -58,8 +58,9 @@ class ImageRecordIter(BatchLoaderIter):
     """Images of `path_imgrec` (im2rec's format), each resized (shorter side to `resize`
     when given; grown to at least the crop's size), cropped to `data_shape` (C, H, W) at
     the centre or at random (`rand_crop`), mirrored at random (`rand_mirror`), then
-    (pixel - mean) * scale / std per RGB channel. Labels are the records' floats, (batch, label_width) when label_width > 1.
-    shuffle, random crops and mirrors draw from a generator seeded with `seed`."""
+    (pixel - mean) * scale / std per RGB channel. Labels are the records' floats,
+    (batch, label_width) when label_width > 1. shuffle, random crops and mirrors draw from
+    a generator seeded with `seed`."""
 
     def __init__(self, path_imgrec, data_shape, batch_size, path_imgidx=None, shuffle=False,
                  rand_crop=False, rand_mirror=False, resize=-1, label_width=1,
