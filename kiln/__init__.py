@@ -17,7 +17,7 @@ from . import distributed  # noqa: F401,E402  (MPI only when launched under mpie
 
 def __getattr__(name):
     # optional-dependency modules load on first use: kiln.onnx (onnx), kiln.image (Pillow)
-    if name in ("onnx", "image", "mod", "io", "model"):
+    if name in ("onnx", "image", "mod", "io", "model", "callback"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'kiln' has no attribute {name!r}")

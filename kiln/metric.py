@@ -56,6 +56,28 @@ class EvalMetric:
     def reset(self):
         self.num_inst = 0
         self.sum_metric = 0.0
+        self._done_inst, self._done_sum = 0, 0.0
+
+    def reset_local(self):
+        """Start a new local window (Speedometer's auto_reset); the global value, which
+        Module.fit logs at the end of an epoch, keeps counting since reset()."""
+        self._done_inst += self.num_inst
+        self._done_sum += self.sum_metric
+        self.num_inst, self.sum_metric = 0, 0.0
+
+    def get_global(self):
+        local = self.num_inst, self.sum_metric
+        self.num_inst, self.sum_metric = local[0] + self._done_inst, local[1] + self._done_sum
+        try:
+            return self.get()
+        finally:
+            self.num_inst, self.sum_metric = local
+
+    def get_global_name_value(self):
+        name, value = self.get_global()
+        names = name if isinstance(name, list) else [name]
+        values = value if isinstance(value, list) else [value]
+        return list(zip(names, values))
 
     def update(self, labels, preds):
         raise NotImplementedError
@@ -103,13 +125,20 @@ class CompositeEvalMetric(EvalMetric):
         for m in getattr(self, "metrics", ()):
             m.reset()
 
-    def get(self):
+    def reset_local(self):
+        for m in self.metrics:
+            m.reset_local()
+
+    def get(self, which="get"):
         names, values = [], []
         for m in self.metrics:
-            name, value = m.get()
+            name, value = getattr(m, which)()
             names.extend(name if isinstance(name, list) else [name])
             values.extend(value if isinstance(value, list) else [value])
         return names, values
+
+    def get_global(self):
+        return self.get("get_global")
 
 
 @_register("acc")

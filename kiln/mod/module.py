@@ -13,10 +13,10 @@ from ..base import KilnError, where_in_user_code
 from ..io import DataDesc, as_desc
 from ..ndarray import ndarray
 from .params import load_param_file, save_param_file
-from .metric import create_metric
+from .base_module import BaseModule
 
 
-class Module:
+class Module(BaseModule):
     def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",),
                  context=None, work_load_list=None, fixed_param_names=None, **_):
         self._symbol = symbol
@@ -226,51 +226,6 @@ class Module:
             if k not in self._states:
                 self._states[k] = self._optimizer.create_state(k, ex.arg_dict[name]._data)
             self._optimizer.update(k, ex.arg_dict[name], grad, self._states[k])
-
-    # ---- evaluation --------------------------------------------------------------------------
-    def _batches(self, eval_data):
-        if isinstance(eval_data, ndarray):
-            from ..io import NDArrayIter
-            eval_data = NDArrayIter(eval_data, batch_size=eval_data.shape[0])
-        if hasattr(eval_data, "reset"):
-            eval_data.reset()
-        return eval_data
-
-    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True,
-                always_output_list=False):
-        outs = []
-        for k, batch in enumerate(self._batches(eval_data)):
-            if num_batch is not None and k >= num_batch:
-                break
-            self.forward(batch, is_train=False)
-            keep = batch.data[0].shape[0] - getattr(batch, "pad", 0)
-            outs.append([o.asnumpy()[:keep] for o in self.get_outputs()])
-        merged = [ndarray._wrap(_np.concatenate(parts)) for parts in zip(*outs)]
-        return merged[0] if len(merged) == 1 and not always_output_list else merged
-
-    def score(self, eval_data, eval_metric, num_batch=None, reset=True, **_):
-        metric = create_metric(eval_metric)
-        for k, batch in enumerate(self._batches(eval_data)):
-            if num_batch is not None and k >= num_batch:
-                break
-            self.forward(batch, is_train=False)
-            metric.update(batch.label, self.get_outputs())
-        return metric.get_name_value()
-
-    def fit(self, train_data, eval_data=None, eval_metric="acc", num_epoch=1,
-            optimizer="sgd", optimizer_params=(("learning_rate", 0.01),), initializer=None,
-            arg_params=None, aux_params=None, **_):
-        batch = next(iter(self._batches(train_data)))
-        self.bind(batch.provide_data or [DataDesc(self._data_names[0], batch.data[0].shape)],
-                  batch.provide_label, for_training=True)
-        self.init_params(initializer, arg_params, aux_params, allow_missing=True)
-        self.init_optimizer(optimizer=optimizer, optimizer_params=optimizer_params)
-        for _ in range(num_epoch):
-            for b in self._batches(train_data):
-                self.forward(b, is_train=True)
-                self.backward()
-                self.update()
-        return self.score(eval_data, eval_metric) if eval_data is not None else None
 
 
 def load_checkpoint(prefix, epoch):
