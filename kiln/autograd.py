@@ -102,7 +102,6 @@ def input_needed(k):
 
 def record_primitive(prim, inputs, attrs, out):
     """Put one primitive application on the tape (the caller checked that it is needed)."""
-    from .ndarray import ndarray
     in_refs = tuple((a._tape, a._tidx) if a._tape is not None else None for a in inputs)
     saved_in = tuple(a._alias() for a in inputs)
     saved = []
@@ -122,7 +121,7 @@ def record_primitive(prim, inputs, attrs, out):
 
     node = TapeNode(prim.name, backward, in_refs, ((out.shape, out.dtype),))
     out._tape, out._tidx = node, 0
-    saved.append(ndarray._alias_of(out, None, 0))
+    saved.append(out._alias())
 
 
 def record_custom(name, inputs, outputs, backward, sparse=False):
@@ -142,6 +141,7 @@ def _topological(heads):
 def _run_backward(heads, head_grads, retain_graph, create_graph):
     """Propagate gradients; returns {id(leaf): gradient} for every reached leaf."""
     from .ndarray import ndarray, full_like
+    from .np import zeros
     roots = []
     grads = {}
     for h, hg in zip(heads, head_grads):
@@ -168,7 +168,6 @@ def _run_backward(heads, head_grads, retain_graph, create_graph):
             if node.backward is None:
                 raise KilnError("backward through the same graph a second time; pass "
                                 "retain_graph=True to the first backward()" + where_in_user_code())
-            from .np import zeros
             if not node.sparse:
                 out_grads = [g if g is not None else zeros(shape, dtype=dt)
                              for g, (shape, dt) in zip(out_grads, node.out_avals)]

@@ -51,9 +51,14 @@ def _matmul_grad(g, out, a, b):
     return ga, gb
 
 
+_gemm = []     # backend.c.eager_gemm, imported on first use (it loads the C runtime's side)
+
+
 def _matmul_2d(a, b):
-    from ..backend.c import eager_gemm
-    out = eager_gemm.matmul(a, b)
+    if not _gemm:
+        from ..backend.c import eager_gemm
+        _gemm.append(eager_gemm)
+    out = _gemm[0].matmul(a, b)
     return _np.matmul(a, b) if out is None else out
 
 
