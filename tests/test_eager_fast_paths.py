@@ -1,0 +1,87 @@
+"""The shortcuts of kiln's eager per-op path give what the general path gives, and errors
+stay as clear (bench/eager_ops.py measures what they save)."""
+import numpy as onp
+import pytest
+
+from kiln import np, autograd
+from kiln.base import KilnError, normalize_axis
+from kiln.ops.rules import broadcast_shapes
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5), (2, 4, 3, 5), (0, 3, 5), (4, 0, 5), (4, 3, 0)])
+@pytest.mark.parametrize("layout", ["contiguous", "swapaxes", "strided"])
+def test_batch_times_matrix_matches_numpy(shape, layout):
+    rng = onp.random.default_rng(0)
+    if layout == "swapaxes":      # a (batch, steps, k) view of a (steps, batch, k) array
+        base = rng.normal(size=(shape[1], shape[0]) + shape[2:]).astype("float32")
+        a = base.swapaxes(0, 1)
+    elif layout == "strided":
+        a = rng.normal(size=shape[:-1] + (2 * shape[-1],)).astype("float32")[..., ::2]
+    else:
+        a = rng.normal(size=shape).astype("float32")
+    w = rng.normal(size=(shape[-1], 6)).astype("float32")
+    got = np.matmul(np.array(a), np.array(w.T).T)     # w as a transposed view, as Dense
+    want = onp.matmul(a.astype("float64"), w.astype("float64"))
+    assert got.shape == want.shape and got.dtype == onp.float32
+    onp.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_times_matrix_gradients_match_numpy():
+    rng = onp.random.default_rng(1)
+    av = rng.normal(size=(3, 4, 5)).astype("float32").swapaxes(0, 1)   # (4, 3, 5) view
+    wv = rng.normal(size=(5, 2)).astype("float32")
+    gv = rng.normal(size=(4, 3, 2)).astype("float32")
+    a, w = np.array(av), np.array(wv)
+    a.attach_grad()
+    w.attach_grad()
+    with autograd.record():
+        y = np.matmul(a, w)
+    y.backward(np.array(gv))
+    a64, w64, g64 = av.astype("float64"), wv.astype("float64"), gv.astype("float64")
+    onp.testing.assert_allclose(a.grad.asnumpy(), g64 @ w64.T, rtol=1e-5, atol=1e-5)
+    onp.testing.assert_allclose(w.grad.asnumpy(), onp.einsum("bsk,bsn->kn", a64, g64),
+                                rtol=1e-5, atol=1e-5)
+
+
+def test_unused_matmul_gradient_is_not_needed():
+    x = np.ones((2, 3))          # data: no gradient wanted
+    w = np.ones((3, 4))
+    w.attach_grad()
+    with autograd.record():
+        y = np.matmul(x, w).sum()
+    y.backward()
+    assert x.grad is None
+    onp.testing.assert_array_equal(w.grad.asnumpy(), onp.full((3, 4), 2.0))
+
+
+def test_broadcast_shapes_shortcut_agrees_with_numpy():
+    for a, b in [((2, 3), (2, 3)), ((), ()), ((0,), (0,)), ((2, 1), (1, 3)), ((3,), (2, 3))]:
+        assert broadcast_shapes("add", a, b) == onp.broadcast_shapes(a, b)
+    with pytest.raises(KilnError, match=r"add.*\(2, 3\) \(3, 2\)"):
+        broadcast_shapes("add", (2, 3), (3, 2))
+
+
+def test_binary_dtype_errors_raise_every_time():
+    a = np.array([True, False])
+    for _ in range(2):           # the promotion is remembered, the missing loop is not
+        with pytest.raises(KilnError, match="subtract"):
+            a - a
+    for x, y in [("int32", "float32"), ("int8", "int64"), ("float32", "float64"),
+                 ("bool", "int32")]:
+        for _ in range(2):
+            got = (np.ones((2,), dtype=x) + np.ones((2,), dtype=y)).dtype
+            assert got == onp.result_type(x, y)
+
+
+@pytest.mark.parametrize("axis,ndim,want", [(0, 1, 0), (-1, 3, 2), (2, 3, 2), (0, 0, 0),
+                                            (onp.int64(-2), 2, 0)])
+def test_normalize_axis_keeps_its_answers(axis, ndim, want):
+    got = normalize_axis("op", axis, ndim)
+    assert got == want and type(got) is int
+
+
+@pytest.mark.parametrize("axis,ndim", [(3, 3), (-4, 3), (1, 0), (-1, 0), (True, 2),
+                                       (1.0, 2)])
+def test_normalize_axis_still_refuses(axis, ndim):
+    with pytest.raises(KilnError, match="op"):
+        normalize_axis("op", axis, ndim)
