@@ -102,16 +102,17 @@ def input_needed(k):
 
 def record_primitive(prim, inputs, attrs, out):
     """Put one primitive application on the tape (the caller checked that it is needed)."""
-    in_refs = tuple((a._tape, a._tidx) if a._tape is not None else None for a in inputs)
-    saved_in = tuple(a._alias() for a in inputs)
-    saved = []
+    in_refs = tuple([(a._tape, a._tidx) if a._tape is not None else None for a in inputs])
+    saved_in = tuple([a._alias() for a in inputs])
+    wanted = tuple([r is not None for r in in_refs])
+    grad = prim.grad
 
     def backward(out_grads):
         # the saved output is on the tape too (exp's rule is g * out), so create_graph
         # differentiates through it
-        _wanted.append(tuple(r is not None for r in in_refs))
+        _wanted.append(wanted)
         try:
-            grads = prim.grad(out_grads[0], saved[0], *saved_in, **attrs)
+            grads = grad(out_grads[0], saved_out, *saved_in, **attrs)
         finally:
             _wanted.pop()
         if len(grads) != len(saved_in):
@@ -121,7 +122,7 @@ def record_primitive(prim, inputs, attrs, out):
 
     node = TapeNode(prim.name, backward, in_refs, ((out.shape, out.dtype),))
     out._tape, out._tidx = node, 0
-    saved.append(out._alias())
+    saved_out = out._alias()
 
 
 def record_custom(name, inputs, outputs, backward, sparse=False):
