@@ -85,3 +85,46 @@ def test_normalize_axis_keeps_its_answers(axis, ndim, want):
 def test_normalize_axis_still_refuses(axis, ndim):
     with pytest.raises(KilnError, match="op"):
         normalize_axis("op", axis, ndim)
+
+
+@pytest.mark.parametrize("cond", [[1.0, 0.0, onp.nan, -2.0, 0.0],
+                                  [True, False, True, False, False]])
+def test_where_gradient_is_where_of_the_gradient_to_the_bit(cond):
+    """where's rule multiplies by the condition: the same bits as where(c, g, g * 0), an
+    inf, NaN or -0.0 gradient included."""
+    cv = onp.array(cond)
+    gv = onp.array([onp.inf, onp.inf, -0.0, onp.nan, -3.0], "float32")
+    a, b = np.ones((5,)), np.ones((5,))
+    a.attach_grad()
+    b.attach_grad()
+    with autograd.record():
+        y = np.where(np.array(cv), a, b)
+    with onp.errstate(invalid="ignore"):
+        y.backward(np.array(gv))
+        c = cv.astype(bool)
+        for got, want in [(a.grad, onp.where(c, gv, gv * 0)), (b.grad, onp.where(c, gv * 0, gv))]:
+            got = got.asnumpy()
+            assert onp.array_equal(got, want, equal_nan=True)
+            assert onp.array_equal(onp.signbit(got), onp.signbit(want))
+
+
+def test_where_gradient_compiled_equals_eager():
+    from kiln.gluon import nn
+
+    class Leaky(nn.HybridBlock):
+        def forward(self, x):
+            return np.where(x > 0, x, x * 0.2) * np.where(x < 0.5, 1.0, x)
+
+    x0 = onp.random.default_rng(2).normal(size=(3, 4)).astype("float32")
+    grads = []
+    for hybrid in (False, True):
+        net = Leaky()
+        if hybrid:
+            net.hybridize(backend="c")
+        x = np.array(x0)
+        x.attach_grad()
+        with autograd.record():
+            y = net(x).sum()
+        y.backward()
+        grads.append(x.grad.asnumpy())
+    onp.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, atol=1e-6)
