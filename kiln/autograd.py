@@ -36,17 +36,26 @@ def set_training(flag):
     return prev
 
 
-@contextlib.contextmanager
-def _scope(recording, training):
-    prev = (_state.recording, _state.training)
-    if recording is not None:
-        _state.recording = recording
-    if training is not None:
-        _state.training = training
-    try:
-        yield
-    finally:
-        _state.recording, _state.training = prev
+class _scope(contextlib.ContextDecorator):
+    """Set recording/training (None: leave as is) inside a `with` block, or a function it
+    decorates. A class, not a generator: entered on every recorded step, it costs a third."""
+    __slots__ = ("recording", "training", "saved")
+
+    def __init__(self, recording, training):
+        self.recording, self.training = recording, training
+        self.saved = []      # a stack: one object may be entered again inside itself
+
+    def __enter__(self):
+        self.saved.append((_state.recording, _state.training))
+        if self.recording is not None:
+            _state.recording = self.recording
+        if self.training is not None:
+            _state.training = self.training
+        return None
+
+    def __exit__(self, *exc):
+        _state.recording, _state.training = self.saved.pop()
+        return False
 
 
 def record(train_mode=True):
@@ -102,17 +111,17 @@ def input_needed(k):
 
 def record_primitive(prim, inputs, attrs, out):
     """Put one primitive application on the tape (the caller checked that it is needed)."""
-    from .ndarray import ndarray
-    in_refs = tuple((a._tape, a._tidx) if a._tape is not None else None for a in inputs)
-    saved_in = tuple(a._alias() for a in inputs)
-    saved = []
+    in_refs = tuple([(a._tape, a._tidx) if a._tape is not None else None for a in inputs])
+    saved_in = tuple([a._alias() for a in inputs])
+    wanted = tuple([r is not None for r in in_refs])
+    grad = prim.grad
 
     def backward(out_grads):
         # the saved output is on the tape too (exp's rule is g * out), so create_graph
         # differentiates through it
-        _wanted.append(tuple(r is not None for r in in_refs))
+        _wanted.append(wanted)
         try:
-            grads = prim.grad(out_grads[0], saved[0], *saved_in, **attrs)
+            grads = grad(out_grads[0], saved_out, *saved_in, **attrs)
         finally:
             _wanted.pop()
         if len(grads) != len(saved_in):
@@ -122,7 +131,7 @@ def record_primitive(prim, inputs, attrs, out):
 
     node = TapeNode(prim.name, backward, in_refs, ((out.shape, out.dtype),))
     out._tape, out._tidx = node, 0
-    saved.append(ndarray._alias_of(out, None, 0))
+    saved_out = out._alias()
 
 
 def record_custom(name, inputs, outputs, backward, sparse=False):
@@ -142,6 +151,7 @@ def _topological(heads):
 def _run_backward(heads, head_grads, retain_graph, create_graph):
     """Propagate gradients; returns {id(leaf): gradient} for every reached leaf."""
     from .ndarray import ndarray, full_like
+    from .np import zeros
     roots = []
     grads = {}
     for h, hg in zip(heads, head_grads):
@@ -168,7 +178,6 @@ def _run_backward(heads, head_grads, retain_graph, create_graph):
             if node.backward is None:
                 raise KilnError("backward through the same graph a second time; pass "
                                 "retain_graph=True to the first backward()" + where_in_user_code())
-            from .np import zeros
             if not node.sparse:
                 out_grads = [g if g is not None else zeros(shape, dtype=dt)
                              for g, (shape, dt) in zip(out_grads, node.out_avals)]

@@ -126,6 +126,8 @@ def normalize_dtype(dtype, default=None):
 
 def normalize_axis(op, axis, ndim):
     """One axis, checked and made non-negative."""
+    if type(axis) is int and -ndim <= axis < ndim:     # the common case, on most ops
+        return axis % ndim
     if not isinstance(axis, (int, _np.integer)) or isinstance(axis, bool):
         raise op_error(op, f"axis must be an int, got {axis!r}", KilnError)
     if not -ndim <= axis < max(ndim, 1):

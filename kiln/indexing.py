@@ -106,7 +106,9 @@ def getitem(x, key):
         # while tracing or recording, views go through the registry so they are linked to
         # their source (aliasing.py): a later write into either is then seen by the other
         if not _needs_graph(x) and not autograd._state.recording and trace.current() is None:
-            basic_plan(x.shape, key_t)  # validates, so errors carry kiln's messages
+            shape = x._data.shape
+            if not (type(key) is int and shape and -shape[0] <= key < shape[0]):
+                basic_plan(shape, key_t)  # validates, so errors carry kiln's messages
             # an integer index gives a NumPy scalar: keep it a 0-d array (x[3] is array(3.))
             return ndarray._wrap(_np.asarray(x._data[key]))
         y = _apply_basic(x, basic_plan(x.shape, key_t))

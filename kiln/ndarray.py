@@ -4,6 +4,8 @@ An ndarray holds either a concrete NumPy value (`_data`, eager mode) or a graph 
 (`_node`, while hybridize traces). User code cannot tell the two apart until it asks for a
 concrete value, which a symbolic array refuses with an error that names the user's line.
 """
+import importlib
+
 import numpy as _np
 
 from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
@@ -14,6 +16,17 @@ from .f_namespace import namespace_attr
 from .writes import arrays_written
 
 from .ndarray_methods import NumpyMethods, _np_api
+
+_LATE = {}
+
+
+def _late(name):
+    """A kiln module that imports this one, imported on first use: an import statement in
+    a method costs about a microsecond on every call, and these run on every op."""
+    module = _LATE.get(name)
+    if module is None:
+        module = _LATE[name] = importlib.import_module(f"{__package__}.{name}")
+    return module
 
 
 class ndarray(NumpyMethods):
@@ -310,8 +323,7 @@ class ndarray(NumpyMethods):
 
     # ---- indexing --------------------------------------------------------------------------
     def __getitem__(self, key):
-        from .indexing import getitem
-        return getitem(self, key)
+        return _late("indexing").getitem(self, key)
 
     def __setitem__(self, key, value):
         from .indexing import setitem
@@ -319,7 +331,7 @@ class ndarray(NumpyMethods):
 
     # ---- arithmetic ------------------------------------------------------------------------
     def _binary(self, name, other, reverse=False):
-        from .dispatch import binary
+        binary = _late("dispatch").binary
         return binary(name, other, self) if reverse else binary(name, self, other)
 
     def __add__(self, o): return self._binary("add", o)
@@ -375,8 +387,7 @@ class ndarray(NumpyMethods):
 
     # in-place operators keep the object's identity (X += Y, as d2l shows with id())
     def _inplace(self, name, other):
-        from .dispatch import inplace_binary
-        inplace_binary(name, self, other)
+        _late("dispatch").inplace_binary(name, self, other)
         return self
 
     def __iadd__(self, o): return self._inplace("add", o)

@@ -224,7 +224,10 @@ CASES = {
     "scatter_add": [C(u(2, 3), onp.array([1, 1]), axis=0, size=4, torch=t_scatter),
                     C(u(2, 2, 2, 3), ints(2, 2, hi=4), axis=1, size=4, torch=t_scatter)],
     "matmul": [C(u(2, 3), u(3, 4), torch=T("matmul")),
-               C(u(2, 1, 2, 3), u(3, 3, 2), torch=T("matmul"))],
+               C(u(2, 1, 2, 3), u(3, 3, 2), torch=T("matmul")),
+               # a matrix applied to a batch (eager: one gemm over all rows)
+               C(u(2, 3, 4), u(4, 2), torch=T("matmul")),
+               C(u(3, 4), u(2, 4, 2), torch=T("matmul"))],
     "full": [C(shape=(2, 3), value=1.5, dtype=onp.float32,
                torch=lambda shape, value, dtype: _t().full(shape, value)),
              C(shape=(), value=7, dtype=onp.int64)],

@@ -15,6 +15,12 @@ def _arr(x):
 
 
 def _resolve_shape(op, size, shape):
+    if type(shape) is tuple:
+        for d in shape:
+            if type(d) is not int or d < 0:
+                break
+        else:
+            return shape        # the common case: nothing to resolve (the op checks the size)
     if isinstance(shape, (int, _np.integer)):
         shape = (int(shape),)
     try:

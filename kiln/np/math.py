@@ -8,6 +8,7 @@ from ..dispatch import apply, to_operands
 from ..ndarray import ndarray
 from ..ops import REGISTRY as _R
 from ..ops.rules import is_float
+from .manipulation import reshape, moveaxis, transpose, nonzero
 
 _P = _R  # primitives by name
 
@@ -157,7 +158,6 @@ def clip(a, a_min=None, a_max=None, out=None):
 
 def where(condition, x=None, y=None):
     if x is None and y is None:
-        from .manipulation import nonzero
         return nonzero(condition)
     c = _arr(condition)
     if isinstance(x, ndarray) or not isinstance(y, ndarray):
@@ -290,7 +290,6 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 def cumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum as a product with a triangular matrix, so it is differentiable."""
-    from .manipulation import reshape, moveaxis
     a = _arr(a)
     if dtype is not None:
         a = a.astype(normalize_dtype(dtype))
@@ -309,7 +308,6 @@ def cumsum(a, axis=None, dtype=None, out=None):
 # ---- products ------------------------------------------------------------------------------
 
 def matmul(a, b, out=None):
-    from .manipulation import reshape
     a, b = to_operands([a, b])
     if a.ndim == 0 or b.ndim == 0:
         raise op_error("matmul", "matmul does not take 0-d arrays; use multiply")
@@ -327,7 +325,6 @@ def matmul(a, b, out=None):
 
 def dot(a, b, out=None):
     """NumPy's dot: matmul for 1-D/2-D, a sum over a's last and b's second-to-last axis else."""
-    from .manipulation import reshape
     a, b = to_operands([a, b])
     if a.ndim == 0 or b.ndim == 0:
         return _out(a * b, out)
@@ -344,7 +341,6 @@ def dot(a, b, out=None):
 
 
 def tensordot(a, b, axes=2):
-    from .manipulation import reshape, transpose
     a, b = to_operands([a, b])
     if isinstance(axes, (int, _np.integer)):
         axes_a = list(range(a.ndim - axes, a.ndim))
@@ -369,7 +365,6 @@ def tensordot(a, b, axes=2):
 
 
 def vdot(a, b):
-    from .manipulation import reshape
     return dot(reshape(_arr(a), (-1,)), reshape(_arr(b), (-1,)))
 
 
@@ -381,5 +376,4 @@ def inner(a, b):
 
 
 def outer(a, b):
-    from .manipulation import reshape
     return multiply(reshape(_arr(a), (-1, 1)), reshape(_arr(b), (1, -1)))

@@ -104,6 +104,26 @@ def _masked_fill(x, length, axis, value):
     return knp.where(mask, x, value), mask
 
 
+def _untracked_float(x):
+    """A concrete float32/64 array that no tape or trace needs to see: the composite may
+    then run as its NumPy kernels alone (an eager softmax is 5 primitives: 7 µs each)."""
+    from ..graph import trace
+    return (x._node is None and x.dtype in _FAST_FLOATS and x._data.size
+            and not (x._tape is not None and autograd.is_recording())
+            and trace.current() is None)
+
+
+_FAST_FLOATS = (_np.dtype(_np.float32), _np.dtype(_np.float64))
+
+
+def _softmax_values(x, axis):
+    """softmax's primitives below (max, subtract, exp, sum, divide) as their kernels run
+    them, call for call: the same bits (tests/test_eager_fast_paths.py)."""
+    e = _np.exp(_np.subtract(x, _np.max(x, axis=axis, keepdims=True)))
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        return _np.true_divide(e, _np.sum(e, axis=axis, keepdims=True), dtype=e.dtype)
+
+
 def softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtype=None):
     x = _arr(data)
     if temperature is not None and temperature != 1.0:
@@ -112,6 +132,9 @@ def softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtyp
     mask = None
     if use_length and length is not None:
         x, mask = _masked_fill(x, _arr(length), axis, -_np.inf)
+    elif _untracked_float(x):
+        out = ndarray._wrap(_softmax_values(x._data, axis))
+        return out if dtype is None else out.astype(normalize_dtype(dtype))
     e = knp.exp(x - knp.max(x, axis=axis, keepdims=True).detach())
     if mask is not None:
         e = knp.where(mask, e, 0)

@@ -11,6 +11,8 @@ def is_float(dtype):
 
 
 def broadcast_shapes(op, *shapes):
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return tuple(shapes[0])     # the common case, on most binary ops: nothing to do
     ndim = max(len(s) for s in shapes)
     out = []
     for i in range(ndim):
@@ -68,17 +70,29 @@ def unary_float(name):
     return rule
 
 
+_RESULT_TYPES = {}
+
+
+def result_type(a, b):
+    """NumPy's promotion of two dtypes, remembered: it is asked on every binary op."""
+    key = (a, b)
+    dt = _RESULT_TYPES.get(key)
+    if dt is None:
+        dt = _RESULT_TYPES[key] = _np.result_type(a, b)
+    return dt
+
+
 def binary_promote(name):
     def rule(a, b):
         check_ufunc_loop(name, a.dtype, b.dtype)
-        return broadcast_shapes(name, a.shape, b.shape), _np.result_type(a.dtype, b.dtype)
+        return broadcast_shapes(name, a.shape, b.shape), result_type(a.dtype, b.dtype)
     rule.__name__ = f"{name}_shape"
     return rule
 
 
 def binary_float(name):
     def rule(a, b):
-        dt = _np.result_type(a.dtype, b.dtype)
+        dt = result_type(a.dtype, b.dtype)
         return broadcast_shapes(name, a.shape, b.shape), (dt if is_float(dt) else DEFAULT_FLOAT)
     rule.__name__ = f"{name}_shape"
     return rule

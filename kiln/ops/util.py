@@ -3,11 +3,10 @@
 
 def sum_to(g, like):
     """Sum the broadcast dimensions of `g` away so it matches `like`'s shape and dtype."""
-    from .reduce import sum_ as sum_prim
-    from .shape import reshape
-    from .elementwise import cast
     shape = like.shape
     if g.shape != shape:
+        from .reduce import sum_ as sum_prim
+        from .shape import reshape
         lead = g.ndim - len(shape)
         axes = tuple(range(lead)) + tuple(
             lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
@@ -18,5 +17,6 @@ def sum_to(g, like):
     if g.dtype != like.dtype:
         if like.dtype.kind not in "fc":
             return None
+        from .elementwise import cast
         g = cast(g, dtype=like.dtype)
     return g

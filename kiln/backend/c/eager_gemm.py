@@ -25,6 +25,7 @@ from .kernels import GEMM_BLAS_MIN_FLOPS
 _fn = []
 _lock = threading.Lock()     # one eager gemm at a time on the shared runtime
 _refused = set()             # shapes oneDNN has only a reference kernel for
+_dnnl = []                   # the oneDNN layer's functions this module calls
 
 
 def _sgemm():
@@ -77,11 +78,14 @@ def matmul(a, b):
 
 def _on_dnnl(a, b, ta, tb):
     """a @ b on oneDNN's matmul (ta/tb: stored transposed), or None without the library."""
-    from ..dnnl.library import shim
+    if not _dnnl:      # imported once: an import statement costs a microsecond a call
+        from ..dnnl.library import shim
+        from ..dnnl.ops import _run
+        from .dnnl_dense import _new_op
+        _dnnl.append((shim, _run, _new_op))
+    shim, _run, _new_op = _dnnl[0]
     if shim() is None:
         return None
-    from ..dnnl.ops import _run
-    from .dnnl_dense import _new_op
     (m, k), n = a.shape, b.shape[1]
     args = (2, (m, k), (1, m) if ta else (k, 1), (k, n), (1, k) if tb else (n, 1), n,
             0, 0, 0, 0)
