@@ -77,3 +77,38 @@ def test_a_training_step_returns_its_activations_fresh_and_matches_eager():
     entry = next(e for e in cached_function_of(hybrid).entries.values() if e.grad is not None)
     assert entry.program._fresh, "the step's activations should come back fresh"
     assert all(entry.program.buffers[b] is None for b in entry.program._fresh)
+
+
+def test_a_program_with_large_working_memory_allocates_it_per_call(monkeypatch):
+    """Past KEEP_BUFFERS_BYTES a program keeps no buffer between calls (here the bound is
+    lowered so that a small conv net crosses it); its results and gradients stay right."""
+    import kiln.backend.c.program as program_module
+    monkeypatch.setattr(program_module, "KEEP_BUFFERS_BYTES", 0)
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(4, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
+            nn.MaxPool2D(2), nn.Dense(3))
+    net.initialize(kiln.init.Xavier())
+    rng = onp.random.default_rng(4)
+    xs = [np.array(rng.standard_normal((2, 3, 8, 8)).astype("float32")) for _ in range(2)]
+    results = []
+    for hybridized in (False, True):
+        if hybridized:
+            net.hybridize(backend="c")
+        got = []
+        for x in xs:
+            with autograd.record():
+                out = net(x)
+                loss = (out ** 2).sum()
+            loss.backward()
+            got.append([out.asnumpy().copy()] +
+                       [p.grad().asnumpy().copy() for p in net.collect_params().values()
+                        if p.grad_req != "null"])
+        results.append(got)
+    for eager_call, hybrid_call in zip(*results):
+        for e, h in zip(eager_call, hybrid_call):
+            onp.testing.assert_allclose(h, e, rtol=1e-4, atol=1e-4)
+    from kiln.graph.cached import cached_function_of
+    entry = next(e for e in cached_function_of(net).entries.values() if e.grad is not None)
+    for program in (entry.program, entry.grad[0]):
+        assert isinstance(program, CProgram)
+        assert program._per_call and all(b is None for b in program.buffers)

@@ -28,6 +28,11 @@ COPY_INPUT_BYTES = 1 << 16
 # an output from this many bytes gets a fresh buffer per call, handed back without a copy
 # (a smaller one is copied out of the program's buffers, which the fast C path does)
 FRESH_OUTPUT_BYTES = 1 << 16
+# a program whose other buffers need more than this allocates them per call and lets them
+# go after it: between calls, its working memory (a training step's backward, say) is free
+# for the other programs (its forward, the evaluation program, another model). Smaller
+# programs keep theirs: a call then pays no allocation.
+KEEP_BUFFERS_BYTES = 1 << 28
 
 
 _ndarray = _np.ndarray
@@ -70,15 +75,19 @@ class CProgram:
         # result: the program keeps no copy of them between calls (a training step's
         # forward returns every activation backward reads; kept, they would live twice)
         self._fresh = fresh_output_buffers(graph, gen)
-        self.buffers = [None if b in self._fresh else aligned.empty(max(c, 8), _np.uint8)
-                        for b, c in enumerate(gen.plan.capacities)]
+        capacities = gen.plan.capacities
+        kept = sum(c for b, c in enumerate(capacities) if b not in self._fresh)
+        self._per_call = dict.fromkeys(range(len(capacities)) if kept > KEEP_BUFFERS_BYTES
+                                       else self._fresh)   # buffer -> (its slot, capacity)
+        self.buffers = [None if b in self._per_call else aligned.empty(max(c, 8), _np.uint8)
+                        for b, c in enumerate(capacities)]
         self.input_specs = []       # (slot, shape, dtype, (fixed buffer, its address) or None)
         self.param_slots = {}
         self.random_slots = []
         for k, entry in enumerate(gen.slots):
             kind = entry[0]
-            if kind == "buffer" and entry[1] in self._fresh:
-                self._fresh[entry[1]] = (k, gen.plan.capacities[entry[1]])
+            if kind == "buffer" and entry[1] in self._per_call:
+                self._per_call[entry[1]] = (k, capacities[entry[1]])
             elif kind == "buffer":
                 table[k] = _address(self.buffers[entry[1]])
             elif kind == "const":
@@ -121,7 +130,7 @@ class CProgram:
         self._written_params = {graph.state_outputs[k] for k in self._written}
         # the common case, every output in a planned buffer: views made once, copied per call
         self._fixed_outputs = None
-        if not self._fresh and all(k in self._written or entry[0] == "buffer"
+        if not self._per_call and all(k in self._written or entry[0] == "buffer"
                                    for k, (_, _, _, entry) in enumerate(self._outputs)):
             self._fixed_outputs = [None if k in self._written else
                                    self._buffer_view(entry[1], shape, dtype)
@@ -198,7 +207,7 @@ class CProgram:
         for k, value in enumerate(params):
             if value is not seen[k]:
                 self._bind_param(k, value, keep)
-        for b, (slot, capacity) in self._fresh.items():
+        for b, (slot, capacity) in self._per_call.items():
             self.buffers[b] = aligned.empty(max(capacity, 8), _np.uint8)
             table[slot] = _address(self.buffers[b])
         for slot, node in self.random_slots:
@@ -213,8 +222,8 @@ class CProgram:
             results = [None if v is None else v.copy() for v in self._fixed_outputs]
         else:
             results = [self._read(k, inputs, params, keep) for k in range(len(self._outputs))]
-        for b in self._fresh:
-            self.buffers[b] = None      # the results own them now
+        for b in self._per_call:
+            self.buffers[b] = None      # fresh ones: the results own them now
         for k in self._written:
             # a parameter bound through a converted copy: its new value is in the copy
             param = self.graph.state_outputs[k]
