@@ -56,8 +56,8 @@ def test_a_block_larger_than_the_limit_is_not_kept():
     big = onp.empty(array_cache.LIMIT_BYTES + 64, onp.uint8)
     del big
     after = array_cache.stats()
-    assert (after["cached_bytes"], after["blocks"]) == (before["cached_bytes"],
-                                                        before["blocks"])
+    assert after["cached_bytes"] <= before["cached_bytes"]   # (the miss gave some back)
+    assert after["blocks"] <= before["blocks"]
 
 
 def test_a_forked_child_allocates_through_the_cache_while_the_parent_holds_blocks():
@@ -78,3 +78,18 @@ def test_a_forked_child_allocates_through_the_cache_while_the_parent_holds_block
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, env=env)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_a_size_the_cache_does_not_hold_first_returns_as_much_to_the_system():
+    """The cache never adds to the peak: a miss gives back cached blocks of at least the
+    requested size before new memory is taken."""
+    assert array_cache.install()
+    held = [onp.empty(N, onp.float32) for _ in range(3)]
+    del held                                        # three blocks of N floats cached
+    before = array_cache.stats()
+    assert before["blocks"] >= 3
+    other = onp.empty(2 * N + 16, onp.float32)      # no cached block has this size
+    after = array_cache.stats()
+    assert after["misses"] == before["misses"] + 1
+    assert before["cached_bytes"] - after["cached_bytes"] >= min(other.nbytes,
+                                                                 before["cached_bytes"])

@@ -8,7 +8,9 @@ took 7 ms of user and 9 ms of system time with a fresh output, and no system tim
 into an existing one. This module gives NumPy a data allocator (NumPy's
 PyDataMem_SetHandler, in the calling context) that keeps freed blocks of at least
 MIN_BYTES, up to a total of LIMIT_BYTES (the oldest go back first), and hands one back
-for a request of the same size. Smaller blocks go straight to the system allocator. It is
+for a request of the same size. A large request it cannot serve first returns at least
+its size of cached blocks to the system, so the process's peak memory stays what it was
+without the cache. Smaller blocks go straight to the system allocator. It is
 on from `import kiln`; KILN_ARRAY_CACHE=0 leaves NumPy's allocator alone.
 
 Each block carries its true size in a header written by this allocator, so a cached
@@ -92,8 +94,25 @@ static void *take(size_t n) {
       break;
     }
   }
-  if (p) hits++; else misses++;
+  void *evict[SLOTS];
+  int n_evict = 0;
+  size_t evicted = 0;
+  if (p) hits++;
+  else {
+    /* a size the cache does not hold: give back at least as much (the oldest first)
+       before the system is asked for more, so the cache never raises the peak */
+    misses++;
+    while (count > 0 && evicted < n) {
+      evict[n_evict++] = blocks[0];
+      evicted += sizes[0];
+      cached -= sizes[0];
+      memmove(blocks, blocks + 1, (count - 1) * sizeof *blocks);
+      memmove(sizes, sizes + 1, (count - 1) * sizeof *sizes);
+      count--;
+    }
+  }
   pthread_mutex_unlock(&lock);
+  for (int i = 0; i < n_evict; i++) free(evict[i]);
   return p ? (char *)p + HEADER : 0;
 }
 
