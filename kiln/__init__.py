@@ -15,6 +15,18 @@ from .fit import fit  # noqa: F401,E402
 from . import distributed  # noqa: F401,E402  (MPI only when launched under mpiexec)
 
 
+def _install_array_cache():
+    # large freed NumPy blocks are kept for the next array of their size (eager CNN steps
+    # make the same big arrays every step; see kiln/backend/c/array_cache.py)
+    import os
+    if os.environ.get("KILN_ARRAY_CACHE", "1") != "0":
+        from .backend.c import array_cache
+        array_cache.install()
+
+
+_install_array_cache()
+
+
 def __getattr__(name):
     # optional-dependency modules load on first use: kiln.onnx (onnx), kiln.image (Pillow)
     if name in ("onnx", "image", "mod", "io", "model", "callback"):

@@ -194,9 +194,11 @@ def test_cache_is_reused_and_corrupt_entries_are_rebuilt(tmp_path):
     env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path))
     kind, value = _run_script(env)
     assert kind == "CProgram" and abs(float(value) - (onp.tanh(1) * 3 + 1)) < 1e-5
-    # the program, the runtime and (unless disabled) the fast-call extension
+    # the program, the runtime and (unless disabled) the fast-call extension and the
+    # array cache (array_cache.py, built at import)
     entries = sorted(p for p in os.listdir(tmp_path) if p.endswith(".so"))
-    assert len(entries) == 3 - bool(os.environ.get("KILN_NO_FASTCALL"))
+    assert len(entries) == 4 - bool(os.environ.get("KILN_NO_FASTCALL")) \
+        - (os.environ.get("KILN_ARRAY_CACHE") == "0")
     assert _run_script(env)[0] == "CProgram"
     assert sorted(p for p in os.listdir(tmp_path) if p.endswith(".so")) == entries
     # truncate a cached object: the next process must notice and rebuild it, without

@@ -113,7 +113,7 @@ def test_framework_mxnet_runs_the_given_python_without_the_alias(tmp_path):
              "assert 'kiln' not in sys.modules, 'kiln was imported'\n"
              "assert os.environ['MXNET_HOME'].endswith('mxnet')\n"
              "print('argv0', sys.argv[0])\n")
-    status, _, _, error = tool.run_section("probe", probe, scratch, 60,
+    status, _, _, error, _ = tool.run_section("probe", probe, scratch, 60,
                                            python=str(wrapper), framework="mxnet")
     assert status == "pass", error
     assert marker.exists()   # the interpreter given, not this one, ran the section
@@ -124,7 +124,7 @@ def test_framework_mxnet_runs_the_given_python_without_the_alias(tmp_path):
 def test_framework_kiln_runs_through_the_alias(tmp_path):
     scratch = _scratch(tmp_path)
     probe = "import sys\nfrom mxnet import np\nassert np is sys.modules['kiln.np'], np\n"
-    status, _, _, error = tool.run_section("probe", probe, scratch, 120)
+    status, _, _, error, _ = tool.run_section("probe", probe, scratch, 120)
     assert status == "pass", error
 
 
@@ -140,8 +140,29 @@ def test_the_command_line_passes_python_and_framework_to_each_section(tmp_path, 
     seen = []
     monkeypatch.setattr(tool, "write_stand_in_data", lambda scratch: None)
     monkeypatch.setattr(tool, "run_section", lambda name, script, scratch, timeout, python,
-                        framework: seen.append((name, python, framework)) or ("pass", 1, 1, ""))
+                        framework: seen.append((name, python, framework))
+                        or ("pass", 1, 1, "", (None, None)))
     tool.main([str(tmp_path / "md"), "--out", str(tmp_path / "out"),
                "--python", "/opt/mx/bin/python", "--framework", "mxnet"])
     assert seen == [("chapter_x.one", "/opt/mx/bin/python", "mxnet")]
     assert "on mxnet (/opt/mx/bin/python)" in (tmp_path / "out" / "results.md").read_text()
+
+
+def test_the_prelude_prints_step_times_and_peak_memory_that_the_table_reads(tmp_path):
+    """--smoke times the training steps after the first; the row takes the median and
+    the peak RSS from what the section printed at exit."""
+    scratch = _scratch(tmp_path)
+    prelude = tool.PRELUDE.split("_report_peak_memory()\n_cap_epochs")[0]
+    probe = prelude + (
+        "import types\n"
+        "_steps = []\n"
+        "import atexit\n"
+        "print('SMOKE-STEPS 4 median wall 0.500 s, process CPU 0.250 s per training step')\n"
+        "_report_peak_memory()\n")
+    status, _, _, error, (step, rss) = tool.run_section("probe", probe, scratch, 60,
+                                                        python=sys.executable,
+                                                        framework="mxnet")
+    assert status == "pass", error
+    assert step == 0.25
+    assert rss is not None and rss > 0
+    assert tool.printed_measures("killed\n") == (None, None)

@@ -96,20 +96,39 @@ def _local_download():
     d2l.download = download
 
 def _smoke(batches):
-    """Debugging only: each epoch sees at most `batches` batches (not a timed run)."""
-    import itertools
+    """Each epoch sees at most `batches` batches. The times of the training steps after the
+    first (which builds and compiles) are printed at exit as SMOKE-STEPS: the time from
+    one training batch to the next is one step (data, forward, backward, update)."""
+    import atexit, itertools, time
     from d2l import mxnet as d2l
+    steps = []
     class Few:
-        def __init__(self, loader):
-            self.loader = loader
+        def __init__(self, loader, timed=False):
+            self.loader, self.timed = loader, timed
         def __iter__(self):
-            return itertools.islice(iter(self.loader), batches)
+            batches_ = itertools.islice(iter(self.loader), batches)
+            if not self.timed:
+                return batches_
+            return self._timed(batches_)
+        def _timed(self, batches_):
+            for batch in batches_:
+                start = time.perf_counter(), time.process_time()
+                yield batch
+                steps.append((time.perf_counter() - start[0], time.process_time() - start[1]))
         def __len__(self):
             return min(batches, len(self.loader))
+    def report():
+        timed = steps[1:]
+        if timed:
+            wall = sorted(w for w, _ in timed)[len(timed) // 2]
+            cpu = sorted(c for _, c in timed)[len(timed) // 2]
+            print(f"SMOKE-STEPS {{len(timed)}} median wall {{wall:.3f}} s, process CPU "
+                  f"{{cpu:.3f}} s per training step", flush=True)
+    atexit.register(report)
     prepare = d2l.Trainer.prepare_data
     def prepare_data(self, data):
         prepare(self, data)
-        self.train_dataloader = Few(self.train_dataloader)
+        self.train_dataloader = Few(self.train_dataloader, timed=True)
         if self.val_dataloader is not None:
             self.val_dataloader = Few(self.val_dataloader)
         self.num_train_batches = len(self.train_dataloader)
@@ -148,6 +167,12 @@ def _real_mxnet_accepts_stand_ins():
         return os.path.exists(filename)
     utils.check_sha1 = datasets.check_sha1 = check_sha1
 
+def _report_peak_memory():
+    import atexit, resource
+    atexit.register(lambda: print("PEAK-RSS-MB", resource.getrusage(
+        resource.RUSAGE_SELF).ru_maxrss // 1024, flush=True))
+
+_report_peak_memory()
 _cap_epochs({cap})
 if {real_mxnet}:
     _real_mxnet_accepts_stand_ins()
@@ -156,7 +181,7 @@ _pandas_as_in_the_book()
 _matplotlib_as_in_the_book()
 if {smoke}:
     _smoke({smoke})
-del (_cap_epochs, _local_download, _smoke, _real_mxnet_accepts_stand_ins,
+del (_report_peak_memory, _cap_epochs, _local_download, _smoke, _real_mxnet_accepts_stand_ins,
      _pandas_as_in_the_book, _matplotlib_as_in_the_book)
 '''
 
@@ -324,7 +349,15 @@ def run_section(name, script, scratch, timeout, python=sys.executable, framework
         status, error = "fail", f"killed by {signal.Signals(-proc.returncode).name}"
     else:
         status, error = "fail", first_error(err, script.splitlines())
-    return status, wall, cpu, error
+    return status, wall, cpu, error, printed_measures(out)
+
+
+def printed_measures(stdout):
+    """(process CPU s per training step, peak RSS in MB) as the prelude printed them at
+    exit; None for what it did not print (no --smoke, or the process was killed)."""
+    step = re.search(r"^SMOKE-STEPS \d+ median wall [\d.]+ s, process CPU ([\d.]+)", stdout, re.M)
+    rss = re.search(r"^PEAK-RSS-MB (\d+)", stdout, re.M)
+    return (float(step.group(1)) if step else None, int(rss.group(1)) if rss else None)
 
 
 def main(argv=None):
@@ -357,16 +390,19 @@ def main(argv=None):
                 name = f"{chapter}.{fname[:-3]}" if chapter else fname[:-3]
                 if not args.only or any(selected(name, o) for o in args.only):
                     sections.append((name, os.path.join(root, fname)))
-    rows = ["| section | status | wall s | CPU s | first error |",
-            "| --- | --- | ---: | ---: | --- |"]
+    rows = ["| section | status | wall s | CPU s | step CPU s | peak RSS MB | first error |",
+            "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for name, path in sections:
         with open(path, encoding="utf-8") as f:
             script = build_script(f.read(), args.epochs_cap, args.smoke, args.framework)
-        status, wall, cpu, error = run_section(name, script, scratch, args.timeout,
-                                               args.python, args.framework)
+        status, wall, cpu, error, (step, rss) = run_section(
+            name, script, scratch, args.timeout, args.python, args.framework)
         if status == "pass" and min(wall, cpu) > args.budget:
             status = "over budget"
-        row = f"| {name} | {status} | {wall:.1f} | {cpu:.1f} | {error.replace('|', '/')} |"
+        step = "" if step is None else f"{step:.2f}"
+        rss = "" if rss is None else str(rss)
+        row = (f"| {name} | {status} | {wall:.1f} | {cpu:.1f} | {step} | {rss} | "
+               f"{error.replace('|', '/')} |")
         print(row, flush=True)
         rows.append(row)
     table = "\n".join(rows) + "\n"

@@ -25,6 +25,14 @@ from .runtime import runtime
 
 # on the Python path, inputs up to this many bytes are copied into a fixed buffer
 COPY_INPUT_BYTES = 1 << 16
+# an output from this many bytes gets a fresh buffer per call, handed back without a copy
+# (a smaller one is copied out of the program's buffers, which the fast C path does)
+FRESH_OUTPUT_BYTES = 1 << 16
+# a program whose other buffers need more than this allocates them per call and lets them
+# go after it: between calls, its working memory (a training step's backward, say) is free
+# for the other programs (its forward, the evaluation program, another model). Smaller
+# programs keep theirs: a call then pays no allocation.
+KEEP_BUFFERS_BYTES = 1 << 28
 
 
 _ndarray = _np.ndarray
@@ -63,16 +71,25 @@ class CProgram:
         graph.memory_plan = gen.plan
         self._keep = []
         table = (ctypes.c_void_p * max(len(gen.slots), 1))()
-        self.buffers = [aligned.empty(max(c, 8), _np.uint8) for c in gen.plan.capacities]
+        # buffers holding one large output each are allocated per call and become the
+        # result: the program keeps no copy of them between calls (a training step's
+        # forward returns every activation backward reads; kept, they would live twice)
+        self._fresh = fresh_output_buffers(graph, gen)
+        capacities = gen.plan.capacities
+        kept = sum(c for b, c in enumerate(capacities) if b not in self._fresh)
+        self._per_call = dict.fromkeys(range(len(capacities)) if kept > KEEP_BUFFERS_BYTES
+                                       else self._fresh)   # buffer -> (its slot, capacity)
+        self.buffers = [None if b in self._per_call else aligned.empty(max(c, 8), _np.uint8)
+                        for b, c in enumerate(capacities)]
         self.input_specs = []       # (slot, shape, dtype, (fixed buffer, its address) or None)
         self.param_slots = {}
         self.random_slots = []
-        views = {}
         for k, entry in enumerate(gen.slots):
             kind = entry[0]
-            if kind == "buffer":
+            if kind == "buffer" and entry[1] in self._per_call:
+                self._per_call[entry[1]] = (k, capacities[entry[1]])
+            elif kind == "buffer":
                 table[k] = _address(self.buffers[entry[1]])
-                views[k] = self.buffers[entry[1]]
             elif kind == "const":
                 arr = aligned.copy_of(entry[1])
                 self._keep.append(arr)
@@ -113,8 +130,8 @@ class CProgram:
         self._written_params = {graph.state_outputs[k] for k in self._written}
         # the common case, every output in a planned buffer: views made once, copied per call
         self._fixed_outputs = None
-        if all(k in self._written or entry[0] == "buffer"
-               for k, (_, _, _, entry) in enumerate(self._outputs)):
+        if not self._per_call and all(k in self._written or entry[0] == "buffer"
+                                   for k, (_, _, _, entry) in enumerate(self._outputs)):
             self._fixed_outputs = [None if k in self._written else
                                    self._buffer_view(entry[1], shape, dtype)
                                    for k, (_, shape, dtype, entry) in enumerate(self._outputs)]
@@ -190,6 +207,9 @@ class CProgram:
         for k, value in enumerate(params):
             if value is not seen[k]:
                 self._bind_param(k, value, keep)
+        for b, (slot, capacity) in self._per_call.items():
+            self.buffers[b] = aligned.empty(max(capacity, 8), _np.uint8)
+            table[slot] = _address(self.buffers[b])
         for slot, node in self.random_slots:
             draw = _np.ascontiguousarray(REGISTRY[node.op].impl(**node.attrs), dtype=node.dtype)
             keep.append(draw)
@@ -202,6 +222,8 @@ class CProgram:
             results = [None if v is None else v.copy() for v in self._fixed_outputs]
         else:
             results = [self._read(k, inputs, params, keep) for k in range(len(self._outputs))]
+        for b in self._per_call:
+            self.buffers[b] = None      # fresh ones: the results own them now
         for k in self._written:
             # a parameter bound through a converted copy: its new value is in the copy
             param = self.graph.state_outputs[k]
@@ -231,6 +253,8 @@ class CProgram:
             return None
         slot, shape, dtype, entry = self._outputs[k]
         kind = entry[0]
+        if kind == "buffer" and entry[1] in self._fresh:
+            return self._buffer_view(entry[1], shape, dtype)
         if kind == "buffer":
             return self._buffer_view(entry[1], shape, dtype).copy()
         if kind == "const":
@@ -247,6 +271,19 @@ class CProgram:
     def _buffer_view(self, b, shape, dtype):
         size = int(_np.prod(shape, dtype=_np.int64))
         return self.buffers[b][:size * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def fresh_output_buffers(graph, gen):
+    """{buffer index: None} for the buffers that hold exactly one output of at least
+    FRESH_OUTPUT_BYTES and nothing another output reads (outputs live to the end of the
+    program, so no node after an output's writer reuses its buffer)."""
+    holders = {}
+    for k, (o, slot) in enumerate(zip(graph.outputs, gen.output_slots)):
+        entry = gen.slots[slot]
+        if entry[0] == "buffer" and k not in gen.param_writes:
+            holders.setdefault(entry[1], []).append(o)
+    return {b: None for b, outs in holders.items()
+            if len(outs) == 1 and outs[0].size * outs[0].dtype.itemsize >= FRESH_OUTPUT_BYTES}
 
 
 def conversion_flags(graph):
