@@ -47,6 +47,26 @@ def test_an_update_nothing_else_needs_is_written_in_place():
     onp.testing.assert_allclose(wv, before - gv * gv, rtol=1e-6)
 
 
+def test_a_new_value_read_later_is_written_in_place_and_read_from_there():
+    """SGD with momentum: the new momentum goes into its state and the weight update
+    reads it from there (no copy of the state back after the run)."""
+    w, g = leaves()
+    m = Node("param", (), {}, w.shape, F32, name="m")
+    new_m = node("subtract", node("multiply", m, node("exp", g)), g)
+    new_w = node("add", w, new_m)
+    graph = Graph([g], [w, m], [new_w, new_m])
+    graph.state_outputs = {0: 0, 1: 1}
+    prog = CProgram(graph)
+    assert prog._written == {0, 1}
+    wv, gv = values()
+    mv = onp.random.default_rng(1).standard_normal(wv.shape).astype(F32)
+    want_m = mv * onp.exp(gv) - gv
+    want_w = wv + want_m
+    assert prog([gv], [wv, mv]) == [None, None]
+    onp.testing.assert_allclose(mv, want_m, rtol=1e-6)
+    onp.testing.assert_allclose(wv, want_w, rtol=1e-6)
+
+
 def test_a_later_reader_of_the_old_value_keeps_the_copy():
     w, g = leaves()
     new_w = node("subtract", w, g)
