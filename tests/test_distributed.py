@@ -146,17 +146,17 @@ def test_average_buffers_and_symbols_use_one_message_per_bucket():
         onp.testing.assert_array_equal(a, 2 * b)
     started, waited = [], []
 
-    def start(flat):
-        started.append(flat.size)
+    def start(flat, k):
+        started.append((k, flat.size))
         return flat * 2
 
-    def wait(x, after):
-        waited.append((x.size, [a.size for a in after]))
+    def wait(x, after, k):
+        waited.append((k, x.size, [a.size for a in after]))
         return x + 0
     sym = buckets.reduce_symbols([np.array(b) for b in before], start, wait, limit=64)
-    assert started == [6 + 5, 40]
+    assert started == [(0, 6 + 5), (1, 40)]
     # the first wait comes after every start; each later one after the wait before it
-    assert waited == [(11, [40]), (40, [11])]
+    assert waited == [(0, 11, [40]), (1, 40, [11])]
     for s, b in zip(sym, before):
         assert s.shape == b.shape
         onp.testing.assert_array_equal(s.asnumpy(), 2 * b)
