@@ -4,7 +4,8 @@ The protocol and the window's layout are in kiln/distributed/shared.py. Each buc
 in every rank's region, a `ready` flag (the step whose data this rank has copied in) and a
 `done` flag (the step whose data of all ranks this rank has read). Start copies the bucket
 in once every rank has read the previous step's copy, then raises `ready`; wait sums the
-ranks' copies in rank order once every rank's `ready` has come, then raises `done`. Only a
+ranks' copies in rank order once every rank's `ready` has come (with two ranks, its own
+term read from its own buffer instead), then raises `done`. Only a
 rank itself writes its flags; release stores and acquire loads order the data around them.
 Every wait on a flag is bounded by the job's timeout, as MPI's path is.
 """
@@ -62,6 +63,8 @@ def start(node, nbytes):
             + "      /* every rank has read what this rank copied in last step */\n"
             + _await(_flag("r", b, 1), "step - 1")
             + f"      memcpy(base + H[1] * stride + {offset}, in, {nbytes});\n"
+            + "      /* the wait reads this rank's own term from `out` */\n"
+            + f"      if ((const void *)out != (const void *)in) memcpy(out, in, {nbytes});\n"
             + f"      __atomic_store_n(&{ready}, step, __ATOMIC_RELEASE);\n")
 
 
@@ -73,11 +76,13 @@ def wait(node):
             + f"      int64_t step = __atomic_load_n(&{_flag('H[1]', b, 0)}, "
               "__ATOMIC_RELAXED);\n"
             + _await(_flag("r", b, 0), "step")
-            + f"      const {T} *d0 = (const {T} *)(base + {offset});\n"
-            + f"      const {T} *d1 = (const {T} *)(base + stride + {offset});\n"
+            + "      /* this rank's own term from its own buffer, still in its cache */\n"
+            + f"      const {T} *d0 = H[1] == 0 ? in : (const {T} *)(base + {offset});\n"
+            + f"      const {T} *d1 = H[1] == 1 ? in : (const {T} *)(base + stride + {offset});\n"
             + "      if (H[0] == 2) {\n"
             + f"        for (int64_t i = 0; i < {n}; i++) out[i] = d0[i] + d1[i];\n"
-            + "      } else {\n"
+            + "      } else {     /* `out` may be `in`: every term from the window */\n"
+            + f"        d0 = (const {T} *)(base + {offset});\n"
             + f"        for (int64_t i = 0; i < {n}; i++) out[i] = d0[i];\n"
             + "        for (int64_t r = 1; r < H[0]; r++) {\n"
             + f"          const {T} *d = (const {T} *)(base + r * stride + {offset});\n"
