@@ -60,9 +60,12 @@ def start(node, nbytes):
     ready = _flag("H[1]", b, 0)
     return (_head()
             + f"      int64_t step = __atomic_load_n(&{ready}, __ATOMIC_RELAXED) + 1;\n"
-            + "      /* every rank has read what this rank copied in last step */\n"
+            + "      char *mine = base + H[1] * stride + " + str(offset) + ";\n"
+            + "      if ((const void *)in != (const void *)mine) {   /* else computed there */\n"
+            + "        /* every rank has read what this rank copied in last step */\n"
             + _await(_flag("r", b, 1), "step - 1")
-            + f"      memcpy(base + H[1] * stride + {offset}, in, {nbytes});\n"
+            + f"        memcpy(mine, in, {nbytes});\n"
+            + "      }\n"
             + "      /* the wait reads this rank's own term from `out` */\n"
             + f"      if ((const void *)out != (const void *)in) memcpy(out, in, {nbytes});\n"
             + f"      __atomic_store_n(&{ready}, step, __ATOMIC_RELEASE);\n")
@@ -89,3 +92,42 @@ def wait(node):
             + f"          for (int64_t i = 0; i < {n}; i++) out[i] += d[i];\n"
             + "        }\n      }\n"
             + f"      __atomic_store_n(&{_flag('H[1]', b, 1)}, step, __ATOMIC_RELEASE);\n")
+
+
+def direct_writes(em, graph, steps, ptr):
+    """Let a bucket's gradients be computed straight into this rank's region of the
+    window, where the start would copy them: ({id(node): table slot}, C to run first).
+
+    For a start whose input is the whole result of one step (a weight gradient's matmul,
+    the concatenation of a bucket of small ones), that input and the start itself are
+    stored at a table slot that the program, before anything else, points into the window
+    (or, when the table has no window, at a buffer of its own). The program first waits
+    until every rank has read the previous step's data there: it is about to overwrite it.
+    """
+    producer = {id(s.sink): s for s in steps}
+    outputs = {id(o) for o in graph.outputs}
+    slots, code = {}, []
+    for s in steps:
+        node = s.sink
+        if node.op != "allreduce_start" or node.attrs.get("bucket", -1) < 0:
+            continue
+        x = node.inputs[0]
+        made = producer.get(id(x))
+        if made is None or id(x) in outputs or id(node) in outputs or id(x) in slots \
+                or made.kind not in ("fused", "op") and not (made.kind == "matmul"
+                                                             and len(made.nodes) == 1):
+            continue      # a parameter, an input, a view, or a matmul with an epilogue
+        slot = em.add_slot(("bound", f"{node.name} in the shared window"))
+        fallback = em.new_buffer(node.size * node.dtype.itemsize)
+        slots[id(x)] = slots[id(node)] = slot
+        b, offset = node.attrs["bucket"], node.attrs["offset"]
+        ready = _flag("H[1]", b, 0)
+        code.append(f"""  {{ /* {x.name}: computed straight into the shared window */
+    const int64_t *H = (const int64_t *){ptr(node.inputs[1])};
+    P[{slot}] = P[{fallback}];
+    if (H[0] > 1 && H[12] != 0) {{
+{_head()}      int64_t step = __atomic_load_n(&{ready}, __ATOMIC_RELAXED) + 1;
+{_await(_flag("r", b, 1), "step - 1")}      P[{slot}] = base + H[1] * stride + {offset};
+    }}
+  }}""")
+    return slots, code
