@@ -72,6 +72,9 @@ def train_on_ranks(net, trainer, mode, steps, global_batch):
         ops = list(graph.ops)
         windowed = {n.attrs["bucket"] >= 0 for n in graph.nodes if n.op == "allreduce_wait"}
         assert windowed == {path != "mpi"}, (mode, windowed)
+        if backend == "c":     # the gradients are computed where the other ranks read them
+            source = step._cached.entries[next(iter(step._cached.entries))].program.source
+            assert ("computed straight into the shared window" in source) == (path != "mpi")
         assert ops.count("allreduce_wait") >= 1, ops
         # every message is posted before the first is waited on (overlap with backward)
         last_start = max(k for k, op in enumerate(ops) if op == "allreduce_start")
