@@ -25,21 +25,13 @@ from .faults import wait
 
 LINE = 64          # bytes: one flag per cache line, data aligned to lines
 _windows = []      # the windows must outlive every program that points into them
-_node = []
 
 
 def enabled():
     """True when the job is on one machine (all ranks share memory) and not turned off."""
     if os.environ.get("KILN_DIST_SHM", "1") == "0" or _comm.size() < 2:
         return False
-    return _node_comm().Get_size() == _comm.size()
-
-
-def _node_comm():
-    if not _node:
-        MPI, world = _comm.world()
-        _node.append(world.Split_type(MPI.COMM_TYPE_SHARED, key=world.Get_rank()))
-    return _node[0]
+    return _comm.node().Get_size() == _comm.size()
 
 
 def layout(sizes):
@@ -57,7 +49,7 @@ def window(region_bytes):
     zeroed shared window, or None if MPI did not space the regions evenly; every rank must call it at the same point (a compiled step is
     traced on every rank alike). The wait before it is bounded, as every collective."""
     from mpi4py import MPI
-    node = _node_comm()
+    node = _comm.node()
     wait(node.Ibarrier(), "shared window")
     win = MPI.Win.Allocate_shared(region_bytes, 1, comm=node)
     _windows.append(win)
