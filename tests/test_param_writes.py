@@ -206,3 +206,31 @@ def test_a_float32_product_into_a_float64_state_keeps_its_loop():
     kiln.hybridize(step, backend="c")(np.array(a), np.array(b))
     onp.testing.assert_allclose(state._data.asnumpy(), w0 - (a @ b).astype("float64"),
                                 rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("k,n,m", [(3, 5, 4), (200, 300, 64)])   # kiln's loops, then oneDNN
+def test_an_update_reading_the_weight_after_its_gradient_matmul(k, n, m):
+    """w - lr * (a^T b + wd * w) (SGD with weight decay): the matmul heads a chain that
+    reads the weight it is written into, so the matmul's result must not go there first
+    (it did on oneDNN: NaN weights)."""
+    w = Node("param", (), {}, (k, n), F32, name="w")
+    a = Node("input", (), {}, (m, k), F32, name="a")
+    b = Node("input", (), {}, (m, n), F32, name="b")
+    grad = Node("matmul", (Node("transpose", (a,), {"axes": (1, 0)}, (k, m), F32), b), {},
+                (k, n), F32)
+    wd = Node("const", (), {}, (), F32, value=onp.array(0.5, F32))
+    lr = Node("input", (), {}, (), F32, name="lr")
+    new_w = node("subtract", w, node("multiply", node("add", grad, node("multiply", w, wd)),
+                                     lr))
+    from kiln.graph.passes import optimize
+    graph = optimize(Graph([a, b, lr], [w], [new_w]))
+    graph.state_outputs = {0: 0}
+    prog = CProgram(graph)
+    rng = onp.random.default_rng(k)
+    av, bv = rng.standard_normal((m, k)).astype(F32), rng.standard_normal((m, n)).astype(F32)
+    wv = rng.standard_normal((k, n)).astype(F32)
+    w64 = wv.astype(onp.float64)
+    want = w64 - 0.1 * (av.T.astype(onp.float64) @ bv + 0.5 * w64)
+    out = prog([av, bv, onp.array(0.1, F32)], [wv])
+    got = wv if out[0] is None else out[0]
+    onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
