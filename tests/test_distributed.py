@@ -210,3 +210,13 @@ def test_without_mpi4py_one_process_works_and_a_launch_says_what_is_missing():
     launched = _python(_NO_MPI4PY, PMI_SIZE="2", PMI_RANK="0")
     assert launched.returncode != 0
     assert "kiln[dist]" in launched.stderr and "mpi4py" in launched.stderr
+
+
+def test_shared_window_layout_keeps_flags_and_buckets_on_their_own_cache_lines():
+    from kiln.distributed import shared
+    offsets, region = shared.layout([24616, 1605632, 10])
+    assert offsets[0] == 2 * 3 * shared.LINE               # two flags per bucket first
+    assert all(o % shared.LINE == 0 for o in offsets)
+    assert offsets[1] >= offsets[0] + 24616 and offsets[2] >= offsets[1] + 1605632
+    assert region % 4096 == 0 and region >= offsets[2] + 10
+    assert not shared.enabled()                              # one process: no window

@@ -57,10 +57,9 @@ def reduce_symbols(grads, start, wait, limit=None):
 
     start(flat, k) adds the op that posts message k (of plan(grads, limit)), wait(started,
     after, k) the op that completes it and that the schedule places after the nodes
-    `after`. Every message is
-    posted before the first is waited on (the first wait comes after all starts, each
-    later wait after the one before), so a message posted as soon as its gradients exist
-    travels while the program computes the others, as in DDP."""
+    `after`. Every message is posted before the first is waited on (the first wait comes
+    after all starts, each later wait after the one before), so a message posted as soon
+    as its gradients exist travels while the program computes the others, as in DDP."""
     from .. import np
     buckets = plan(grads, limit)
     started = [start(grads[b[0]] if len(b) == 1 else

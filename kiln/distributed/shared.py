@@ -1,18 +1,18 @@
 """Shared memory between the ranks of a one-machine job, for the compiled step's allreduce.
 
 When every rank runs on one machine, a compiled training step averages its gradients
-without MPI: each rank copies a bucket of gradients into its own region of a shared
-window (MPI_Win_allocate_shared) and raises a flag; every rank then sums all ranks'
-copies, in rank order (so every rank gets the same bits), and raises a second flag saying
-it has read them. MPI's own path moves each message through its shared-memory queues (a
-copy in, a copy out, then the sum), and moves it only inside MPI calls, which a rank with
-one thread makes between the ops of its step; here nothing is queued and nothing waits
-for MPI to make progress.
+without MPI: each rank computes a bucket of gradients straight into its own region of a
+shared window (MPI_Win_allocate_shared), or copies them there, and raises a flag; every
+rank then sums all ranks' buckets, in rank order (so every rank gets the same bits), and
+raises a second flag saying it has read them. MPI's own path moves each message through
+its shared-memory queues (a copy in, a copy out, then the sum), and moves it only inside
+MPI calls, which a rank with one thread makes between the ops of its step; here nothing
+is queued and nothing waits for MPI to make progress.
 
 A region is laid out as: two flags per bucket (`ready`, `done`: the number of the step
 whose data is ready, or whose peers' data this rank has read), each on its own cache line,
 then the buckets' data, each at a cache-line boundary. The C is in
-kiln/backend/c/collective.py.
+kiln/backend/c/shared_reduce.py.
 
 KILN_DIST_SHM=0 keeps MPI's path (to compare, or on a system where shared windows fail).
 """
@@ -46,8 +46,9 @@ def layout(sizes):
 
 def window(region_bytes):
     """(address of rank 0's region, bytes from one rank's region to the next) of a new
-    zeroed shared window, or None if MPI did not space the regions evenly; every rank must call it at the same point (a compiled step is
-    traced on every rank alike). The wait before it is bounded, as every collective."""
+    zeroed shared window, or None if MPI did not space the regions evenly. Every rank
+    must call it at the same point (a compiled step is traced on every rank alike); the
+    wait before it is bounded, as every collective's."""
     from mpi4py import MPI
     node = _comm.node()
     wait(node.Ibarrier(), "shared window")
