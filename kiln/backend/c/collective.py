@@ -122,7 +122,8 @@ def allreduce_start(node, ptr, em):
     # step is done, while `out` stays the wait's until then
     mpi = _TYPES + _copy(node) + _post(node, request, "(const void *)(intptr_t)H[10]")
     return "  {\n" + _head(node, x, table, ptr) + _shared_or(
-        node, shared_reduce.start(node, node.size * node.dtype.itemsize), mpi) + "    }\n  }"
+        node, lambda: shared_reduce.start(node, node.size * node.dtype.itemsize), mpi) \
+        + "    }\n  }"
 
 
 def allreduce_wait(node, ptr, em):
@@ -134,7 +135,8 @@ def allreduce_wait(node, ptr, em):
     request = f"(void *)P[{_request_slot(em, started)}]"
     mpi = _TYPES + _poll(request) + _copy(node)
     return ("  {\n" + _head(node, started, table, ptr)
-            + _shared_or(node, shared_reduce.wait(node), mpi) + _scale(node) + "    }\n  }")
+            + _shared_or(node, lambda: shared_reduce.wait(node), mpi) + _scale(node)
+            + "    }\n  }")
 
 
 def _shared(node):
@@ -142,10 +144,11 @@ def _shared(node):
 
 
 def _shared_or(node, shared, mpi):
-    """Through the shared window when the handle table has one (H[12]), else MPI."""
+    """Through the shared window when the handle table has one (H[12]), else MPI;
+    shared() makes the window's C."""
     if not _shared(node):
         return mpi
-    return ("      if (H[12] != 0) {\n" + shared + "      } else {\n" + mpi + "      }\n")
+    return ("      if (H[12] != 0) {\n" + shared() + "      } else {\n" + mpi + "      }\n")
 
 
 def progress(em, node, ptr):
