@@ -182,6 +182,7 @@ def main(argv=None):
     except ImportError:
         with_torch = False
     configs = configurations(with_torch)
+    load_before = os.getloadavg()[0]
     samples = {(m, c): [] for m in MODELS for c in configs}
     for _ in range(args.rounds):
         for model in MODELS:
@@ -190,6 +191,8 @@ def main(argv=None):
                 samples[(model, (fw, ranks))].append(
                     _launch(key, ranks, model, args.batch, args.steps))
     _print(samples, configs, args)
+    print(f"load average (1 min) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after: "
+          "2 ranks need both cores, so other jobs slow them more than 1 rank")
     if sweep:
         _print_sweep(sweep, args)
     return 0
