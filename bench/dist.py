@@ -1,6 +1,6 @@
 """Benchmark: data-parallel training throughput (samples/s) over MPI, one thread per rank.
 
-    python -m kiln bench dist [--steps N] [--rounds R] [--batch B]
+    python -m kiln bench dist [--steps N] [--rounds R] [--batch B] [--sweep B1,B2,...]
 
 For an MLP 784-512-512-10 and a LeNet (28x28, ReLU, max pooling), with B samples per rank
 and per step (weak scaling: 2 ranks process twice the samples per step):
@@ -8,7 +8,8 @@ and per step (weak scaling: 2 ranks process twice the samples per step):
   allreduce inside the compiled step), PyTorch 1 rank and PyTorch DDP (gloo) 2 ranks when
   torch is installed. Every rank runs one thread (KILN_NUM_THREADS, torch.set_num_threads,
   and the BLAS/OpenMP variables). Each configuration is a fresh job; the rounds interleave
-  them, and the table shows the median per configuration.
+  them, and the table shows the median per configuration. --sweep adds a table of kiln's
+2-rank / 1-rank ratio at other batch sizes per rank (how scaling grows with the batch).
 """
 import argparse
 import json
@@ -163,7 +164,13 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=64, help="samples per rank and step")
+    parser.add_argument("--sweep", default="", metavar="B1,B2,...",
+                        help="also kiln's 2-rank / 1-rank ratio at these batch sizes per rank")
     args = parser.parse_args(argv)
+    try:
+        sweep = [int(b) for b in args.sweep.split(",") if b.strip()]
+    except ValueError:
+        parser.error(f"--sweep takes batch sizes separated by commas, got {args.sweep!r}")
     from kiln.distributed import launch
     if not launch.available():
         print("kiln bench dist needs mpi4py and mpiexec: pip install 'kiln[dist]'",
@@ -175,6 +182,7 @@ def main(argv=None):
     except ImportError:
         with_torch = False
     configs = configurations(with_torch)
+    load_before = os.getloadavg()[0]
     samples = {(m, c): [] for m in MODELS for c in configs}
     for _ in range(args.rounds):
         for model in MODELS:
@@ -183,7 +191,29 @@ def main(argv=None):
                 samples[(model, (fw, ranks))].append(
                     _launch(key, ranks, model, args.batch, args.steps))
     _print(samples, configs, args)
+    print(f"load average (1 min) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after: "
+          "2 ranks need both cores, so other jobs slow them more than 1 rank")
+    if sweep:
+        _print_sweep(sweep, args)
     return 0
+
+
+def _print_sweep(batches, args):
+    """kiln 1 rank and 2 ranks at each batch size, interleaved rounds as above."""
+    got = {(m, b, n): [] for m in MODELS for b in batches for n in (1, 2)}
+    for _ in range(args.rounds):
+        for model in MODELS:
+            for b in batches:
+                for n in (1, 2):
+                    got[(model, b, n)].append(_launch("kiln", n, model, b, args.steps))
+    print(f"\nkiln 2 ranks / kiln 1 rank by samples per rank per step (median of "
+          f"{args.rounds} rounds)")
+    print("| model | " + " | ".join(str(b) for b in batches) + " |")
+    print("| --- |" + " ---: |" * len(batches))
+    for model in MODELS:
+        ratios = [float(onp.median(got[(model, b, 2)])) / float(onp.median(got[(model, b, 1)]))
+                  for b in batches]
+        print(f"| {model} | " + " | ".join(f"{r:.2f}x" for r in ratios) + " |")
 
 
 def _print(samples, configs, args):

@@ -146,17 +146,17 @@ def test_average_buffers_and_symbols_use_one_message_per_bucket():
         onp.testing.assert_array_equal(a, 2 * b)
     started, waited = [], []
 
-    def start(flat):
-        started.append(flat.size)
+    def start(flat, k):
+        started.append((k, flat.size))
         return flat * 2
 
-    def wait(x, after):
-        waited.append((x.size, [a.size for a in after]))
+    def wait(x, after, k):
+        waited.append((k, x.size, [a.size for a in after]))
         return x + 0
     sym = buckets.reduce_symbols([np.array(b) for b in before], start, wait, limit=64)
-    assert started == [6 + 5, 40]
+    assert started == [(0, 6 + 5), (1, 40)]
     # the first wait comes after every start; each later one after the wait before it
-    assert waited == [(11, [40]), (40, [11])]
+    assert waited == [(0, 11, [40]), (1, 40, [11])]
     for s, b in zip(sym, before):
         assert s.shape == b.shape
         onp.testing.assert_array_equal(s.asnumpy(), 2 * b)
@@ -210,3 +210,13 @@ def test_without_mpi4py_one_process_works_and_a_launch_says_what_is_missing():
     launched = _python(_NO_MPI4PY, PMI_SIZE="2", PMI_RANK="0")
     assert launched.returncode != 0
     assert "kiln[dist]" in launched.stderr and "mpi4py" in launched.stderr
+
+
+def test_shared_window_layout_keeps_flags_and_buckets_on_their_own_cache_lines():
+    from kiln.distributed import shared
+    offsets, region = shared.layout([24616, 1605632, 10])
+    assert offsets[0] == 2 * 3 * shared.LINE               # two flags per bucket first
+    assert all(o % shared.LINE == 0 for o in offsets)
+    assert offsets[1] >= offsets[0] + 24616 and offsets[2] >= offsets[1] + 1605632
+    assert region % 4096 == 0 and region >= offsets[2] + 10
+    assert not shared.enabled()                              # one process: no window

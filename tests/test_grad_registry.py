@@ -15,6 +15,7 @@ import pytest
 
 from kiln import autograd, np, npx
 from kiln.ops import REGISTRY
+from kiln.ops.collective import HANDLE_SLOTS
 from kiln.ops.rules import is_float
 from conftest import assert_close, numeric_grad, to_np, wrap
 from control_flow_cases import control_cases
@@ -136,6 +137,8 @@ def T(name):
 
 
 _SL = dict(begin=(1, 0), end=(4, 5), step=(2, 2))
+# the handle table of a process not launched under MPI (kiln/distributed/lowering.py)
+_ONE_PROCESS = onp.array([1] + [0] * (HANDLE_SLOTS - 1))
 _WIN = dict(kernel=(2, 3), stride=(1, 2), dilation=(2, 1), pad=(1, 0, 0, 1))
 _UNWIN_ARGS = dict(in_shape=(5, 6), kernel=(2, 3), stride=(1, 2), dilation=(2, 1),
                    pad=(1, 0, 0, 1))
@@ -209,13 +212,12 @@ CASES = {
     "concatenate": [C(u(2, 3), u(1, 3), u(4, 3), axis=0,
                       torch=lambda *xs, axis: _t().cat(xs, dim=axis)),
                     C(u(2, 3), u(2, 1), axis=1)],
-    # the handle table of a process not launched under MPI (kiln/distributed/lowering.py)
-    "allreduce": [C(u(3, 4), onp.array([1] + [0] * 11), op="mean", torch=lambda x, h, op: x),
-                  C(u(5), onp.array([1] + [0] * 11), op="sum")],
-    "allreduce_start": [C(u(3, 4), onp.array([1] + [0] * 11), op="mean",
+    "allreduce": [C(u(3, 4), _ONE_PROCESS, op="mean", torch=lambda x, h, op: x),
+                  C(u(5), _ONE_PROCESS, op="sum")],
+    "allreduce_start": [C(u(3, 4), _ONE_PROCESS, op="mean",
                           torch=lambda x, h, op: x)],
     # its third input only orders the schedule
-    "allreduce_wait": [C(u(3, 4), onp.array([1] + [0] * 11), ints(2), op="sum",
+    "allreduce_wait": [C(u(3, 4), _ONE_PROCESS, ints(2), op="sum",
                          torch=lambda x, h, a, op: x)],
     "take": [C(u(4, 3), ints(2, 2, hi=4), axis=0, mode="clip", torch=t_take),
              C(u(2, 5, 3), ints(3, hi=5), axis=1, mode="clip", torch=t_take),

@@ -47,6 +47,26 @@ def test_an_update_nothing_else_needs_is_written_in_place():
     onp.testing.assert_allclose(wv, before - gv * gv, rtol=1e-6)
 
 
+def test_a_new_value_read_later_is_written_in_place_and_read_from_there():
+    """SGD with momentum: the new momentum goes into its state and the weight update
+    reads it from there (no copy of the state back after the run)."""
+    w, g = leaves()
+    m = Node("param", (), {}, w.shape, F32, name="m")
+    new_m = node("subtract", node("multiply", m, node("exp", g)), g)
+    new_w = node("add", w, new_m)
+    graph = Graph([g], [w, m], [new_w, new_m])
+    graph.state_outputs = {0: 0, 1: 1}
+    prog = CProgram(graph)
+    assert prog._written == {0, 1}
+    wv, gv = values()
+    mv = onp.random.default_rng(1).standard_normal(wv.shape).astype(F32)
+    want_m = mv * onp.exp(gv) - gv
+    want_w = wv + want_m
+    assert prog([gv], [wv, mv]) == [None, None]
+    onp.testing.assert_allclose(mv, want_m, rtol=1e-6)
+    onp.testing.assert_allclose(wv, want_w, rtol=1e-6)
+
+
 def test_a_later_reader_of_the_old_value_keeps_the_copy():
     w, g = leaves()
     new_w = node("subtract", w, g)
@@ -186,3 +206,31 @@ def test_a_float32_product_into_a_float64_state_keeps_its_loop():
     kiln.hybridize(step, backend="c")(np.array(a), np.array(b))
     onp.testing.assert_allclose(state._data.asnumpy(), w0 - (a @ b).astype("float64"),
                                 rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("k,n,m", [(3, 5, 4), (200, 300, 64)])   # kiln's loops, then oneDNN
+def test_an_update_reading_the_weight_after_its_gradient_matmul(k, n, m):
+    """w - lr * (a^T b + wd * w) (SGD with weight decay): the matmul heads a chain that
+    reads the weight it is written into, so the matmul's result must not go there first
+    (it did on oneDNN: NaN weights)."""
+    w = Node("param", (), {}, (k, n), F32, name="w")
+    a = Node("input", (), {}, (m, k), F32, name="a")
+    b = Node("input", (), {}, (m, n), F32, name="b")
+    grad = Node("matmul", (Node("transpose", (a,), {"axes": (1, 0)}, (k, m), F32), b), {},
+                (k, n), F32)
+    wd = Node("const", (), {}, (), F32, value=onp.array(0.5, F32))
+    lr = Node("input", (), {}, (), F32, name="lr")
+    new_w = node("subtract", w, node("multiply", node("add", grad, node("multiply", w, wd)),
+                                     lr))
+    from kiln.graph.passes import optimize
+    graph = optimize(Graph([a, b, lr], [w], [new_w]))
+    graph.state_outputs = {0: 0}
+    prog = CProgram(graph)
+    rng = onp.random.default_rng(k)
+    av, bv = rng.standard_normal((m, k)).astype(F32), rng.standard_normal((m, n)).astype(F32)
+    wv = rng.standard_normal((k, n)).astype(F32)
+    w64 = wv.astype(onp.float64)
+    want = w64 - 0.1 * (av.T.astype(onp.float64) @ bv + 0.5 * w64)
+    out = prog([av, bv, onp.array(0.1, F32)], [wv])
+    got = wv if out[0] is None else out[0]
+    onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

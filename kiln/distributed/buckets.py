@@ -55,19 +55,20 @@ def average_buffers(buffers, reduce_buffer, limit=None):
 def reduce_symbols(grads, start, wait, limit=None):
     """The reduced versions of traced gradients (kiln arrays), in the same order.
 
-    start(flat) adds the op that posts one message, wait(started, after) the op that
-    completes it and that the schedule places after the nodes `after`. Every message is
-    posted before the first is waited on (the first wait comes after all starts, each
-    later wait after the one before), so a message posted as soon as its gradients exist
-    travels while the program computes the others, as in DDP."""
+    start(flat, k) adds the op that posts message k (of plan(grads, limit)), wait(started,
+    after, k) the op that completes it and that the schedule places after the nodes
+    `after`. Every message is posted before the first is waited on (the first wait comes
+    after all starts, each later wait after the one before), so a message posted as soon
+    as its gradients exist travels while the program computes the others, as in DDP."""
     from .. import np
     buckets = plan(grads, limit)
     started = [start(grads[b[0]] if len(b) == 1 else
-                     np.concatenate([grads[i].reshape(-1) for i in b])) for b in buckets]
+                     np.concatenate([grads[i].reshape(-1) for i in b]), k)
+               for k, b in enumerate(buckets)]
     out = [None] * len(grads)
     previous = None
     for k, bucket in enumerate(buckets):
-        previous = wait(started[k], started[1:] if k == 0 else [previous])
+        previous = wait(started[k], started[1:] if k == 0 else [previous], k)
         if len(bucket) == 1:
             out[bucket[0]] = previous
             continue

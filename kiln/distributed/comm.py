@@ -16,6 +16,7 @@ _SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
 
 class _State:
     comm = None          # mpi4py COMM_WORLD when distributed
+    node = None          # the ranks on this machine (they can share memory)
     MPI = None           # the mpi4py.MPI module when distributed
     rank = 0
     size = 1
@@ -53,7 +54,8 @@ def init():
         comm = MPI.COMM_WORLD
         _State.MPI, _State.comm = MPI, comm
         _State.rank, _State.size = comm.Get_rank(), comm.Get_size()
-        _State.local_rank = comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
+        _State.node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=_State.rank)
+        _State.local_rank = _State.node.Get_rank()
         # an MPI error returns to Python as an exception (then the abort hook below)
         # instead of MPICH's default of printing and exiting this rank alone
         comm.Set_errhandler(MPI.ERRORS_RETURN)
@@ -81,6 +83,12 @@ def local_rank():
 
 def is_distributed():
     return size() > 1
+
+
+def node():
+    """The communicator of the ranks on this machine; an error with one process."""
+    world()
+    return _State.node
 
 
 def world():

@@ -11,6 +11,9 @@ Layout (int64):
   0 size   1 rank   2 MPI_Iallreduce   3 MPI_Test   4 MPI_Wtime   5 failed(seconds, error)
   6 communicator   7 MPI_FLOAT   8 MPI_DOUBLE   9 MPI_SUM   10 MPI_IN_PLACE
   11 timeout in milliseconds
+  12 address of rank 0's region of a shared window, 0 when there is none (shared.py)
+  13 bytes from one rank's region to the next
+A compiled step with a shared window gets a table of its own: a copy with 12 and 13 set.
 """
 import ctypes
 import ctypes.util
@@ -74,9 +77,17 @@ def handles():
     return table
 
 
-def _handle_array():
+def with_window(base, stride):
+    """A copy of the handle table pointing at a shared window (shared.window)."""
+    table = handles().copy()
+    table[12], table[13] = base, stride
+    table.setflags(write=False)
+    return table
+
+
+def _handle_array(table=None):
     from ..ndarray import ndarray
-    return ndarray._wrap(handles())
+    return ndarray._wrap(handles() if table is None else table)
 
 
 def allreduce_op(x, op="mean"):
@@ -85,13 +96,16 @@ def allreduce_op(x, op="mean"):
     return allreduce(x, _handle_array(), op=op)
 
 
-def start_op(x, op="mean"):
-    """The first half of allreduce_op: post the message (see kiln/ops/collective.py)."""
+def start_op(x, op="mean", table=None, bucket=-1, offset=0):
+    """The first half of allreduce_op: post the message (see kiln/ops/collective.py).
+    With a table from with_window, `bucket` numbers this message's flags and `offset` is
+    where its data lies in each rank's region of the window."""
     from ..ops.collective import allreduce_start
-    return allreduce_start(x, _handle_array(), op=op)
+    return allreduce_start(x, _handle_array(table), op=op, bucket=bucket, offset=offset)
 
 
-def wait_op(started, after=(), op="mean"):
+def wait_op(started, after=(), op="mean", table=None, bucket=-1, offset=0):
     """The second half: the reduced value of a start_op, scheduled after `after`."""
     from ..ops.collective import allreduce_wait
-    return allreduce_wait(started, _handle_array(), *after, op=op)
+    return allreduce_wait(started, _handle_array(table), *after, op=op, bucket=bucket,
+                          offset=offset)

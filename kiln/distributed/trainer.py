@@ -6,13 +6,15 @@ are broadcast from rank 0 (deferred ones at the first step, once they have a sha
 each rank's own batch size updates as one process would with the global batch. Inside a
 traced training step the averaging becomes allreduce ops of the compiled program.
 """
+import numpy as _np
+
 from ..base import KilnError
 from ..graph import trace
 from ..writes import arrays_written
-from . import comm as _comm
-from .buckets import average_buffers, reduce_symbols
+from . import comm as _comm, shared
+from .buckets import average_buffers, plan, reduce_symbols
 from .collectives import allreduce_buffer, broadcast
-from .lowering import start_op, wait_op
+from .lowering import start_op, wait_op, with_window
 
 SYNC_KVSTORES = ("dist_sync", "dist_sync_device", "dist_device_sync", "dist", "horovod")
 
@@ -70,10 +72,28 @@ def _allreduce_traced(trainer, ctx):
     # sum, then scale each gradient: the scaling fuses into the optimizer's loop that reads
     # the gradient anyway, instead of being one more pass over every message
     share = 1.0 / _comm.size()
-    summed = reduce_symbols(grads, lambda flat: start_op(flat, "sum"),
-                             lambda started, after: wait_op(started, after, "sum"))
+    table, offsets = _shared_window(grads)
+    bucket = (lambda k: {}) if table is None else (
+        lambda k: {"table": table, "bucket": k, "offset": offsets[k]})
+    summed = reduce_symbols(grads, lambda flat, k: start_op(flat, "sum", **bucket(k)),
+                            lambda started, after, k: wait_op(started, after, "sum",
+                                                              **bucket(k)))
     averaged = [g * share for g in summed]
     trainer._reduced_grads = (ctx, {i: g for (i, _), g in zip(pairs, averaged)})
+
+
+def _shared_window(grads):
+    """(handle table, data offset of each bucket) of a shared window for this step's
+    buckets (shared.py), or (None, None) when the ranks do not share one machine."""
+    if not shared.enabled():
+        return None, None
+    sizes = [sum(grads[i].size * _np.dtype(grads[i].dtype).itemsize for i in b)
+             for b in plan(grads)]
+    offsets, region = shared.layout(sizes)
+    found = shared.window(region)
+    if found is None:
+        return None, None
+    return with_window(*found), offsets
 
 
 def traced_grad(trainer, i, param):

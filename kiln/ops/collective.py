@@ -12,7 +12,10 @@ With one process every op here is the identity.
   things (the rest of backward). Compiled, start posts a nonblocking MPI_Iallreduce on its
   output buffer and wait completes it; elsewhere start does the whole reduction and wait
   passes its value on. `after` only orders the schedule: the wait runs after those nodes
-  (the other buckets' starts), which are otherwise unused.
+  (the other buckets' starts), which are otherwise unused. With `bucket` >= 0 and a handle
+  table holding a shared window (kiln/distributed/shared.py), the compiled pair reduces
+  through that window instead of MPI: `bucket` numbers the message's flags, `offset` is
+  where its data lies in each rank's region.
 """
 import numpy as _np
 
@@ -20,7 +23,7 @@ from ..base import op_error
 from .registry import register
 
 REDUCTIONS = ("sum", "mean")
-HANDLE_SLOTS = 12     # the length of the handle table; its layout is in lowering.py
+HANDLE_SLOTS = 14     # the length of the handle table; its layout is in lowering.py
 
 
 def _allreduce_rule(x, handles, op="mean", name="allreduce"):
@@ -54,23 +57,27 @@ def allreduce(x, handles, op="mean"):
     return _reduce_now(x, handles, op)
 
 
-def _start_rule(x, handles, op="mean"):
+def _start_rule(x, handles, op="mean", bucket=-1, offset=0):
     return _allreduce_rule(x, handles, op, "allreduce_start")
 
 
-@register("allreduce_start", _start_rule, _allreduce_grad)
-def allreduce_start(x, handles, op="mean"):
+def _start_grad(g, out, x, handles, op="mean", bucket=-1, offset=0):
+    return _allreduce_grad(g, out, x, handles, op)
+
+
+@register("allreduce_start", _start_rule, _start_grad)
+def allreduce_start(x, handles, op="mean", bucket=-1, offset=0):
     return _reduce_now(x, handles, op)
 
 
-def _wait_rule(started, handles, *after, op="mean"):
+def _wait_rule(started, handles, *after, op="mean", bucket=-1, offset=0):
     return _allreduce_rule(started, handles, op, "allreduce_wait")
 
 
-def _wait_grad(g, out, started, handles, *after, op="mean"):
+def _wait_grad(g, out, started, handles, *after, op="mean", bucket=-1, offset=0):
     return (g, None) + (None,) * len(after)
 
 
 @register("allreduce_wait", _wait_rule, _wait_grad)
-def allreduce_wait(started, handles, *after, op="mean"):
+def allreduce_wait(started, handles, *after, op="mean", bucket=-1, offset=0):
     return _np.array(started, copy=True)

@@ -1,4 +1,6 @@
 """Models, data and the one-process reference runs the distributed tests compare with."""
+import os
+
 import numpy as onp
 
 import kiln
@@ -49,16 +51,30 @@ def step_fn(net, trainer):
 
 
 def train_on_ranks(net, trainer, mode, steps, global_batch):
-    """Train on this rank's shard: eagerly, or as a step compiled for backend `mode`."""
+    """Train on this rank's shard: eagerly, or as a step compiled for backend `mode`
+    ('c-mpi': the C backend reducing through MPI, not the ranks' shared window)."""
+    backend, _, path = mode.partition("-")
     step = step_fn(net, trainer)
     if mode != "eager":
-        step = kiln.hybridize(step, backend=mode, strict=True)
+        step = kiln.hybridize(step, backend=backend, strict=True)
     local = global_batch // dist.size()
-    for x, y in batches(local, dist.size(), dist.rank(), steps):
-        step(x, y)
+    previous = os.environ.get("KILN_DIST_SHM")
+    os.environ["KILN_DIST_SHM"] = "0" if path == "mpi" else "1"
+    try:
+        for x, y in batches(local, dist.size(), dist.rank(), steps):
+            step(x, y)
+    finally:
+        os.environ.pop("KILN_DIST_SHM")
+        if previous is not None:
+            os.environ["KILN_DIST_SHM"] = previous
     if mode != "eager":
         graph = step.graph(x, y)
         ops = list(graph.ops)
+        windowed = {n.attrs["bucket"] >= 0 for n in graph.nodes if n.op == "allreduce_wait"}
+        assert windowed == {path != "mpi"}, (mode, windowed)
+        if backend == "c":     # the gradients are computed where the other ranks read them
+            source = step._cached.entries[next(iter(step._cached.entries))].program.source
+            assert ("computed straight into the shared window" in source) == (path != "mpi")
         assert ops.count("allreduce_wait") >= 1, ops
         # every message is posted before the first is waited on (overlap with backward)
         last_start = max(k for k, op in enumerate(ops) if op == "allreduce_start")

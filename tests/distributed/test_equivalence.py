@@ -38,7 +38,7 @@ def test_two_ranks():
 
 
 @pytest.mark.parametrize("opt", ["sgd", "adam"])
-@pytest.mark.parametrize("mode", ["eager", "c", "numpy"])
+@pytest.mark.parametrize("mode", ["eager", "c", "c-mpi", "numpy"])
 def test_equals_one_process_with_the_global_batch(opt, mode):
     got = distributed_run(opt, mode)
     same_on_every_rank(got)

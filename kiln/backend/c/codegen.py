@@ -13,7 +13,7 @@ from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     elementwise_expr, PRELUDE, C_TYPES)
-from . import dense_chain, dnnl_dense, kernels, heavy
+from . import dense_chain, dnnl_dense, kernels, heavy, shared_reduce
 from .gemm_accumulate import accumulate_form
 from .param_writes import param_writes
 
@@ -240,11 +240,13 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         c = mapping.get(id(node))
         return c is not None and kinds.get(id(c)) == "alias"
 
+    body = []
     if top:
         em.param_writes = param_writes(graph, steps, storage, param_slots)
         slot_of.update(em.param_writes)
+        in_window, body = shared_reduce.direct_writes(em, graph, steps, ptr)
+        slot_of.update(in_window)
     heavy.pair_max_pools(em, [s.sink for s in steps if s.kind == "heavy"])
-    body = []
     chained = set()        # steps already run inside a dense chain (dense_chain.py)
     for k, s in enumerate(steps):
         if id(s) in chained:

@@ -11,9 +11,12 @@ and leaves the MPI request in a small buffer of its own; `allreduce_wait` (whose
 input is that start) completes it. In between, MPI may read and write the started buffer:
 the memory plan keeps it alive and untouched until the wait reads it, and a start whose
 input lives on elsewhere first copies it, so MPI never holds a buffer the plan reuses.
+A start/wait pair numbered with a bucket goes through the ranks' shared window instead
+when the handle table has one (shared_reduce.py; one machine).
 """
 from ...distributed.faults import SPIN_SECONDS
 from .loops import ctype
+from . import shared_reduce
 
 _MAX_COUNT = (1 << 31) - 1     # MPI counts are C ints
 
@@ -117,8 +120,10 @@ def allreduce_start(node, ptr, em):
     request = f"(void *)P[{_request_slot(em, node)}]"
     # reduce in `out`, copied from `in` first if need be: `in` may be reused once this
     # step is done, while `out` stays the wait's until then
-    return ("  {\n" + _head(node, x, table, ptr) + _TYPES + _copy(node)
-            + _post(node, request, "(const void *)(intptr_t)H[10]") + "    }\n  }")
+    mpi = _TYPES + _copy(node) + _post(node, request, "(const void *)(intptr_t)H[10]")
+    return "  {\n" + _head(node, x, table, ptr) + _shared_or(
+        node, lambda: shared_reduce.start(node, node.size * node.dtype.itemsize), mpi) \
+        + "    }\n  }"
 
 
 def allreduce_wait(node, ptr, em):
@@ -128,8 +133,22 @@ def allreduce_wait(node, ptr, em):
         return (f"  {{\n    const void *in = {ptr(started)};\n    void *out = {ptr(node)};\n"
                 + _copy(node) + "  }")
     request = f"(void *)P[{_request_slot(em, started)}]"
-    return ("  {\n" + _head(node, started, table, ptr) + _TYPES + _poll(request)
-            + _copy(node) + _scale(node) + "    }\n  }")
+    mpi = _TYPES + _poll(request) + _copy(node)
+    return ("  {\n" + _head(node, started, table, ptr)
+            + _shared_or(node, lambda: shared_reduce.wait(node), mpi) + _scale(node)
+            + "    }\n  }")
+
+
+def _shared(node):
+    return node.attrs.get("bucket", -1) >= 0
+
+
+def _shared_or(node, shared, mpi):
+    """Through the shared window when the handle table has one (H[12]), else MPI;
+    shared() makes the window's C."""
+    if not _shared(node):
+        return mpi
+    return ("      if (H[12] != 0) {\n" + shared() + "      } else {\n" + mpi + "      }\n")
 
 
 def progress(em, node, ptr):
@@ -147,9 +166,10 @@ def progress(em, node, ptr):
     if not flying:
         return ""
     oldest = flying[0]
+    through_mpi = " && H[12] == 0" if _shared(oldest) else ""
     return f"""  {{ /* let MPI move the messages in flight */
     const int64_t *H = (const int64_t *){ptr(oldest.inputs[1])};
-    if (H[0] > 1) {{
+    if (H[0] > 1{through_mpi}) {{
       int done = 0;
       int64_t status[8] = {{0}};
       typedef int (*test_t)(void *, int *, void *);

@@ -129,7 +129,10 @@ def emit(em, step, storage, is_alias, weight_stays):
         return _batched(em, step, storage, is_alias)
     (a, sa), (b, sb) = _operand(mm.inputs[0], is_alias), _operand(mm.inputs[1], is_alias)
     bias, relu, taken = _epilogue(mm, chain)
-    out = storage(step.sink)
+    # the rest of the chain reads the primitive's result where the matmul's value is kept,
+    # which is not the step's result when that goes straight into a parameter
+    out = storage(step.sink) if taken == len(chain) else storage(chain[taken - 1] if taken
+                                                                   else mm)
     if any(storage(x) == out for x in (a, b, bias) if x is not None):
         return None          # oneDNN's output may not overlap its inputs
     from .runtime import thread_count
@@ -171,7 +174,7 @@ def _batched(em, step, storage, is_alias):
             return None      # broadcast along some batch dims only
         dims.append((lead,) + x.shape[-2:])
     (ba, M, K), (bb, _, N) = dims
-    out = storage(step.sink)
+    out = storage(step.sink if len(step.nodes) == 1 else mm)    # as in emit
     if any(storage(x) == out for x in mm.inputs):
         return None
     args = (3, (ba, M, K), (M * K, K, 1), (bb, K, N), (K * N, N, 1), N, 0, 0, 0, 0)

@@ -7,7 +7,9 @@ and the program returns None for that output.
 
 It is safe when the new value is computed by an elementwise loop (alone or as a matmul's
 epilogue) that reads the parameter only at the index it writes, and nothing runs after
-that loop, or is returned, that still needs the old value.
+that loop, or is returned, that still needs the old value. Later steps may read the new
+value (SGD's new momentum, added to the weight next): they read it from the parameter,
+which saves a copy of the whole state per step.
 """
 from collections import Counter
 
@@ -19,7 +21,6 @@ def param_writes(graph, steps, storage, param_slots):
     param_slots: the slot of each graph.params entry."""
     if not graph.state_outputs or any(s.kind == "control" for s in steps):
         return {}
-    users = graph.consumers()
     output_count = Counter(id(o) for o in graph.outputs)
     position = {id(s.sink): k for k, s in enumerate(steps)}
     readers = {}    # slot -> positions of the steps reading it (other than as a gemm input)
@@ -33,7 +34,7 @@ def param_writes(graph, steps, storage, param_slots):
         node = graph.outputs[out_index]
         slot = param_slots[param_index]
         k = position.get(id(node))
-        if k is None or node.size == 0 or slot in written.values() or users[id(node)] \
+        if k is None or node.size == 0 or slot in written.values() \
                 or output_count[id(node)] != 1:
             continue
         step = steps[k]
