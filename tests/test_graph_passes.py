@@ -120,6 +120,31 @@ def test_fusion_groups_chain_and_matmul_epilogue():
     assert [[n.op for n in grp] for grp in g.fusion_groups] == [["matmul", "add", "relu", "exp"]]
 
 
+def test_matmul_heads_the_elementwise_group_it_merges_with():
+    # SGD momentum: 0.9 * m comes first in node order, then the weight gradient's matmul;
+    # the add joins both. Headed by the multiply, the merged group was not one kernel.
+    m, x, dy = inp((3, 5), "m"), inp((4, 3), "x"), inp((4, 5), "dy")
+    scaled = op("multiply", m, const(0.9))
+    grad = op("matmul", op("transpose", x, out=(3, 4), axes=(1, 0)), dy, out=(3, 5))
+    g = group_elementwise(Graph([m, x, dy], [], [op("add", scaled, grad)]))
+    assert [[n.op for n in grp] for grp in g.fusion_groups] == [["matmul", "multiply", "add"]]
+
+
+def test_fused_momentum_step_equals_eager_on_both_backends():
+    import kiln
+    from kiln import np as knp
+    rng = onp.random.default_rng(0)
+    m, x, dy = (knp.array(rng.standard_normal(s).astype("float32"))
+                for s in ((3, 5), (4, 3), (4, 5)))
+
+    def step(m, x, dy):
+        return 0.9 * m + knp.dot(x.T, dy)
+    want = step(m, x, dy).asnumpy()
+    for backend in ("numpy", "c"):
+        got = kiln.hybridize(step, backend=backend)(m, x, dy).asnumpy()
+        onp.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_fusion_stops_at_values_with_two_readers():
     x = inp((4,))
     a = op("exp", x)

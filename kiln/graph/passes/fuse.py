@@ -43,6 +43,11 @@ def group_elementwise(graph):
             elif joined != gid:
                 if groups[gid][0].op == "matmul" and groups[joined][0].op == "matmul":
                     continue   # one matmul per kernel: its epilogue is the rest
+                if groups[gid][0].op == "matmul":
+                    # the matmul heads what it merges with (`0.9 * m + x.T @ dy`): merged
+                    # under the other group's head, the group was not lowerable as one
+                    # kernel, and each of its nodes ran alone
+                    joined, gid = gid, joined
                 groups[joined].extend(groups[gid])
                 for n in groups[gid]:
                     group_of[id(n)] = joined
@@ -52,6 +57,9 @@ def group_elementwise(graph):
             groups.append([])
         groups[joined].append(node)
         group_of[id(node)] = joined
+    # in node order, but a matmul first: nothing else in its group feeds it (a group's
+    # nodes other than its last have one consumer, inside the group)
     order = {id(n): k for k, n in enumerate(graph.nodes)}
-    graph.fusion_groups = [sorted(g, key=lambda n: order[id(n)]) for g in groups if len(g) > 1]
+    graph.fusion_groups = [sorted(g, key=lambda n: (n.op != "matmul", order[id(n)]))
+                           for g in groups if len(g) > 1]
     return graph
