@@ -7,6 +7,7 @@ parameter pointers only when a parameter's array object changed, makes one ctype
 and returns fresh copies of the outputs.
 """
 import ctypes
+import os
 import sys
 import threading
 import weakref
@@ -291,10 +292,15 @@ def compile_graph(graph):
 
 def _without_heavy_ops(graph):
     """Heavy ops (conv, pool) the kernel library takes are called from the generated code
-    (heavy.py); the others (no library, not float32) run their decompositions."""
+    (heavy.py), channels-last between them (graph/passes/layout.py; KILN_CHANNELS_LAST=0
+    keeps NCHW); the others (no library, not float32) run their decompositions."""
     from ...graph.passes import optimize
     from ...graph.passes.expand_heavy import heavy_nodes, expand_heavy_ops
+    from ...graph.passes.layout import assign_layouts
     nodes = heavy_nodes(graph)
-    if all(heavy.lowerable(n) for n in nodes):
+    if not all(heavy.lowerable(n) for n in nodes):
+        graph = optimize(expand_heavy_ops(graph, keep=heavy.lowerable))
+    if os.environ.get("KILN_CHANNELS_LAST", "1") == "0":
         return graph
-    return optimize(expand_heavy_ops(graph, keep=heavy.lowerable))
+    laid = assign_layouts(graph, takes=heavy.lowerable)
+    return graph if laid is graph else optimize(laid)

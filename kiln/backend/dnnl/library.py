@@ -106,7 +106,7 @@ def _load():
                              ctypes.c_int64, ctypes.c_int]
     shim.kd_pool.restype = P
     shim.kd_pool.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, I64, I64, I64, I64, I64,
-                             I64]
+                             I64, ctypes.c_int]
     shim.kd_matmul.restype = P
     shim.kd_matmul.argtypes = [ctypes.c_int, I64, I64, I64, I64, ctypes.c_int64,
                                ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
