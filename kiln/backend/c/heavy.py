@@ -13,7 +13,7 @@ import numpy as _np
 
 from ...base import KilnError
 
-OPS = ("conv", "conv_grad_data", "conv_grad_weight", "pool", "pool_grad")
+OPS = ("conv", "conv_bias", "conv_grad_data", "conv_grad_weight", "pool", "pool_grad")
 
 PRELUDE = r"""
 /* ---- heavy ops on oneDNN (heavy.py) ---- */
@@ -88,6 +88,13 @@ def _makers(node, workspace=None):
     (pair_max_pools)."""
     from ..dnnl import ops
     a = node.attrs
+    if node.op == "conv_bias":
+        x, w, b = node.inputs
+        geo = (a["stride"], a["dilation"], a["pad"], a.get("groups", 1))
+        shapes = (0, _nchw(x.shape, a), w.shape, _nchw(node.shape, a))
+        flags = dict(channels_last=bool(a.get("channels_last")), bias=True,
+                     relu=bool(a.get("relu")))
+        return [(lambda lib: ops.make_conv(lib, *shapes, *geo, **flags), [x, w, b, node])]
     if node.op in ("conv", "conv_grad_data", "conv_grad_weight"):
         geo = (a["stride"], a["dilation"], a["pad"], a.get("groups", 1))
         first, second = node.inputs

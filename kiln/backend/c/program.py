@@ -297,10 +297,12 @@ def _without_heavy_ops(graph):
     from ...graph.passes import optimize
     from ...graph.passes.expand_heavy import heavy_nodes, expand_heavy_ops
     from ...graph.passes.layout import assign_layouts
+    from ...graph.passes.conv_epilogue import fuse_conv_epilogues
     nodes = heavy_nodes(graph)
     if not all(heavy.lowerable(n) for n in nodes):
         graph = optimize(expand_heavy_ops(graph, keep=heavy.lowerable))
-    if os.environ.get("KILN_CHANNELS_LAST", "1") == "0":
-        return graph
-    laid = assign_layouts(graph, takes=heavy.lowerable)
+    laid = graph
+    if os.environ.get("KILN_CHANNELS_LAST", "1") != "0":
+        laid = optimize(assign_layouts(graph, takes=heavy.lowerable))
+    laid = fuse_conv_epilogues(laid, takes=heavy.lowerable)
     return graph if laid is graph else optimize(laid)

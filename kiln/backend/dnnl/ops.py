@@ -78,14 +78,19 @@ def channels_first(shape):
     return (shape[0], shape[-1]) + tuple(shape[1:-1])
 
 
+BIAS, RELU = 1, 4      # the shim's KD_BIAS, KD_RELU
+
+
 def make_conv(lib, which, x_shape, w_shape, y_shape, stride, dilation, pad, groups,
-              channels_last=False):
+              channels_last=False, bias=False, relu=False):
     """A new shim op (an address, 0 on failure): 0 forward, 1 data gradient, 2 weights'.
-    Shapes are NCHW; channels_last: the activations lie (N, *S, C) in memory."""
+    Shapes are NCHW; channels_last: the activations lie (N, *S, C) in memory; bias, relu:
+    the forward op takes a bias (x, w, b, y) and applies ReLU to its output."""
     lo, hi = _pads(pad)
+    flags = ((CHANNELS_LAST if channels_last else 0) | (BIAS if bias else 0)
+             | (RELU if relu else 0))
     return lib.kd_conv(which, len(stride), _i64(x_shape), _i64(w_shape), _i64(y_shape),
-                       _i64(stride), _i64(dilation), _i64(lo), _i64(hi), groups,
-                       CHANNELS_LAST if channels_last else 0)
+                       _i64(stride), _i64(dilation), _i64(lo), _i64(hi), groups, flags)
 
 
 def make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad, channels_last=False):

@@ -144,6 +144,10 @@ void kd_free(kd_op *op) {
   free(op);
 }
 
+static __thread char kd_impl[128];
+/* the implementation oneDNN chose for the last op made on this thread (tests, probes) */
+const char *kd_last_impl(void) { return kd_impl; }
+
 /* Build an op from a primitive descriptor. user[i] is the caller's layout of argument i
    (0: whatever the primitive wants, e.g. a pooling workspace the caller only stores). */
 static kd_op *kd_make(dnnl_primitive_desc_t pd, int nargs, const int *args,
@@ -152,6 +156,9 @@ static kd_op *kd_make(dnnl_primitive_desc_t pd, int nargs, const int *args,
   if (!op) { snprintf(kd_message, sizeof kd_message, "out of memory"); goto fail; }
   pthread_mutex_init(&op->lock, 0);
   op->nargs = nargs;
+  const char *impl = 0;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
+    snprintf(kd_impl, sizeof kd_impl, "%s", impl ? impl : "");
   KD_TRY(dnnl_primitive_create(&op->prim, pd));
   const_dnnl_memory_desc_t smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   if (smd && dnnl_memory_desc_get_size(smd)) {
@@ -250,9 +257,10 @@ static void kd_dims(dnnl_dims_t out, int n, const int64_t *in, int64_t minus) {
    (gy,w,gx), 2 backward weights (x,gy,gw,[gb]). dilation is kiln's (1 = dense).
    flags: KD_BIAS, KD_CHANNELS_LAST (x, y and their gradients stored channels-last; the
    primitive then works on them in place, where with plain NCHW oneDNN's kernels want a
-   blocked copy of each). */
+   blocked copy of each), KD_RELU (forward: y = relu(conv + bias), a post-op). */
 #define KD_BIAS 1
 #define KD_CHANNELS_LAST 2
+#define KD_RELU 4
 static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
                const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
                const int64_t *pad_hi, int64_t groups, int flags) {
@@ -275,10 +283,16 @@ static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t 
   dnnl_memory_desc_t wa = kd_any(wnd, wg);
   dnnl_memory_desc_t ba = with_bias ? kd_plain(1, bd) : 0;
   dnnl_primitive_attr_t attr = kd_attr();
+  dnnl_post_ops_t po = 0;
   dnnl_primitive_desc_t fwd = 0, pd = 0;
   dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
   int args[KD_MAX_ARGS], outs[KD_MAX_ARGS], nargs = 0;
   if (kd_init()) goto fail;
+  if (which == 0 && (flags & KD_RELU)) {
+    KD_TRY(dnnl_post_ops_create(&po));
+    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f));
+    KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
+  }
   KD_TRY(dnnl_convolution_forward_primitive_desc_create(&fwd, kd_engine,
       which == 0 ? dnnl_forward_inference : dnnl_forward_training, dnnl_convolution_direct,
       xa, wa, ba, ya, st, dl, pl, ph, attr));
@@ -307,11 +321,13 @@ static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t 
   dnnl_memory_desc_destroy(xa); dnnl_memory_desc_destroy(ya); dnnl_memory_desc_destroy(wa);
   if (ba) dnnl_memory_desc_destroy(ba);
   dnnl_primitive_attr_destroy(attr);
+  if (po) dnnl_post_ops_destroy(po);
   if (fwd) dnnl_primitive_desc_destroy(fwd);
   return kd_make(pd, nargs, args, outs, user);
 fail:
   dnnl_memory_desc_destroy(xa); dnnl_memory_desc_destroy(ya); dnnl_memory_desc_destroy(wa);
   if (ba) dnnl_memory_desc_destroy(ba);
+  if (po) dnnl_post_ops_destroy(po);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (fwd) dnnl_primitive_desc_destroy(fwd);
   for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
