@@ -307,14 +307,16 @@ static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t 
         dnnl_convolution_direct, xa, wa, ya, st, dl, pl, ph, fwd, attr));
     args[0] = DNNL_ARG_DIFF_DST; args[1] = DNNL_ARG_WEIGHTS; args[2] = DNNL_ARG_DIFF_SRC;
     outs[0] = outs[1] = 0; outs[2] = 1;
-    user[0] = kd_act(nsp + 2, yd, cl); user[1] = kd_plain(wnd, wg); user[2] = kd_act(nsp + 2, xd, cl);
+    user[0] = kd_act(nsp + 2, yd, cl); user[1] = kd_plain(wnd, wg);
+    user[2] = kd_act(nsp + 2, xd, cl);
     nargs = 3;
   } else {
     KD_TRY(dnnl_convolution_backward_weights_primitive_desc_create(&pd, kd_engine,
         dnnl_convolution_direct, xa, wa, ba, ya, st, dl, pl, ph, fwd, attr));
     args[0] = DNNL_ARG_SRC; args[1] = DNNL_ARG_DIFF_DST; args[2] = DNNL_ARG_DIFF_WEIGHTS;
     outs[0] = outs[1] = 0; outs[2] = 1;
-    user[0] = kd_act(nsp + 2, xd, cl); user[1] = kd_act(nsp + 2, yd, cl); user[2] = kd_plain(wnd, wg);
+    user[0] = kd_act(nsp + 2, xd, cl); user[1] = kd_act(nsp + 2, yd, cl);
+    user[2] = kd_plain(wnd, wg);
     nargs = 3;
     if (with_bias) { args[3] = DNNL_ARG_DIFF_BIAS; outs[3] = 1; user[3] = kd_plain(1, bd); nargs = 4; }
   }
