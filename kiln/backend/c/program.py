@@ -298,11 +298,16 @@ def _without_heavy_ops(graph):
     from ...graph.passes.expand_heavy import heavy_nodes, expand_heavy_ops
     from ...graph.passes.layout import assign_layouts
     from ...graph.passes.conv_epilogue import fuse_conv_epilogues
-    nodes = heavy_nodes(graph)
-    if not all(heavy.lowerable(n) for n in nodes):
+    original = graph
+    if not all(heavy.lowerable(n) for n in heavy_nodes(graph)):
         graph = optimize(expand_heavy_ops(graph, keep=heavy.lowerable))
-    laid = graph
     if os.environ.get("KILN_CHANNELS_LAST", "1") != "0":
-        laid = optimize(assign_layouts(graph, takes=heavy.lowerable))
-    laid = fuse_conv_epilogues(laid, takes=heavy.lowerable)
-    return graph if laid is graph else optimize(laid)
+        laid = assign_layouts(graph, takes=heavy.lowerable)
+        graph = graph if laid is graph else optimize(laid)
+    fused = fuse_conv_epilogues(graph, takes=heavy.lowerable)
+    graph = graph if fused is graph else optimize(fused)
+    if graph is not original:
+        # the passes keep the outputs in order: the parameters' new values are still
+        # written in place
+        graph.state_outputs = dict(original.state_outputs)
+    return graph
