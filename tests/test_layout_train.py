@@ -91,3 +91,25 @@ def test_channels_last_and_nchw_programs_agree(monkeypatch):
     off = _train(resnet_like, True, x, y)
     for a, b in zip(on[0], off[0]):
         onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dims", [1, 3])
+def test_one_and_three_spatial_dims_compiled_channels_last(dims):
+    conv, pool = getattr(nn, f"Conv{dims}D"), getattr(nn, f"AvgPool{dims}D")
+    maxpool = getattr(nn, f"MaxPool{dims}D")
+
+    def build():
+        net = nn.HybridSequential()
+        net.add(conv(4, kernel_size=3, padding=1, activation="relu"), maxpool(pool_size=2),
+                conv(5, kernel_size=3, strides=2), pool(pool_size=2, padding=1), nn.Dense(10))
+        return net
+    rng = onp.random.default_rng(2)
+    x = np.array(rng.standard_normal((3, 2) + (8,) * dims).astype("float32"))
+    y = np.array(rng.integers(0, 10, size=3).astype("float32"))
+    eager_losses, eager_params = _train(build, False, x, y)
+    losses, params = _train(build, True, x, y)
+    for a, b in zip(eager_losses, losses):
+        onp.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+    for k in eager_params:
+        onp.testing.assert_allclose(params[k], eager_params[k], rtol=1e-3, atol=1e-5,
+                                    err_msg=k)
