@@ -10,7 +10,7 @@ the primitive and ReLU a post-op. Its gradient is made of the conv primitives.
 import numpy as _np
 
 from . import channels_last as cl
-from .conv import conv, conv_grad_data, conv_grad_weight, _conv_rule, _attrs
+from .conv import conv, conv_grad_data, conv_grad_weight, conv_by_windows, _conv_rule, _attrs
 from .registry import register
 from ..base import op_error
 
@@ -43,3 +43,15 @@ def conv_bias(x, w, b, stride, dilation, pad, groups=1, relu=False):
     y = conv.impl(x, w, stride=stride, dilation=dilation, pad=pad, groups=groups)
     y = y + b.reshape((1, -1) + (1,) * (y.ndim - 2)).astype(y.dtype, copy=False)
     return _np.maximum(y, 0, out=y) if relu else y
+
+
+def conv_bias_by_windows(x, w, b, stride, dilation, pad, groups=1, relu=False):
+    """The decomposition backends without a conv kernel run (expand_heavy.py)."""
+    from .. import np as knp
+    from .elementwise import relu as relu_op
+    y = conv_by_windows(x, w, stride=stride, dilation=dilation, pad=pad, groups=groups)
+    y = y + knp.reshape(b, (1, -1) + (1,) * (y.ndim - 2))
+    return relu_op(y) if relu else y
+
+
+DECOMPOSITIONS = {"conv_bias": cl.kernel((0,), True)(conv_bias_by_windows)}
