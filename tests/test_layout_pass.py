@@ -7,7 +7,7 @@ import pytest
 
 from kiln.graph.ir import Graph, Node
 from kiln.graph.passes import optimize
-from kiln.graph.passes.layout import assign_layouts
+from kiln.graph.passes.layout import assign_layouts, channels_last_pays
 from kiln.backend.numpy_exec import NumpyProgram
 from kiln.ops.registry import REGISTRY
 
@@ -152,3 +152,14 @@ def test_other_spatial_ranks(nsp):
     g, laid = laid_out([x, w], [out])
     assert all(n.attrs.get("channels_last") for n in laid.nodes if n.op in ("conv", "pool"))
     check_same(g, laid, arrays_for(x, w))
+
+
+def test_the_layout_pays_for_chains_not_for_a_lone_conv_between_nchw_edges():
+    x, w = inp((2, 8, 6, 6)), inp((8, 8, 3, 3), "w")
+    lone = Graph([x, w], [], [node("relu", node("conv", x, w, **CONV))])
+    assert not channels_last_pays(optimize(assign_layouts(lone)))
+    y = x
+    for _ in range(3):
+        y = node("relu", node("conv", y, w, **CONV))
+    chain = Graph([x, w], [], [node("pool", y, **POOL)])
+    assert channels_last_pays(optimize(assign_layouts(chain)))

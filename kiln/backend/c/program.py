@@ -296,14 +296,15 @@ def _without_heavy_ops(graph):
     keeps NCHW); the others (no library, not float32) run their decompositions."""
     from ...graph.passes import optimize
     from ...graph.passes.expand_heavy import heavy_nodes, expand_heavy_ops
-    from ...graph.passes.layout import assign_layouts
+    from ...graph.passes.layout import assign_layouts, channels_last_pays
     from ...graph.passes.conv_epilogue import fuse_conv_epilogues
     original = graph
     if not all(heavy.lowerable(n) for n in heavy_nodes(graph)):
         graph = optimize(expand_heavy_ops(graph, keep=heavy.lowerable))
     if os.environ.get("KILN_CHANNELS_LAST", "1") != "0":
         laid = assign_layouts(graph, takes=heavy.lowerable)
-        graph = graph if laid is graph else optimize(laid)
+        if laid is not graph and channels_last_pays(laid):
+            graph = optimize(laid)
     fused = fuse_conv_epilogues(graph, takes=heavy.lowerable)
     graph = graph if fused is graph else optimize(fused)
     if graph is not original:

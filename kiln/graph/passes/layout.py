@@ -194,3 +194,19 @@ def _broadcast_small(x, node):
     """Is x a small array broadcast to node's rank (cheap to permute before spreading)?"""
     return (x.op == "broadcast_to" and x.ndim == node.ndim
             and x.inputs[0].size * SMALL <= node.size)
+
+
+def channels_last_pays(laid):
+    """Is the laid-out graph worth running: do the channel transposes it still copies
+    move fewer elements than half those its channels-last heavy ops read and write? Each
+    of those would otherwise be a reorder inside the library, which runs about twice as
+    fast as a transpose here (a single conv between NCHW edges runs slower laid out)."""
+    moved = switched = 0
+    for n in laid.nodes:
+        if n.op == "transpose" and n.ndim >= 3 and n.attrs["axes"] in (to_first(n.ndim),
+                                                                       to_last(n.ndim)):
+            moved += n.size
+        elif n.op in HEAVY and n.attrs.get("channels_last"):
+            acts, act_out = HEAVY[n.op]
+            switched += sum(n.inputs[k].size for k in acts) + (n.size if act_out else 0)
+    return 2 * moved < switched
