@@ -1,6 +1,7 @@
-"""Registry cases for the heavy primitives (conv, conv_grad_data, conv_grad_weight, pool,
-pool_grad), used by test_grad_registry.CASES. Inputs are float64, so these check kiln's own
-kernels (oneDNN takes float32 only; tests/test_heavy_ops.py compares the two)."""
+"""Registry cases for the heavy primitives (conv, conv_bias, conv_grad_data,
+conv_grad_weight, pool, pool_grad; NCHW and channels-last), used by
+test_grad_registry.CASES. Inputs are float64, so these check kiln's own kernels (oneDNN
+takes float32 only; tests/test_heavy_ops.py compares the two)."""
 import math
 
 import numpy as onp
@@ -59,26 +60,39 @@ def heavy_cases(C):
         "conv": [C(u(2, 3, 5, 6), u(4, 3, 2, 2), **a2, torch=t_conv),
                  C(u(1, 4, 4, 4), u(6, 2, 3, 3), **g2, torch=t_conv),
                  C(u(2, 2, 7), u(3, 2, 3), **a1),
-                 C(u(1, 2, 3, 4, 3), u(2, 2, 2, 3, 2), **a3, torch=t_conv)],
+                 C(u(1, 2, 3, 4, 3), u(2, 2, 2, 3, 2), **a3, torch=t_conv),
+                 C(u(2, 5, 6, 3), u(4, 3, 2, 2), **a2, channels_last=True)],
         "conv_grad_data": [C(u(2, 4, 3, 4), u(4, 3, 2, 2), in_shape=(5, 6), **a2,
                              torch=t_conv_grad_data),
                            C(u(1, 6, 4, 4), u(6, 2, 3, 3), in_shape=(4, 4), **g2,
                              torch=t_conv_grad_data),
-                           C(u(2, 3, 4), u(3, 2, 3), in_shape=(7,), **a1)],
+                           C(u(2, 3, 4), u(3, 2, 3), in_shape=(7,), **a1),
+                           C(u(1, 4, 4, 6), u(6, 2, 3, 3), in_shape=(4, 4), **g2,
+                             channels_last=True)],
         "conv_grad_weight": [C(u(2, 3, 5, 6), u(2, 4, 3, 4), kernel=(2, 2), **a2),
                              C(u(1, 4, 4, 4), u(1, 6, 4, 4), kernel=(3, 3), **g2),
-                             C(u(2, 2, 7), u(2, 3, 4), kernel=(3,), **a1)],
+                             C(u(2, 2, 7), u(2, 3, 4), kernel=(3,), **a1),
+                             C(u(2, 5, 6, 3), u(2, 3, 4, 2), kernel=(2, 2), **a2,
+                               channels_last=True)],
         "pool": [C(distinct(2, 3, 5, 5), kind="max", kernel=(3, 3), stride=(2, 2),
                    pad=(1, 1, 1, 1), torch=t_pool),
                  C(u(2, 3, 5, 5), kind="avg", kernel=(2, 2), stride=(2, 2),
                    pad=(1, 1, 1, 1), torch=t_pool),
                  C(u(2, 3, 5, 5), kind="avg_valid", kernel=(3, 3), stride=(2, 2),
                    pad=(1, 1, 1, 1), torch=t_pool),
-                 C(distinct(1, 2, 7), kind="max", kernel=(2,), stride=(2,), pad=(0, 1))],
+                 C(distinct(1, 2, 7), kind="max", kernel=(2,), stride=(2,), pad=(0, 1)),
+                 C(distinct(2, 5, 5, 3), kind="max", kernel=(3, 3), stride=(2, 2),
+                   pad=(1, 1, 1, 1), channels_last=True)],
+        "conv_bias": [C(u(2, 3, 5, 6), u(4, 3, 2, 2), u(4), **a2),
+                      C(u(1, 4, 4, 4), u(6, 2, 3, 3), u(6), **g2, relu=True),
+                      C(u(2, 5, 6, 3), u(4, 3, 2, 2), u(4), **a2, relu=True,
+                        channels_last=True)],
         "pool_grad": [C(u(2, 3, 3, 3), distinct(2, 3, 5, 5), kind="max", kernel=(3, 3),
                         stride=(2, 2), pad=(1, 1, 1, 1)),
                       C(u(2, 3, 3, 3), u(2, 3, 5, 5), kind="avg_valid", kernel=(3, 3),
                         stride=(2, 2), pad=(1, 1, 1, 1)),
                       C(u(1, 2, 4), u(1, 2, 7), kind="avg", kernel=(2,), stride=(2,),
-                        pad=(0, 1))],
+                        pad=(0, 1)),
+                      C(u(2, 3, 3, 3), distinct(2, 5, 5, 3), kind="max", kernel=(3, 3),
+                        stride=(2, 2), pad=(1, 1, 1, 1), channels_last=True)],
     }

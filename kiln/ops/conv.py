@@ -9,10 +9,12 @@ gradients of any order stay on the kernel library. Each primitive runs on oneDNN
 available (kiln/backend/dnnl) and otherwise on its decomposition into kiln's `windows`
 (im2col) and matmul. The decomposition is also what backends without a conv kernel run
 (kiln/graph/passes/expand_heavy.py), so both paths compute the same function.
-`pad` is (lo, hi) per spatial dimension.
+`pad` is (lo, hi) per spatial dimension. channels_last=True: activations are (N, *S, C)
+(kiln/ops/channels_last.py).
 """
 import numpy as _np
 
+from . import channels_last as cl
 from .registry import register
 from .window import window_out_size, _check
 from ..base import op_error
@@ -51,10 +53,18 @@ def _conv_rule(x, w, stride, dilation, pad, groups=1):
     return conv_out_shape("conv", x.shape, w.shape, stride, dilation, pad, groups), x.dtype
 
 
-def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1):
-    from ..autograd import input_needed
+def _attrs(stride, dilation, pad, groups, channels_last):
     a = dict(stride=stride, dilation=dilation, pad=pad, groups=groups)
-    return (conv_grad_data(g, w, in_shape=tuple(x.shape[2:]), **a) if input_needed(0) else None,
+    if channels_last:
+        a["channels_last"] = True
+    return a
+
+
+def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1, channels_last=False):
+    from ..autograd import input_needed
+    a = _attrs(stride, dilation, pad, groups, channels_last)
+    in_shape = cl.spatial(x.shape, channels_last)
+    return (conv_grad_data(g, w, in_shape=in_shape, **a) if input_needed(0) else None,
             conv_grad_weight(x, g, kernel=tuple(w.shape[2:]), **a) if input_needed(1) else None)
 
 
@@ -71,7 +81,8 @@ def _eval(decomposition, *arrays, **attrs):
         return decomposition(*[ndarray._wrap(a) for a in arrays], **attrs)._data
 
 
-@register("conv", _conv_rule, _conv_grad)
+@register("conv", cl.rule((0,), True)(_conv_rule), _conv_grad)
+@cl.kernel((0,), True)
 def conv(x, w, stride, dilation, pad, groups=1):
     shape = _conv_rule(x, w, stride, dilation, pad, groups)[0]
     y = _dnnl().conv_forward(x, w, shape, stride, dilation, pad, groups)
@@ -90,12 +101,14 @@ def _grad_data_rule(g, w, in_shape, stride, dilation, pad, groups=1):
     return x_shape, g.dtype
 
 
-def _grad_data_grad(c, out, g, w, in_shape, stride, dilation, pad, groups=1):
-    a = dict(stride=stride, dilation=dilation, pad=pad, groups=groups)
+def _grad_data_grad(c, out, g, w, in_shape, stride, dilation, pad, groups=1,
+                    channels_last=False):
+    a = _attrs(stride, dilation, pad, groups, channels_last)
     return (conv(c, w, **a), conv_grad_weight(c, g, kernel=tuple(w.shape[2:]), **a))
 
 
-@register("conv_grad_data", _grad_data_rule, _grad_data_grad)
+@register("conv_grad_data", cl.rule((0,), True)(_grad_data_rule), _grad_data_grad)
+@cl.kernel((0,), True)
 def conv_grad_data(g, w, in_shape, stride, dilation, pad, groups=1):
     shape = _grad_data_rule(g, w, in_shape, stride, dilation, pad, groups)[0]
     gx = _dnnl().conv_backward_data(g, w, shape, stride, dilation, pad, groups)
@@ -114,12 +127,15 @@ def _grad_weight_rule(x, g, kernel, stride, dilation, pad, groups=1):
     return w_shape, x.dtype
 
 
-def _grad_weight_grad(c, out, x, g, kernel, stride, dilation, pad, groups=1):
-    a = dict(stride=stride, dilation=dilation, pad=pad, groups=groups)
-    return (conv_grad_data(g, c, in_shape=tuple(x.shape[2:]), **a), conv(x, c, **a))
+def _grad_weight_grad(c, out, x, g, kernel, stride, dilation, pad, groups=1,
+                      channels_last=False):
+    a = _attrs(stride, dilation, pad, groups, channels_last)
+    return (conv_grad_data(g, c, in_shape=cl.spatial(x.shape, channels_last), **a),
+            conv(x, c, **a))
 
 
-@register("conv_grad_weight", _grad_weight_rule, _grad_weight_grad)
+@register("conv_grad_weight", cl.rule((0, 1), False)(_grad_weight_rule), _grad_weight_grad)
+@cl.kernel((0, 1), False)
 def conv_grad_weight(x, g, kernel, stride, dilation, pad, groups=1):
     shape = _grad_weight_rule(x, g, kernel, stride, dilation, pad, groups)[0]
     gw = _dnnl().conv_backward_weights(x, g, shape, stride, dilation, pad, groups)
@@ -184,5 +200,6 @@ def conv_grad_weight_by_windows(x, g, kernel, stride, dilation, pad, groups=1):
     return knp.reshape(gw, (g.shape[1], x.shape[1] // groups) + tuple(kernel))
 
 
-DECOMPOSITIONS = {"conv": conv_by_windows, "conv_grad_data": conv_grad_data_by_windows,
-                  "conv_grad_weight": conv_grad_weight_by_windows}
+DECOMPOSITIONS = {"conv": cl.kernel((0,), True)(conv_by_windows),
+                  "conv_grad_data": cl.kernel((0,), True)(conv_grad_data_by_windows),
+                  "conv_grad_weight": cl.kernel((0, 1), False)(conv_grad_weight_by_windows)}

@@ -12,6 +12,7 @@ padding never wins a max and counts in 'avg' only.
 """
 import numpy as _np
 
+from . import channels_last as cl
 from .registry import register
 from .window import _check
 from .conv import _eval, _dnnl
@@ -35,11 +36,13 @@ def _pool_rule(x, kind, kernel, stride, pad):
     return tuple(x.shape[:2]) + out, x.dtype
 
 
-def _pool_grad(g, out, x, kind, kernel, stride, pad):
-    return (pool_grad(g, x, kind=kind, kernel=kernel, stride=stride, pad=pad),)
+def _pool_grad(g, out, x, kind, kernel, stride, pad, channels_last=False):
+    layout = {"channels_last": True} if channels_last else {}
+    return (pool_grad(g, x, kind=kind, kernel=kernel, stride=stride, pad=pad, **layout),)
 
 
-@register("pool", _pool_rule, _pool_grad)
+@register("pool", cl.rule((0,), True)(_pool_rule), _pool_grad)
+@cl.kernel((0,), True)
 def pool(x, kind, kernel, stride, pad):
     shape = _pool_rule(x, kind, kernel, stride, pad)[0]
     y = _dnnl().pool_forward(x, kind, shape, kernel, stride, pad)
@@ -56,8 +59,13 @@ def _pool_grad_rule(g, x, kind, kernel, stride, pad):
     return tuple(x.shape), x.dtype
 
 
-def _pool_grad_grad(c, out, g, x, kind, kernel, stride, pad):
+def _pool_grad_grad(c, out, g, x, kind, kernel, stride, pad, channels_last=False):
     """pool_grad is linear in g; for 'max' its adjoint picks c at each window's maximum."""
+    if channels_last:
+        from .. import np as knp
+        c, x = knp.moveaxis(c, -1, 1), knp.moveaxis(x, -1, 1)
+        first = _pool_grad_grad(c, None, None, x, kind, kernel, stride, pad)
+        return (knp.moveaxis(first[0], 1, -1), None)
     if kind != "max":
         return (pool(c, kind=kind, kernel=kernel, stride=stride, pad=pad), None)
     from .. import np as knp
@@ -66,7 +74,8 @@ def _pool_grad_grad(c, out, g, x, kind, kernel, stride, pad):
     return (knp.moveaxis(picked, -1, 1), None)
 
 
-@register("pool_grad", _pool_grad_rule, _pool_grad_grad)
+@register("pool_grad", cl.rule((0, 1), True)(_pool_grad_rule), _pool_grad_grad)
+@cl.kernel((0, 1), True)
 def pool_grad(g, x, kind, kernel, stride, pad):
     _pool_grad_rule(g, x, kind, kernel, stride, pad)
     gx = _dnnl().pool_backward(g, x, kind, kernel, stride, pad)
@@ -133,4 +142,5 @@ def pool_grad_by_windows(g, x, kind, kernel, stride, pad):
                      dilation=(1,) * nsp, pad=pad)
 
 
-DECOMPOSITIONS = {"pool": pool_by_windows, "pool_grad": pool_grad_by_windows}
+DECOMPOSITIONS = {"pool": cl.kernel((0,), True)(pool_by_windows),
+                  "pool_grad": cl.kernel((0, 1), True)(pool_grad_by_windows)}

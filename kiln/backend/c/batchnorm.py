@@ -49,15 +49,24 @@ def _stats_loop(x, xname, axis, mean, var):
     """C filling the double arrays `mean` and `var` (C each) with x's batch statistics."""
     outer, c, inner = _view(x, axis)
     m = outer * inner
-    return f"""
-    for (int64_t c = 0; c < {c}; c++) {{ {mean}[c] = 0; {var}[c] = 0; }}
+    if inner == 1:      # channels last: one accumulator per channel, vectorized across
+        sums = f"""
+    for (int64_t o = 0; o < {outer}; o++)
+      for (int64_t c = 0; c < {c}; c++) {{
+        const double d = (double){xname}[o * {c} + c] - (double){xname}[c];
+        {mean}[c] += d; {var}[c] += d * d;
+      }}"""
+    else:
+        sums = f"""
     for (int64_t o = 0; o < {outer}; o++)
       for (int64_t c = 0; c < {c}; c++) {{
         const double sh = (double){xname}[c * {inner}];
         const {ctype(x.dtype)} *xp = {xname} + (o * {c} + c) * {inner};
         double acc0 = 0, acc1 = 0;{_channel_sums("xp", ["d", "d * d"], inner)}
         {mean}[c] += acc0; {var}[c] += acc1;
-      }}
+      }}"""
+    return f"""
+    for (int64_t c = 0; c < {c}; c++) {{ {mean}[c] = 0; {var}[c] = 0; }}{sums}
     for (int64_t c = 0; c < {c}; c++) {{
       const double s = {mean}[c] / {m}, sh = (double){xname}[c * {inner}];
       const double v = {var}[c] / {m} - s * s;
@@ -86,6 +95,10 @@ def _affine_pass(x, axis, out, expr):
     """C writing out[j] = expr (in j, the element, and c, its channel) in one pass over
     (outer, C, inner)."""
     outer, c, inner = _view(x, axis)
+    if inner == 1:
+        return f"""
+    for (int64_t o = 0; o < {outer}; o++)
+      for (int64_t c = 0; c < {c}; c++) {{ const int64_t j = o * {c} + c; {out}[j] = {expr}; }}"""
     return f"""
     for (int64_t o = 0; o < {outer}; o++)
       for (int64_t c = 0; c < {c}; c++) {{
@@ -121,10 +134,16 @@ def param_grad(node, ptr, em):
     buf = _scratch(em, 2 * c)
     # d is g (shift 0); the second sum weighs it by x's deviation, read alongside
     sums = _channel_sums("gp", ["d", "d * ((double)xp[i + l] - m)"], inner)
-    return f"""  {{
-    const {T} *g = {ptr(g)}, *x = {ptr(x)}, *st = {ptr(st)}; {T} *out = {ptr(node)};
-    double *sum = (double *)P[{buf}];
-    for (int64_t c = 0; c < {2 * c}; c++) sum[c] = 0;
+    if inner == 1:      # channels last: vectorized across the channels
+        loop = f"""
+    for (int64_t o = 0; o < {outer}; o++)
+      for (int64_t c = 0; c < {c}; c++) {{
+        const int64_t j = o * {c} + c;
+        const double d = (double)g[j];
+        sum[c] += d; sum[{c} + c] += d * ((double)x[j] - (double)st[c]);
+      }}"""
+    else:
+        loop = f"""
     for (int64_t o = 0; o < {outer}; o++)
       for (int64_t c = 0; c < {c}; c++) {{
         const double sh = 0, m = (double)st[c];
@@ -132,7 +151,11 @@ def param_grad(node, ptr, em):
         const {T} *gp = g + base, *xp = x + base;
         double acc0 = 0, acc1 = 0;{sums}
         sum[c] += acc0; sum[{c} + c] += acc1;
-      }}
+      }}"""
+    return f"""  {{
+    const {T} *g = {ptr(g)}, *x = {ptr(x)}, *st = {ptr(st)}; {T} *out = {ptr(node)};
+    double *sum = (double *)P[{buf}];
+    for (int64_t c = 0; c < {2 * c}; c++) sum[c] = 0;{loop}
     for (int64_t c = 0; c < {2 * c}; c++) out[c] = ({T})sum[c];
   }}"""
 

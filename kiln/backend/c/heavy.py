@@ -13,7 +13,7 @@ import numpy as _np
 
 from ...base import KilnError
 
-OPS = ("conv", "conv_grad_data", "conv_grad_weight", "pool", "pool_grad")
+OPS = ("conv", "conv_bias", "conv_grad_data", "conv_grad_weight", "pool", "pool_grad")
 
 PRELUDE = r"""
 /* ---- heavy ops on oneDNN (heavy.py) ---- */
@@ -42,7 +42,8 @@ def lowerable(node):
 
 
 def _pool_key(x, attrs):
-    return (id(x), attrs["kind"], attrs["kernel"], attrs["stride"], attrs["pad"])
+    return (id(x), attrs["kind"], attrs["kernel"], attrs["stride"], attrs["pad"],
+            bool(attrs.get("channels_last")))
 
 
 def pair_max_pools(em, nodes):
@@ -67,10 +68,18 @@ def pair_max_pools(em, nodes):
             shared[id(node)] = shared[id(pool)]
 
 
+def _nchw(shape, attrs):
+    """An activation's dims as the shim takes them (NCHW order, whatever the layout)."""
+    from ..dnnl.ops import channels_first
+    return channels_first(shape) if attrs.get("channels_last") else tuple(shape)
+
+
 def _pool_maker(which, x, y_shape, attrs):
     from ..dnnl import ops
     geo = (attrs["kernel"], attrs["stride"], attrs["pad"])
-    return lambda lib: ops.make_pool(lib, which, attrs["kind"], x.shape, y_shape, *geo)
+    xs, ys, last = _nchw(x.shape, attrs), _nchw(y_shape, attrs), bool(attrs.get("channels_last"))
+    return lambda lib: ops.make_pool(lib, which, attrs["kind"], xs, ys, *geo,
+                                     channels_last=last)
 
 
 def _makers(node, workspace=None):
@@ -79,31 +88,38 @@ def _makers(node, workspace=None):
     (pair_max_pools)."""
     from ..dnnl import ops
     a = node.attrs
+    if node.op == "conv_bias":
+        x, w, b = node.inputs
+        geo = (a["stride"], a["dilation"], a["pad"], a.get("groups", 1))
+        shapes = (0, _nchw(x.shape, a), w.shape, _nchw(node.shape, a))
+        flags = dict(channels_last=bool(a.get("channels_last")), bias=True,
+                     relu=bool(a.get("relu")))
+        return [(lambda lib: ops.make_conv(lib, *shapes, *geo, **flags), [x, w, b, node])]
     if node.op in ("conv", "conv_grad_data", "conv_grad_weight"):
         geo = (a["stride"], a["dilation"], a["pad"], a.get("groups", 1))
         first, second = node.inputs
         if node.op == "conv":
-            shapes = (0, first.shape, second.shape, node.shape)
+            shapes = (0, _nchw(first.shape, a), second.shape, _nchw(node.shape, a))
         elif node.op == "conv_grad_data":
-            shapes = (1, node.shape, second.shape, first.shape)
+            shapes = (1, _nchw(node.shape, a), second.shape, _nchw(first.shape, a))
         else:
-            shapes = (2, first.shape, node.shape, second.shape)
-        return [(lambda lib: ops.make_conv(lib, *shapes, *geo), [first, second, node])]
-    geo = (a["kernel"], a["stride"], a["pad"])
+            shapes = (2, _nchw(first.shape, a), node.shape, _nchw(second.shape, a))
+        last = bool(a.get("channels_last"))
+        return [(lambda lib: ops.make_conv(lib, *shapes, *geo, channels_last=last),
+                 [first, second, node])]
     kind = a["kind"]
     if node.op == "pool":
         x = node.inputs[0]
         if workspace is not None:
             return [(_pool_maker(1, x, node.shape, a), [x, node, ("shared", workspace)])]
-        return [(lambda lib: ops.make_pool(lib, 0, kind, x.shape, node.shape, *geo), [x, node])]
+        return [(_pool_maker(0, x, node.shape, a), [x, node])]
     g, x = node.inputs
     if workspace is not None:
         return [(_pool_maker(2, x, g.shape, a), [g, ("shared", workspace), node])]
     if kind != "max":
-        return [(lambda lib: ops.make_pool(lib, 2, kind, x.shape, g.shape, *geo), [g, node])]
+        return [(_pool_maker(2, x, g.shape, a), [g, node])]
     # max: the forward pass again, keeping where each maximum was, then the backward
-    fwd = lambda lib: ops.make_pool(lib, 1, kind, x.shape, g.shape, *geo)  # noqa: E731
-    bwd = lambda lib: ops.make_pool(lib, 2, kind, x.shape, g.shape, *geo)  # noqa: E731
+    fwd, bwd = _pool_maker(1, x, g.shape, a), _pool_maker(2, x, g.shape, a)
     return [(fwd, [x, ("scratch", g.size * 4), ("workspace", fwd)]),
             (bwd, [g, ("workspace", fwd), node])]
 

@@ -7,6 +7,7 @@ parameter pointers only when a parameter's array object changed, makes one ctype
 and returns fresh copies of the outputs.
 """
 import ctypes
+import os
 import sys
 import threading
 import weakref
@@ -328,10 +329,23 @@ def compile_graph(graph):
 
 def _without_heavy_ops(graph):
     """Heavy ops (conv, pool) the kernel library takes are called from the generated code
-    (heavy.py); the others (no library, not float32) run their decompositions."""
+    (heavy.py), channels-last between them (graph/passes/layout.py; KILN_CHANNELS_LAST=0
+    keeps NCHW); the others (no library, not float32) run their decompositions."""
     from ...graph.passes import optimize
     from ...graph.passes.expand_heavy import heavy_nodes, expand_heavy_ops
-    nodes = heavy_nodes(graph)
-    if all(heavy.lowerable(n) for n in nodes):
-        return graph
-    return optimize(expand_heavy_ops(graph, keep=heavy.lowerable))
+    from ...graph.passes.layout import assign_layouts, channels_last_pays
+    from ...graph.passes.conv_epilogue import fuse_conv_epilogues
+    original = graph
+    if not all(heavy.lowerable(n) for n in heavy_nodes(graph)):
+        graph = optimize(expand_heavy_ops(graph, keep=heavy.lowerable))
+    if os.environ.get("KILN_CHANNELS_LAST", "1") != "0":
+        laid = assign_layouts(graph, takes=heavy.lowerable)
+        if laid is not graph and channels_last_pays(laid):
+            graph = optimize(laid)
+    fused = fuse_conv_epilogues(graph, takes=heavy.lowerable)
+    graph = graph if fused is graph else optimize(fused)
+    if graph is not original:
+        # the passes keep the outputs in order: the parameters' new values are still
+        # written in place
+        graph.state_outputs = dict(original.state_outputs)
+    return graph

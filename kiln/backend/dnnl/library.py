@@ -106,7 +106,7 @@ def _load():
                              ctypes.c_int64, ctypes.c_int]
     shim.kd_pool.restype = P
     shim.kd_pool.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, I64, I64, I64, I64, I64,
-                             I64]
+                             I64, ctypes.c_int]
     shim.kd_matmul.restype = P
     shim.kd_matmul.argtypes = [ctypes.c_int, I64, I64, I64, I64, ctypes.c_int64,
                                ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
@@ -130,12 +130,10 @@ def thread_policy():
     OpenMP splits a primitive's work evenly and waits for every thread at the end, so one
     thread the OS does not schedule stalls the whole call: on 2 cores shared with other
     busy processes, a LeNet training step took 411 ms with 2 OpenMP threads against 57 ms
-    with 1 (kiln's own pool, by contrast, lets idle threads' blocks go to the others). The
-    load average counts this process's own recent work too (a benchmark's earlier rows, a
-    test session), so one unit of it is taken as ours: at a load of 0.6 on 2 idle cores,
-    counting it all gave 1 thread and half the speed (ResNet-18 batch 32: 192 ms against
-    107 ms). Decided once per process (primitives keep the thread count they were made
-    with)."""
+    with 1 (kiln's own pool, by contrast, lets idle threads' blocks go to the others).
+    Busy means runnable now at normal priority (busy.py); without /proc, the load average
+    less one unit taken as this process's own recent work. Decided once per process
+    (primitives keep the thread count they were made with)."""
     from ..c.runtime import thread_count
     value = os.environ.get("KILN_DNNL_THREADS")
     if value:
@@ -143,11 +141,14 @@ def thread_policy():
             return max(1, int(value))
         except ValueError:
             pass
+    from .busy import busy_cpus
     cores = thread_count()
-    try:
-        others = max(0.0, os.getloadavg()[0] - 1.0)
-    except OSError:
-        others = 0.0
+    others = busy_cpus()
+    if others is None:
+        try:
+            others = max(0.0, os.getloadavg()[0] - 1.0)
+        except OSError:
+            others = 0.0
     return max(1, min(cores, int(round(cores - others))))
 
 

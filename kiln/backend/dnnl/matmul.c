@@ -5,9 +5,6 @@
    kept while the caller's pointer and stamp are unchanged. Bias and ReLU run inside the
    primitive (bias argument, eltwise post-op), so the layer is one pass over its output. */
 
-static __thread char kd_impl[128];
-/* the implementation oneDNN chose for the last matmul made on this thread (tests, probes) */
-const char *kd_last_impl(void) { return kd_impl; }
 
 static dnnl_memory_desc_t kd_strided(int nd, const int64_t *dims, const int64_t *strides) {
   dnnl_dims_t d, s;

@@ -70,18 +70,35 @@ def _f32(a):
     return _np.ascontiguousarray(a, dtype=_np.float32)
 
 
-def make_conv(lib, which, x_shape, w_shape, y_shape, stride, dilation, pad, groups):
-    """A new shim op (an address, 0 on failure): 0 forward, 1 data gradient, 2 weights'."""
+CHANNELS_LAST = 2      # the shim's KD_CHANNELS_LAST flag
+
+
+def channels_first(shape):
+    """(N, *S, C) -> (N, C, *S): the shim takes an activation's dims in NCHW order."""
+    return (shape[0], shape[-1]) + tuple(shape[1:-1])
+
+
+BIAS, RELU = 1, 4      # the shim's KD_BIAS, KD_RELU
+
+
+def make_conv(lib, which, x_shape, w_shape, y_shape, stride, dilation, pad, groups,
+              channels_last=False, bias=False, relu=False):
+    """A new shim op (an address, 0 on failure): 0 forward, 1 data gradient, 2 weights'.
+    Shapes are NCHW; channels_last: the activations lie (N, *S, C) in memory; bias, relu:
+    the forward op takes a bias (x, w, b, y) and applies ReLU to its output."""
     lo, hi = _pads(pad)
+    flags = ((CHANNELS_LAST if channels_last else 0) | (BIAS if bias else 0)
+             | (RELU if relu else 0))
     return lib.kd_conv(which, len(stride), _i64(x_shape), _i64(w_shape), _i64(y_shape),
-                       _i64(stride), _i64(dilation), _i64(lo), _i64(hi), groups, 0)
+                       _i64(stride), _i64(dilation), _i64(lo), _i64(hi), groups, flags)
 
 
-def make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad):
+def make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad, channels_last=False):
     """A new shim op: 0 forward, 1 forward keeping the max workspace, 2 backward."""
     lo, hi = _pads(pad)
     return lib.kd_pool(which, POOL_KINDS[kind], len(kernel), _i64(x_shape), _i64(y_shape),
-                       _i64(kernel), _i64(stride), _i64(lo), _i64(hi))
+                       _i64(kernel), _i64(stride), _i64(lo), _i64(hi),
+                       CHANNELS_LAST if channels_last else 0)
 
 
 def _conv_op(which, x_shape, w_shape, y_shape, stride, dilation, pad, groups):

@@ -97,6 +97,21 @@ static dnnl_memory_desc_t kd_plain(int nd, const int64_t *dims) {
   return md;
 }
 
+/* An activation (N, C, *S) as the caller stores it: plain, or channels-last (N, *S, C) in
+   memory, which oneDNN's convolutions and poolings read and write without a reorder. */
+static dnnl_memory_desc_t kd_act(int nd, const int64_t *dims, int channels_last) {
+  if (!channels_last) return kd_plain(nd, dims);
+  dnnl_dims_t d, s;
+  for (int i = 0; i < nd; i++) d[i] = dims[i];
+  int64_t stride = dims[1];
+  s[1] = 1;
+  for (int i = nd - 1; i >= 2; i--) { s[i] = stride; stride *= dims[i]; }
+  s[0] = stride;
+  dnnl_memory_desc_t md = 0;
+  if (dnnl_memory_desc_create_with_strides(&md, nd, d, dnnl_f32, s) != dnnl_success) return 0;
+  return md;
+}
+
 static dnnl_memory_desc_t kd_any(int nd, const int64_t *dims) {
   dnnl_dims_t d;
   for (int i = 0; i < nd; i++) d[i] = dims[i];
@@ -129,6 +144,10 @@ void kd_free(kd_op *op) {
   free(op);
 }
 
+static __thread char kd_impl[128];
+/* the implementation oneDNN chose for the last op made on this thread (tests, probes) */
+const char *kd_last_impl(void) { return kd_impl; }
+
 /* Build an op from a primitive descriptor. user[i] is the caller's layout of argument i
    (0: whatever the primitive wants, e.g. a pooling workspace the caller only stores). */
 static kd_op *kd_make(dnnl_primitive_desc_t pd, int nargs, const int *args,
@@ -137,6 +156,9 @@ static kd_op *kd_make(dnnl_primitive_desc_t pd, int nargs, const int *args,
   if (!op) { snprintf(kd_message, sizeof kd_message, "out of memory"); goto fail; }
   pthread_mutex_init(&op->lock, 0);
   op->nargs = nargs;
+  const char *impl = 0;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
+    snprintf(kd_impl, sizeof kd_impl, "%s", impl ? impl : "");
   KD_TRY(dnnl_primitive_create(&op->prim, pd));
   const_dnnl_memory_desc_t smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   if (smd && dnnl_memory_desc_get_size(smd)) {
@@ -232,10 +254,17 @@ static void kd_dims(dnnl_dims_t out, int n, const int64_t *in, int64_t minus) {
 
 /* Convolution over nsp spatial dims; x (N,C,*S), y (N,F,*O), w (F,C/g,*K) stored as
    (g,F/g,C/g,*K) when groups > 1. which: 0 forward (x,w,[b],y), 1 backward data
-   (gy,w,gx), 2 backward weights (x,gy,gw,[gb]). dilation is kiln's (1 = dense). */
+   (gy,w,gx), 2 backward weights (x,gy,gw,[gb]). dilation is kiln's (1 = dense).
+   flags: KD_BIAS, KD_CHANNELS_LAST (x, y and their gradients stored channels-last; the
+   primitive then works on them in place, where with plain NCHW oneDNN's kernels want a
+   blocked copy of each), KD_RELU (forward: y = relu(conv + bias), a post-op). */
+#define KD_BIAS 1
+#define KD_CHANNELS_LAST 2
+#define KD_RELU 4
 static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
                const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
-               const int64_t *pad_hi, int64_t groups, int with_bias) {
+               const int64_t *pad_hi, int64_t groups, int flags) {
+  int with_bias = flags & KD_BIAS, cl = (flags & KD_CHANNELS_LAST) != 0;
   dnnl_dims_t st, dl, pl, ph;
   int64_t wg[DNNL_MAX_NDIMS];
   int wnd = nsp + 2;
@@ -249,46 +278,58 @@ static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t 
     for (int i = 0; i < nsp + 2; i++) wg[i] = wd[i];
   }
   int64_t bd[1] = {wd[0]};
-  dnnl_memory_desc_t xa = kd_any(nsp + 2, xd), ya = kd_any(nsp + 2, yd), wa = kd_any(wnd, wg);
+  dnnl_memory_desc_t xa = cl ? kd_act(nsp + 2, xd, 1) : kd_any(nsp + 2, xd);
+  dnnl_memory_desc_t ya = cl ? kd_act(nsp + 2, yd, 1) : kd_any(nsp + 2, yd);
+  dnnl_memory_desc_t wa = kd_any(wnd, wg);
   dnnl_memory_desc_t ba = with_bias ? kd_plain(1, bd) : 0;
   dnnl_primitive_attr_t attr = kd_attr();
+  dnnl_post_ops_t po = 0;
   dnnl_primitive_desc_t fwd = 0, pd = 0;
   dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
   int args[KD_MAX_ARGS], outs[KD_MAX_ARGS], nargs = 0;
   if (kd_init()) goto fail;
+  if (which == 0 && (flags & KD_RELU)) {
+    KD_TRY(dnnl_post_ops_create(&po));
+    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f));
+    KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
+  }
   KD_TRY(dnnl_convolution_forward_primitive_desc_create(&fwd, kd_engine,
       which == 0 ? dnnl_forward_inference : dnnl_forward_training, dnnl_convolution_direct,
       xa, wa, ba, ya, st, dl, pl, ph, attr));
   if (which == 0) {
     pd = fwd; fwd = 0;
     args[0] = DNNL_ARG_SRC; args[1] = DNNL_ARG_WEIGHTS; outs[0] = outs[1] = 0;
-    user[0] = kd_plain(nsp + 2, xd); user[1] = kd_plain(wnd, wg); nargs = 2;
+    user[0] = kd_act(nsp + 2, xd, cl); user[1] = kd_plain(wnd, wg); nargs = 2;
     if (with_bias) { args[2] = DNNL_ARG_BIAS; outs[2] = 0; user[2] = kd_plain(1, bd); nargs = 3; }
-    args[nargs] = DNNL_ARG_DST; outs[nargs] = 1; user[nargs] = kd_plain(nsp + 2, yd); nargs++;
+    args[nargs] = DNNL_ARG_DST; outs[nargs] = 1; user[nargs] = kd_act(nsp + 2, yd, cl); nargs++;
   } else if (which == 1) {
     KD_TRY(dnnl_convolution_backward_data_primitive_desc_create(&pd, kd_engine,
         dnnl_convolution_direct, xa, wa, ya, st, dl, pl, ph, fwd, attr));
     args[0] = DNNL_ARG_DIFF_DST; args[1] = DNNL_ARG_WEIGHTS; args[2] = DNNL_ARG_DIFF_SRC;
     outs[0] = outs[1] = 0; outs[2] = 1;
-    user[0] = kd_plain(nsp + 2, yd); user[1] = kd_plain(wnd, wg); user[2] = kd_plain(nsp + 2, xd);
+    user[0] = kd_act(nsp + 2, yd, cl); user[1] = kd_plain(wnd, wg);
+    user[2] = kd_act(nsp + 2, xd, cl);
     nargs = 3;
   } else {
     KD_TRY(dnnl_convolution_backward_weights_primitive_desc_create(&pd, kd_engine,
         dnnl_convolution_direct, xa, wa, ba, ya, st, dl, pl, ph, fwd, attr));
     args[0] = DNNL_ARG_SRC; args[1] = DNNL_ARG_DIFF_DST; args[2] = DNNL_ARG_DIFF_WEIGHTS;
     outs[0] = outs[1] = 0; outs[2] = 1;
-    user[0] = kd_plain(nsp + 2, xd); user[1] = kd_plain(nsp + 2, yd); user[2] = kd_plain(wnd, wg);
+    user[0] = kd_act(nsp + 2, xd, cl); user[1] = kd_act(nsp + 2, yd, cl);
+    user[2] = kd_plain(wnd, wg);
     nargs = 3;
     if (with_bias) { args[3] = DNNL_ARG_DIFF_BIAS; outs[3] = 1; user[3] = kd_plain(1, bd); nargs = 4; }
   }
   dnnl_memory_desc_destroy(xa); dnnl_memory_desc_destroy(ya); dnnl_memory_desc_destroy(wa);
   if (ba) dnnl_memory_desc_destroy(ba);
   dnnl_primitive_attr_destroy(attr);
+  if (po) dnnl_post_ops_destroy(po);
   if (fwd) dnnl_primitive_desc_destroy(fwd);
   return kd_make(pd, nargs, args, outs, user);
 fail:
   dnnl_memory_desc_destroy(xa); dnnl_memory_desc_destroy(ya); dnnl_memory_desc_destroy(wa);
   if (ba) dnnl_memory_desc_destroy(ba);
+  if (po) dnnl_post_ops_destroy(po);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (fwd) dnnl_primitive_desc_destroy(fwd);
   for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
@@ -297,17 +338,19 @@ fail:
 
 /* Pooling; alg 0 max, 1 average counting padding, 2 average over the valid part.
    which: 0 forward (x,y), 1 forward keeping the max-pool workspace (x,y,ws),
-   2 backward (gy,[ws],gx); the workspace is in oneDNN's own layout (kd_arg_size). */
+   2 backward (gy,[ws],gx); the workspace is in oneDNN's own layout (kd_arg_size).
+   flags: KD_CHANNELS_LAST as for kd_conv. */
 static kd_op *kd_pool_make(int which, int alg, int nsp, const int64_t *xd, const int64_t *yd,
                const int64_t *kernel, const int64_t *stride, const int64_t *pad_lo,
-               const int64_t *pad_hi) {
+               const int64_t *pad_hi, int flags) {
+  int cl = (flags & KD_CHANNELS_LAST) != 0;
   dnnl_dims_t k, st, dl, pl, ph;
   kd_dims(k, nsp, kernel, 0); kd_dims(st, nsp, stride, 0);
   kd_dims(pl, nsp, pad_lo, 0); kd_dims(ph, nsp, pad_hi, 0);
   for (int i = 0; i < nsp; i++) dl[i] = 0;
   dnnl_alg_kind_t a = alg == 0 ? dnnl_pooling_max : alg == 1 ? dnnl_pooling_avg_include_padding
                                                               : dnnl_pooling_avg_exclude_padding;
-  dnnl_memory_desc_t xm = kd_plain(nsp + 2, xd), ym = kd_plain(nsp + 2, yd);
+  dnnl_memory_desc_t xm = kd_act(nsp + 2, xd, cl), ym = kd_act(nsp + 2, yd, cl);
   dnnl_primitive_attr_t attr = kd_attr();
   dnnl_primitive_desc_t fwd = 0, pd = 0;
   dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
@@ -320,14 +363,14 @@ static kd_op *kd_pool_make(int which, int alg, int nsp, const int64_t *xd, const
   if (which < 2) {
     pd = fwd; fwd = 0;
     args[0] = DNNL_ARG_SRC; args[1] = DNNL_ARG_DST; outs[1] = 1; nargs = 2;
-    user[0] = kd_plain(nsp + 2, xd); user[1] = kd_plain(nsp + 2, yd);
+    user[0] = kd_act(nsp + 2, xd, cl); user[1] = kd_act(nsp + 2, yd, cl);
     if (keep) { args[2] = DNNL_ARG_WORKSPACE; outs[2] = 1; nargs = 3; }
   } else {
     KD_TRY(dnnl_pooling_backward_primitive_desc_create(&pd, kd_engine, a, xm, ym, st, k, dl,
                                                        pl, ph, fwd, attr));
-    args[0] = DNNL_ARG_DIFF_DST; user[0] = kd_plain(nsp + 2, yd); nargs = 1;
+    args[0] = DNNL_ARG_DIFF_DST; user[0] = kd_act(nsp + 2, yd, cl); nargs = 1;
     if (keep) { args[1] = DNNL_ARG_WORKSPACE; nargs = 2; }
-    args[nargs] = DNNL_ARG_DIFF_SRC; outs[nargs] = 1; user[nargs] = kd_plain(nsp + 2, xd);
+    args[nargs] = DNNL_ARG_DIFF_SRC; outs[nargs] = 1; user[nargs] = kd_act(nsp + 2, xd, cl);
     nargs++;
   }
   dnnl_memory_desc_destroy(xm); dnnl_memory_desc_destroy(ym);
@@ -351,21 +394,21 @@ static int kd_spatial_ok(int nsp) {
 
 kd_op *kd_conv(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
                const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
-               const int64_t *pad_hi, int64_t groups, int with_bias) {
+               const int64_t *pad_hi, int64_t groups, int flags) {
   if (!kd_spatial_ok(nsp)) return 0;
   int before = kd_enter();
   kd_op *op = kd_conv_make(which, nsp, xd, wd, yd, stride, dilation, pad_lo, pad_hi, groups,
-                           with_bias);
+                           flags);
   kd_leave(before);
   return op;
 }
 
 kd_op *kd_pool(int which, int alg, int nsp, const int64_t *xd, const int64_t *yd,
                const int64_t *kernel, const int64_t *stride, const int64_t *pad_lo,
-               const int64_t *pad_hi) {
+               const int64_t *pad_hi, int flags) {
   if (!kd_spatial_ok(nsp)) return 0;
   int before = kd_enter();
-  kd_op *op = kd_pool_make(which, alg, nsp, xd, yd, kernel, stride, pad_lo, pad_hi);
+  kd_op *op = kd_pool_make(which, alg, nsp, xd, yd, kernel, stride, pad_lo, pad_hi, flags);
   kd_leave(before);
   return op;
 }

@@ -12,8 +12,9 @@ HEAVY_OPS = {}
 
 def _decompositions():
     if not HEAVY_OPS:
-        from ...ops import conv, pool
+        from ...ops import conv, conv_bias, pool
         HEAVY_OPS.update(conv.DECOMPOSITIONS)
+        HEAVY_OPS.update(conv_bias.DECOMPOSITIONS)
         HEAVY_OPS.update(pool.DECOMPOSITIONS)
     return HEAVY_OPS
 

@@ -1,0 +1,57 @@
+"""A convolution with its bias add and, optionally, ReLU, as one primitive.
+
+    conv_bias(x, w, b, relu)    conv(x, w) + b along the channel axis, then max(., 0)
+                                when relu; b is (F,)
+
+Compiled graphs make it out of conv -> add(bias) [-> relu] (kiln/graph/passes/
+conv_epilogue.py), so that oneDNN writes the output once: the bias is an argument of
+the primitive and ReLU a post-op. Its gradient is made of the conv primitives.
+"""
+import numpy as _np
+
+from . import channels_last as cl
+from .conv import conv, conv_grad_data, conv_grad_weight, conv_by_windows, _conv_rule, _attrs
+from .registry import register
+from ..base import op_error
+
+
+def _rule(x, w, b, stride, dilation, pad, groups=1, relu=False):
+    shape, dtype = _conv_rule(x, w, stride, dilation, pad, groups)
+    if tuple(b.shape) != (w.shape[0],) or b.dtype != dtype:
+        raise op_error("conv_bias", f"the bias must have shape ({w.shape[0]},) and dtype "
+                       f"{dtype}, got shape {tuple(b.shape)} and dtype {b.dtype}")
+    return shape, dtype
+
+
+def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels_last=False):
+    from .. import np as knp
+    from ..autograd import input_needed
+    if relu:
+        g = g * (out > 0)
+    a = _attrs(stride, dilation, pad, groups, channels_last)
+    channel = g.ndim - 1 if channels_last else 1
+    return (conv_grad_data(g, w, in_shape=cl.spatial(x.shape, channels_last), **a)
+            if input_needed(0) else None,
+            conv_grad_weight(x, g, kernel=tuple(w.shape[2:]), **a) if input_needed(1) else None,
+            knp.sum(g, axis=tuple(i for i in range(g.ndim) if i != channel))
+            if input_needed(2) else None)
+
+
+@register("conv_bias", cl.rule((0,), True)(_rule), _grad)
+@cl.kernel((0,), True)
+def conv_bias(x, w, b, stride, dilation, pad, groups=1, relu=False):
+    y = conv.impl(x, w, stride=stride, dilation=dilation, pad=pad, groups=groups)
+    y = y + b.reshape((1, -1) + (1,) * (y.ndim - 2)).astype(y.dtype, copy=False)
+    return _np.maximum(y, 0, out=y) if relu else y
+
+
+def conv_bias_by_windows(x, w, b, stride, dilation, pad, groups=1, relu=False):
+    """The decomposition backends without a conv kernel run (expand_heavy.py)."""
+    from .. import np as knp
+    from .elementwise import relu as relu_op
+    y = conv_by_windows(x, w, stride=stride, dilation=dilation, pad=pad, groups=groups)
+    y = y + knp.reshape(b, (1, -1) + (1,) * (y.ndim - 2))
+    return relu_op(y) if relu else y
+
+
+DECOMPOSITIONS = {"conv_bias": cl.kernel((0,), True)(conv_bias_by_windows)}
