@@ -3,6 +3,7 @@
 `python -m kiln fuzz --minutes N` runs longer; every bug it finds becomes a regression test
 in test_compiled_equals_eager.py.
 """
+import numpy as onp
 import pytest
 
 from kiln.fuzz.child import Child
@@ -54,3 +55,32 @@ def test_minimize_drops_what_the_failure_does_not_need():
     small = minimize(source, still_fails)
     _, small_body, _ = split_body(small)
     assert [line.strip() for stmt in small_body for line in stmt] == [keep]
+
+
+def test_conv_blocks_are_generated_and_the_ops_passes_make_are_counted():
+    """The convolutional form reaches the channels-last and conv_bias passes, and coverage
+    counts the ops of the optimized graph too (conv_bias exists only there)."""
+    import kiln
+    from kiln import init, np
+    from kiln.fuzz.compare import compare, traced_ops
+    from kiln.gluon import nn
+    sources = [generate(41, i).source() for i in range(300)]
+    assert any("nn.Conv2D" in src and "nn.MaxPool2D" in src for src in sources)
+    blk = nn.HybridSequential()
+    blk.add(nn.Conv2D(2, 3, padding=1, activation="relu", in_channels=1),
+            nn.MaxPool2D(2, strides=1), nn.Conv2D(1, 2, in_channels=2))
+    kiln.npx.random.seed(1)
+    blk.initialize(init.Uniform(0.5))
+
+    def f(a0):
+        return blk(a0.reshape((1, 1) + a0.shape))
+    x = np.array(onp.random.default_rng(0).uniform(-2, 2, (5, 6)).astype("float32"))
+    assert not compare(f, [x], [x * -1], strict=True)
+    compiled = kiln.hybridize(f, backend="c")
+    compiled(x)
+    seen = set()
+    traced_ops(compiled, seen)
+    assert {"conv", "pool"} <= seen
+    from kiln.backend.dnnl.library import shim
+    if shim() is not None:
+        assert "conv_bias" in seen

@@ -121,13 +121,18 @@ def _same_error(e_exc, c_exc):
 
 def traced_ops(compiled, into):
     """Add the op names of every graph `compiled` traced (forward and backward, control-flow
-    subgraphs included) to the set `into`; returns the number of eager fallbacks."""
+    subgraphs included), and of the optimized graph its program runs (passes make ops of
+    their own, such as conv_bias), to the set `into`; returns the number of eager
+    fallbacks."""
     fallbacks = 0
     for entry in compiled._cached.entries.values():
         if entry.eager:
             fallbacks += 1
             continue
         _graph_ops(entry.cap.graph, into)
+        optimized = getattr(entry.program, "graph", None)
+        if optimized is not None:
+            _graph_ops(optimized, into)
     return fallbacks
 
 

@@ -281,6 +281,26 @@ def gluon(s):
     return f"{s.new()} = {name}({x})", prelude
 
 
+def convolutional(s):
+    """A Conv2D block over a 2-D array as one image, alone or in a conv-pool-conv chain:
+    the compiled side folds bias and ReLU into the conv and may run the chain
+    channels-last, which eager never does."""
+    x = s.pick(lambda sh, d: len(sh) == 2 and d == "float32" and min(sh) >= 3)
+    if x is None:
+        return None
+    s.blocks += 1
+    name = f"blk{s.blocks}"
+    conv = "nn.Conv2D(2, 3, padding=1, activation='relu', in_channels=1)"
+    if s.choice([False, True]):
+        prelude = [f"{name} = {conv}"]
+    else:
+        prelude = [f"{name} = nn.HybridSequential()",
+                   f"{name}.add({conv}, nn.MaxPool2D(2, strides=1), "
+                   f"nn.Conv2D(1, 2, in_channels=2))"]
+    prelude += [f"npx.random.seed({s.blocks})", f"{name}.initialize(init.Uniform(0.5))"]
+    return f"{s.new()} = {name}({x}.reshape((1, 1) + {x}.shape))", prelude
+
+
 def recurrent(s):
     """A recurrent layer over the rows of a 2-D array as time steps (the scan op)."""
     x = s.pick(lambda sh, d: len(sh) == 2 and d == "float32" and min(sh) > 0)
@@ -340,7 +360,7 @@ def nn_op(s):
 FORMS = ((unary, 6), (binary, 8), (cast, 3), (reduce_, 4), (shape_op, 4), (index, 4),
          (assign, 4), (inplace, 5), (view_then_write, 4), (copy, 2), (matmul, 3),
          (create, 2), (random_draw, 1), (if_else, 2), (while_loop, 1), (windows, 1),
-         (gluon, 1), (nn_op, 2), (recurrent, 1), (collective, 1))
+         (gluon, 1), (convolutional, 1), (nn_op, 2), (recurrent, 1), (collective, 1))
 
 
 def draw(state):
