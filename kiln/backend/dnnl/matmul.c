@@ -89,6 +89,7 @@ kd_op *kd_matmul(int nd, const int64_t *ad, const int64_t *as, const int64_t *bd
   int before = omp_get_max_threads();
   if (single) omp_set_num_threads(1); else kd_enter();
   kd_op *op = kd_matmul_make(nd, ad, as, bd, bs, ldc, bias, act, pack);
+  if (op && single) op->threads = 1;
   omp_set_num_threads(before);
   return op;
 }

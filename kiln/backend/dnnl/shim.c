@@ -79,6 +79,7 @@ typedef struct {
   kd_arg args[KD_MAX_ARGS];
   dnnl_memory_t scratch;
   void *scratch_buf;
+  int threads;                  /* 0: kiln's policy (kd_threads); else run on this many */
   pthread_mutex_t lock;
 } kd_op;
 
@@ -206,11 +207,17 @@ int64_t kd_arg_size(kd_op *op, int i) {
 static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps);
 
 int kd_run(kd_op *op, void *const *ptrs, const int64_t *stamps) {
-  int before = kd_enter();
+  /* an op made for one thread runs on one: some of oneDNN's kernels (gemm:jit) read the
+     OpenMP thread count when they run, not when they are made, and in kiln's pool
+     blocks they then each started a team (the seed MLP at batch 64: 145-194 us a call
+     against 108 us) */
+  int before = omp_get_max_threads();
+  if (op->threads) { if (op->threads != before) omp_set_num_threads(op->threads); }
+  else kd_enter();
   pthread_mutex_lock(&op->lock);
   int rc = kd_run_locked(op, ptrs, stamps);
   pthread_mutex_unlock(&op->lock);
-  kd_leave(before);
+  if (omp_get_max_threads() != before) omp_set_num_threads(before);
   return rc;
 }
 
