@@ -42,6 +42,13 @@ def check_label_shapes(labels, preds, wrap=False, shape=False):
     return labels, preds
 
 
+def _name_value(name, value):
+    """[(name, value), ...] from a metric's get(): one pair, or a composite's lists."""
+    names = name if isinstance(name, list) else [name]
+    values = value if isinstance(value, list) else [value]
+    return list(zip(names, values))
+
+
 class EvalMetric:
     def __init__(self, name, output_names=None, label_names=None, **kwargs):
         self.name = str(name)
@@ -74,10 +81,7 @@ class EvalMetric:
             self.num_inst, self.sum_metric = local
 
     def get_global_name_value(self):
-        name, value = self.get_global()
-        names = name if isinstance(name, list) else [name]
-        values = value if isinstance(value, list) else [value]
-        return list(zip(names, values))
+        return _name_value(*self.get_global())
 
     def update(self, labels, preds):
         raise NotImplementedError
@@ -95,10 +99,7 @@ class EvalMetric:
         return self.name, self.sum_metric / self.num_inst
 
     def get_name_value(self):
-        name, value = self.get()
-        names = name if isinstance(name, list) else [name]
-        values = value if isinstance(value, list) else [value]
-        return list(zip(names, values))
+        return _name_value(*self.get())
 
     def _pairs(self, labels, preds):
         labels, preds = check_label_shapes(labels, preds, wrap=True)

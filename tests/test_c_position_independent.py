@@ -55,16 +55,8 @@ def test_gradient_through_a_tie_after_tanh_matches_eager():
         tail *= -2
         return v.max(axis=-2)
 
-    def grad(fn):
-        a = np.array(x)
-        a.attach_grad()
-        with autograd.record():
-            out = fn(a)
-        out.backward()
-        return a.grad.asnumpy()
-
-    onp.testing.assert_allclose(grad(kiln.hybridize(f, backend="c")), grad(f), rtol=1e-5,
-                                atol=1e-6)
+    onp.testing.assert_allclose(_grad(kiln.hybridize(f, backend="c"), x), _grad(f, x),
+                                rtol=1e-5, atol=1e-6)
 
 
 def test_compiled_sigmoid_reaches_subnormals_and_zero_as_eager_does():
@@ -93,14 +85,16 @@ def test_lstm_gradient_through_an_infinite_input_matches_eager():
     def f(a):
         return lstm(np.reciprocal(a).reshape((4, 1, 4)))
 
-    def grad(fn):
-        a = np.array(x)
-        a.attach_grad()
-        with autograd.record():
-            y = fn(a)
-        y.backward()
-        return a.grad.asnumpy()
-
-    eager, compiled = grad(f), grad(kiln.hybridize(f, backend="c"))
+    eager, compiled = _grad(f, x), _grad(kiln.hybridize(f, backend="c"), x)
     assert onp.isnan(eager[1, 1]) and onp.array_equal(onp.isnan(compiled), onp.isnan(eager))
     onp.testing.assert_allclose(compiled, eager, rtol=1e-5, atol=1e-6)
+
+
+def _grad(fn, x):
+    """d sum(fn(a)) / da at a = x."""
+    a = np.array(x)
+    a.attach_grad()
+    with autograd.record():
+        out = fn(a)
+    out.backward()
+    return a.grad.asnumpy()
