@@ -130,10 +130,10 @@ def test_imagerecorditer_bad_inputs(tmp_path):
                             batch_size=2)
     with pytest.raises(kiln.KilnError, match="data_shape"):
         kio.ImageRecordIter(**_REC, data_shape=(2, 8, 8), batch_size=2)
-    with pytest.raises(kiln.KilnError, match=r"\['max_rotate_angle'\] are not supported"):
-        kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, max_rotate_angle=10)
-    with pytest.raises(kiln.KilnError, match="float32 batches only"):
-        kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, dtype="uint8")
+    with pytest.raises(kiln.KilnError, match=r"\['rotate_angle'\] are not supported"):
+        kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, rotate_angle=10)
+    with pytest.raises(kiln.KilnError, match="float32 or uint8"):
+        kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, dtype="int8")
     with pytest.raises(kiln.KilnError, match="label_width"):
         next(kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, label_width=2))
     truncated = tmp_path / "t.rec"

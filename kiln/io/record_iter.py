@@ -6,7 +6,7 @@ import numpy as _np
 
 from ..base import KilnError, where_in_user_code
 from .batch_loader import BatchLoaderIter, positive_int
-from .linear_resize import resize_linear
+from .record_augment import RecordAugmenter
 
 # accepted for compatibility; they tune MXNet's C++ threads and buffers, not the batches
 _IGNORED = {"preprocess_threads", "prefetch_buffer", "verbose", "shuffle_chunk_size",
@@ -33,58 +33,80 @@ def record_positions(path_imgrec, path_imgidx):
             positions.append(at)
 
 
+def read_image_list(path, label_width):
+    """im2rec's .lst file: `index<TAB>label ...<TAB>path` per line -> {index: labels}."""
+    labels = {}
+    with open(os.fspath(path), encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            fields = line.rstrip("\n").split("\t")
+            if not line.strip():
+                continue
+            try:
+                if len(fields) < 3:
+                    raise ValueError
+                labels[int(float(fields[0]))] = _np.array([float(v) for v in fields[1:-1]],
+                                                          _np.float32)
+            except ValueError:
+                raise KilnError(f"ImageRecordIter: {path} line {number}: expected "
+                                f"'index<TAB>label(s)<TAB>path', got {line.strip()!r}"
+                                + where_in_user_code()) from None
+    return labels
+
+
+def _read_mean_image(path, shape):
+    """The (C, H, W) mean image of an nd.save file (MXNet's key 'mean_img')."""
+    from ..nd_api import load
+    if not os.path.isfile(path):
+        raise KilnError(f"ImageRecordIter: mean_img {path!r} does not exist (MXNet would "
+                        "compute and write it; kiln reads an existing one: save the mean "
+                        "image with nd.save(path, {'mean_img': mean}))" + where_in_user_code())
+    saved = load(path)
+    mean = saved.get("mean_img") if isinstance(saved, dict) else (saved[0] if saved else None)
+    if mean is None or tuple(mean.shape) != shape:
+        raise KilnError(f"ImageRecordIter: mean_img {path!r} must hold one array of shape "
+                        f"{shape}, got {None if mean is None else tuple(mean.shape)}"
+                        + where_in_user_code())
+    return mean.asnumpy().astype(_np.float32)
+
+
 def _channel_values(kw, prefix, default):
     return _np.array([float(kw.pop(f"{prefix}_{c}", default)) for c in "rgb"], _np.float32)
 
 
-def _resized(img, height, width, resize):
-    """The image MXNet crops from: its shorter side scaled to `resize` (when > 0), then, if
-    still smaller than the crop, grown keeping its aspect until tall enough, then until wide
-    enough, as MXNet 1.9.1 does; all with OpenCV's bilinear rule (linear_resize)."""
-    h, w = img.shape[:2]
-    if resize > 0:
-        img = resize_linear(img, resize * w // h if w > h else resize,
-                            resize * h // w if h > w else resize)
-        h, w = img.shape[:2]
-    if h < height:
-        img = resize_linear(img, w * height // h, height)
-        h, w = img.shape[:2]
-    if w < width:
-        img = resize_linear(img, width, h * width // w)
-    return img
-
-
 class ImageRecordIter(BatchLoaderIter):
-    """Images of `path_imgrec` (im2rec's format), each resized (shorter side to `resize`
-    when given; grown to at least the crop's size), cropped to `data_shape` (C, H, W) at
-    the centre or at random (`rand_crop`), mirrored at random (`rand_mirror`), then
-    (pixel - mean) * scale / std per RGB channel. Labels are the records' floats,
-    (batch, label_width) when label_width > 1. shuffle, random crops and mirrors draw from
-    a generator seeded with `seed`."""
+    """Images of `path_imgrec` (im2rec's format), each augmented as MXNet's default
+    augmenter does (record_augment.py: resize, rotation/shear/scale/aspect, pad, crops,
+    colour and HSL jitter, mirrors), to `data_shape` (C, H, W), then for float32 batches
+    (pixel - mean) * scale / std per RGB channel (or minus `mean_img`). dtype='uint8' gives
+    the augmented pixels as they are. Labels are the records' floats, or the rows of
+    `path_imglist` (im2rec's .lst) by image index; (batch, label_width) when label_width >
+    1. shuffle draws from a generator seeded with `seed`, augmentations from `seed_aug`
+    (default: seed)."""
 
     def __init__(self, path_imgrec, data_shape, batch_size, path_imgidx=None, shuffle=False,
-                 rand_crop=False, rand_mirror=False, resize=-1, label_width=1,
-                 round_batch=True, scale=1.0, seed=0, data_name="data",
-                 label_name="softmax_label", num_parts=1, part_index=0, **kw):
+                 label_width=1, round_batch=True, scale=1.0, seed=0, data_name="data",
+                 label_name="softmax_label", num_parts=1, part_index=0, path_imglist=None,
+                 seed_aug=None, dtype=None, mean_img=None, **kw):
         self._mean = _channel_values(kw, "mean", 0.0)
         self._std = _channel_values(kw, "std", 1.0)
-        if kw.pop("dtype", None) not in (None, "float32", _np.float32):
-            raise KilnError("ImageRecordIter: kiln gives float32 batches only (dtype="
-                            "'float32')" + where_in_user_code())
+        if dtype not in (None, "float32", _np.float32, "uint8", _np.uint8):
+            raise KilnError(f"ImageRecordIter: kiln gives float32 or uint8 batches, got "
+                            f"dtype={dtype!r}" + where_in_user_code())
+        out_dtype = _np.dtype(_np.float32 if dtype is None else dtype)
         if kw.pop("inter_method", 1) != 1:
             raise KilnError("ImageRecordIter: kiln resizes bilinearly only (inter_method=1)"
                             + where_in_user_code())
-        unknown = sorted(set(kw) - _IGNORED)
-        if unknown:
-            raise KilnError(f"ImageRecordIter: argument(s) {unknown} are not supported by "
-                            "kiln (it has path_imgrec, path_imgidx, data_shape, batch_size, "
-                            "shuffle, seed, rand_crop, rand_mirror, resize, mean_r/g/b, "
-                            "std_r/g/b, scale, label_width, round_batch, num_parts, "
-                            "part_index, data_name, label_name)" + where_in_user_code())
         shape = tuple(int(d) for d in data_shape)
         if len(shape) != 3 or shape[0] not in (1, 3) or min(shape) < 1:
             raise KilnError(f"ImageRecordIter: data_shape must be (channels, height, width) "
                             f"with 1 or 3 channels, got {tuple(data_shape)}"
+                            + where_in_user_code())
+        self._augment = RecordAugmenter(kw, shape)
+        unknown = sorted(set(kw) - _IGNORED)
+        if unknown:
+            raise KilnError(f"ImageRecordIter: argument(s) {unknown} are not supported by "
+                            "kiln; see help(kiln.io.ImageRecordIter) and "
+                            "kiln.io.record_augment for the ones it has"
                             + where_in_user_code())
         self.path_imgrec = os.fspath(path_imgrec)
         positions = record_positions(self.path_imgrec,
@@ -94,14 +116,18 @@ class ImageRecordIter(BatchLoaderIter):
             raise KilnError(f"ImageRecordIter: part_index must be in [0, {parts}), got "
                             f"{part_index!r}" + where_in_user_code())
         self._positions = _np.array_split(_np.array(positions, _np.int64), parts)[part_index]
-        self._shape, self._resize, self._scale = shape, int(resize), float(scale)
+        self._shape, self._scale = shape, float(scale)
         self._label_width = positive_int(label_width, "label_width", "ImageRecordIter")
-        self._shuffle, self._rand_crop, self._rand_mirror = shuffle, rand_crop, rand_mirror
+        self._labels = read_image_list(path_imglist, self._label_width) if path_imglist \
+            else None
+        self._mean_img = _read_mean_image(mean_img, shape) if mean_img else None
+        self._shuffle = shuffle
         self._rng = _np.random.default_rng(seed)
+        self._aug_rng = _np.random.default_rng(seed if seed_aug is None else seed_aug)
         self._file = None
         label_shape = () if self._label_width == 1 else (self._label_width,)
         super().__init__(len(self._positions), batch_size, shape, label_shape, round_batch,
-                         data_name, label_name)
+                         data_name, label_name, dtype=out_dtype)
         self._new_epoch()
 
     def _new_epoch(self):
@@ -121,11 +147,18 @@ class ImageRecordIter(BatchLoaderIter):
         return recordio.unpack(record)
 
     def _read(self, rows):
-        data = _np.empty((len(rows),) + self._shape, _np.float32)
+        data = _np.empty((len(rows),) + self._shape, self._dtype)
         label = _np.empty((len(rows), self._label_width), _np.float32)
         for k, row in enumerate(rows):
             header, payload = self._record(row)
-            values = _np.atleast_1d(_np.asarray(header.label, _np.float32))
+            if self._labels is None:
+                values = _np.atleast_1d(_np.asarray(header.label, _np.float32))
+            else:
+                values = self._labels.get(int(header.id))
+                if values is None:
+                    raise KilnError(f"ImageRecordIter: record {row} of {self.path_imgrec} "
+                                    f"has image index {int(header.id)}, which path_imglist "
+                                    "does not list" + where_in_user_code())
             if values.size < self._label_width:
                 raise KilnError(f"ImageRecordIter: record {row} of {self.path_imgrec} has "
                                 f"{values.size} label value(s), label_width is "
@@ -136,21 +169,18 @@ class ImageRecordIter(BatchLoaderIter):
 
     def _augmented(self, payload, row):
         from .. import image
-        channels, height, width = self._shape
+        channels = self._shape[0]
         try:
             img = image.imdecode(payload, 0 if channels == 1 else 1)
         except KilnError as exc:
             raise KilnError(f"ImageRecordIter: record {row} of {self.path_imgrec}: {exc}"
                             + where_in_user_code()) from None
-        img = _resized(img.asnumpy(), height, width, self._resize)
-        h, w = img.shape[:2]
-        if self._rand_crop:
-            y0, x0 = self._rng.integers(0, h - height + 1), self._rng.integers(0, w - width + 1)
-        else:
-            y0, x0 = (h - height) // 2, (w - width) // 2
-        img = img[y0:y0 + height, x0:x0 + width].transpose(2, 0, 1).astype(_np.float32)
-        if self._rand_mirror and self._rng.random() < 0.5:
-            img = img[:, :, ::-1]
+        img = self._augment(img.asnumpy(), self._aug_rng).transpose(2, 0, 1)
+        if self._dtype == _np.uint8:
+            return img
+        img = img.astype(_np.float32)
+        if self._mean_img is not None:
+            return (img - self._mean_img) * self._scale
         return (img - self._mean[:channels, None, None]) * (
             self._scale / self._std[:channels, None, None])
 
