@@ -189,3 +189,6 @@ from .image_augment import (  # noqa: E402,F401  (mx.image's augmenters)
     RandomGrayAug, HorizontalFlipAug, CastAug, CreateAugmenter, copyMakeBorder,
     random_size_crop)
 from .image_iter import ImageIter  # noqa: E402,F401
+from .image_detection import (  # noqa: E402,F401  (mx.image's detection pipeline)
+    DetAugmenter, DetBorrowAug, DetRandomSelectAug, DetHorizontalFlipAug, DetRandomCropAug,
+    DetRandomPadAug, CreateMultiRandCropAugmenter, CreateDetAugmenter, ImageDetIter)

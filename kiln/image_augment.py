@@ -43,6 +43,7 @@ def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=None): 
     its docstring says): 0 constant (value, or one per channel in values), 1 replicate
     (aaa|abcd), 2 reflect (cba|abcd), 3 wrap, 4 reflect-101 (dcb|abcd)."""
     img = _to_numpy(src, "copyMakeBorder")
+    type &= ~16   # OpenCV's BORDER_ISOLATED flag changes nothing for a whole image
     pads = ((int(top), int(bot)), (int(left), int(right))) + ((0, 0),) * (img.ndim - 2)
     if min(min(p) for p in pads) < 0:
         raise KilnError(f"image.copyMakeBorder: margins must be >= 0, got {top}, {bot}, "

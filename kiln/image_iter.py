@@ -176,15 +176,25 @@ class ImageIter(DataIter):
         arr = datum.asnumpy() if isinstance(datum, ndarray) else _np.asarray(datum)
         return arr.transpose(2, 0, 1)
 
+    def _prepared(self, value, encoded):
+        """(image, label) of one example, or None to skip it (ImageDetIter skips bad ones)."""
+        return self.augmentation_transform(self.imdecode(encoded)), value
+
+    def _store(self, data, label, i, image, value):
+        data[i] = self.postprocess_data(image)
+        label[i] = _np.asarray(value, _np.float64).reshape(label[i].shape)
+
+    def _empty_label(self):
+        return _np.zeros(self.provide_label[0].shape, self.label_dtype)
+
     def _fill(self, data, label, start):
         i = start
         try:
             while i < self.batch_size:
-                value, encoded = self.next_sample()
-                image = self.augmentation_transform(self.imdecode(encoded))
-                data[i] = self.postprocess_data(image)
-                label[i] = _np.asarray(value, _np.float64).reshape(label[i].shape)
-                i += 1
+                sample = self._prepared(*self.next_sample())
+                if sample is not None:
+                    self._store(data, label, i, *sample)
+                    i += 1
         except StopIteration:
             if not i:
                 raise
@@ -196,7 +206,7 @@ class ImageIter(DataIter):
             data, label, filled = self._cache
         else:
             data = _np.zeros((self.batch_size,) + self.data_shape, _np.float32)
-            label = _np.zeros(self.provide_label[0].shape, self.label_dtype)
+            label = self._empty_label()
             filled = self._fill(data, label, 0)
         pad = self.batch_size - filled
         if pad:
