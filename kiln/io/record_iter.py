@@ -78,7 +78,8 @@ class ImageRecordIter(BatchLoaderIter):
     augmenter does (record_augment.py: resize, rotation/shear/scale/aspect, pad, crops,
     colour and HSL jitter, mirrors), to `data_shape` (C, H, W), then for float32 batches
     (pixel - mean) * scale / std per RGB channel (or minus `mean_img`). dtype='uint8' gives
-    the augmented pixels as they are. Labels are the records' floats, or the rows of
+    the augmented pixels as they are, dtype='int8' pixel - mean saturated to int8 (MXNet
+    applies neither scale nor std there). Labels are the records' floats, or the rows of
     `path_imglist` (im2rec's .lst) by image index; (batch, label_width) when label_width >
     1. shuffle draws from a generator seeded with `seed`, augmentations from `seed_aug`
     (default: seed)."""
@@ -89,9 +90,9 @@ class ImageRecordIter(BatchLoaderIter):
                  seed_aug=None, dtype=None, mean_img=None, **kw):
         self._mean = _channel_values(kw, "mean", 0.0)
         self._std = _channel_values(kw, "std", 1.0)
-        if dtype not in (None, "float32", _np.float32, "uint8", _np.uint8):
-            raise KilnError(f"ImageRecordIter: kiln gives float32 or uint8 batches, got "
-                            f"dtype={dtype!r}" + where_in_user_code())
+        if dtype not in (None, "float32", _np.float32, "uint8", _np.uint8, "int8", _np.int8):
+            raise KilnError(f"ImageRecordIter: kiln gives float32, uint8 or int8 batches, "
+                            f"got dtype={dtype!r}" + where_in_user_code())
         out_dtype = _np.dtype(_np.float32 if dtype is None else dtype)
         if kw.pop("inter_method", 1) != 1:
             raise KilnError("ImageRecordIter: kiln resizes bilinearly only (inter_method=1)"
@@ -179,11 +180,24 @@ class ImageRecordIter(BatchLoaderIter):
         if self._dtype == _np.uint8:
             return img
         img = img.astype(_np.float32)
+        mean = self._mean_img if self._mean_img is not None else \
+            self._mean[:channels, None, None]
+        if self._dtype == _np.int8:   # MXNet subtracts the mean only, and saturates
+            return _np.clip(_np.rint(img - mean), -128, 127)
         if self._mean_img is not None:
-            return (img - self._mean_img) * self._scale
-        return (img - self._mean[:channels, None, None]) * (
-            self._scale / self._std[:channels, None, None])
+            return (img - mean) * self._scale
+        return (img - mean) * (self._scale / self._std[:channels, None, None])
 
     def __del__(self):
         if getattr(self, "_file", None) is not None:
             self._file.close()
+
+
+def ImageRecordUInt8Iter(*args, **kwargs):  # noqa: N802  (MXNet's name)
+    """ImageRecordIter with dtype='uint8'."""
+    return ImageRecordIter(*args, dtype="uint8", **kwargs)
+
+
+def ImageRecordInt8Iter(*args, **kwargs):  # noqa: N802  (MXNet's name)
+    """ImageRecordIter with dtype='int8'."""
+    return ImageRecordIter(*args, dtype="int8", **kwargs)
