@@ -130,9 +130,18 @@ def test_mean_image_is_subtracted(tmp_path):
     np.testing.assert_allclose(got, (_mxnet("plain") - mean) * 0.5, rtol=1e-6, atol=1e-4)
 
 
+def test_missing_mean_image_is_computed_and_saved_as_mxnet_does(tmp_path):
+    path = tmp_path / "mean.nd"
+    got = _first(data_shape=(3, 16, 20), mean_img=str(path))
+    mean = kiln.nd.load(str(path))["mean_img"].asnumpy()
+    np.testing.assert_allclose(mean, _mxnet("plain").mean(0), rtol=1e-6, atol=1e-4)
+    np.testing.assert_allclose(got, _mxnet("plain") - mean, atol=1e-4)
+    (tmp_path / "bad.nd").write_bytes(b"not an nd file")
+    with pytest.raises(kiln.KilnError):
+        _first(data_shape=(3, 16, 20), mean_img=str(tmp_path / "bad.nd"))
+
+
 def test_bad_augmentation_inputs(tmp_path):
-    with pytest.raises(kiln.KilnError, match="mean_img .* does not exist"):
-        _first(data_shape=(3, 16, 20), mean_img=str(tmp_path / "none.nd"))
     with pytest.raises(kiln.KilnError, match="min_crop_size <= max_crop_size"):
         _first(data_shape=(3, 16, 20), min_crop_size=9, max_crop_size=4)
     with pytest.raises(kiln.KilnError, match="smaller than max_crop_size=40"):

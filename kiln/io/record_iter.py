@@ -56,10 +56,6 @@ def read_image_list(path, label_width):
 def _read_mean_image(path, shape):
     """The (C, H, W) mean image of an nd.save file (MXNet's key 'mean_img')."""
     from ..nd_api import load
-    if not os.path.isfile(path):
-        raise KilnError(f"ImageRecordIter: mean_img {path!r} does not exist (MXNet would "
-                        "compute and write it; kiln reads an existing one: save the mean "
-                        "image with nd.save(path, {'mean_img': mean}))" + where_in_user_code())
     saved = load(path)
     mean = saved.get("mean_img") if isinstance(saved, dict) else (saved[0] if saved else None)
     if mean is None or tuple(mean.shape) != shape:
@@ -121,7 +117,7 @@ class ImageRecordIter(BatchLoaderIter):
         self._label_width = positive_int(label_width, "label_width", "ImageRecordIter")
         self._labels = read_image_list(path_imglist, self._label_width) if path_imglist \
             else None
-        self._mean_img = _read_mean_image(mean_img, shape) if mean_img else None
+        self._mean_img = None
         self._shuffle = shuffle
         self._rng = _np.random.default_rng(seed)
         self._aug_rng = _np.random.default_rng(seed if seed_aug is None else seed_aug)
@@ -129,7 +125,23 @@ class ImageRecordIter(BatchLoaderIter):
         label_shape = () if self._label_width == 1 else (self._label_width,)
         super().__init__(len(self._positions), batch_size, shape, label_shape, round_batch,
                          data_name, label_name, dtype=out_dtype)
+        if mean_img:
+            mean_img = os.fspath(mean_img)
+            if not os.path.isfile(mean_img):
+                self._write_mean_image(mean_img)
+            self._mean_img = _read_mean_image(mean_img, shape)
         self._new_epoch()
+
+    def _write_mean_image(self, path):
+        """As MXNet does when mean_img does not exist: average one augmented pass over the
+        records and save it there (nd.save, key 'mean_img')."""
+        import logging
+        from ..nd_api import array, save
+        logging.info("ImageRecordIter: computing the mean image into %s", path)
+        total = _np.zeros(self._shape, _np.float64)
+        for row in range(self.num_rows):
+            total += self._augment(self._decoded(row), self._aug_rng).transpose(2, 0, 1)
+        save(path, {"mean_img": array((total / self.num_rows).astype(_np.float32))})
 
     def _new_epoch(self):
         if self._shuffle:
@@ -168,15 +180,20 @@ class ImageRecordIter(BatchLoaderIter):
             data[k] = self._augmented(payload, row)
         return data, label.reshape((len(rows),) + self._label.shape[1:])
 
-    def _augmented(self, payload, row):
+    def _decode(self, payload, row):
         from .. import image
-        channels = self._shape[0]
         try:
-            img = image.imdecode(payload, 0 if channels == 1 else 1)
+            return image.imdecode(payload, 0 if self._shape[0] == 1 else 1).asnumpy()
         except KilnError as exc:
             raise KilnError(f"ImageRecordIter: record {row} of {self.path_imgrec}: {exc}"
                             + where_in_user_code()) from None
-        img = self._augment(img.asnumpy(), self._aug_rng).transpose(2, 0, 1)
+
+    def _decoded(self, row):
+        return self._decode(self._record(row)[1], row)
+
+    def _augmented(self, payload, row):
+        channels = self._shape[0]
+        img = self._augment(self._decode(payload, row), self._aug_rng).transpose(2, 0, 1)
         if self._dtype == _np.uint8:
             return img
         img = img.astype(_np.float32)
