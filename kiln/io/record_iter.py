@@ -5,32 +5,13 @@ import os
 import numpy as _np
 
 from ..base import KilnError, where_in_user_code
-from .batch_loader import BatchLoaderIter, positive_int
+from .batch_loader import positive_int
+from .record_file import RecordFileIter
 from .record_augment import RecordAugmenter
 
 # accepted for compatibility; they tune MXNet's C++ threads and buffers, not the batches
 _IGNORED = {"preprocess_threads", "prefetch_buffer", "verbose", "shuffle_chunk_size",
             "shuffle_chunk_seed", "ctx"}
-
-
-def record_positions(path_imgrec, path_imgidx):
-    """Byte offsets of the records: from the .idx file when given, else by one scan."""
-    from .. import recordio
-    if not os.path.isfile(path_imgrec):
-        raise KilnError(f"ImageRecordIter: path_imgrec {path_imgrec!r} does not exist"
-                        + where_in_user_code())
-    if path_imgidx:
-        if not os.path.isfile(path_imgidx):
-            raise KilnError(f"ImageRecordIter: path_imgidx {path_imgidx!r} does not exist"
-                            + where_in_user_code())
-        return [pos for _, pos in recordio.read_index(path_imgidx)]
-    positions = []
-    with open(path_imgrec, "rb") as f:
-        while True:
-            at = f.tell()
-            if recordio.read_record(f, path_imgrec) is None:
-                return positions
-            positions.append(at)
 
 
 def read_image_list(path, label_width):
@@ -69,7 +50,7 @@ def _channel_values(kw, prefix, default):
     return _np.array([float(kw.pop(f"{prefix}_{c}", default)) for c in "rgb"], _np.float32)
 
 
-class ImageRecordIter(BatchLoaderIter):
+class ImageRecordIter(RecordFileIter):
     """Images of `path_imgrec` (im2rec's format), each augmented as MXNet's default
     augmenter does (record_augment.py: resize, rotation/shear/scale/aspect, pad, crops,
     colour and HSL jitter, mirrors), to `data_shape` (C, H, W), then for float32 batches
@@ -105,26 +86,15 @@ class ImageRecordIter(BatchLoaderIter):
                             "kiln; see help(kiln.io.ImageRecordIter) and "
                             "kiln.io.record_augment for the ones it has"
                             + where_in_user_code())
-        self.path_imgrec = os.fspath(path_imgrec)
-        positions = record_positions(self.path_imgrec,
-                                     os.fspath(path_imgidx) if path_imgidx else None)
-        parts = positive_int(num_parts, "num_parts", "ImageRecordIter")
-        if not 0 <= part_index < parts:
-            raise KilnError(f"ImageRecordIter: part_index must be in [0, {parts}), got "
-                            f"{part_index!r}" + where_in_user_code())
-        self._positions = _np.array_split(_np.array(positions, _np.int64), parts)[part_index]
         self._shape, self._scale = shape, float(scale)
         self._label_width = positive_int(label_width, "label_width", "ImageRecordIter")
         self._labels = read_image_list(path_imglist, self._label_width) if path_imglist \
             else None
         self._mean_img = None
-        self._shuffle = shuffle
-        self._rng = _np.random.default_rng(seed)
-        self._aug_rng = _np.random.default_rng(seed if seed_aug is None else seed_aug)
-        self._file = None
         label_shape = () if self._label_width == 1 else (self._label_width,)
-        super().__init__(len(self._positions), batch_size, shape, label_shape, round_batch,
-                         data_name, label_name, dtype=out_dtype)
+        super().__init__(path_imgrec, path_imgidx, num_parts, part_index, shuffle, seed,
+                         seed_aug, batch_size, shape, label_shape, round_batch, data_name,
+                         label_name, out_dtype)
         if mean_img:
             mean_img = os.fspath(mean_img)
             if not os.path.isfile(mean_img):
@@ -142,22 +112,6 @@ class ImageRecordIter(BatchLoaderIter):
         for row in range(self.num_rows):
             total += self._augment(self._decoded(row), self._aug_rng).transpose(2, 0, 1)
         save(path, {"mean_img": array((total / self.num_rows).astype(_np.float32))})
-
-    def _new_epoch(self):
-        if self._shuffle:
-            self._order = self._rng.permutation(self.num_rows)
-
-    def _record(self, row):
-        from .. import recordio
-        if self._file is None or self._file.closed:
-            self._file = open(self.path_imgrec, "rb")
-        self._file.seek(int(self._positions[row]))
-        record = recordio.read_record(self._file, self.path_imgrec)
-        if record is None:
-            raise KilnError(f"ImageRecordIter: {self.path_imgrec} has no record at byte "
-                            f"{self._positions[row]} (record {row}); the index does not "
-                            "match the file" + where_in_user_code())
-        return recordio.unpack(record)
 
     def _read(self, rows):
         data = _np.empty((len(rows),) + self._shape, self._dtype)
@@ -180,17 +134,6 @@ class ImageRecordIter(BatchLoaderIter):
             data[k] = self._augmented(payload, row)
         return data, label.reshape((len(rows),) + self._label.shape[1:])
 
-    def _decode(self, payload, row):
-        from .. import image
-        try:
-            return image.imdecode(payload, 0 if self._shape[0] == 1 else 1).asnumpy()
-        except KilnError as exc:
-            raise KilnError(f"ImageRecordIter: record {row} of {self.path_imgrec}: {exc}"
-                            + where_in_user_code()) from None
-
-    def _decoded(self, row):
-        return self._decode(self._record(row)[1], row)
-
     def _augmented(self, payload, row):
         channels = self._shape[0]
         img = self._augment(self._decode(payload, row), self._aug_rng).transpose(2, 0, 1)
@@ -205,9 +148,6 @@ class ImageRecordIter(BatchLoaderIter):
             return (img - mean) * self._scale
         return (img - mean) * (self._scale / self._std[:channels, None, None])
 
-    def __del__(self):
-        if getattr(self, "_file", None) is not None:
-            self._file.close()
 
 
 def ImageRecordUInt8Iter(*args, **kwargs):  # noqa: N802  (MXNet's name)
