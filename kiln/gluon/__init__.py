@@ -11,7 +11,7 @@ from .parameter_dict import ParameterDict  # noqa: F401
 from .block import Block, HybridBlock  # noqa: F401
 from . import nn  # noqa: F401
 
-_LAZY_MODULES = ("loss", "trainer", "data", "utils", "rnn", "model_zoo", "metric")
+_LAZY_MODULES = ("loss", "trainer", "data", "utils", "rnn", "model_zoo", "metric", "contrib")
 
 
 def __getattr__(name):
