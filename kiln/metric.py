@@ -293,5 +293,6 @@ def create(metric, *args, **kwargs):
     return cls(*args, **kwargs)
 
 
-from .metric_extra import F1, MCC, PCC, PearsonCorrelation, Perplexity  # noqa: F401,E402
+from .metric_extra import (F1, MCC, PCC, PearsonCorrelation, Perplexity,  # noqa: F401,E402
+                           register, alias)
 __all__ += ["F1", "MCC", "PCC", "PearsonCorrelation", "Perplexity"]

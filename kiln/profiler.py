@@ -297,3 +297,13 @@ class Marker:
                 _events.append({"name": self.name, "cat": str(self.domain), "ph": "i",
                                 "s": {"global": "g", "process": "p"}.get(scope, "t"),
                                 "pid": os.getpid(), "ts": (time.perf_counter() - _T0) * 1e6})
+
+
+def profiler_set_config(mode="symbolic", filename="profile.json"):
+    """MXNet's deprecated form of set_config."""
+    set_config(filename=filename, profile_all=mode == "all")
+
+
+def profiler_set_state(state="stop"):
+    """MXNet's deprecated form of set_state."""
+    set_state(state)

@@ -3,6 +3,9 @@
 Tolerances follow MXNet 1.9.1: when none is given, each array's dtype picks one from
 `default_rtols()`/`default_atols()` and the looser of the two arrays' is used.
 """
+import contextlib
+import os
+
 import numpy as _np
 
 from .base import KilnError
@@ -237,3 +240,105 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
                                - objective({**location, name: lo})) / eps
         assert_almost_equal(symbolic[name], numeric, rtol or 1e-2, atol or 1e-3,
                             (f"symbolic grad of {name}", "numeric grad"))
+
+
+# ---- the rest of MXNet 1.9.1's helpers that tests of Gluon code call ----------------------
+from numpy.testing import assert_allclose  # noqa: F401,E402  (MXNet re-exports it)
+from .util import use_np, getenv, setenv  # noqa: F401,E402
+
+
+def effective_dtype(dat):
+    """The dtype whose tolerance applies (MXNet lowers float32 on TF32 GPUs; kiln has none)."""
+    return _np.dtype(dat.dtype)
+
+
+def get_tolerance(dat, tol, default_tol):
+    if tol is not None and not isinstance(tol, dict):
+        return tol
+    dtype = effective_dtype(dat)
+    return (tol or {}).get(dtype, default_tol[dtype])
+
+
+def default_numeric_eps():
+    """Finite-difference steps by dtype: powers of two, as MXNet's."""
+    return {_np.dtype(_np.float16): 1.0 / 2 ** 6, _np.dtype(_np.float32): 1.0 / 2 ** 9,
+            _np.dtype(_np.float64): 1.0 / 2 ** 14}
+
+
+def list_gpus():
+    return range(0)
+
+
+def same_array(array1, array2):
+    """Whether two kiln arrays share their memory (a write to one shows in the other)."""
+    a = getattr(array1, "_data", array1)
+    b = getattr(array2, "_data", array2)
+    return bool(_np.shares_memory(a, b))
+
+
+@contextlib.contextmanager
+def environment(*args):
+    """`with environment('NAME', 'value'):` or `environment({'A': '1', 'B': None})`: set
+    (None: unset) environment variables for the block, then restore them."""
+    changes = args[0] if len(args) == 1 and isinstance(args[0], dict) else {args[0]: args[1]}
+    saved = {k: os.environ.get(k) for k in changes}
+    try:
+        for k, v in changes.items():
+            setenv(k, v)
+        yield
+    finally:
+        for k, v in saved.items():
+            setenv(k, v)
+
+
+def simple_forward(sym, ctx=None, is_train=False, **inputs):
+    """The outputs (NumPy) of a symbol bound to the given input arrays."""
+    from .ndarray import ndarray
+    args = {k: ndarray._wrap(_np.asarray(_host(v), dtype=_np.float32)) for k, v in
+            inputs.items()}
+    exe = sym.bind(ctx or default_context(), args=args)
+    outputs = [o.asnumpy() for o in exe.forward(is_train=is_train)]
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def check_gluon_hybridize_consistency(net_builder, data_l, numpy_func=None, test_grad=True,
+                                      rtol=1e-4, atol=1e-4):
+    """Build the net four ways (eager/hybridized, with/without autograd), give them the same
+    parameters, and check their outputs, input gradients, and numpy_func's result agree."""
+    from . import autograd
+    saved = out_ref = grads_ref = None
+    for hybridize in (False, True):
+        for record in ((False, True) if test_grad else (False,)):
+            net = net_builder()
+            net.initialize()
+            inputs = [x.copy() for x in data_l]
+            net(*inputs)                      # deferred shapes become known
+            params = net.collect_params()
+            if saved is None:
+                saved = {k: p.data().asnumpy() for k, p in params.items()}
+            else:
+                for k, p in params.items():
+                    p.set_data(saved[k])
+            if hybridize:
+                net.hybridize()
+            if record:
+                for x in inputs:
+                    x.attach_grad()
+                with autograd.record():
+                    out = net(*inputs)
+                out.backward(out)
+            else:
+                out = net(*inputs)
+            if out_ref is None:
+                out_ref = out.asnumpy()
+                if numpy_func is not None:
+                    assert_almost_equal(out_ref, numpy_func(*[x.asnumpy() for x in data_l]),
+                                        rtol, atol)
+            else:
+                assert_almost_equal(out.asnumpy(), out_ref, rtol, atol)
+            if record:
+                grads = [x.grad.asnumpy() for x in inputs]
+                if grads_ref is None:
+                    grads_ref = grads
+                for g, ref in zip(grads, grads_ref):
+                    assert_almost_equal(g, ref, rtol, atol)

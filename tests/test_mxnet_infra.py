@@ -161,3 +161,49 @@ def test_trainer_accepts_kvstore_object(mx):
     loss.backward()
     trainers[1].step(3)
     np.testing.assert_allclose(net.weight.data().asnumpy(), w0 - 0.1, rtol=1e-6)
+
+
+def test_more_test_utils(mx, monkeypatch):
+    from mxnet import gluon
+    tu = mx.test_utils
+
+    def build():
+        net = gluon.nn.HybridSequential()
+        net.add(gluon.nn.Dense(3), gluon.nn.Activation("tanh"))
+        return net
+    x = mx.np.array(np.random.RandomState(0).rand(2, 4).astype("float32"))
+    tu.check_gluon_hybridize_consistency(build, [x])
+    with pytest.raises(AssertionError):     # a wrong NumPy reference is caught
+        tu.check_gluon_hybridize_consistency(build, [x], numpy_func=lambda a: a[:, :3])
+    monkeypatch.delenv("KILN_TEST_ENV_X", raising=False)
+    with tu.environment("KILN_TEST_ENV_X", "1"):
+        assert mx.util.getenv("KILN_TEST_ENV_X") == "1"
+    assert mx.util.getenv("KILN_TEST_ENV_X") is None
+    a = mx.nd.ones((3,))
+    assert tu.same_array(a, a) and not tu.same_array(a, a.copy())
+    s = mx.sym.var("x") * 2
+    np.testing.assert_allclose(tu.simple_forward(s, x=np.ones(2)), [2.0, 2.0])
+    assert list(tu.list_gpus()) == [] and tu.get_tolerance(np.ones(1, "float32"), None,
+                                                           tu.default_rtols()) == 1e-4
+
+
+def test_metric_register_log_and_deprecated_names(mx, tmp_path):
+    @mx.metric.register
+    @mx.metric.alias("always_one")
+    class One(mx.metric.EvalMetric):
+        def __init__(self):
+            super().__init__("one")
+
+        def update(self, labels, preds):
+            self.sum_metric += 1
+            self.num_inst += 1
+    assert isinstance(mx.metric.create("one"), One)
+    assert isinstance(mx.metric.create("always_one"), One)
+    assert type(mx.optimizer.create("ccsgd")).__name__ == "ccSGD"
+    log = mx.log.get_logger("kiln-test-log", filename=str(tmp_path / "log.txt"),
+                            level=mx.log.INFO)
+    log.info("hello")
+    assert "hello" in (tmp_path / "log.txt").read_text()
+    mx.profiler.profiler_set_config(mode="all", filename=str(tmp_path / "p.json"))
+    mx.profiler.profiler_set_state("run")
+    mx.profiler.profiler_set_state("stop")

@@ -15,6 +15,7 @@ from ..base import KilnError
 from ..writes import arrays_written
 from .. import aligned
 from .base import Optimizer, register, _as_numpy
+from .sgd import SGD
 
 
 def _clip(g, bound):
@@ -291,3 +292,8 @@ class DCASGD(_Eager):
             step = mom
         previous[...] = weight
         weight += step
+
+
+@register
+class ccSGD(SGD):
+    """MXNet's deprecated name for SGD."""
