@@ -8,14 +8,16 @@ What is measured: while the profiler runs, every kiln primitive's eager kernel (
 or C function of kiln/ops/ that computes an op, including the ops of backward() and of
 hybridized blocks run by the NumPy executor) is timed with perf_counter, as MXNet's
 "operator" category. A hybridized block that runs as one compiled C program is one call
-kiln cannot see inside: it is not broken down per op and does not appear. The Python
-around a kernel (dispatch, autograd taping) is not included. User Tasks, Frames, Events
+kiln cannot see inside: it is not broken down per op; each call of a hybridized block
+is timed whole, in the category "hybridized block" under its class name (the first call
+includes tracing and compiling). The Python around a kernel (dispatch, autograd taping) is
+not included in the operator times. User Tasks, Frames, Events
 (durations), Counters and Markers of a Domain go in the trace and, with durations, in the
 table. Memory is not profiled.
 
 The hook replaces each primitive's `impl` by a timing wrapper at `set_state('run')` and
-restores it at 'stop'; a plan built while profiling keeps the wrapper, which only records
-while the profiler runs.
+restores it at 'stop' (HybridBlock.__call__ likewise); a plan built while profiling keeps
+the wrapper, which only records while the profiler runs.
 """
 import json
 import os
@@ -29,6 +31,8 @@ _state = {"running": False, "paused": False}
 _events = []                 # Chrome trace events
 _stats = {}                  # (category, name) -> [count, total_s, min_s, max_s]
 _originals = {}              # primitive name -> its impl before the hook
+_block_call = [None]         # HybridBlock.__call__ before the hook
+BLOCK_CATEGORY = "hybridized block"
 _lock = threading.Lock()
 _T0 = time.perf_counter()
 
@@ -64,19 +68,43 @@ def _timed(name, impl):
     return run
 
 
+def _timed_block_call(call):
+    def timed(self, *args, **kwargs):
+        bound = call.__get__(self, type(self))
+        if not (_recording() and self.__dict__.get("_hybrid_active")):
+            return bound(*args, **kwargs)
+        start = time.perf_counter()
+        try:
+            return bound(*args, **kwargs)
+        finally:
+            _record(BLOCK_CATEGORY, type(self).__name__, start, time.perf_counter() - start)
+    timed.__wrapped__ = call
+    return timed
+
+
 def _hook():
     from .ops.registry import REGISTRY
+    from .gluon.block import HybridBlock
     for name, prim in REGISTRY.items():
         if name not in _originals:
             _originals[name] = prim.impl
             prim.impl = _timed(name, prim.impl)
+    if _block_call[0] is None:
+        _block_call[0] = HybridBlock.__dict__["__call__"]
+        HybridBlock.__call__ = _timed_block_call(_block_call[0])
 
 
 def _unhook():
     from .ops.registry import REGISTRY
+    from .gluon.block import HybridBlock
     for name, impl in _originals.items():
         REGISTRY[name].impl = impl
     _originals.clear()
+    if _block_call[0] is not None:
+        # unless kiln's C dispatcher took __call__'s place meanwhile (then it stays)
+        if getattr(HybridBlock.__dict__["__call__"], "__wrapped__", None) is _block_call[0]:
+            HybridBlock.__call__ = _block_call[0]
+        _block_call[0] = None
 
 
 _KNOWN = ("filename", "profile_all", "profile_symbolic", "profile_imperative",
@@ -167,8 +195,8 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):
             "Avg": t / c * 1e3} for name, (c, t, lo, hi) in rows}
             for cat, rows in by_cat.items()}, "Unit": {"Time": "ms"}})
     lines = ["", "Profile Statistics:",
-             "\tkiln: eager kernel time per primitive (see kiln/profiler.py); compiled "
-             "programs are not broken down.", ""]
+             "\tkiln: eager kernel time per primitive; a hybridized block's call timed whole "
+             "(see kiln/profiler.py).", ""]
     if not _config["aggregate_stats"]:
         lines.append("(no statistics: call set_config(aggregate_stats=True) before running)")
     for cat, rows in by_cat.items():

@@ -94,3 +94,24 @@ def test_profiler_times_eager_ops(mx, tmp_path):
     assert mx.profiler.dumps(format="json") == '{"Time": {}, "Unit": {"Time": "ms"}}'
     with pytest.raises(KilnError, match="unknown option"):
         mx.profiler.set_config(profile_everything=True)
+
+
+def test_profiler_times_hybridized_block_calls(mx):
+    from mxnet import gluon
+    from kiln.gluon.block import HybridBlock
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(4, in_units=3), gluon.nn.Activation("relu"))
+    net.initialize()
+    net.hybridize()
+    x = mx.np.ones((2, 3))
+    expected = net(x).asnumpy()
+    call = HybridBlock.__dict__["__call__"]   # (kiln's C dispatcher once the first ran)
+    mx.profiler.set_config(aggregate_stats=True)
+    mx.profiler.dumps(reset=True)
+    mx.profiler.set_state("run")
+    for _ in range(3):
+        np.testing.assert_allclose(net(x).asnumpy(), expected)
+    mx.profiler.set_state("stop")
+    stats = json.loads(mx.profiler.dumps(format="json", reset=True))["Time"]
+    assert stats["hybridized block"]["HybridSequential"]["Count"] == 3
+    assert HybridBlock.__dict__["__call__"] is call      # restored
