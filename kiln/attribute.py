@@ -14,7 +14,16 @@ from .base import KilnError
 _local = threading.local()
 
 
+class _CurrentScope:
+    """`AttrScope.current`: the innermost active scope, else an empty one."""
+
+    def __get__(self, obj, cls):
+        return getattr(_local, "scope", None) or AttrScope()
+
+
 class AttrScope:
+    current = _CurrentScope()
+
     def __init__(self, **kwargs):
         for key, value in kwargs.items():
             if not isinstance(value, str):

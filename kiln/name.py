@@ -10,8 +10,17 @@ import threading
 _local = threading.local()
 
 
+class _CurrentManager:
+    """`NameManager.current`: the innermost active manager, else the global default."""
+
+    def __get__(self, obj, cls):
+        return current() or _DEFAULT
+
+
 class NameManager:
     """Names symbols: a given name is kept, else `hint` plus a per-hint counter."""
+
+    current = _CurrentManager()
 
     def __init__(self):
         self._counter = {}
@@ -44,6 +53,19 @@ class Prefix(NameManager):
         return self._prefix + super().get(name, hint)
 
 
+class _KilnCounters(NameManager):
+    """The manager outside every `with` block: kiln.sym's global counters."""
+
+    def get(self, name, hint):
+        if name:
+            return name
+        from .sym_graph import auto_name
+        return auto_name(hint)
+
+
+_DEFAULT = _KilnCounters()
+
+
 def current():
     """The innermost active NameManager, or None outside every `with` block."""
     return getattr(_local, "manager", None)
@@ -51,10 +73,4 @@ def current():
 
 def scoped_name(name, hint):
     """The name of a new symbol node: through the active manager, else kiln's counters."""
-    manager = current()
-    if manager is None:
-        if name:
-            return name
-        from .sym_graph import auto_name
-        return auto_name(hint)
-    return manager.get(name, hint)
+    return (current() or _DEFAULT).get(name, hint)

@@ -108,3 +108,41 @@ def get_gpu_count():
 
 def get_gpu_memory(gpu_dev_id):
     raise KilnError(f"get_gpu_memory({gpu_dev_id}): kiln runs on the CPU; there are no GPUs")
+
+
+def set_module(module):
+    """Decorator: set a function's or class's __module__ (how it shows in help())."""
+    def decorator(func):
+        if module is not None:
+            func.__module__ = module
+        return func
+    return decorator
+
+
+_UFUNC_OPTIONS = ("out", "where", "casting", "order", "dtype", "subok")
+
+
+def np_ufunc_legal_option(key, value):
+    """Whether a NumPy ufunc keyword is one MXNet's np functions accept with this value."""
+    if key not in _UFUNC_OPTIONS:
+        return False
+    return {"where": value is True or value is None, "casting": value == "same_kind",
+            "order": value == "K", "subok": value is True}.get(key, True)
+
+
+def _wrap_ufunc(func):
+    def wrapped(*args, **kwargs):
+        for key, value in kwargs.items():
+            if key not in ("out", "dtype") and not np_ufunc_legal_option(key, value):
+                raise KilnError(f"{func.__name__}: {key}={value!r} is not supported")
+        return func(*args, **kwargs)
+    wrapped.__name__, wrapped.__doc__ = func.__name__, func.__doc__
+    return wrapped
+
+
+wrap_np_unary_func = wrap_np_binary_func = _wrap_ufunc
+
+
+def get_cuda_compute_capability(ctx):
+    raise KilnError(f"get_cuda_compute_capability({ctx}): kiln runs on the CPU; there is "
+                    "no CUDA device")

@@ -207,3 +207,22 @@ def test_metric_register_log_and_deprecated_names(mx, tmp_path):
     mx.profiler.profiler_set_config(mode="all", filename=str(tmp_path / "p.json"))
     mx.profiler.profiler_set_state("run")
     mx.profiler.profiler_set_state("stop")
+
+
+def test_current_name_manager_and_attr_scope(mx):
+    auto = mx.name.NameManager.current.get(None, "fc")
+    assert auto.startswith("fc") and mx.name.NameManager.current.get("mine", "fc") == "mine"
+    with mx.name.Prefix("p_"):
+        assert mx.name.NameManager.current.get(None, "fc") == "p_fc0"
+    assert mx.AttrScope.current.get({"a": "1"}) == {"a": "1"}
+    with mx.AttrScope(group="g"):
+        assert mx.AttrScope.current.get(None) == {"group": "g"}
+
+    @mx.util.set_module("mxnet.numpy")
+    def f(x):
+        return x
+    assert f.__module__ == "mxnet.numpy"
+    g = mx.util.wrap_np_unary_func(lambda x, **kw: x)
+    assert g(3, out=None) == 3
+    with pytest.raises(KilnError, match="not supported"):
+        g(3, casting="unsafe")

@@ -1,8 +1,9 @@
 """MXNet's gluon.contrib.nn: Concurrent, HybridConcurrent, Identity, PixelShuffle1D/2D/3D,
 SyncBatchNorm and SparseEmbedding.
 
-kiln trains in one process, so SyncBatchNorm is BatchNorm (the statistics of the one
-process's batch are the synchronized ones); kiln has no sparse gradients, so
+SyncBatchNorm is BatchNorm over this process's batch: within one process that is the
+synchronized statistic MXNet computes across devices; in an MPI job (kiln.distributed) each
+rank normalizes over its own batch, as BatchNorm does there. kiln has no sparse gradients, so
 SparseEmbedding is an Embedding whose gradient is dense.
 """
 from ... import np as knp
@@ -21,7 +22,8 @@ class HybridConcurrent(HybridConcatenate):
 
 
 class SyncBatchNorm(BatchNorm):
-    """BatchNorm across devices; with kiln's single process, exactly BatchNorm."""
+    """BatchNorm across devices; kiln's devices share one process, so exactly BatchNorm
+    (num_devices is accepted and not needed)."""
 
     def __init__(self, in_channels=0, num_devices=None, momentum=0.9, epsilon=1e-5,
                  center=True, scale=True, use_global_stats=False, beta_initializer="zeros",
