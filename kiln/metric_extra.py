@@ -24,7 +24,10 @@ class _Confusion:
         if len(_np.unique(label)) > 2:
             raise KilnError("F1/MCC: only binary classification is supported; the labels "
                             f"hold {len(_np.unique(label))} classes")
-        positive = pred.argmax(axis=1).ravel() == 1
+        if pred.ndim != 2:
+            raise KilnError(f"F1/MCC: predictions must be (batch, 2) class scores, got "
+                            f"shape {pred.shape}")
+        positive = pred.argmax(axis=1) == 1
         if positive.shape != label.shape:
             raise KilnError(f"F1/MCC: {label.size} labels for {positive.size} predictions")
         truth = label == 1

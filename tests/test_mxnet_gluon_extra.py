@@ -163,6 +163,10 @@ def test_metric_names():
                                                                      "PearsonCorrelation")]:
         assert type(kiln.metric.create(name)).__name__ == cls
     assert kiln.metric.create("perplexity", ignore_label=None).get()[1] != 0
+    with pytest.raises(KilnError, match="class scores"):
+        kiln.metric.F1().update([knp.array([0, 1])], [knp.array([0.2, 0.9])])
+    with pytest.raises(KilnError, match="binary"):
+        kiln.metric.MCC().update([knp.array([0, 1, 2])], [knp.ones((3, 2))])
 
 
 def test_poly_scheduler_equals_mxnets():
