@@ -1,2 +1,2 @@
-"""MXNet's gluon.contrib: the layers of `gluon.contrib.nn`."""
-from . import nn  # noqa: F401
+"""MXNet's gluon.contrib: nn layers, rnn cells, data samplers and the estimator."""
+from . import nn, rnn, data  # noqa: F401

@@ -1,0 +1,89 @@
+"""MXNet's gluon.contrib.rnn: LSTMPCell (an LSTM with a projected recurrent state) and
+VariationalDropoutCell (dropout masks drawn once per sequence, shared by every step)."""
+from ... import np as knp, npx
+from ..parameter import Parameter
+from ..rnn.container_cells import ModifierCell, BidirectionalCell
+from ..rnn.rnn_cell import HybridRecurrentCell
+from ...base import KilnError
+
+
+class LSTMPCell(HybridRecurrentCell):
+    """LSTM whose output and recurrent state r = h2r_weight @ (o * tanh(c)) has
+    `projection_size` units; states [r, c]; gates i, f, g, o as LSTMCell's."""
+
+    def __init__(self, hidden_size, projection_size, i2h_weight_initializer=None,
+                 h2h_weight_initializer=None, h2r_weight_initializer=None,
+                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self._hidden_size, self._projection_size = hidden_size, projection_size
+        rows = 4 * hidden_size
+        for name, shape, init in (
+                ("i2h_weight", (rows, input_size), i2h_weight_initializer),
+                ("h2h_weight", (rows, projection_size), h2h_weight_initializer),
+                ("h2r_weight", (projection_size, hidden_size), h2r_weight_initializer),
+                ("i2h_bias", (rows,), i2h_bias_initializer),
+                ("h2h_bias", (rows,), h2h_bias_initializer)):
+            setattr(self, name, Parameter(name, shape=shape, init=init,
+                                          allow_deferred_init=True))
+
+    def infer_shape(self, inputs, *args):
+        self.i2h_weight.shape = (self.i2h_weight.shape[0], inputs.shape[-1])
+
+    def state_info(self, batch_size=0):
+        return [{"shape": (batch_size, self._projection_size), "__layout__": "NC"},
+                {"shape": (batch_size, self._hidden_size), "__layout__": "NC"}]
+
+    def forward(self, inputs, states):
+        rows = 4 * self._hidden_size
+        gates = (npx.fully_connected(inputs, self.i2h_weight.data(), self.i2h_bias.data(),
+                                     num_hidden=rows)
+                 + npx.fully_connected(states[0], self.h2h_weight.data(),
+                                       self.h2h_bias.data(), num_hidden=rows))
+        i, f, g, o = knp.split(gates, 4, axis=-1)
+        next_c = npx.sigmoid(f) * states[1] + npx.sigmoid(i) * knp.tanh(g)
+        hidden = npx.sigmoid(o) * knp.tanh(next_c)
+        next_r = npx.fully_connected(hidden, self.h2r_weight.data(), None,
+                                     num_hidden=self._projection_size, no_bias=True)
+        return next_r, [next_r, next_c]
+
+    def __repr__(self):
+        return (f"LSTMPCell({self.i2h_weight.shape[1] or None} -> {4 * self._hidden_size} "
+                f"-> {self._projection_size})")
+
+
+class VariationalDropoutCell(ModifierCell):
+    """Dropout on the inputs, the first state and the outputs of base_cell, each with one
+    mask per sequence (drawn at its first step, reused until reset/unroll). In predict mode
+    nothing is dropped."""
+
+    def __init__(self, base_cell, drop_inputs=0.0, drop_states=0.0, drop_outputs=0.0):
+        if drop_states and isinstance(base_cell, BidirectionalCell):
+            raise KilnError("VariationalDropoutCell: a BidirectionalCell does not support "
+                            "state dropout; wrap the cells underneath instead")
+        super().__init__(base_cell)
+        self.drop_inputs, self.drop_states, self.drop_outputs = (drop_inputs, drop_states,
+                                                                 drop_outputs)
+        self._masks = {}
+
+    def reset(self):
+        super().reset()
+        self._masks = {}
+
+    def _masked(self, which, rate, x):
+        if not rate:
+            return x
+        if which not in self._masks:
+            self._masks[which] = npx.dropout(knp.ones_like(x), p=rate)
+        return x * self._masks[which]
+
+    def forward(self, inputs, states):
+        states = list(states)
+        states[0] = self._masked("states", self.drop_states, states[0])
+        inputs = self._masked("inputs", self.drop_inputs, inputs)
+        output, next_states = self.base_cell(inputs, states)
+        return self._masked("outputs", self.drop_outputs, output), next_states
+
+    def __repr__(self):
+        return (f"VariationalDropoutCell(p_out = {self.drop_outputs}, p_state = "
+                f"{self.drop_states})")

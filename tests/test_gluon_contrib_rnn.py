@@ -1,0 +1,69 @@
+"""gluon.contrib.rnn.LSTMPCell equals MXNet 1.9.1's (outputs, states, input gradient;
+fixture made with MXNet), VariationalDropoutCell keeps one mask per sequence, and
+gluon.contrib.data.IntervalSampler yields MXNet's order."""
+import os
+
+import numpy as onp
+import pytest
+
+from kiln import autograd, np
+from kiln.base import KilnError
+from kiln.gluon import rnn as grnn
+from kiln.gluon.contrib import rnn
+from kiln.gluon.contrib.data import IntervalSampler
+
+FIXTURE = onp.load(os.path.join(os.path.dirname(__file__), "fixtures", "mxnet_infra",
+                                "contrib_rnn.npz"))
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_lstmp_cell_equals_mxnets(hybrid):
+    cell = rnn.LSTMPCell(4, 3, input_size=5)
+    cell.initialize()
+    params = cell.collect_params()
+    assert sorted(params) == sorted(k[len("param/"):] for k in FIXTURE if
+                                    k.startswith("param/"))
+    for name, p in params.items():
+        p.set_data(np.array(FIXTURE["param/" + name]))
+    if hybrid:
+        cell.hybridize()
+    x = np.array(FIXTURE["x"])
+    x.attach_grad()
+    with autograd.record():
+        outputs, states = cell.unroll(6, x, [np.array(FIXTURE["begin0"]),
+                                             np.array(FIXTURE["begin1"])],
+                                      layout="NTC", merge_outputs=True)
+        total = (outputs * outputs).sum() + states[1].sum()
+    total.backward()
+    for got, key in ((outputs, "outputs"), (states[0], "state0"), (states[1], "state1"),
+                     (x.grad, "grad")):
+        onp.testing.assert_allclose(got.asnumpy(), FIXTURE[key], rtol=1e-5, atol=1e-6)
+
+
+def test_variational_dropout_shares_masks_over_time():
+    base = grnn.RNNCell(6, activation="relu", input_size=4, i2h_weight_initializer="ones",
+                        h2h_weight_initializer="zeros")
+    cell = rnn.VariationalDropoutCell(base, drop_inputs=0.5, drop_outputs=0.5)
+    cell.initialize()
+    x = np.ones((3, 5, 4))
+    with autograd.train_mode():
+        out, _ = cell.unroll(5, x, merge_outputs=True)
+    dropped = out.asnumpy() == 0
+    assert dropped.any() and not dropped.all()
+    assert (dropped == dropped[:, :1, :]).all()          # the same units at every step
+    with autograd.train_mode():
+        again, _ = cell.unroll(5, x, merge_outputs=True)  # a new sequence: new masks
+    assert not onp.array_equal(again.asnumpy() == 0, dropped)
+    plain, _ = cell.unroll(5, x, merge_outputs=True)      # predict mode: nothing dropped
+    assert (plain.asnumpy() > 0).all()
+    with pytest.raises(KilnError, match="BidirectionalCell"):
+        rnn.VariationalDropoutCell(grnn.BidirectionalCell(grnn.RNNCell(2), grnn.RNNCell(2)),
+                                   drop_states=0.5)
+
+
+def test_interval_sampler():
+    assert list(IntervalSampler(7, 3)) == FIXTURE["interval_rollover"].tolist()
+    once = IntervalSampler(7, 3, rollover=False)
+    assert list(once) == FIXTURE["interval_once"].tolist() and len(once) == 3
+    with pytest.raises(KilnError, match="interval"):
+        IntervalSampler(3, 3)
