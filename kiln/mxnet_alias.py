@@ -31,6 +31,8 @@ RENAMES = {
     "initializer": ("init",),
     "kv": ("kvstore",),
     "viz": ("visualization",),
+    "img": ("image",),
+    "rnd": ("random",),
 }
 
 # names MXNet's top level re-exports from one of its modules -> kiln's module holding them

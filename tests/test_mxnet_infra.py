@@ -226,3 +226,9 @@ def test_current_name_manager_and_attr_scope(mx):
     assert g(3, out=None) == 3
     with pytest.raises(KilnError, match="not supported"):
         g(3, casting="unsafe")
+
+
+def test_short_module_names(mx):
+    assert mx.img is kiln.image and mx.rnd.seed is kiln.random.seed
+    assert isinstance(mx.nd.ones(2), mx.gluon.tensor_types)
+    assert isinstance(mx.sym.var("x"), mx.gluon.tensor_types)
