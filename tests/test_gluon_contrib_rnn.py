@@ -67,3 +67,32 @@ def test_interval_sampler():
     assert list(once) == FIXTURE["interval_once"].tolist() and len(once) == 3
     with pytest.raises(KilnError, match="interval"):
         IntervalSampler(3, 3)
+
+
+CONV_CELLS = {
+    "conv2d_lstm": lambda: rnn.Conv2DLSTMCell((3, 6, 6), 4, 3, 3, i2h_pad=1),
+    "conv1d_gru": lambda: rnn.Conv1DGRUCell((2, 7), 3, 3, (5,), i2h_dilate=2),
+    "conv3d_rnn": lambda: rnn.Conv3DRNNCell((2, 4, 4, 4), 2, (3, 3, 3), 1, activation="relu"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CELLS))
+def test_conv_cells_equal_mxnets(case):
+    cell = CONV_CELLS[case]()
+    cell.initialize()
+    params = cell.collect_params()
+    prefix = f"{case}/param/"
+    assert sorted(params) == sorted(k[len(prefix):] for k in FIXTURE if k.startswith(prefix))
+    for name, p in params.items():
+        p.set_data(np.array(FIXTURE[prefix + name]))
+    x = np.array(FIXTURE[f"{case}/x"])
+    x.attach_grad()
+    with autograd.record():
+        outputs, states = cell.unroll(3, x, layout="NTC", merge_outputs=True)
+        total = (outputs * outputs).sum() + states[-1].sum()
+    total.backward()
+    for got, key in ((outputs, "outputs"), (states[-1], "state"), (x.grad, "grad")):
+        onp.testing.assert_allclose(got.asnumpy(), FIXTURE[f"{case}/{key}"], rtol=1e-4,
+                                    atol=1e-5)
+    with pytest.raises(KilnError, match="odd"):
+        rnn.Conv2DRNNCell((3, 6, 6), 4, 3, 2)

@@ -87,3 +87,8 @@ class VariationalDropoutCell(ModifierCell):
     def __repr__(self):
         return (f"VariationalDropoutCell(p_out = {self.drop_outputs}, p_state = "
                 f"{self.drop_states})")
+
+
+from .conv_rnn import (Conv1DRNNCell, Conv2DRNNCell, Conv3DRNNCell,  # noqa: F401,E402
+                       Conv1DLSTMCell, Conv2DLSTMCell, Conv3DLSTMCell, Conv1DGRUCell,
+                       Conv2DGRUCell, Conv3DGRUCell)
