@@ -96,3 +96,46 @@ def test_conv_cells_equal_mxnets(case):
                                     atol=1e-5)
     with pytest.raises(KilnError, match="odd"):
         rnn.Conv2DRNNCell((3, 6, 6), 4, 3, 2)
+
+
+@pytest.mark.parametrize("layout", ["TNC", "NTC"])
+def test_dynamic_unroll_equals_unroll(layout):
+    cell = grnn.LSTMCell(5, input_size=3)
+    cell.initialize()
+    x = np.array(onp.random.RandomState(4).randn(4, 2, 3).astype(onp.float32))  # T, N, C
+    if layout == "NTC":
+        x = np.swapaxes(x, 0, 1)
+    begin = cell.begin_state(batch_size=2)
+    lengths = np.array([4.0, 2.0])
+    out, states = rnn.dynamic_unroll(cell, x, begin, layout=layout, valid_length=lengths)
+    ref, ref_states = cell.unroll(4, x, begin, layout=layout, merge_outputs=True,
+                                  valid_length=lengths)
+    onp.testing.assert_allclose(out.asnumpy(), ref.asnumpy(), rtol=1e-5, atol=1e-6)
+    for s, r in zip(states, ref_states):
+        onp.testing.assert_allclose(s.asnumpy(), r.asnumpy(), rtol=1e-5, atol=1e-6)
+    plain, _ = rnn.dynamic_unroll(cell, x, begin, layout=layout)
+    full, _ = cell.unroll(4, x, begin, layout=layout, merge_outputs=True)
+    onp.testing.assert_allclose(plain.asnumpy(), full.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_dynamic_unroll_hybridized_equals_eager():
+    from kiln import gluon
+
+    class Net(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.cell = grnn.GRUCell(4, input_size=3)
+
+        def forward(self, x, lengths):
+            begin = [np.zeros((x.shape[1], 4))]
+            out, _ = rnn.dynamic_unroll(self.cell, x, begin, valid_length=lengths)
+            return out
+
+    net = Net()
+    net.initialize()
+    x = np.array(onp.random.RandomState(5).randn(5, 2, 3).astype(onp.float32))
+    lengths = np.array([5.0, 3.0])
+    eager = net(x, lengths).asnumpy()
+    net.hybridize(strict=True)
+    onp.testing.assert_allclose(net(x, lengths).asnumpy(), eager, rtol=1e-5, atol=1e-6)
+    assert (eager[3:, 1] == 0).all()

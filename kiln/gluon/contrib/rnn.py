@@ -92,3 +92,40 @@ class VariationalDropoutCell(ModifierCell):
 from .conv_rnn import (Conv1DRNNCell, Conv2DRNNCell, Conv3DRNNCell,  # noqa: F401,E402
                        Conv1DLSTMCell, Conv2DLSTMCell, Conv3DLSTMCell, Conv1DGRUCell,
                        Conv2DGRUCell, Conv3DGRUCell)
+
+
+def dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0, layout="TNC",
+                   valid_length=None):
+    """Run `cell` over the time axis of `inputs` with npx.foreach (one compiled loop when
+    hybridized); returns (outputs, states). With valid_length, a sequence's states stop
+    changing after its length and its later outputs are zero, as in MXNet."""
+    axis = layout.find("T")
+    if axis < 0:
+        raise KilnError(f"dynamic_unroll: layout must contain 'T', got {layout!r}")
+    if axis != 0:
+        inputs = knp.swapaxes(inputs, 0, axis)
+    if drop_inputs:
+        inputs = npx.dropout(inputs, p=drop_inputs, axes=(0,))
+    states = list(begin_state)
+    if valid_length is None:
+        outputs, states = npx.foreach(lambda x, s: cell(x, s), inputs, states)
+    else:
+        lengths = knp.reshape(valid_length, (-1, 1)).astype(states[0].dtype)
+
+        def body(x, carried):
+            step = carried[-1]
+            out, new = cell(x, carried[:-1])
+            live = lengths > step
+            return out, [knp.where(live, n, s) for n, s in zip(new, carried[:-1])] + [
+                step + 1]
+        outputs, states = npx.foreach(body, inputs,
+                                      states + [knp.zeros((1, 1), dtype=states[0].dtype)])
+        states = states[:-1]
+    if drop_outputs:
+        outputs = npx.dropout(outputs, p=drop_outputs, axes=(0,))
+    if valid_length is not None:
+        outputs = npx.sequence_mask(outputs, sequence_length=valid_length,
+                                    use_sequence_length=True, axis=0)
+    if axis != 0:
+        outputs = knp.swapaxes(outputs, 0, axis)
+    return outputs, states
