@@ -2,16 +2,8 @@
 import numpy as onp
 import pytest
 
-from kiln import mxnet_alias
+from mx_alias_fixture import mx  # noqa: F401  (the fixture)
 from kiln.base import KilnError
-
-
-@pytest.fixture
-def mx():
-    assert mxnet_alias.install()
-    import mxnet
-    yield mxnet
-    mxnet_alias.uninstall()
 
 
 def _register(mx):

@@ -7,18 +7,10 @@ import os
 import numpy as np
 import pytest
 
-from kiln import mxnet_alias
+from mx_alias_fixture import mx  # noqa: F401  (the fixture)
 from kiln.base import KilnError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "mxnet_infra")
-
-
-@pytest.fixture
-def mx():
-    assert mxnet_alias.install()
-    import mxnet
-    yield mxnet
-    mxnet_alias.uninstall()
 
 
 def summary_net(mx):
