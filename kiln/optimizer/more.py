@@ -297,3 +297,75 @@ class DCASGD(_Eager):
 @register
 class ccSGD(SGD):
     """MXNet's deprecated name for SGD."""
+
+
+@register
+class LBSGD(_Eager):
+    """Large-batch SGD: gradients are summed over `batch_scale` updates, then one SGD
+    (momentum) step is taken with the mean and a learning rate scaled by a warm-up
+    ('linear', 'power2', 'sqrt' up to batch_scale over warmup_epochs) or by LARS ('lars');
+    the updates in between leave the weight alone. MXNet 1.9.1's rules."""
+
+    def __init__(self, momentum=0.0, multi_precision=False, warmup_strategy="linear",
+                 warmup_epochs=5, batch_scale=1, updates_per_epoch=32, begin_epoch=0,
+                 num_epochs=60, **kwargs):
+        super().__init__(multi_precision=multi_precision, **kwargs)
+        if warmup_strategy not in ("linear", "power2", "sqrt", "lars"):
+            raise KilnError(f"LBSGD: warmup_strategy must be 'linear', 'power2', 'sqrt' or "
+                            f"'lars', got {warmup_strategy!r}")
+        self.momentum, self.warmup_strategy = momentum, warmup_strategy
+        self.warmup_epochs, self.batch_scale = warmup_epochs, batch_scale
+        self.updates_per_epoch, self.num_epochs = updates_per_epoch, num_epochs
+        self.init_updates = begin_epoch * updates_per_epoch
+        self.cumgrads = {}
+
+    def create_state(self, index, weight):
+        return None if self.momentum == 0.0 else _zeros(weight, 1)[0]
+
+    def _warmup_mult(self, done):
+        warm = self.warmup_epochs * self.updates_per_epoch
+        top = float(self.batch_scale)
+        if done >= warm:
+            return top
+        if warm <= 1:
+            return 1.0
+        frac = done / warm
+        return 1.0 + (top - 1) * {"linear": frac, "power2": frac * frac,
+                                  "sqrt": math.sqrt(frac)}[self.warmup_strategy]
+
+    def _lars_mult(self, weight, grad, wd):
+        w2, g2 = float((weight * weight).sum()), float((grad * grad).sum())
+        return min(max(math.sqrt(w2 / (g2 + wd * w2 + 1e-18)), 0.01), 100.0)
+
+    def mx_update(self, index, weight, grad, state, lr, wd, t):
+        cum = self.cumgrads.get(index)
+        if cum and cum["num_cums"] > 0:
+            cum = {"cum_grad": cum["cum_grad"] + grad, "num_cums": cum["num_cums"] + 1}
+        else:
+            cum = {"cum_grad": grad.copy(), "num_cums": self.init_updates + 1}
+        self.cumgrads[index] = cum
+        if cum["num_cums"] % self.batch_scale:
+            return                          # mid macro-batch: MXNet steps with lr 0
+        mean = cum["cum_grad"] / self.batch_scale
+        lr *= (self._lars_mult(weight, mean, wd) if self.warmup_strategy == "lars"
+               else self._warmup_mult(cum["num_cums"]))
+        g = _clip(self._rescaled(mean), self.clip_gradient)
+        if state is None:
+            weight[...] = (1.0 - lr * wd) * weight - lr * g
+        else:
+            state *= self.momentum
+            state -= lr * (wd * weight + g)
+            weight += state
+        cum["cum_grad"] = 0
+
+
+@register
+class Test(_Eager):
+    """MXNet's test optimizer: w += rescale_grad * g; the state holds the new weight."""
+
+    def create_state(self, index, weight):
+        return _zeros(weight, 1)[0]
+
+    def mx_update(self, index, weight, grad, state, lr, wd, t):
+        weight += self._rescaled(grad)
+        state[...] = weight
