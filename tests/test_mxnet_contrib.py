@@ -1,0 +1,39 @@
+"""mx.contrib: the 0.11 autograd API, DataLoaderIter feeding Module.fit, op namespaces."""
+import numpy as onp
+
+import kiln
+from mx_alias_fixture import mx  # noqa: F401  (the fixture)
+
+
+def test_contrib_autograd(mx):
+    from mxnet.contrib import autograd as cag
+    x = mx.nd.array([1.0, 2.0, 3.0])
+    grads, loss = cag.grad_and_loss(lambda a: (a * a).sum())(x)
+    onp.testing.assert_allclose(grads[0].asnumpy(), [2.0, 4.0, 6.0])
+    assert float(loss.asnumpy()) == 14.0
+    g = cag.grad(lambda a, b: (a * b).sum(), argnum=1)(x, mx.nd.ones(3) * 2)
+    onp.testing.assert_allclose(g[0].asnumpy(), x.asnumpy())
+    with cag.train_section():
+        assert kiln.autograd.is_training() and kiln.autograd.is_recording()
+    assert not kiln.autograd.is_recording()
+
+
+def test_dataloader_iter_pads_and_feeds_module(mx):
+    from mxnet import gluon
+    from mxnet.contrib.io import DataLoaderIter
+    X = onp.random.RandomState(0).rand(10, 4).astype("float32")
+    Y = (X.sum(1) > 2).astype("float32")
+    loader = gluon.data.DataLoader(gluon.data.ArrayDataset(X, Y), batch_size=4)
+    it = DataLoaderIter(loader)
+    batches = list(it)
+    assert [b.pad for b in batches] == [0, 0, 2]
+    assert batches[-1].data[0].shape == (4, 4)
+    onp.testing.assert_allclose(batches[-1].data[0].asnumpy()[:2], X[8:])
+    assert it.provide_data[0].name == "data" and it.provide_data[0].shape == (4, 4)
+    it.reset()
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2),
+                               name="softmax")
+    mod = mx.mod.Module(net)
+    mod.fit(it, num_epoch=2, optimizer_params={"learning_rate": 0.1})
+    assert 0.0 <= mod.score(it, "acc")[0][1] <= 1.0
+    assert mx.contrib.nd.MultiBoxPrior is kiln.nd.contrib.MultiBoxPrior
