@@ -33,6 +33,7 @@ RENAMES = {
     "viz": ("visualization",),
     "img": ("image",),
     "rnd": ("random",),
+    "mon": ("monitor",),
 }
 
 # names MXNet's top level re-exports from one of its modules -> kiln's module holding them

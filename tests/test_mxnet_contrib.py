@@ -37,3 +37,32 @@ def test_dataloader_iter_pads_and_feeds_module(mx):
     mod.fit(it, num_epoch=2, optimizer_params={"learning_rate": 0.1})
     assert 0.0 <= mod.score(it, "acc")[0][1] <= 1.0
     assert mx.contrib.nd.MultiBoxPrior is kiln.nd.contrib.MultiBoxPrior
+
+
+def test_monitor_collects_outputs_and_weights(mx, caplog):
+    import logging
+    data = mx.sym.var("data")
+    net = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=3, name="fc1"),
+                            act_type="relu", name="relu1")
+    exe = net.simple_bind(data=(2, 4))
+    exe.arg_dict["fc1_weight"][:] = 0.5
+    mon = mx.mon.Monitor(2, pattern=".*weight|.*output", sort=True)
+    mon.install(exe)
+    x = onp.random.RandomState(0).rand(2, 4).astype("float32")
+    seen = []
+    for _ in range(3):
+        mon.tic()
+        exe.forward(data=mx.nd.array(x))
+        seen.append(mon.toc())
+    assert [len(s) for s in seen] == [3, 0, 3]             # every 2nd batch
+    names = [name for _, name, _ in seen[0]]
+    assert names == ["fc1_output", "fc1_weight", "relu1_output"]
+    out = exe.outputs[0].asnumpy()
+    stat = float(seen[0][2][2].strip())
+    assert abs(stat - onp.linalg.norm(out) / onp.sqrt(out.size)) < 1e-5
+    assert float(seen[0][1][2].strip()) == 0.5
+    mon.tic()
+    mon.tic()                                              # batch 4: collected again
+    with caplog.at_level(logging.INFO):
+        mon.toc_print()
+    assert "fc1_weight" in caplog.text
