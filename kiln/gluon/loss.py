@@ -191,3 +191,7 @@ class SquaredHingeLoss(HingeLoss):
         loss = knp.square(npx.relu(self._margin - pred * label))
         loss = _apply_weighting(loss, self._weight, sample_weight)
         return _batch_mean(loss, self._batch_axis)
+
+
+from .loss_extra import (CTCLoss, CosineEmbeddingLoss, LogisticLoss,  # noqa: F401,E402
+                         PoissonNLLLoss, SDMLLoss, TripletLoss)
