@@ -200,4 +200,4 @@ def test_kl_div_equals_mxnet_1_9_1():
     pred = npx.log_softmax(np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]]))
     label = np.array([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
     onp.testing.assert_allclose(gloss.KLDivLoss()(pred, label).asnumpy(),
-                                [0.07795081, 0.45957822], rtol=1e-5)
+                                [0.07795081, 0.45957822], rtol=1e-4)  # float32 logs
