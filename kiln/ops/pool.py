@@ -6,6 +6,10 @@
     pool_grad(g, x, kind)  the gradient in x; max pooling sends each output's gradient to
                            the first maximum of its window (as oneDNN and PyTorch do)
 
+Max pooling skips NaN, as oneDNN's kernel and MXNet's do: a window's maximum is over its
+numbers, and a window of NaN alone gives the dtype's lowest finite value (PyTorch and
+NumPy's max would give NaN there; kiln keeps one answer on every backend).
+
 Like conv.py: oneDNN when available, else the decomposition into `windows`, which is also
 what backends without a pooling kernel run. `pad` is (lo, hi) per spatial dimension; the
 padding never wins a max and counts in 'avg' only.
@@ -95,11 +99,19 @@ def _window_columns(x, kernel, stride, pad, fill):
     return knp.reshape(cols, tuple(cols.shape[:-len(kernel)]) + (-1,))
 
 
+def _max_columns(x, kernel, stride, pad):
+    """Window columns for max pooling: padding is -inf and NaN the lowest finite value, so
+    neither wins over a number (see the module docstring)."""
+    from .. import np as knp
+    cols = _window_columns(x, kernel, stride, pad, -_np.inf)
+    return knp.where(cols != cols, float(_np.finfo(x.dtype).min), cols)
+
+
 def _first_max_mask(x, kernel, stride, pad):
     """1 at the first maximum of each window, 0 elsewhere, shaped like _window_columns."""
     from .. import np as knp
     from .reduce import argmax
-    cols = _window_columns(x, kernel, stride, pad, -_np.inf).detach()
+    cols = _max_columns(x.detach(), kernel, stride, pad)
     first = argmax(cols, axis=-1, keepdims=True)
     slots = knp.arange(cols.shape[-1], dtype=first.dtype)
     return (slots == first).astype(x.dtype)
@@ -116,7 +128,7 @@ def _valid_counts(x, kernel, stride, pad):
 def pool_by_windows(x, kind, kernel, stride, pad):
     from .. import np as knp
     if kind == "max":
-        y = knp.max(_window_columns(x, kernel, stride, pad, -_np.inf), axis=-1)
+        y = knp.max(_max_columns(x, kernel, stride, pad), axis=-1)
     else:
         y = knp.sum(_window_columns(x, kernel, stride, pad, 0.0), axis=-1)
         y = y / (_valid_counts(x, kernel, stride, pad) if kind == "avg_valid"
