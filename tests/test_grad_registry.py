@@ -21,6 +21,7 @@ from conftest import assert_close, numeric_grad, to_np, wrap
 from control_flow_cases import control_cases
 from heavy_cases import heavy_cases
 from batchnorm_cases import batchnorm_cases
+from special_cases import special_cases
 
 R = onp.random.default_rng(0)
 
@@ -250,6 +251,7 @@ CASES = {
 CASES.update(control_cases(C))   # cond / while_loop: attributes are subgraphs
 CASES.update(heavy_cases(C))     # conv, pool and their gradients
 CASES.update(batchnorm_cases(C))  # batch norm and its gradients
+CASES.update(special_cases(C))   # gammaln, digamma, gamma, erfinv, bitwise ops
 
 IDS = [(name, i) for name in sorted(REGISTRY) for i in range(len(CASES.get(name, [None])))]
 
