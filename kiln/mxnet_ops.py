@@ -37,6 +37,8 @@ class MXOp:
             names.remove("length")
         if self.name == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":
             names.remove("gamma")
+        if self.name.startswith("Sequence") and not attrs.get("use_sequence_length"):
+            names.remove("sequence_length")
         return names + list(self.aux)
 
 
@@ -305,3 +307,4 @@ def InstanceNorm(data, gamma, beta, eps=1e-3, **_):
 
 # the tensor ops (arithmetic, reductions, shapes) register themselves on import
 from . import mxnet_ops_tensor  # noqa: E402,F401
+from . import mxnet_ops_seq, mxnet_ops_more  # noqa: E402,F401  (Sequence*, Pad, LRN, ...)

@@ -177,6 +177,12 @@ def lookup(name):
         return nd_contrib
     if name in _PUBLIC:
         return _PUBLIC[name]
+    if name == "linalg" or name.startswith("linalg_"):
+        from . import nd_linalg
+        return nd_linalg if name == "linalg" else getattr(nd_linalg, name[7:], None)
+    if name in ("SliceChannel", "split"):
+        from .mxnet_ops_seq import SliceChannel
+        return SliceChannel
     if name in OPS and not name.startswith("_"):
         return mx_function(name)
     return None

@@ -7,6 +7,7 @@ import pytest
 import kiln
 from kiln import sym
 from kiln.mxnet_ops import OPS
+import mxnet_ops_more_cases as more_cases
 
 P = {"pos": True}   # inputs drawn positive (log, sqrt, ...)
 
@@ -92,6 +93,10 @@ NOT_DIFFERENTIABLE = {
     "SoftmaxOutput": "MXNet's gradient rule, not a derivative (test_mxnet_models.py)",
     "LinearRegressionOutput": "MXNet's gradient rule, not a derivative",
 }
+
+
+CASES.update(more_cases.CASES)                       # Sequence*, Pad, LRN, norm, ...
+NOT_DIFFERENTIABLE.update(more_cases.NOT_DIFFERENTIABLE)
 
 
 def _canonical():

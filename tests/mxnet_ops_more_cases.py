@@ -1,0 +1,37 @@
+"""Gradient cases (and reasons for none) for the MXNet ops of kiln/mxnet_ops_seq.py and
+kiln/mxnet_ops_more.py, merged into test_mxnet_ops_grad's tables."""
+P = {"pos": True}
+
+CASES = {
+    "broadcast_hypot": ([(2, 3), (2, 1)], {}),
+    "erf": ([(5,)], {}),
+    "gamma": ([(5,)], {}, P),
+    "gammaln": ([(5,)], {}, P),
+    "rcbrt": ([(5,)], {}, P),
+    "norm": ([(2, 3)], {"axis": 1}),
+    "softmin": ([(2, 4)], {}),
+    "hard_sigmoid": ([(6,)], {}),
+    "khatri_rao": ([(2, 3), (4, 3)], {}),
+    "slice_like": ([(4, 5), (2, 3)], {}),
+    "SwapAxis": ([(2, 3, 4)], {"dim1": 0, "dim2": 2}),
+    "broadcast_axis": ([(1, 3)], {"axis": 0, "size": 2}),
+    "Pad": ([(1, 1, 3, 4)], {"mode": "reflect", "pad_width": (0, 0, 0, 0, 1, 1, 2, 2)}),
+    "LRN": ([(1, 4, 2, 2)], {"nsize": 3, "alpha": 0.1}, P),
+    "depth_to_space": ([(1, 4, 2, 3)], {"block_size": 2}),
+    "space_to_depth": ([(1, 2, 4, 2)], {"block_size": 2}),
+}
+
+_LENGTHS = "integer lengths input; the data gradient is checked in test_nd_more.py"
+NOT_DIFFERENTIABLE = {
+    "SequenceMask": _LENGTHS, "SequenceLast": _LENGTHS, "SequenceReverse": _LENGTHS,
+    "erfinv": "defined on (-1, 1) only; its primitive's gradient is in test_grad_registry",
+    "batch_take": "integer indices (values in test_nd_more.py)",
+    "argmax_channel": "integer-valued", "shape_array": "integer-valued",
+    "size_array": "integer-valued",
+    "moments": "two outputs (this test reads one); gradient checked in test_nd_more.py",
+    "broadcast_mod": "piecewise; the mod primitive's gradient is in test_grad_registry",
+}
+for _name in ("broadcast_equal broadcast_not_equal broadcast_greater broadcast_greater_equal "
+              "broadcast_lesser broadcast_lesser_equal broadcast_logical_and "
+              "broadcast_logical_or broadcast_logical_xor").split():
+    NOT_DIFFERENTIABLE[_name] = "a comparison: 0/1 values"
