@@ -180,6 +180,13 @@ def lookup(name):
     if name == "linalg" or name.startswith("linalg_"):
         from . import nd_linalg
         return nd_linalg if name == "linalg" else getattr(nd_linalg, name[7:], None)
+    if name.startswith(("random_", "sample_")) or name in ("uniform", "normal"):
+        from .nd_random_more import FLAT
+        if name in FLAT:
+            return FLAT[name]
+    if name == "shuffle":
+        from .nd_random import shuffle
+        return shuffle
     if name in ("SliceChannel", "split"):
         from .mxnet_ops_seq import SliceChannel
         return SliceChannel
