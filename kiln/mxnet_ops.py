@@ -307,4 +307,4 @@ def InstanceNorm(data, gamma, beta, eps=1e-3, **_):
 
 # the tensor ops (arithmetic, reductions, shapes) register themselves on import
 from . import mxnet_ops_tensor  # noqa: E402,F401
-from . import mxnet_ops_seq, mxnet_ops_more  # noqa: E402,F401  (Sequence*, Pad, LRN, ...)
+from . import mxnet_ops_seq, mxnet_ops_more, mxnet_ops_extra  # noqa: E402,F401  (Sequence*, ...)

@@ -19,6 +19,13 @@ CASES = {
     "LRN": ([(1, 4, 2, 2)], {"nsize": 3, "alpha": 0.1}, P),
     "depth_to_space": ([(1, 4, 2, 3)], {"block_size": 2}),
     "space_to_depth": ([(1, 2, 4, 2)], {"block_size": 2}),
+    "GroupNorm": ([(2, 4, 3), (2,), (2,)], {"num_groups": 2}),
+    "MakeLoss": ([(2, 3)], {}),
+    "im2col": ([(1, 2, 4, 5)], {"kernel": (2, 3), "stride": (1, 2), "pad": (1, 0)}),
+    "col2im": ([(1, 12, 10)], {"output_size": (4, 5), "kernel": (2, 3), "stride": (1, 2),
+                               "pad": (1, 0)}),
+    "Crop": ([(1, 1, 5, 5)], {"h_w": (2, 3), "center_crop": True}),
+    "amp_cast": ([(3,)], {"dtype": "float64"}),
 }
 
 _LENGTHS = "integer lengths input; the data gradient is checked in test_nd_more.py"
@@ -28,6 +35,16 @@ NOT_DIFFERENTIABLE = {
     "batch_take": "integer indices (values in test_nd_more.py)",
     "argmax_channel": "integer-valued", "shape_array": "integer-valued",
     "size_array": "integer-valued",
+    "ROIPooling": "box input (npx.roi_pooling's tests check its gradient)",
+    "LogisticRegressionOutput": "MXNet's gradient rule, not a derivative (test_nd_more.py)",
+    "MAERegressionOutput": "MXNet's gradient rule, not a derivative (test_nd_more.py)",
+    "softmax_cross_entropy": "integer labels (values and gradient in test_nd_more.py)",
+    "scatter_nd": "integer indices (values and gradient in test_nd_more.py)",
+    "ravel_multi_index": "integer-valued", "unravel_index": "integer-valued",
+    "choose_element_0index": "integer indices (it is pick)",
+    "fill_element_0index": "integer indices (values in test_nd_more.py)",
+    "all_finite": "a 0/1 flag", "multi_all_finite": "a 0/1 flag",
+    "multi_sum_sq": "float32 sums of squares for AMP checks",
     "moments": "two outputs (this test reads one); gradient checked in test_nd_more.py",
     "broadcast_mod": "piecewise; the mod primitive's gradient is in test_grad_registry",
 }

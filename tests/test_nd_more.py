@@ -285,3 +285,66 @@ def test_eager_linalg_functions_equal_numpy():
     assert_close(np.linalg.tensorinv(wrap(t), ind=1), onp.linalg.tensorinv(t, ind=1))
     assert_close(np.linalg.tensorsolve(wrap(t), wrap(B[0, :2, 0].repeat(3))),
                  onp.linalg.tensorsolve(t, B[0, :2, 0].repeat(3)))
+
+
+# ---- further 1.x operators (kiln/mxnet_ops_extra.py) ------------------------------------
+
+def test_extra_ops_as_mxnet_1_9_1_gives_them():
+    x = nd.arange(2 * 2 * 4 * 5).reshape(2, 2, 4, 5)
+    cols = nd.im2col(x, kernel=(2, 3), stride=(1, 2), dilate=(1, 1), pad=(1, 0))
+    assert cols.shape == (2, 12, 10) and float(cols.sum()) == 7584.0
+    assert cols[0, :, 0].asnumpy().tolist() == [0, 0, 0, 0, 1, 2, 0, 0, 0, 20, 21, 22]
+    back = nd.col2im(cols, output_size=(4, 5), kernel=(2, 3), stride=(1, 2), pad=(1, 0))
+    assert back.asnumpy()[0, 0, 0].tolist() == [0, 2, 8, 6, 8]
+    assert nd.ravel_multi_index(nd.array([[0, 1], [1, 2]]), shape=(2, 3)).asnumpy().tolist() \
+        == [1, 5]
+    assert nd.unravel_index(nd.array([1, 5]), shape=(2, 3)).asnumpy().tolist() == \
+        [[0, 1], [1, 2]]
+    assert nd.Crop(nd.ones((1, 1, 5, 5)), h_w=(2, 3), center_crop=True).shape == (1, 1, 2, 3)
+    assert_close(nd.softmax_cross_entropy(nd.array([[1.0, 2], [3, 1]]), nd.array([1, 0])),
+                 [0.44018972])
+    assert nd.fill_element_0index(nd.zeros((2, 3)), nd.array([5.0, 6]),
+                                  nd.array([2, 0])).asnumpy().tolist() == [[0, 0, 5], [6, 0, 0]]
+    assert nd.all_finite(nd.array([1.0, onp.inf])).asnumpy().tolist() == [0]
+    assert nd.multi_sum_sq(nd.ones(3), nd.ones(2) * 2, num_arrays=2).asnumpy().tolist() == [3, 8]
+    gn = nd.GroupNorm(nd.arange(8).reshape(1, 4, 2), nd.array([1.0, 2]), nd.array([0.0, 10]),
+                      num_groups=2)
+    assert_close(gn[0, 3], [10.8944235, 12.683271])
+
+
+def test_scatter_nd_and_softmax_cross_entropy_gradients():
+    idx = wrap(onp.array([[1, 0, 2], [1, 1, 0]]))
+    out = nd.scatter_nd(nd.array([2.0, 3.0, 4.0]), idx, shape=(3, 2))
+    assert out.asnumpy().tolist() == [[0, 3], [0, 2], [4, 0]]
+    check_grad(lambda d: nd.scatter_nd(d, idx, shape=(3, 2, 2)), u(3, 2))
+    labels = wrap(onp.array([2, 0]))
+    check_grad(lambda d: nd.softmax_cross_entropy(d, labels), u(2, 3))
+    torch = pytest.importorskip("torch")
+    logits = u(2, 3)
+    ref = torch.nn.functional.cross_entropy(torch.tensor(logits), torch.tensor([2, 0]),
+                                            reduction="sum")
+    assert_close(nd.softmax_cross_entropy(wrap(logits), labels), [float(ref)])
+
+
+@pytest.mark.parametrize("name", ["LogisticRegressionOutput", "MAERegressionOutput",
+                                  "MakeLoss"])
+def test_output_heads_use_mxnets_gradient_rule(name):
+    data, label = u(2, 3), u(2, 3)
+    x = wrap(data)
+    x.attach_grad()
+    with autograd.record():
+        if name == "MakeLoss":
+            out = nd.MakeLoss(x, grad_scale=2.0, normalization="batch")
+        else:
+            out = getattr(nd, name)(x, wrap(label), grad_scale=3.0)
+    out.backward()         # the output is the head, as these layers are used
+    if name == "LogisticRegressionOutput":
+        prob = 1 / (1 + onp.exp(-data))
+        assert_close(out, prob)
+        assert_close(x.grad, (prob - label) * 3.0 / 3)
+    elif name == "MAERegressionOutput":
+        assert_close(out, data)
+        assert_close(x.grad, onp.sign(data - label) * 3.0 / 3)
+    else:
+        assert_close(out, data)
+        assert_close(x.grad, onp.full((2, 3), 2.0 / 2))
