@@ -135,3 +135,43 @@ def bipartite_matching(data, threshold, is_ascend=False, topk=-1, **_):
     return [ndarray._wrap(_np.stack(rows_out).reshape(values.shape[:-1]).astype(dt)),
             ndarray._wrap(_np.stack(cols_out).reshape(values.shape[:-2] + (values.shape[-1],))
                           .astype(dt))]
+
+
+def _centres(boxes):
+    x0, y0, x1, y1 = (boxes[..., k] for k in range(4))
+    return (x0 + x1) * 0.5, (y0 + y1) * 0.5, x1 - x0, y1 - y0
+
+
+def box_encode(samples, matches, anchors, refs, means, stds, **_):
+    """Training targets of matched boxes as normalized centre offsets (corner inputs):
+    (targets (B, N, 4), masks (B, N, 4)); rows whose sample is not positive are 0."""
+    samples, anchors, refs = (knp.asarray(v) for v in (samples, anchors, refs))
+    idx = knp.asarray(matches).astype("int64")
+    b, n = idx.shape
+    m = refs.shape[1]
+    flat = idx + knp.reshape(knp.arange(b, dtype="int64") * m, (b, 1))
+    matched = knp.reshape(knp.take(knp.reshape(refs, (b * m, 4)), knp.reshape(flat, (-1,)),
+                                   axis=0), (b, n, 4))
+    ax, ay, aw, ah = _centres(anchors)
+    gx, gy, gw, gh = _centres(matched)
+    t = knp.stack([(gx - ax) / aw, (gy - ay) / ah, knp.log(gw / aw), knp.log(gh / ah)], -1)
+    t = (t - knp.asarray(means)) / knp.asarray(stds)
+    mask = knp.expand_dims((samples > 0.5).astype(t.dtype), -1) * knp.ones((1, 1, 4), t.dtype)
+    return [t * mask, mask]
+
+
+def box_decode(data, anchors, std0=1.0, std1=1.0, std2=1.0, std3=1.0, clip=-1.0,
+               format="center", **_):
+    """Boxes (corner format) from predicted offsets against anchors (corner or center)."""
+    data, anchors = knp.asarray(data), knp.asarray(anchors)
+    if format == "corner":
+        ax, ay, aw, ah = _centres(anchors)
+    else:
+        ax, ay, aw, ah = (anchors[..., k] for k in range(4))
+    dw, dh = data[..., 2] * float(std2), data[..., 3] * float(std3)
+    if clip > 0:
+        dw, dh = knp.minimum(dw, float(clip)), knp.minimum(dh, float(clip))
+    x = data[..., 0] * float(std0) * aw + ax
+    y = data[..., 1] * float(std1) * ah + ay
+    hw, hh = knp.exp(dw) * aw * 0.5, knp.exp(dh) * ah * 0.5
+    return knp.stack([x - hw, y - hh, x + hw, y + hh], axis=-1)

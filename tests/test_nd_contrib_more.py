@@ -121,3 +121,68 @@ def test_straight_through_estimators_and_gradient_multiplier():
     y.backward()
     assert_close(y, 2 * (0 + 2 - 1) + (1 + 1 - 1) + (0.2 + 1.7 - 0.6))
     assert_close(x.grad, [2 + 1 - 3.0] * 3)
+
+
+def _heads(x, parts, heads):
+    length, batch, width = x.shape
+    d = width // (heads * parts)
+    y = x.reshape(length, batch, heads, parts, d)
+    return [y[:, :, :, p].transpose(1, 2, 0, 3).reshape(batch * heads, length, d)
+            for p in range(parts)], d
+
+
+def _merge(x, heads, batch):
+    return x.reshape(batch, heads, x.shape[1], -1).transpose(2, 0, 1, 3).reshape(
+        x.shape[1], batch, -1)
+
+
+# NumPy references; they equal MXNet 1.9.1's outputs to the bit on float32 inputs
+ATTENTION = {
+    "selfatt_qk": (lambda qkv: nd.contrib.interleaved_matmul_selfatt_qk(qkv, heads=2),
+                   lambda qkv: (lambda h: h[0][0] @ h[0][1].transpose(0, 2, 1) / onp.sqrt(h[1]))(
+                       _heads(qkv, 3, 2)), [(3, 2, 24)]),
+    "selfatt_valatt": (lambda qkv, att: nd.contrib.interleaved_matmul_selfatt_valatt(
+        qkv, att, heads=2), lambda qkv, att: _merge(att @ _heads(qkv, 3, 2)[0][2], 2, 2),
+        [(3, 2, 24), (4, 3, 3)]),
+    "encdec_qk": (lambda q, kv: nd.contrib.interleaved_matmul_encdec_qk(q, kv, heads=2),
+                  lambda q, kv: _heads(q, 1, 2)[0][0] @ _heads(kv, 2, 2)[0][0].transpose(
+                      0, 2, 1) / 2.0, [(3, 2, 8), (5, 2, 16)]),
+    "encdec_valatt": (lambda kv, att: nd.contrib.interleaved_matmul_encdec_valatt(
+        kv, att, heads=2), lambda kv, att: _merge(att @ _heads(kv, 2, 2)[0][1], 2, 2),
+        [(5, 2, 16), (4, 3, 5)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION))
+def test_interleaved_attention_matmuls(name):
+    fn, ref, shapes = ATTENTION[name]
+    inputs = [R.uniform(-1, 1, s) for s in shapes]
+    assert_close(fn(*map(wrap, inputs)), ref(*inputs), rtol=1e-9, atol=1e-12)
+    check_grad(fn, *inputs)
+    assert not compare(fn, [nd.array(v) for v in inputs], strict=True)
+
+
+def test_box_encode_decode_as_mxnet():
+    anchors = nd.array([[[0, 0, 2, 2], [1, 1, 3, 3]]])
+    refs = nd.array([[[0.5, 0.2, 2.1, 2.5], [1, 1, 4, 3]]])
+    targets, masks = nd.contrib.box_encode(nd.array([[1, -1]]), nd.array([[0, 1]]), anchors,
+                                           refs, nd.array([0, 0, 0, 0]),
+                                           nd.array([0.1, 0.1, 0.2, 0.2]))
+    assert_close(targets[0], [[1.4999998, 1.7500001, -1.115718, 0.6988096], [0, 0, 0, 0]])
+    assert masks.asnumpy()[0].tolist() == [[1, 1, 1, 1], [0, 0, 0, 0]]
+    decode = lambda d: nd.contrib.box_decode(d, anchors, std0=0.1, std1=0.1, std2=0.2,  # noqa
+                                             std3=0.2, format="corner")
+    offsets = onp.array([[[0.1, 0.2, 0.3, -0.1], [0, 0, 0, 0]]])
+    assert_close(decode(wrap(offsets).astype("float32"))[0, 0],
+                 [-0.04183662, 0.05980128, 2.0818367, 2.0201986])
+    check_grad(decode, offsets)
+
+
+def test_contrib_aliases_of_layers():
+    x, g, b = nd.ones((2, 3, 2)), nd.ones(3), nd.zeros(3)
+    assert nd.contrib.SyncBatchNorm(x, g, b, nd.zeros(3), nd.ones(3), key="k").shape == (2, 3, 2)
+    out = nd.contrib.BatchNormWithReLU(x - 2, g, b, nd.zeros(3), nd.ones(3))
+    assert float(out.min()) >= 0
+    emb = nd.contrib.SparseEmbedding(nd.array([0, 2]), nd.ones((4, 3)), input_dim=4,
+                                     output_dim=3)
+    assert emb.shape == (2, 3)
