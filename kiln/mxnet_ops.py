@@ -308,4 +308,4 @@ def InstanceNorm(data, gamma, beta, eps=1e-3, **_):
 # the tensor ops (arithmetic, reductions, shapes) register themselves on import
 from . import mxnet_ops_tensor  # noqa: E402,F401
 from . import mxnet_ops_seq, mxnet_ops_more, mxnet_ops_extra  # noqa: E402,F401  (Sequence*, ...)
-from . import mxnet_ops_ctc  # noqa: E402,F401  (CTCLoss)
+from . import mxnet_ops_ctc, mxnet_ops_stn  # noqa: E402,F401  (CTCLoss; spatial transformer)

@@ -26,6 +26,9 @@ CASES = {
                                "pad": (1, 0)}),
     "Crop": ([(1, 1, 5, 5)], {"h_w": (2, 3), "center_crop": True}),
     "amp_cast": ([(3,)], {"dtype": "float64"}),
+    "GridGenerator": ([(2, 6)], {"transform_type": "affine", "target_shape": (3, 4)}),
+    "BilinearSampler": ([(1, 2, 3, 4), (1, 2, 3, 3)], {}),
+    "SpatialTransformer": ([(1, 2, 3, 4), (1, 6)], {"target_shape": (2, 3)}),
 }
 
 _LENGTHS = "integer lengths input; the data gradient is checked in test_nd_more.py"
