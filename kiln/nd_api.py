@@ -187,6 +187,10 @@ def lookup(name):
     if name == "shuffle":
         from .nd_random import shuffle
         return shuffle
+    if "_update" in name:
+        from . import nd_optimizer_ops
+        if name in nd_optimizer_ops.NAMES and name not in nd_optimizer_ops.CONTRIB:
+            return getattr(nd_optimizer_ops, name)
     if name in ("SliceChannel", "split"):
         from .mxnet_ops_seq import SliceChannel
         return SliceChannel
