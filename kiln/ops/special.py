@@ -1,10 +1,11 @@
 """Special functions and bitwise ops: primitives NumPy has no ufunc for (gammaln, digamma,
 gamma, erfinv) or that no composition of other primitives gives (bitwise and/or/xor/not).
 
-NumPy has no log-gamma, digamma or inverse error function, so their kernels are written
-here: lgamma from the standard library per element (exact to double precision), digamma by
-recurrence up to x >= 10 and the asymptotic series, erfinv by Giles' approximation polished
-with Newton steps on math.erf.
+NumPy has no log-gamma, gamma, digamma or inverse error function, so their kernels are
+written here: lgamma and gamma from the standard library per element (the libm functions
+the C backend calls), digamma by recurrence up to x >= 10 and the asymptotic series, erfinv
+by Giles' approximation polished with Newton steps on erf (kiln/backend/c/special_ops.py
+has the same algorithms in C).
 """
 import math
 
@@ -66,17 +67,25 @@ def gammaln(x):
     return _np.asarray(_LGAMMA(x), dtype=_np.float64).astype(x.dtype)
 
 
+def _gamma_scalar(v):
+    try:
+        return math.gamma(v)
+    except ValueError:          # a pole: C's tgamma gives inf at 0 and NaN at -1, -2, ...
+        return math.copysign(math.inf, v) if v == 0 else math.nan
+    except OverflowError:
+        return math.inf
+
+
+_GAMMA = _np.frompyfunc(_gamma_scalar, 1, 1)
+
+
 @register("gamma", unary_float("gamma"), lambda g, out, x: (g * out * digamma(x),),
           elementwise=True)
 def gamma(x):
-    """The gamma function (sign included for negative arguments)."""
+    """The gamma function (C's tgamma: NaN at the negative integers)."""
     x = _float_in(x)
-    x64 = x.astype(_np.float64)
-    mag = _np.exp(_np.asarray(_LGAMMA(x64), dtype=_np.float64))
-    # Gamma(x) < 0 on (-1, 0), (-3, -2), ...: where floor(x) is odd and negative
-    negative = (x64 < 0) & (_np.mod(_np.floor(x64), 2) == 1)
-    with _np.errstate(over="ignore"):
-        return _np.where(negative, -mag, mag).astype(x.dtype)
+    with _np.errstate(over="ignore"):     # beyond float32's range: inf, as in C
+        return _np.asarray(_GAMMA(x.astype(_np.float64)), dtype=_np.float64).astype(x.dtype)
 
 
 _ERF = _np.frompyfunc(math.erf, 1, 1)
