@@ -201,3 +201,33 @@ def multi_all_finite(*arrays, num_arrays=1, init_output=True, **_):
 @_op("multi_sum_sq", variadic=True)
 def multi_sum_sq(*arrays, num_arrays=1, **_):
     return knp.stack([knp.sum(a.astype("float32") ** 2) for a in arrays])
+
+
+@_op("SVMOutput", ("data", "label"),
+     param_shapes=lambda attrs, data: {"label": tuple(data[:-1])})
+def SVMOutput(data, label, margin=1.0, regularization_coefficient=1.0, use_linear=False, **_):
+    """Forward: identity. Backward (MXNet's one-vs-all hinge rule, per class j with t = +1
+    for the label and -1 otherwise): -reg * t * [margin > t x] (L1) or
+    -2 reg * t * max(0, margin - t x) (L2)."""
+    sign = knpx.one_hot(knp.asarray(label).astype(_np.int64), data.shape[-1],
+                        dtype=data.dtype) * 2 - 1
+    slack = float(margin) - sign * knpx.stop_gradient(data)
+    reg = float(regularization_coefficient)
+    if use_linear:
+        delta = -reg * sign * (slack > 0).astype(data.dtype)
+    else:
+        delta = -2 * reg * sign * knp.maximum(slack, 0.0)
+    return _head(data, data, (data - knpx.stop_gradient(data)) * knpx.stop_gradient(delta))
+
+
+def _alias_v1():
+    """MXNet 1.x's deprecated *_v1 operators take the same inputs and attributes."""
+    from .mxnet_ops import OPS, MXOp
+    for name in ("Convolution", "BatchNorm", "Pooling"):
+        op = OPS[name]
+        OPS[name + "_v1"] = MXOp(name + "_v1", op.fn, op.inputs, aux=op.aux,
+                                 variadic=op.variadic, num_outputs=op.num_outputs,
+                                 param_shapes=op.param_shapes)
+
+
+_alias_v1()

@@ -191,6 +191,12 @@ def lookup(name):
         from . import nd_optimizer_ops
         if name in nd_optimizer_ops.NAMES and name not in nd_optimizer_ops.CONTRIB:
             return getattr(nd_optimizer_ops, name)
+    if name in ("numpy", "numpy_extension"):        # mx.nd.numpy: the np functions
+        from . import np as _knp, npx as _knpx
+        return _knp if name == "numpy" else _knpx
+    from . import nd_extras
+    if name in nd_extras.NAMES:
+        return getattr(nd_extras, name)
     if name in ("SliceChannel", "split"):
         from .mxnet_ops_seq import SliceChannel
         return SliceChannel

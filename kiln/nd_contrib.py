@@ -15,7 +15,7 @@ from .nd_contrib_resize import (BilinearResize2D, AdaptiveAvgPooling2D,  # noqa:
 from .nd_optimizer_ops import adamw_update, mp_adamw_update  # noqa: F401,E402
 from .nd_contrib_misc import (boolean_mask, index_array, index_copy, div_sqrt_dim,  # noqa
                               quadratic, allclose, isnan, isinf, isfinite, round_ste, sign_ste,
-                              gradientmultiplier)
+                              gradientmultiplier, rand_zipfian)
 
 
 def SyncBatchNorm(*args, **kwargs):

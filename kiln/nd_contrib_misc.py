@@ -79,3 +79,20 @@ def gradientmultiplier(data, scalar=1.0, **_):
     data = knp.asarray(data)
     s = float(scalar)
     return data * s + stop_gradient(data * (1.0 - s))
+
+
+def rand_zipfian(true_classes, num_sampled, range_max):
+    """Log-uniform (Zipfian) candidate sampling: (sampled classes (int64), expected counts of
+    the true classes, expected counts of the sampled ones), P(c) = log((c+2)/(c+1)) /
+    log(range_max + 1)."""
+    from .ops import REGISTRY
+    log_range = float(_np.log(range_max + 1))
+    u = REGISTRY["random_uniform"](shape=(int(num_sampled),), dtype=_np.dtype("float64"),
+                                   low=0.0, high=1.0)
+    sampled = (knp.floor(knp.exp(u * log_range)) - 1).astype(_np.int64)     # in [0, range_max)
+
+    def expected(classes):
+        c = knp.asarray(classes).astype(_np.float64)
+        p = (knp.log(c + 2.0) - knp.log(c + 1.0)) / log_range
+        return (p * float(num_sampled)).astype(_np.float32)
+    return sampled, expected(true_classes), expected(sampled)

@@ -41,6 +41,7 @@ NOT_DIFFERENTIABLE = {
     "ROIPooling": "box input (npx.roi_pooling's tests check its gradient)",
     "LogisticRegressionOutput": "MXNet's gradient rule, not a derivative (test_nd_more.py)",
     "MAERegressionOutput": "MXNet's gradient rule, not a derivative (test_nd_more.py)",
+    "SVMOutput": "MXNet's gradient rule, not a derivative (test_nd_extras.py)",
     "softmax_cross_entropy": "integer labels (values and gradient in test_nd_more.py)",
     "scatter_nd": "integer indices (values and gradient in test_nd_more.py)",
     "ravel_multi_index": "integer-valued", "unravel_index": "integer-valued",
