@@ -180,6 +180,9 @@ def lookup(name):
     if name == "linalg" or name.startswith("linalg_"):
         from . import nd_linalg
         return nd_linalg if name == "linalg" else getattr(nd_linalg, name[7:], None)
+    if name.startswith("random_pdf_"):
+        from . import nd_random_pdf
+        return getattr(nd_random_pdf, name, None)
     if name.startswith(("random_", "sample_")) or name in ("uniform", "normal"):
         from .nd_random_more import FLAT
         if name in FLAT:
@@ -187,7 +190,7 @@ def lookup(name):
     if name == "shuffle":
         from .nd_random import shuffle
         return shuffle
-    if "_update" in name:
+    if "_update" in name or name == "multi_lars":
         from . import nd_optimizer_ops
         if name in nd_optimizer_ops.NAMES and name not in nd_optimizer_ops.CONTRIB:
             return getattr(nd_optimizer_ops, name)

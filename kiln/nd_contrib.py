@@ -12,7 +12,9 @@ from .nd_contrib_attention import (interleaved_matmul_selfatt_qk,  # noqa: F401,
                                    interleaved_matmul_encdec_qk, interleaved_matmul_encdec_valatt)
 from .nd_contrib_resize import (BilinearResize2D, AdaptiveAvgPooling2D,  # noqa: F401,E402
                                 ROIAlign)
-from .nd_optimizer_ops import adamw_update, mp_adamw_update  # noqa: F401,E402
+from .nd_optimizer_ops import adamw_update, mp_adamw_update, multi_adamw_update  # noqa
+from .mxnet_ops_ctc import CTCLoss  # noqa: F401,E402
+ctc_loss = CTCLoss
 from .nd_contrib_misc import (boolean_mask, index_array, index_copy, div_sqrt_dim,  # noqa
                               quadratic, allclose, isnan, isinf, isfinite, round_ste, sign_ste,
                               gradientmultiplier, rand_zipfian)

@@ -66,5 +66,14 @@ def from_dlpack(dlpack):
     return ndarray._wrap(_np.from_dlpack(source))
 
 
-NAMES = ("split_v2 onehot_encode reset_arrays from_numpy load_frombuffer to_dlpack_for_read "
+def amp_multicast(*data, num_outputs=1, cast_narrow=False, **_):
+    """The arrays cast to their widest float type (the narrowest with cast_narrow)."""
+    arrays = [knp.asarray(a) for a in data]
+    sizes = [a.dtype.itemsize for a in arrays if a.dtype.kind == "f"]
+    target = (min if cast_narrow else max)(sizes) if sizes else None
+    return [a.astype("float%d" % (8 * target)) if target and a.dtype.kind == "f" else a
+            for a in arrays]
+
+
+NAMES = ("amp_multicast split_v2 onehot_encode reset_arrays from_numpy load_frombuffer to_dlpack_for_read "
          "to_dlpack_for_write from_dlpack").split()

@@ -200,5 +200,57 @@ def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, out=None, *
     return _result(weight, new32, out)
 
 
-NAMES = [n for n in list(globals()) if "_update" in n and not n.startswith("_")]
-CONTRIB = ("adamw_update", "mp_adamw_update")
+
+
+def _preloaded(update, per_weight):
+    """preloaded_multi_X: like multi_X, the learning rates and weight decays given as the
+    two last arrays."""
+    def preloaded(*data, num_weights=1, out=None, **kwargs):
+        lrs = knp.asarray(data[-2])._concrete("preloaded update").tolist()
+        wds = knp.asarray(data[-1])._concrete("preloaded update").tolist()
+        return _multi(update, per_weight)(*data[:-2], lrs=lrs, wds=wds,
+                                          num_weights=num_weights, out=out, **kwargs)
+    preloaded.__name__ = "preloaded_multi_" + update.__name__
+    preloaded.__doc__ = f"{update.__name__} on several weights, rates and decays as arrays."
+    return preloaded
+
+
+preloaded_multi_sgd_update = _preloaded(sgd_update, 2)
+preloaded_multi_sgd_mom_update = _preloaded(sgd_mom_update, 3)
+preloaded_multi_mp_sgd_update = _preloaded(mp_sgd_update, 3)
+preloaded_multi_mp_sgd_mom_update = _preloaded(mp_sgd_mom_update, 4)
+
+
+def mp_lamb_update_phase1(weight, grad, mean, var, weight32, out=None, **kwargs):
+    return lamb_update_phase1(weight32, grad.astype(_np.float32), mean, var, out=out,
+                              **kwargs)
+
+
+def mp_lamb_update_phase2(weight, g, r1, r2, weight32, lr, out=None, **kwargs):
+    new32 = lamb_update_phase2(weight32, g, r1, r2, lr, **kwargs)
+    _store(weight32, new32)
+    return _result(weight, new32, out)
+
+
+def multi_lars(lrs, weights_sum_sq, grads_sum_sq, wds, eta, eps, rescale_grad=1.0, out=None,
+               **_):
+    """LARS learning rates: lr * eta * |w| / (|g| + wd |w| + eps), or lr where a norm is 0."""
+    w = knp.sqrt(knp.asarray(weights_sum_sq))
+    g = knp.sqrt(knp.asarray(grads_sum_sq)) * float(rescale_grad)
+    lrs = knp.asarray(lrs)
+    scaled = lrs * float(eta) * w / (g + knp.asarray(wds) * w + float(eps))
+    return _result(lrs, knp.where((w > 0) & (g > 0), scaled, lrs), out)
+
+
+def multi_adamw_update(weights, grads, mean, var, rescale_grad, lrs, wds, etas, out=None,
+                       **kwargs):
+    """contrib.multi_adamw_update: adamw_update per weight (lists of arrays)."""
+    return [adamw_update(w, g, m, v, rescale_grad, lr=float(lr), wd=float(wd), eta=float(eta),
+                         out=w if out is None else out[k], **kwargs)
+            for k, (w, g, m, v, lr, wd, eta) in enumerate(zip(weights, grads, mean, var, lrs,
+                                                                wds, etas))]
+
+
+NAMES = [n for n in list(globals()) if ("_update" in n or n == "multi_lars")
+         and not n.startswith("_")]
+CONTRIB = ("adamw_update", "mp_adamw_update", "multi_adamw_update")

@@ -70,3 +70,63 @@ def test_rand_zipfian_expected_counts_as_mxnet():
     freq = onp.bincount(many, minlength=10) / 20000
     assert_close(freq, onp.log((onp.arange(10) + 2.0) / (onp.arange(10) + 1)) / onp.log(11),
                  atol=0.015)
+
+
+S = [[0.1, 0.5, 1.2], [2.0, 0.3, 0.7]]
+COUNTS = [[0, 1, 2], [3, 1, 0]]
+# name -> (arguments, MXNet 1.9.1's output)
+PDFS = {
+    "normal": ((S, [0.0, 1.0], [1.0, 2.0]),
+               [[0.39695254, 0.35206532, 0.19418605], [0.17603266, 0.18762018, 0.19723967]]),
+    "gamma": ((S, [2.0, 1.0], [1.0, 2.0]),
+              [[0.09048375, 0.30326533, 0.36143303], [0.03663128, 1.0976232, 0.49319395]]),
+    "exponential": ((S, [2.0, 1.0]),
+                    [[1.6374615, 0.7357589, 0.18143588], [0.13533528, 0.7408182, 0.4965853]]),
+    "poisson": ((COUNTS, [2.0, 1.0]),
+                [[0.13533528, 0.27067056, 0.27067056], [0.06131324, 0.36787945, 0.36787945]]),
+    "negative_binomial": ((COUNTS, [2, 3], [0.5, 0.3]),
+                          [[0.25, 0.25, 0.1875], [0.09261001, 0.0567, 0.02700001]]),
+    "generalized_negative_binomial": ((COUNTS, [2.0, 1.0], [0.5, 0.3]),
+                                      [[0.25, 0.25, 0.1875], [0.06580678, 0.3208081, 0.4170507]]),
+    "dirichlet": (([[[0.2, 0.3, 0.5]], [[0.1, 0.1, 0.8]]], [[1.0, 2, 3], [2, 2, 2]]),
+                  [[4.5], [0.9599999]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PDFS))
+def test_random_pdf_as_mxnet(name):
+    args, expected = PDFS[name]
+    fn = getattr(nd, "random_pdf_" + name)
+    assert_close(fn(*[nd.array(a) for a in args]), expected, rtol=1e-5)
+    assert_close(fn(*[nd.array(a) for a in args], is_log=True), onp.log(expected), rtol=1e-5)
+
+
+def test_random_pdf_gradients_and_uniform_support():
+    from test_nd_more import check_grad
+    rng = onp.random.default_rng(0)
+    x, mu, sigma = rng.uniform(0.2, 2, (2, 3)), rng.uniform(-1, 1, 2), rng.uniform(0.5, 2, 2)
+    check_grad(lambda *a: nd.random_pdf_normal(*a), x, mu, sigma)
+    check_grad(lambda *a: nd.random_pdf_gamma(*a, is_log=True), x, sigma + 1, sigma)
+    alpha = rng.uniform(0.5, 3, (2, 3))
+    sample = rng.dirichlet([1, 1, 1], (2, 1))
+    check_grad(lambda *a: nd.random_pdf_dirichlet(*a), sample, alpha)
+    # MXNet 1.9.1 returns 1 / (high - low) outside [low, high] too; kiln gives 0 there
+    out = nd.random_pdf_uniform(nd.array(S), nd.array([0.0, 0.0]), nd.array([1.0, 3.0]))
+    assert_close(out, [[1, 1, 0], [1 / 3, 1 / 3, 1 / 3]])
+
+
+def test_lars_amp_and_preloaded_updates():
+    lrs = nd.multi_lars(nd.array([0.1, 0.2]), nd.array([4.0, 9.0]), nd.array([1.0, 0.0]),
+                        nd.array([0.01, 0.0]), eta=0.5, eps=1e-8, rescale_grad=1.0)
+    assert_close(lrs, [0.09803922, 0.2])
+    wide = nd.amp_multicast(nd.ones(2, dtype="float16"), nd.ones(2), num_outputs=2)
+    narrow = nd.amp_multicast(nd.ones(2, dtype="float16"), nd.ones(2), num_outputs=2,
+                              cast_narrow=True)
+    assert [a.dtype for a in wide] == [onp.float32] * 2
+    assert [a.dtype for a in narrow] == [onp.float16] * 2
+    w = [nd.ones(2), nd.ones(2) * 2]
+    nd.preloaded_multi_sgd_update(w[0], nd.ones(2), w[1], nd.ones(2), nd.array([0.1, 0.2]),
+                                  nd.array([0.0, 0.5]), num_weights=2, out=w)
+    assert_close(w[0], [0.9, 0.9])
+    assert_close(w[1], [2 - 0.2 * (1 + 0.5 * 2)] * 2)
+    assert nd.contrib.ctc_loss is nd.contrib.CTCLoss
