@@ -39,6 +39,11 @@ class MXOp:
             names.remove("gamma")
         if self.name.startswith("Sequence") and not attrs.get("use_sequence_length"):
             names.remove("sequence_length")
+        if self.name == "RNN":
+            if attrs.get("mode", "lstm") != "lstm":
+                names.remove("state_cell")
+            if not attrs.get("use_sequence_length"):
+                names.remove("sequence_length")
         return names + list(self.aux)
 
 
@@ -309,3 +314,4 @@ def InstanceNorm(data, gamma, beta, eps=1e-3, **_):
 from . import mxnet_ops_tensor  # noqa: E402,F401
 from . import mxnet_ops_seq, mxnet_ops_more, mxnet_ops_extra  # noqa: E402,F401  (Sequence*, ...)
 from . import mxnet_ops_ctc, mxnet_ops_stn  # noqa: E402,F401  (CTCLoss; spatial transformer)
+from . import mxnet_ops_rnn  # noqa: E402,F401  (the fused RNN)
