@@ -1,4 +1,5 @@
-"""Registry cases for the special-function and bitwise primitives (kiln/ops/special.py),
+"""Registry cases for the special-function, inverse-hyperbolic, cube-root and bitwise
+primitives (kiln/ops/special.py),
 used by test_grad_registry.CASES: float64 inputs, PyTorch as the oracle where it has the
 function (gamma itself is exp(lgamma) there, for positive arguments)."""
 import numpy as onp
@@ -33,4 +34,12 @@ def special_cases(C):
         "bitwise_xor": [C(ints.astype(onp.int32), ints[1].astype(onp.int32),
                           torch=_torch("bitwise_xor"))],
         "invert": [C(ints, torch=_torch("bitwise_not")), C(ints > 0, torch=_torch("bitwise_not"))],
+        "arcsinh": [C(R.uniform(-3, 3, (3, 4)), torch=_torch("asinh")),
+                    C(onp.array([1e-9, -1e-5, 0.0, 30.0]), torch=_torch("asinh"), fd=False)],
+        "arccosh": [C(R.uniform(1.1, 4, (3, 4)), torch=_torch("acosh"))],
+        "arctanh": [C(R.uniform(-0.9, 0.9, (3, 4)), torch=_torch("atanh")),
+                    C(onp.array([1e-9, -1e-6]), torch=_torch("atanh"), fd=False)],
+        "cbrt": [C(R.uniform(0.3, 3, (3, 4)) * R.choice([-1, 1], (3, 4)),
+                   torch=lambda x: x.sign() * x.abs() ** (1 / 3)),
+                 C(onp.array([8.0, -27.0, 0.0, 1e-9]), fd=False)],
     }

@@ -62,8 +62,7 @@ def copysign(x1, x2, out=None):
 
 
 def cbrt(x, out=None):
-    x = _float(_arr(x))
-    return _out(sign(x) * power(abs(x), 1.0 / 3.0), out)
+    return _out(_R["cbrt"](_arr(x)), out)
 
 
 def fabs(x, out=None):
@@ -95,20 +94,15 @@ radians, degrees = deg2rad, rad2deg
 
 
 def arcsinh(x, out=None):
-    x = _float(_arr(x))
-    ax = abs(x)
-    # the odd symmetry keeps log's argument away from cancellation for negative x
-    return _out(sign(x) * log(ax + sqrt(ax * ax + 1.0)), out)
+    return _out(_R["arcsinh"](_arr(x)), out)
 
 
 def arccosh(x, out=None):
-    x = _float(_arr(x))
-    return _out(log(x + sqrt(x * x - 1.0)), out)
+    return _out(_R["arccosh"](_arr(x)), out)
 
 
 def arctanh(x, out=None):
-    x = _float(_arr(x))
-    return _out(0.5 * (log1p(x) - log1p(-x)), out)
+    return _out(_R["arctanh"](_arr(x)), out)
 
 
 def float_power(x1, x2, out=None):

@@ -129,6 +129,33 @@ def _erfinv_slope(out):
     return exp(out * out) * (math.sqrt(math.pi) / 2)
 
 
+# ---- inverse hyperbolics and the cube root: NumPy's ufuncs, C99's functions -----------------
+# (as compositions of log and sqrt they lose precision near 0: arcsinh(1e-5) was 1e-3 off)
+
+def _float_ufunc(fn):
+    def impl(x):
+        x = _float_in(x)
+        with _np.errstate(invalid="ignore", divide="ignore"):
+            return fn(x.astype(_np.float64)).astype(x.dtype)
+    impl.__doc__ = f"NumPy's {fn.__name__}, computed in double and rounded once (as in C)."
+    return impl
+
+
+def _sqrt(x):
+    from .elementwise import sqrt
+    return sqrt(x)
+
+
+register("arcsinh", unary_float("arcsinh"), lambda g, out, x: (g / _sqrt(x * x + 1),),
+         elementwise=True)(_float_ufunc(_np.arcsinh))
+register("arccosh", unary_float("arccosh"), lambda g, out, x: (g / _sqrt(x * x - 1),),
+         elementwise=True)(_float_ufunc(_np.arccosh))
+register("arctanh", unary_float("arctanh"), lambda g, out, x: (g / (1 - x * x),),
+         elementwise=True)(_float_ufunc(_np.arctanh))
+register("cbrt", unary_float("cbrt"), lambda g, out, x: (g / (out * out * 3),),
+         elementwise=True)(_float_ufunc(_np.cbrt))
+
+
 # ---- bitwise ---------------------------------------------------------------------------------
 
 def _integer_rule(name, rule):

@@ -1,5 +1,6 @@
 """C lowerings of the special-function and bitwise primitives (kiln/ops/special.py).
 
+asinh, acosh, atanh and cbrt are C99's, in double as the eager kernels compute them.
 lgamma and tgamma are C's own (the eager kernels call the same libm functions per
 element); digamma and erfinv are written here with the eager kernels' algorithms, step
 for step: recurrence and asymptotic series, Giles' approximation with two Newton steps on
@@ -8,7 +9,8 @@ erf. Float32 inputs compute in double and round once, as eager does.
 import numpy as _np
 
 OPS = frozenset(("gammaln", "gamma", "digamma", "erfinv", "bitwise_and", "bitwise_or",
-                 "bitwise_xor", "invert"))
+                 "bitwise_xor", "invert", "arcsinh", "arccosh", "arctanh", "cbrt"))
+_C99 = {"arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "cbrt": "cbrt"}
 
 PRELUDE = r"""
 static inline double kiln_digamma(double x) {
@@ -57,6 +59,10 @@ _FLOAT_CALLS = {"gammaln": "lgamma", "gamma": "tgamma", "digamma": "kiln_digamma
 def elementwise_expr(op, args, T, out_dtype):
     """The C expression of one of OPS, or None when it has none for these dtypes."""
     a = args[0]
+    if op in _C99:
+        if _np.dtype(out_dtype).kind != "f":
+            return None
+        return f"(({T}){_C99[op]}((double)({a})))"
     if op in _FLOAT_CALLS:
         if _np.dtype(out_dtype).kind != "f":
             return None
