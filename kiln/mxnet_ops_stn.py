@@ -75,3 +75,42 @@ def SpatialTransformer(data, loc, target_shape=(0, 0), transform_type="affine",
                         "sampler_type='bilinear' exists in MXNet")
     grid = GridGenerator(loc, transform_type="affine", target_shape=target_shape)
     return BilinearSampler(data, grid)
+
+
+@_op("Correlation", ("data1", "data2"))
+def Correlation(data1, data2, kernel_size=1, max_displacement=1, stride1=1, stride2=1,
+                pad_size=0, is_multiply=True, **_):
+    """FlowNet's correlation layer: for each displacement (dy, dx) on a grid of step
+    stride2 within max_displacement, the mean over channels and a kernel_size window of
+    data1 * shifted data2 (|data1 - shifted data2| without is_multiply), sampled every
+    stride1 pixels; (N, displacements, H', W'). Slices and products: differentiable."""
+    k, md, s1, s2, pad = (int(v) for v in (kernel_size, max_displacement, stride1, stride2,
+                                           pad_size))
+    if data1.shape != data2.shape or data1.ndim != 4:
+        raise KilnError(f"Correlation: expected two NCHW arrays of one shape, got "
+                        f"{tuple(data1.shape)} and {tuple(data2.shape)}")
+    n, c, h, w = data1.shape
+    widths = [(0, 0), (0, 0), (pad, pad), (pad, pad)]
+    p1, p2 = knp.pad(data1, widths), knp.pad(data2, widths)
+    border = md + (k - 1) // 2
+    out_h = -(-(h + 2 * pad - 2 * border) // s1)
+    out_w = -(-(w + 2 * pad - 2 * border) // s1)
+    if out_h < 1 or out_w < 1:
+        raise KilnError(f"Correlation: max_displacement {md} and kernel_size {k} leave no "
+                        f"output for inputs of {h}x{w} padded by {pad}")
+    radius = md // s2
+
+    def window(p, top, left):
+        return p[:, :, top:top + s1 * (out_h - 1) + 1:s1, left:left + s1 * (out_w - 1) + 1:s1]
+    planes = []
+    for dy in range(-radius, radius + 1):
+        for dx in range(-radius, radius + 1):
+            total = None
+            for j in range(k):
+                for i in range(k):
+                    a = window(p1, md + j, md + i)
+                    b = window(p2, md + j + dy * s2, md + i + dx * s2)
+                    term = knp.sum(a * b if is_multiply else knp.abs(a - b), axis=1)
+                    total = term if total is None else total + term
+            planes.append(total / float(k * k * c))
+    return knp.stack(planes, axis=1)

@@ -29,6 +29,8 @@ CASES = {
     "GridGenerator": ([(2, 6)], {"transform_type": "affine", "target_shape": (3, 4)}),
     "BilinearSampler": ([(1, 2, 3, 4), (1, 2, 3, 3)], {}),
     "SpatialTransformer": ([(1, 2, 3, 4), (1, 6)], {"target_shape": (2, 3)}),
+    "Correlation": ([(1, 2, 4, 4), (1, 2, 4, 4)], {"kernel_size": 1, "max_displacement": 1,
+                                                   "pad_size": 1}),
     # one GRU layer, 2 inputs, state size 2: 3 gates * 2 * (2 + 2) weights + 2 * 3 * 2 biases
     "RNN": ([(3, 2, 2), (36,), (1, 2, 2)], {"state_size": 2, "mode": "gru", "num_layers": 1}),
 }

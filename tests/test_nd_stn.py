@@ -1,4 +1,4 @@
-"""GridGenerator, BilinearSampler, SpatialTransformer: values as MXNet 1.9.1 printed them,
+"""GridGenerator, BilinearSampler, SpatialTransformer, Correlation: values as MXNet 1.9.1 printed them,
 sampling and gradients (data and grid) equal to PyTorch's grid_sample (align_corners=True,
 zero padding), hybridized equal to eager."""
 import numpy as onp
@@ -53,3 +53,41 @@ def test_hybridized_equals_eager():
         return nd.SpatialTransformer(data, loc, target_shape=(3, 4)) * 2.0
     findings = compare(f, [nd.array(X), nd.array(THETA)], strict=True)
     assert not findings, "\n".join(map(repr, findings))
+
+
+def _correlation_reference(a, b, k, md, s1, s2, pad, multiply=True):
+    """Brute force, loop by loop (equal to MXNet 1.9.1's nd.Correlation on these cases)."""
+    widths = [(0, 0), (0, 0), (pad, pad), (pad, pad)]
+    p1, p2 = onp.pad(a, widths), onp.pad(b, widths)
+    n, c, hp, wp = p1.shape
+    border = md + (k - 1) // 2
+    oh, ow = -(-(hp - 2 * border) // s1), -(-(wp - 2 * border) // s1)
+    r = md // s2
+    out = onp.zeros((n, (2 * r + 1) ** 2, oh, ow))
+    for y in range(oh):
+        for x in range(ow):
+            y1, x1 = y * s1 + md, x * s1 + md
+            for q, (dy, dx) in enumerate([(dy, dx) for dy in range(-r, r + 1)
+                                          for dx in range(-r, r + 1)]):
+                f1 = p1[:, :, y1:y1 + k, x1:x1 + k]
+                f2 = p2[:, :, y1 + dy * s2:y1 + dy * s2 + k, x1 + dx * s2:x1 + dx * s2 + k]
+                v = f1 * f2 if multiply else onp.abs(f1 - f2)
+                out[:, q, y, x] = v.sum(axis=(1, 2, 3)) / (k * k * c)
+    return out
+
+
+@pytest.mark.parametrize("k,md,s1,s2,pad,multiply", [(1, 1, 1, 1, 1, True),
+                                                    (3, 2, 2, 2, 2, True),
+                                                    (1, 1, 1, 1, 0, False)])
+def test_correlation(k, md, s1, s2, pad, multiply):
+    a, b = R.uniform(-1, 1, (1, 2, 5, 6)), R.uniform(-1, 1, (1, 2, 5, 6))
+
+    def fn(x, y):
+        return nd.Correlation(x, y, kernel_size=k, max_displacement=md, stride1=s1,
+                              stride2=s2, pad_size=pad, is_multiply=multiply)
+    assert_close(fn(wrap(a), wrap(b)), _correlation_reference(a, b, k, md, s1, s2, pad, multiply),
+                 rtol=1e-10, atol=1e-12)
+    if multiply:
+        from test_nd_more import check_grad
+        check_grad(fn, a[:, :, :4, :4], b[:, :, :4, :4])
+    assert not compare(fn, [nd.array(a), nd.array(b)], strict=True)
