@@ -1,7 +1,7 @@
-"""MXNet's spatial-transformer operators: GridGenerator (affine or warp grids),
-BilinearSampler and SpatialTransformer, composed of registry ops (the four corner pixels
-are gathers at indices computed from the grid; the weights are the grid's fractional
-parts), so gradients reach both the data and the grid, and the ops trace.
+"""MXNet's spatial operators: GridGenerator (affine or warp grids), BilinearSampler,
+SpatialTransformer and FlowNet's Correlation, composed of registry ops (the sampler's four
+corner pixels are gathers at indices computed from the grid, weighted by the grid's
+fractional parts), so gradients reach both the data and the grid, and the ops trace.
 
 Grids hold normalized source coordinates in [-1, 1] (x first), -1 and 1 being the centres of
 the first and last pixels; samples outside the image read zeros, as in MXNet.

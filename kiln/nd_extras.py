@@ -75,5 +75,5 @@ def amp_multicast(*data, num_outputs=1, cast_narrow=False, **_):
             for a in arrays]
 
 
-NAMES = ("amp_multicast split_v2 onehot_encode reset_arrays from_numpy load_frombuffer to_dlpack_for_read "
-         "to_dlpack_for_write from_dlpack").split()
+NAMES = ("amp_multicast split_v2 onehot_encode reset_arrays from_numpy load_frombuffer "
+         "to_dlpack_for_read to_dlpack_for_write from_dlpack").split()

@@ -7,7 +7,7 @@ import pytest
 
 from kiln import autograd, nd
 from kiln.fuzz.compare import compare
-from conftest import assert_close, numeric_grad, to_np, wrap
+from conftest import assert_close, wrap
 from test_nd_more import check_grad
 
 R = onp.random.default_rng(4)

@@ -1,6 +1,6 @@
-"""GridGenerator, BilinearSampler, SpatialTransformer, Correlation: values as MXNet 1.9.1 printed them,
-sampling and gradients (data and grid) equal to PyTorch's grid_sample (align_corners=True,
-zero padding), hybridized equal to eager."""
+"""GridGenerator, BilinearSampler, SpatialTransformer, Correlation: values as MXNet 1.9.1
+printed them, sampling and gradients (data and grid) equal to PyTorch's grid_sample
+(align_corners=True, zero padding), hybridized equal to eager."""
 import numpy as onp
 import pytest
 

@@ -10,8 +10,8 @@ import numpy as _np
 from ..dispatch import to_operands
 from ..ndarray import ndarray
 from ..ops import REGISTRY as _R
-from .math import (_arr, _float, _out, abs, arctan, ceil, exp, floor, log, log1p, sign,
-                   sqrt, where, divide, multiply, power)
+from .math import (_arr, _float, _out, abs, arctan, ceil, exp, floor, log1p, sign, sqrt,
+                   where, divide, power)
 
 
 def _pair(x1, x2):

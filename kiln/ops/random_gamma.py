@@ -1,8 +1,6 @@
 """The gamma and Poisson draws: random primitives the other distributions (beta,
 chi-square, counts) need and no transform of a uniform or normal draw gives. They draw
 from the same process-wide generator as random_uniform, so `np.random.seed` fixes them."""
-import numpy as _np
-
 from .registry import register
 from .creation import _RandomState, _random_rule
 
