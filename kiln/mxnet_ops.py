@@ -314,4 +314,4 @@ def InstanceNorm(data, gamma, beta, eps=1e-3, **_):
 from . import mxnet_ops_tensor  # noqa: E402,F401
 from . import mxnet_ops_seq, mxnet_ops_more, mxnet_ops_extra  # noqa: E402,F401  (Sequence*, ...)
 from . import mxnet_ops_ctc, mxnet_ops_stn  # noqa: E402,F401  (CTCLoss; spatial transformer)
-from . import mxnet_ops_rnn  # noqa: E402,F401  (the fused RNN)
+from . import mxnet_ops_rnn, mxnet_ops_deform  # noqa: E402,F401  (fused RNN; deformable conv)

@@ -47,9 +47,16 @@ def BilinearSampler(data, grid, cudnn_off=None, **_):
     if grid.ndim != 4 or grid.shape[:2] != (n, 2):
         raise KilnError(f"BilinearSampler: grid must be ({n}, 2, height, width), got "
                         f"{tuple(grid.shape)}")
-    oh, ow = grid.shape[2:]
     x = (grid[:, 0] + 1.0) * ((w - 1) / 2.0)                 # (N, oh, ow) in pixels
     y = (grid[:, 1] + 1.0) * ((h - 1) / 2.0)
+    return bilinear(data, y, x)
+
+
+def bilinear(data, y, x):
+    """data (N, C, H, W) sampled at pixel coordinates y, x (N, oh, ow): (N, C, oh, ow);
+    each of the four corners outside the image counts zero."""
+    n, c, h, w = data.shape
+    oh, ow = y.shape[1:]
     x0, y0 = knp.floor(x), knp.floor(y)
     fx, fy = x - x0, y - y0
     rows = knp.reshape(knp.transpose(data, (0, 2, 3, 1)), (n * h * w, c))

@@ -38,3 +38,13 @@ def BatchNormWithReLU(*args, **kwargs):
 def SparseEmbedding(*args, **kwargs):
     from .nd_api import mx_function
     return mx_function("Embedding")(*args, **kwargs)
+
+
+def DeformableConvolution(*args, **kwargs):
+    from .nd_api import mx_function
+    return mx_function("DeformableConvolution")(*args, **kwargs)
+
+
+def ModulatedDeformableConvolution(*args, **kwargs):
+    from .nd_api import mx_function
+    return mx_function("ModulatedDeformableConvolution")(*args, **kwargs)

@@ -53,6 +53,9 @@ NOT_DIFFERENTIABLE = {
     "fill_element_0index": "integer indices (values in test_nd_more.py)",
     "all_finite": "a 0/1 flag", "multi_all_finite": "a 0/1 flag",
     "multi_sum_sq": "float32 sums of squares for AMP checks",
+    "DeformableConvolution": "floor() of the offsets: kinks (test_nd_deformable.py checks "
+                             "gradients away from pixel edges)",
+    "ModulatedDeformableConvolution": "as DeformableConvolution (test_nd_deformable.py)",
     "CTCLoss": "integer labels (loss and gradient against PyTorch in test_nd_ctc.py)",
     "moments": "two outputs (this test reads one); gradient checked in test_nd_more.py",
     "broadcast_mod": "piecewise; the mod primitive's gradient is in test_grad_registry",
