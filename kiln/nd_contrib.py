@@ -10,6 +10,7 @@ from .nd_contrib_boxes import (box_iou, box_nms, box_non_maximum_suppression,  #
 from .nd_contrib_attention import (interleaved_matmul_selfatt_qk,  # noqa: F401,E402
                                    interleaved_matmul_selfatt_valatt,
                                    interleaved_matmul_encdec_qk, interleaved_matmul_encdec_valatt)
+from .nd_contrib_proposal import Proposal, MultiProposal  # noqa: F401,E402
 from .nd_contrib_resize import (BilinearResize2D, AdaptiveAvgPooling2D,  # noqa: F401,E402
                                 ROIAlign)
 from .nd_optimizer_ops import adamw_update, mp_adamw_update, multi_adamw_update  # noqa
