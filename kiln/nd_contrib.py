@@ -11,7 +11,7 @@ from .nd_contrib_attention import (interleaved_matmul_selfatt_qk,  # noqa: F401,
                                    interleaved_matmul_selfatt_valatt,
                                    interleaved_matmul_encdec_qk, interleaved_matmul_encdec_valatt)
 from .nd_contrib_proposal import Proposal, MultiProposal  # noqa: F401,E402
-from .nd_contrib_resize import (BilinearResize2D, AdaptiveAvgPooling2D,  # noqa: F401,E402
+from .nd_contrib_resize import (BilinearResize2D, AdaptiveAvgPooling2D, PSROIPooling,  # noqa
                                 ROIAlign)
 from .nd_optimizer_ops import adamw_update, mp_adamw_update, multi_adamw_update  # noqa
 from .mxnet_ops_ctc import CTCLoss  # noqa: F401,E402

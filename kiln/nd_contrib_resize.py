@@ -1,5 +1,5 @@
-"""MXNet's resampling contrib ops: `BilinearResize2D`, `AdaptiveAvgPooling2D` and
-`ROIAlign`. Each output is a fixed linear map of the input, so each is a matmul with an
+"""MXNet's resampling contrib ops: `BilinearResize2D`, `AdaptiveAvgPooling2D`, `ROIAlign`
+and `PSROIPooling`. Each output is a fixed linear map of the input, so each is a matmul with an
 interpolation matrix built in NumPy from the shapes (and, for ROIAlign, the box values):
 differentiable in the data, and BilinearResize2D/AdaptiveAvgPooling2D also trace.
 """
@@ -121,6 +121,15 @@ def _roi_matrix(roi, pooled, scale, ratio, aligned, height, width):
     return m
 
 
+def _batch_index(op, boxes, n):
+    """The rois' batch indices, checked (MXNet reads past the batch on a bad one)."""
+    index = boxes[:, 0].astype(_np.int64)
+    if len(index) and (index.min() < 0 or index.max() >= n):
+        raise KilnError(f"{op}: roi batch indices must be in [0, {n}), got "
+                        f"{sorted(set(index.tolist()))}")
+    return index
+
+
 def ROIAlign(data, rois, pooled_size=(1, 1), spatial_scale=1.0, sample_ratio=-1,
              position_sensitive=False, aligned=False, **_):
     """Average of bilinear samples per bin (Mask R-CNN's RoIAlign): rois are rows
@@ -136,7 +145,57 @@ def ROIAlign(data, rois, pooled_size=(1, 1), spatial_scale=1.0, sample_ratio=-1,
     n, c, h, w = data.shape
     mats = _np.stack([_roi_matrix(b[1:], pooled, float(spatial_scale), int(sample_ratio),
                                   aligned, h, w) for b in boxes])
-    index = _np.clip(boxes[:, 0].astype(_np.int64), 0, n - 1)
+    index = _batch_index("ROIAlign", boxes, n)
     rows = knp.take(knp.reshape(data, (n, c, h * w)), index, axis=0)       # (R, C, HW)
     out = knp.matmul(rows, ndarray._wrap(_np.swapaxes(mats, 1, 2).astype(data.dtype)))
     return knp.reshape(out, (len(boxes), c) + pooled)
+
+
+def _c_round(v):
+    """C's round(): halves away from zero (NumPy's rounds them to even)."""
+    return math.copysign(math.floor(abs(v) + 0.5), v)
+
+
+def _psroi_bins(roi, pooled, scale, height, width):
+    """(P*P, H*W) averaging matrix of one roi's bins (R-FCN's PSROIPooling)."""
+    x0, y0 = _c_round(roi[0]) * scale, _c_round(roi[1]) * scale
+    x1, y1 = (_c_round(roi[2]) + 1) * scale, (_c_round(roi[3]) + 1) * scale
+    bin_h, bin_w = max(y1 - y0, 0.1) / pooled, max(x1 - x0, 0.1) / pooled
+    m = _np.zeros((pooled * pooled, height * width))
+    for ph in range(pooled):
+        hs = min(max(int(math.floor(ph * bin_h + y0)), 0), height)
+        he = min(max(int(math.ceil((ph + 1) * bin_h + y0)), 0), height)
+        for pw in range(pooled):
+            ws = min(max(int(math.floor(pw * bin_w + x0)), 0), width)
+            we = min(max(int(math.ceil((pw + 1) * bin_w + x0)), 0), width)
+            if he > hs and we > ws:
+                cells = (_np.arange(hs, he)[:, None] * width + _np.arange(ws, we)).ravel()
+                m[ph * pooled + pw, cells] = 1.0 / len(cells)
+    return m
+
+
+def PSROIPooling(data, rois, spatial_scale=1.0, output_dim=1, pooled_size=1, group_size=0,
+                 **_):
+    """Position-sensitive RoI pooling (R-FCN): bin (i, j) of output channel k averages input
+    channel (k * group + gi) * group + gj over the bin; out (num_rois, output_dim, p, p).
+    An averaging matmul per roi and a gather of the channel of each bin: the gradient reaches
+    the data."""
+    data = knp.asarray(data)
+    boxes = knp.asarray(rois)._concrete("contrib.PSROIPooling()").astype(_np.float64)
+    p, dim = int(pooled_size), int(output_dim)
+    group = int(group_size) or p
+    n, c, h, w = data.shape
+    if c != dim * group * group:
+        raise KilnError(f"PSROIPooling: input channels must be output_dim * group_size^2 = "
+                        f"{dim * group * group}, got {c}")
+    mats = _np.stack([_psroi_bins(b[1:], p, float(spatial_scale), h, w) for b in boxes])
+    index = _batch_index("PSROIPooling", boxes, n)
+    rows = knp.take(knp.reshape(data, (n, c, h * w)), index, axis=0)          # (R, C, HW)
+    pooled = knp.matmul(rows, ndarray._wrap(_np.swapaxes(mats, 1, 2).astype(data.dtype)))
+    bins = _np.arange(p * p)
+    gi = _np.clip((bins // p) * group // p, 0, group - 1)
+    gj = _np.clip((bins % p) * group // p, 0, group - 1)
+    channel = (_np.arange(dim)[:, None] * group + gi) * group + gj            # (dim, P*P)
+    flat = knp.reshape(pooled, (len(boxes), c * p * p))
+    picked = knp.take(flat, (channel * p * p + bins).ravel(), axis=1)
+    return knp.reshape(picked, (len(boxes), dim, p, p))

@@ -1,5 +1,6 @@
-"""contrib.Proposal / MultiProposal (Faster R-CNN's RPN) against MXNet 1.9.1 on the same
-inputs (fixture made with real MXNet: tests/fixtures/proposal/make_fixture.py)."""
+"""contrib.Proposal / MultiProposal (Faster R-CNN's RPN) and PSROIPooling (R-FCN) against
+MXNet 1.9.1 on the same inputs (fixtures made with real MXNet: make_fixture.py in
+tests/fixtures/proposal and tests/fixtures/psroi)."""
 import os
 
 import numpy as onp
@@ -41,3 +42,26 @@ def test_wrong_channel_count_is_a_clear_error():
     with pytest.raises(kiln.KilnError, match="anchors need cls_prob"):
         nd.contrib.Proposal(nd.ones((1, 4, 2, 2)), nd.ones((1, 8, 2, 2)),
                             nd.array([[32, 32, 1]]))
+
+
+P = onp.load(os.path.join(os.path.dirname(__file__), "fixtures", "psroi", "psroi.npz"))
+
+
+def test_psroi_pooling_equals_mxnet_and_differentiates():
+    x, rois = nd.array(P["x"]), nd.array(P["rois"])
+    out = nd.contrib.PSROIPooling(x, rois, spatial_scale=1.0, output_dim=2, pooled_size=3)
+    assert_close(out, P["full"], rtol=1e-5, atol=1e-6)
+    doubled = P["rois"] * onp.array([1, 2, 2, 2, 2], dtype="float32")
+    half = nd.contrib.PSROIPooling(x, nd.array(doubled), spatial_scale=0.5, output_dim=2,
+                                   pooled_size=3, group_size=3)
+    assert_close(half, P["half"], rtol=1e-5, atol=1e-6)
+    from test_nd_more import check_grad
+    small = onp.random.default_rng(1).uniform(-1, 1, (1, 8, 4, 4))
+    boxes = nd.array([[0, 0.5, 1, 3, 3.2]])
+    check_grad(lambda d: nd.contrib.PSROIPooling(d, boxes, output_dim=2, pooled_size=2), small)
+    with pytest.raises(kiln.KilnError, match="output_dim"):
+        nd.contrib.PSROIPooling(x, rois, output_dim=3, pooled_size=3)
+    with pytest.raises(kiln.KilnError, match="batch indices must be in"):
+        nd.contrib.PSROIPooling(x, nd.array(P["rois"] * 2), output_dim=2, pooled_size=3)
+    with pytest.raises(kiln.KilnError, match="batch indices must be in"):
+        nd.contrib.ROIAlign(x, nd.array([[5, 0, 0, 2, 2]]), pooled_size=(2, 2))
