@@ -1,7 +1,7 @@
 """MXNet's resampling contrib ops: `BilinearResize2D`, `AdaptiveAvgPooling2D`, `ROIAlign`
-and `PSROIPooling`. Each output is a fixed linear map of the input, so each is a matmul with an
-interpolation matrix built in NumPy from the shapes (and, for ROIAlign, the box values):
-differentiable in the data, and BilinearResize2D/AdaptiveAvgPooling2D also trace.
+and `PSROIPooling`. Each output is a fixed linear map of the input, so each is a matmul
+with an interpolation matrix built in NumPy from the shapes (and, for the roi ops, the box
+values): differentiable in the data, and BilinearResize2D/AdaptiveAvgPooling2D also trace.
 """
 import math
 
