@@ -108,6 +108,10 @@ def test_einsum_errors_name_the_problem():
         np.einsum("ij,jk->ik", np.ones((2, 3)))
     with pytest.raises(Exception, match="einsum"):
         np.einsum("ijk", np.ones((2, 3)))
+    with pytest.raises(Exception, match="output subscripts"):
+        np.einsum("ij->ik", np.ones((2, 3)))
+    with pytest.raises(Exception, match="label 'j' has sizes 3 and 4"):
+        np.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((4, 5)))
 
 
 _I = onp.random.default_rng(3).integers(0, 7, 20)

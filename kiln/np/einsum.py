@@ -36,6 +36,10 @@ def _parse_einsum(subscripts, shapes):
         labels.append(t)
     if arrow:
         out = out.replace("...", ell)
+        seen = set("".join(labels))
+        if len(set(out)) != len(out) or not set(out) <= seen:
+            raise op_error("einsum", f"output subscripts {out!r} must name input labels, "
+                           f"each once", KilnError)
     else:
         counts = {}
         for t in labels:
@@ -43,6 +47,17 @@ def _parse_einsum(subscripts, shapes):
                 counts[c] = counts.get(c, 0) + 1
         out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     return labels, out
+
+
+def _check_sizes(labels, shapes):
+    """One size per label (1 broadcasts), as NumPy requires."""
+    sizes = {}
+    for lab, shape in zip(labels, shapes):
+        for c, d in zip(lab, shape):
+            if d != 1 and sizes.setdefault(c, d) != d:
+                raise op_error("einsum", f"operands could not be broadcast together: label "
+                               f"{c!r} has sizes {sizes[c]} and {d} (operand shapes "
+                               f"{[tuple(s) for s in shapes]})", KilnError)
 
 
 def _take_diagonals(x, lab):
@@ -90,6 +105,7 @@ def einsum(*operands, optimize=False, out=None, **kwargs):
         raise op_error("einsum", "the first argument must be a subscripts string", KilnError)
     subscripts, arrays = operands[0], to_operands(list(operands[1:]))
     labels, out_lab = _parse_einsum(subscripts, [x.shape for x in arrays])
+    _check_sizes(labels, [x.shape for x in arrays])
     items = [_take_diagonals(x, lab) for x, lab in zip(arrays, labels)]
     for k, (x, lab) in enumerate(items):
         others = set(out_lab).union(*[set(items[j][1]) for j in range(len(items)) if j != k])
