@@ -182,3 +182,13 @@ def color_normalize(src, mean, std=None):
 
 
 from .image_rotate import imrotate, random_rotate  # noqa: E402,F401  (MXNet's mx.image names)
+from .image_augment import (  # noqa: E402,F401  (mx.image's augmenters)
+    Augmenter, SequentialAug, RandomOrderAug, ResizeAug, ForceResizeAug, RandomCropAug,
+    RandomSizedCropAug, CenterCropAug, BrightnessJitterAug, ContrastJitterAug,
+    SaturationJitterAug, HueJitterAug, ColorJitterAug, LightingAug, ColorNormalizeAug,
+    RandomGrayAug, HorizontalFlipAug, CastAug, CreateAugmenter, copyMakeBorder,
+    random_size_crop)
+from .image_iter import ImageIter  # noqa: E402,F401
+from .image_detection import (  # noqa: E402,F401  (mx.image's detection pipeline)
+    DetAugmenter, DetBorrowAug, DetRandomSelectAug, DetHorizontalFlipAug, DetRandomCropAug,
+    DetRandomPadAug, CreateMultiRandCropAugmenter, CreateDetAugmenter, ImageDetIter)

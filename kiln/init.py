@@ -40,6 +40,16 @@ def create(init):
         return init
     if isinstance(init, type) and issubclass(init, Initializer):
         return init()
+    if isinstance(init, str) and init.lstrip().startswith("["):
+        import json   # Initializer.dumps(): '["name", {kwargs}]', as MXNet's attributes hold
+        try:
+            name, kwargs = json.loads(init)
+            klass = _REGISTRY[name.lower()]
+        except (ValueError, TypeError, KeyError):
+            raise KilnError(f"cannot read initializer {init!r}: expected "
+                            "'[\"name\", {arguments}]' with a known name; known names: "
+                            f"{', '.join(sorted(_REGISTRY))}{where_in_user_code()}") from None
+        return klass(**kwargs)
     if isinstance(init, str):
         klass = _REGISTRY.get(init.lower())
         if klass is None:
@@ -285,5 +295,65 @@ class Mixed(Initializer):
                         "as a default")
 
 
+@register
+class Bilinear(Initializer):
+    """Bilinear upsampling kernels for a (..., kh, kw) transposed-convolution weight (the
+    FCN recipe): both axes use the width's factor f = ceil(kw / 2), as MXNet does."""
+
+    def _init_weight(self, name, arr):
+        kh, kw = arr.shape[-2:]
+        f = _np.ceil(kw / 2.0)
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        ramp = lambda n: 1 - _np.abs(_np.arange(n) / f - c)  # noqa: E731
+        _fill(arr, _np.broadcast_to(_np.outer(ramp(kh), ramp(kw)), arr.shape)
+              .astype(_np.float32))
+
+
+@register
+class LSTMBias(Initializer):
+    """Zeros, with the forget gate's quarter (LSTM gates i, f, c, o) at forget_bias."""
+
+    def __init__(self, forget_bias=1.0):
+        super().__init__(forget_bias=forget_bias)
+        self.forget_bias = forget_bias
+
+    def _init_weight(self, name, arr):
+        value = _np.zeros(arr.shape, _np.float32)
+        hidden = arr.shape[0] // 4
+        value[hidden:2 * hidden] = self.forget_bias
+        _fill(arr, value)
+
+
+class Load:
+    """Initialize from saved values (an nd.save file or a dict; 'arg:'/'aux:' prefixes
+    dropped), and names not there with default_init."""
+
+    def __init__(self, param, default_init=None, verbose=False):
+        if isinstance(param, str):
+            from .nd_api import load
+            param = load(param)
+        if not isinstance(param, dict):
+            raise KilnError(f"init.Load: expected a file of named arrays or a dict, got "
+                            f"{type(param).__name__}")
+        self.param = {k[4:] if k.startswith(("arg:", "aux:")) else k: v
+                      for k, v in param.items()}
+        self.default_init, self.verbose = default_init, verbose
+
+    def __call__(self, name, arr):
+        name = str(name)
+        if name in self.param:
+            value = self.param[name]
+            if tuple(value.shape) != tuple(arr.shape):
+                raise KilnError(f"init.Load: {name!r} has shape {tuple(arr.shape)}, the "
+                                f"loaded value {tuple(value.shape)}")
+            _fill(arr, value.asnumpy() if hasattr(value, "asnumpy") else _np.asarray(value))
+        elif self.default_init is None:
+            raise KilnError(f"init.Load: {name!r} is not among the loaded values "
+                            f"({sorted(self.param)[:6]}...) and there is no default_init")
+        else:
+            self.default_init(name, arr)
+
+
 __all__ = ["Initializer", "InitDesc", "register", "create", "Zero", "One", "Constant",
-           "Uniform", "Normal", "Xavier", "MSRAPrelu", "Orthogonal", "Mixed"]
+           "Uniform", "Normal", "Xavier", "MSRAPrelu", "Orthogonal", "Mixed", "Bilinear",
+           "LSTMBias", "Load"]

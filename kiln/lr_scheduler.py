@@ -93,3 +93,26 @@ class CosineScheduler(LRScheduler):
             return self.final_lr
         frac = (num_update - self.warmup_steps) / max(self.max_steps, 1)
         return self.final_lr + (self.base_lr - self.final_lr) * (1 + math.cos(math.pi * frac)) / 2
+
+
+class PolyScheduler(LRScheduler):
+    """final_lr + (base_lr - final_lr) * (1 - t / max_steps)^pwr over the updates after
+    the warm-up (max_steps = max_update - warmup_steps); final_lr after max_update."""
+
+    def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, **warmup):
+        super().__init__(base_lr, **warmup)
+        if not isinstance(max_update, int) or max_update < 1:
+            raise KilnError(f"PolyScheduler: max_update must be a positive int, got "
+                            f"{max_update!r}")
+        self.power, self.final_lr, self.max_update = pwr, final_lr, max_update
+        self.base_lr_orig = base_lr
+        self.max_steps = max_update - self.warmup_steps
+
+    def __call__(self, num_update):
+        if num_update < self.warmup_steps:
+            return self.get_warmup_lr(num_update)
+        if num_update <= self.max_update:
+            done = (num_update - self.warmup_steps) / self.max_steps
+            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * \
+                (1 - done) ** self.power
+        return self.base_lr

@@ -291,3 +291,8 @@ def create(metric, *args, **kwargs):
         raise KilnError(f"metric.create: unknown metric {metric!r}; known: "
                         f"{sorted(_REGISTRY)}")
     return cls(*args, **kwargs)
+
+
+from .metric_extra import (F1, MCC, PCC, PearsonCorrelation, Perplexity,  # noqa: F401,E402
+                           register, alias)
+__all__ += ["F1", "MCC", "PCC", "PearsonCorrelation", "Perplexity"]

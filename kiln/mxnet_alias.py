@@ -28,7 +28,19 @@ RENAMES = {
     "symbol": ("sym", "symbol"),
     "module": ("mod",),
     "device": ("context",),
+    "initializer": ("init",),
+    "kv": ("kvstore",),
+    "viz": ("visualization",),
+    "img": ("image",),
+    "rnd": ("random",),
+    "mon": ("monitor",),
 }
+
+# names MXNet's top level re-exports from one of its modules -> kiln's module holding them
+TOP_LEVEL = {name: "util" for name in (
+    "use_np", "use_np_array", "use_np_shape", "set_np_shape", "is_np_array", "is_np_shape",
+    "np_array", "np_shape")}
+TOP_LEVEL["AttrScope"] = "attribute"
 
 
 def _kiln_name(mxnet_name):
@@ -63,6 +75,8 @@ class _MXNetModule(types.ModuleType):
 
     def __getattr__(self, attr):
         import kiln
+        if attr in TOP_LEVEL:
+            return getattr(importlib.import_module(f"kiln.{TOP_LEVEL[attr]}"), attr)
         for cand in RENAMES.get(attr, ()) + (attr,):
             if hasattr(kiln, cand):
                 return getattr(kiln, cand)
@@ -73,7 +87,7 @@ class _MXNetModule(types.ModuleType):
 
     def __dir__(self):
         import kiln
-        return sorted(set(dir(kiln)) | set(RENAMES))
+        return sorted(set(dir(kiln)) | set(RENAMES) | set(TOP_LEVEL))
 
 
 class _AliasLoader(importlib.abc.Loader):

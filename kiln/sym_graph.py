@@ -11,6 +11,8 @@ from collections import defaultdict
 
 from .base import KilnError, postorder, where_in_user_code
 from .mxnet_ops import OPS, lookup
+from .attribute import scoped_attrs
+from .name import scoped_name
 
 KILN_PREFIX = "kiln:"
 _counters = defaultdict(itertools.count)
@@ -254,7 +256,7 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
     if not isinstance(name, str):
         raise KilnError(f"sym.var: the name must be a string, got {type(name).__name__}"
                         + where_in_user_code())
-    va = dict(attr or {})
+    va = scoped_attrs(attr)
     if shape is not None:
         va["__shape__"] = tuple(shape)
     if dtype is not None:
@@ -279,8 +281,8 @@ def Group(symbols):
     return Symbol(heads)
 
 
-def apply_op(op, inputs, attrs, name=None):
-    """A node of MXNet op `op` over input Symbols."""
+def apply_op(op, inputs, attrs, name=None, user_attr=None, name_is_final=False):
+    """A node of MXNet op `op` over input Symbols (named through kiln/name.py's scope)."""
     info = lookup(op)
     heads = []
     for s in inputs:
@@ -288,7 +290,9 @@ def apply_op(op, inputs, attrs, name=None):
             raise KilnError(f"{op}: an input is a group of {len(s._heads)} outputs; pass "
                             "one output" + where_in_user_code())
         heads.append(s._heads[0])
-    node = SymNode(op, name or auto_name(op.lower().lstrip("_")), heads, attrs,
+    if not name_is_final:
+        name = scoped_name(name, op.lower().lstrip("_"))
+    node = SymNode(op, name, heads, attrs, var_attrs=scoped_attrs(user_attr),
                    num_outputs=info.num_outputs)
     return Symbol([(node, k) for k in range(info.num_outputs)])
 
@@ -299,11 +303,11 @@ def call_op(op_name, args, kwargs):
     info = lookup(op_name)
     kwargs = dict(kwargs)
     name = kwargs.pop("name", None)
-    kwargs.pop("attr", None)
+    user_attr = kwargs.pop("attr", None)
     if info.variadic:
         inputs = [a for a in args if isinstance(a, Symbol)]
         attrs = {k: v for k, v in kwargs.items()}
-        return apply_op(op_name, inputs, attrs, name)
+        return apply_op(op_name, inputs, attrs, name, user_attr)
     attrs = {k: v for k, v in kwargs.items() if k not in info.input_names(kwargs)}
     named = {k: v for k, v in kwargs.items() if k in info.input_names(attrs)}
     order = info.input_names(attrs)
@@ -312,7 +316,7 @@ def call_op(op_name, args, kwargs):
             raise KilnError(f"{op_name}: takes inputs {order}, got {len(args)} positional "
                             "arguments" + where_in_user_code())
         named[order[k]] = a
-    name = name or auto_name(op_name.lower().lstrip("_"))
+    name = scoped_name(name, op_name.lower().lstrip("_"))
     inputs = []
     for k, in_name in enumerate(order):
         value = named.get(in_name)
@@ -324,7 +328,7 @@ def call_op(op_name, args, kwargs):
             raise KilnError(f"{op_name}: input {in_name!r} must be a Symbol, got "
                             f"{value!r}" + where_in_user_code())
         inputs.append(value)
-    return apply_op(op_name, inputs, attrs, name)
+    return apply_op(op_name, inputs, attrs, name, user_attr, name_is_final=True)
 
 
 def Constant(value, name=None):

@@ -54,3 +54,22 @@ def test_left_alone_when_the_conv_output_is_read_elsewhere_or_not_a_bias():
     g2 = Graph([x, w, wide], [], [node("relu", node("add", node("conv", x, w, **CONV), wide))])
     assert fuse_conv_epilogues(g2) is g2
     assert fuse_conv_epilogues(g, takes=lambda n: False) is g
+
+
+def test_compiled_conv_relu_keeps_nan_and_gives_positive_zeros():
+    """oneDNN's relu post-op is max(x, 0), which turns NaN into 0; kiln's relu (NumPy's
+    maximum) keeps NaN, and a compiled Conv2D(activation='relu') must equal eager."""
+    from kiln import np, init
+    from kiln.gluon import nn
+    data = onp.random.default_rng(0).normal(size=(2, 1, 6, 7)).astype(F32)
+    data[0, 0, 2, 3] = onp.nan
+    data[1, 0, 0, 0] = onp.inf
+    x = np.array(data)
+    blk = nn.Conv2D(3, 3, padding=1, activation="relu", in_channels=1)
+    blk.initialize(init.Uniform(0.5))
+    eager = blk(x).asnumpy()
+    blk.hybridize()
+    compiled = blk(x).asnumpy()
+    assert onp.isnan(eager).any() and (eager == 0).any()
+    onp.testing.assert_allclose(compiled, eager, rtol=1e-5, atol=1e-6, equal_nan=True)
+    assert not onp.signbit(compiled[compiled == 0]).any()

@@ -132,8 +132,8 @@ def test_imagerecorditer_bad_inputs(tmp_path):
         kio.ImageRecordIter(**_REC, data_shape=(2, 8, 8), batch_size=2)
     with pytest.raises(kiln.KilnError, match=r"\['rotate_angle'\] are not supported"):
         kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, rotate_angle=10)
-    with pytest.raises(kiln.KilnError, match="float32 or uint8"):
-        kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, dtype="int8")
+    with pytest.raises(kiln.KilnError, match="float32, uint8 or int8"):
+        kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, dtype="float64")
     with pytest.raises(kiln.KilnError, match="label_width"):
         next(kio.ImageRecordIter(**_REC, data_shape=(3, 8, 8), batch_size=2, label_width=2))
     truncated = tmp_path / "t.rec"

@@ -46,6 +46,17 @@ def test_uint8_batches_are_the_augmented_pixels_without_normalization():
     np.testing.assert_array_equal(got, _mxnet("uint8"))
 
 
+def test_int8_batches_subtract_the_mean_and_saturate():
+    got = _first(**_case("int8"))
+    assert got.dtype == np.int8 and got.min() < 0 and got.max() == 127
+    np.testing.assert_array_equal(got, _mxnet("int8"))
+    same = kio.ImageRecordInt8Iter(**_REC, **{k: v for k, v in _case("int8").items()
+                                              if k != "dtype"})
+    np.testing.assert_array_equal(next(iter(same)).data[0].asnumpy(), got)
+    assert next(iter(kio.ImageRecordUInt8Iter(**_REC, data_shape=(3, 16, 20)))).data[0] \
+        .dtype == np.uint8
+
+
 def test_labels_from_an_image_list():
     it = kio.ImageRecordIter(**_REC, data_shape=(3, 16, 20), label_width=2,
                              path_imglist=fixture_path("augment.lst"))
@@ -119,9 +130,18 @@ def test_mean_image_is_subtracted(tmp_path):
     np.testing.assert_allclose(got, (_mxnet("plain") - mean) * 0.5, rtol=1e-6, atol=1e-4)
 
 
+def test_missing_mean_image_is_computed_and_saved_as_mxnet_does(tmp_path):
+    path = tmp_path / "mean.nd"
+    got = _first(data_shape=(3, 16, 20), mean_img=str(path))
+    mean = kiln.nd.load(str(path))["mean_img"].asnumpy()
+    np.testing.assert_allclose(mean, _mxnet("plain").mean(0), rtol=1e-6, atol=1e-4)
+    np.testing.assert_allclose(got, _mxnet("plain") - mean, atol=1e-4)
+    (tmp_path / "bad.nd").write_bytes(b"not an nd file")
+    with pytest.raises(kiln.KilnError):
+        _first(data_shape=(3, 16, 20), mean_img=str(tmp_path / "bad.nd"))
+
+
 def test_bad_augmentation_inputs(tmp_path):
-    with pytest.raises(kiln.KilnError, match="mean_img .* does not exist"):
-        _first(data_shape=(3, 16, 20), mean_img=str(tmp_path / "none.nd"))
     with pytest.raises(kiln.KilnError, match="min_crop_size <= max_crop_size"):
         _first(data_shape=(3, 16, 20), min_crop_size=9, max_crop_size=4)
     with pytest.raises(kiln.KilnError, match="smaller than max_crop_size=40"):
@@ -134,7 +154,7 @@ def test_bad_augmentation_inputs(tmp_path):
     short.write_text("0\t1\ta.png\n")
     with pytest.raises(kiln.KilnError, match="image index 1, which path_imglist"):
         _first(data_shape=(3, 16, 20), path_imglist=str(short))
-    with pytest.raises(kiln.KilnError, match="float32 or uint8"):
+    with pytest.raises(kiln.KilnError, match="float32, uint8 or int8"):
         _first(data_shape=(3, 16, 20), dtype="float16")
     with pytest.raises(kiln.KilnError, match=r"\['max_rotate'\] are not supported"):
         _first(data_shape=(3, 16, 20), max_rotate=3)

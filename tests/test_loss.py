@@ -2,7 +2,7 @@
 import numpy as onp
 import pytest
 
-from kiln import autograd, np
+from kiln import autograd, np, npx
 from kiln.gluon import loss as gloss
 
 
@@ -116,9 +116,10 @@ torch_cases = [
          p, l, reduction="none").mean(1)),
     ("bce_sigmoid", lambda: gloss.SigmoidBCELoss(from_sigmoid=True),
      lambda t, p, l: t.nn.functional.binary_cross_entropy(p, l, reduction="none").mean(1)),
+    # MXNet 1.9.1's KLDivLoss sums over the classes (its code; the docstring says averaged)
     ("kl", lambda: gloss.KLDivLoss(from_logits=False),
      lambda t, p, l: t.nn.functional.kl_div(t.log_softmax(p, -1), l,
-                                            reduction="none").mean(1)),
+                                            reduction="none").sum(1)),
 ]
 
 
@@ -192,3 +193,11 @@ def test_hybridized_loss_equals_eager_and_differentiates(make):
         with autograd.record():
             loss_fn(x, lab).backward()
     onp.testing.assert_allclose(x.grad.asnumpy(), eager_grad, rtol=1e-5, atol=1e-7)
+
+
+def test_kl_div_equals_mxnet_1_9_1():
+    # MXNet 1.9.1's gluon.loss.KLDivLoss()(log_softmax(pred), label), run in /tmp/mxvenv
+    pred = npx.log_softmax(np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]]))
+    label = np.array([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
+    onp.testing.assert_allclose(gloss.KLDivLoss()(pred, label).asnumpy(),
+                                [0.07795081, 0.45957822], rtol=1e-4)  # float32 logs

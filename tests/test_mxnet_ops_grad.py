@@ -92,6 +92,7 @@ NOT_DIFFERENTIABLE = {
     "one_hot": "integer input",
     "SoftmaxOutput": "MXNet's gradient rule, not a derivative (test_mxnet_models.py)",
     "LinearRegressionOutput": "MXNet's gradient rule, not a derivative",
+    "Custom": "the user's own backward (kiln/operator.py; test_mxnet_operator.py)",
 }
 
 

@@ -11,7 +11,7 @@ from .parameter_dict import ParameterDict  # noqa: F401
 from .block import Block, HybridBlock  # noqa: F401
 from . import nn  # noqa: F401
 
-_LAZY_MODULES = ("loss", "trainer", "data", "utils", "rnn", "model_zoo", "metric")
+_LAZY_MODULES = ("loss", "trainer", "data", "utils", "rnn", "model_zoo", "metric", "contrib")
 
 
 def __getattr__(name):
@@ -21,4 +21,8 @@ def __getattr__(name):
         return importlib.import_module(".trainer", __name__).Trainer
     if name == "SymbolBlock":
         return importlib.import_module(".symbol_block", __name__).SymbolBlock
+    if name == "tensor_types":     # MXNet's (Symbol, NDArray), for isinstance checks
+        from ..ndarray import ndarray
+        from ..sym_graph import Symbol
+        return (Symbol, ndarray)
     raise AttributeError(f"module 'kiln.gluon' has no attribute {name!r}")

@@ -137,7 +137,8 @@ SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
 
 
 class KLDivLoss(Loss):
-    """label * (log(label) - pred): pred holds log-probabilities unless from_logits=False."""
+    """label * (log(label) - pred) summed per example: pred holds log-probabilities unless
+    from_logits=False."""
 
     def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -150,7 +151,9 @@ class KLDivLoss(Loss):
             pred = npx.log_softmax(pred, axis=self._axis)
         loss = label * (knp.log(label + 1e-12) - pred)
         loss = _apply_weighting(loss, self._weight, sample_weight)
-        return _batch_mean(loss, self._batch_axis)
+        # summed over the non-batch axes, as MXNet's code does (its docstring says averaged)
+        axes = tuple(i for i in range(loss.ndim) if i != self._batch_axis % max(loss.ndim, 1))
+        return knp.sum(loss, axis=axes) if axes else loss
 
 
 class HuberLoss(Loss):
@@ -191,3 +194,7 @@ class SquaredHingeLoss(HingeLoss):
         loss = knp.square(npx.relu(self._margin - pred * label))
         loss = _apply_weighting(loss, self._weight, sample_weight)
         return _batch_mean(loss, self._batch_axis)
+
+
+from .loss_extra import (CTCLoss, CosineEmbeddingLoss, LogisticLoss,  # noqa: F401,E402
+                         PoissonNLLLoss, SDMLLoss, TripletLoss)

@@ -64,9 +64,10 @@ class Trainer:
         self._kvstore = kvstore
         self._update_on_kvstore = False
         self._distributed = False
-        if isinstance(kvstore, str) and kvstore.startswith(("dist", "horovod")):
+        kv_type = getattr(kvstore, "type", kvstore)   # a name or a kiln.kvstore.KVStore
+        if isinstance(kv_type, str) and kv_type.startswith(("dist", "horovod")):
             from ..distributed import trainer as _dist
-            _dist.attach(self, kvstore)
+            _dist.attach(self, kv_type)
 
     # ---- public API ---------------------------------------------------------------------------
     @property

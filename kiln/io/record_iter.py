@@ -5,32 +5,13 @@ import os
 import numpy as _np
 
 from ..base import KilnError, where_in_user_code
-from .batch_loader import BatchLoaderIter, positive_int
+from .batch_loader import positive_int
+from .record_file import RecordFileIter
 from .record_augment import RecordAugmenter
 
 # accepted for compatibility; they tune MXNet's C++ threads and buffers, not the batches
 _IGNORED = {"preprocess_threads", "prefetch_buffer", "verbose", "shuffle_chunk_size",
             "shuffle_chunk_seed", "ctx"}
-
-
-def record_positions(path_imgrec, path_imgidx):
-    """Byte offsets of the records: from the .idx file when given, else by one scan."""
-    from .. import recordio
-    if not os.path.isfile(path_imgrec):
-        raise KilnError(f"ImageRecordIter: path_imgrec {path_imgrec!r} does not exist"
-                        + where_in_user_code())
-    if path_imgidx:
-        if not os.path.isfile(path_imgidx):
-            raise KilnError(f"ImageRecordIter: path_imgidx {path_imgidx!r} does not exist"
-                            + where_in_user_code())
-        return [pos for _, pos in recordio.read_index(path_imgidx)]
-    positions = []
-    with open(path_imgrec, "rb") as f:
-        while True:
-            at = f.tell()
-            if recordio.read_record(f, path_imgrec) is None:
-                return positions
-            positions.append(at)
 
 
 def read_image_list(path, label_width):
@@ -56,10 +37,6 @@ def read_image_list(path, label_width):
 def _read_mean_image(path, shape):
     """The (C, H, W) mean image of an nd.save file (MXNet's key 'mean_img')."""
     from ..nd_api import load
-    if not os.path.isfile(path):
-        raise KilnError(f"ImageRecordIter: mean_img {path!r} does not exist (MXNet would "
-                        "compute and write it; kiln reads an existing one: save the mean "
-                        "image with nd.save(path, {'mean_img': mean}))" + where_in_user_code())
     saved = load(path)
     mean = saved.get("mean_img") if isinstance(saved, dict) else (saved[0] if saved else None)
     if mean is None or tuple(mean.shape) != shape:
@@ -73,12 +50,13 @@ def _channel_values(kw, prefix, default):
     return _np.array([float(kw.pop(f"{prefix}_{c}", default)) for c in "rgb"], _np.float32)
 
 
-class ImageRecordIter(BatchLoaderIter):
+class ImageRecordIter(RecordFileIter):
     """Images of `path_imgrec` (im2rec's format), each augmented as MXNet's default
     augmenter does (record_augment.py: resize, rotation/shear/scale/aspect, pad, crops,
     colour and HSL jitter, mirrors), to `data_shape` (C, H, W), then for float32 batches
     (pixel - mean) * scale / std per RGB channel (or minus `mean_img`). dtype='uint8' gives
-    the augmented pixels as they are. Labels are the records' floats, or the rows of
+    the augmented pixels as they are, dtype='int8' pixel - mean saturated to int8 (MXNet
+    applies neither scale nor std there). Labels are the records' floats, or the rows of
     `path_imglist` (im2rec's .lst) by image index; (batch, label_width) when label_width >
     1. shuffle draws from a generator seeded with `seed`, augmentations from `seed_aug`
     (default: seed)."""
@@ -89,9 +67,9 @@ class ImageRecordIter(BatchLoaderIter):
                  seed_aug=None, dtype=None, mean_img=None, **kw):
         self._mean = _channel_values(kw, "mean", 0.0)
         self._std = _channel_values(kw, "std", 1.0)
-        if dtype not in (None, "float32", _np.float32, "uint8", _np.uint8):
-            raise KilnError(f"ImageRecordIter: kiln gives float32 or uint8 batches, got "
-                            f"dtype={dtype!r}" + where_in_user_code())
+        if dtype not in (None, "float32", _np.float32, "uint8", _np.uint8, "int8", _np.int8):
+            raise KilnError(f"ImageRecordIter: kiln gives float32, uint8 or int8 batches, "
+                            f"got dtype={dtype!r}" + where_in_user_code())
         out_dtype = _np.dtype(_np.float32 if dtype is None else dtype)
         if kw.pop("inter_method", 1) != 1:
             raise KilnError("ImageRecordIter: kiln resizes bilinearly only (inter_method=1)"
@@ -108,43 +86,32 @@ class ImageRecordIter(BatchLoaderIter):
                             "kiln; see help(kiln.io.ImageRecordIter) and "
                             "kiln.io.record_augment for the ones it has"
                             + where_in_user_code())
-        self.path_imgrec = os.fspath(path_imgrec)
-        positions = record_positions(self.path_imgrec,
-                                     os.fspath(path_imgidx) if path_imgidx else None)
-        parts = positive_int(num_parts, "num_parts", "ImageRecordIter")
-        if not 0 <= part_index < parts:
-            raise KilnError(f"ImageRecordIter: part_index must be in [0, {parts}), got "
-                            f"{part_index!r}" + where_in_user_code())
-        self._positions = _np.array_split(_np.array(positions, _np.int64), parts)[part_index]
         self._shape, self._scale = shape, float(scale)
         self._label_width = positive_int(label_width, "label_width", "ImageRecordIter")
         self._labels = read_image_list(path_imglist, self._label_width) if path_imglist \
             else None
-        self._mean_img = _read_mean_image(mean_img, shape) if mean_img else None
-        self._shuffle = shuffle
-        self._rng = _np.random.default_rng(seed)
-        self._aug_rng = _np.random.default_rng(seed if seed_aug is None else seed_aug)
-        self._file = None
+        self._mean_img = None
         label_shape = () if self._label_width == 1 else (self._label_width,)
-        super().__init__(len(self._positions), batch_size, shape, label_shape, round_batch,
-                         data_name, label_name, dtype=out_dtype)
+        super().__init__(path_imgrec, path_imgidx, num_parts, part_index, shuffle, seed,
+                         seed_aug, batch_size, shape, label_shape, round_batch, data_name,
+                         label_name, out_dtype)
+        if mean_img:
+            mean_img = os.fspath(mean_img)
+            if not os.path.isfile(mean_img):
+                self._write_mean_image(mean_img)
+            self._mean_img = _read_mean_image(mean_img, shape)
         self._new_epoch()
 
-    def _new_epoch(self):
-        if self._shuffle:
-            self._order = self._rng.permutation(self.num_rows)
-
-    def _record(self, row):
-        from .. import recordio
-        if self._file is None or self._file.closed:
-            self._file = open(self.path_imgrec, "rb")
-        self._file.seek(int(self._positions[row]))
-        record = recordio.read_record(self._file, self.path_imgrec)
-        if record is None:
-            raise KilnError(f"ImageRecordIter: {self.path_imgrec} has no record at byte "
-                            f"{self._positions[row]} (record {row}); the index does not "
-                            "match the file" + where_in_user_code())
-        return recordio.unpack(record)
+    def _write_mean_image(self, path):
+        """As MXNet does when mean_img does not exist: average one augmented pass over the
+        records and save it there (nd.save, key 'mean_img')."""
+        import logging
+        from ..nd_api import array, save
+        logging.info("ImageRecordIter: computing the mean image into %s", path)
+        total = _np.zeros(self._shape, _np.float64)
+        for row in range(self.num_rows):
+            total += self._augment(self._decoded(row), self._aug_rng).transpose(2, 0, 1)
+        save(path, {"mean_img": array((total / self.num_rows).astype(_np.float32))})
 
     def _read(self, rows):
         data = _np.empty((len(rows),) + self._shape, self._dtype)
@@ -168,22 +135,26 @@ class ImageRecordIter(BatchLoaderIter):
         return data, label.reshape((len(rows),) + self._label.shape[1:])
 
     def _augmented(self, payload, row):
-        from .. import image
         channels = self._shape[0]
-        try:
-            img = image.imdecode(payload, 0 if channels == 1 else 1)
-        except KilnError as exc:
-            raise KilnError(f"ImageRecordIter: record {row} of {self.path_imgrec}: {exc}"
-                            + where_in_user_code()) from None
-        img = self._augment(img.asnumpy(), self._aug_rng).transpose(2, 0, 1)
+        img = self._augment(self._decode(payload, row), self._aug_rng).transpose(2, 0, 1)
         if self._dtype == _np.uint8:
             return img
         img = img.astype(_np.float32)
+        mean = self._mean_img if self._mean_img is not None else \
+            self._mean[:channels, None, None]
+        if self._dtype == _np.int8:   # MXNet subtracts the mean only, and saturates
+            return _np.clip(_np.rint(img - mean), -128, 127)
         if self._mean_img is not None:
-            return (img - self._mean_img) * self._scale
-        return (img - self._mean[:channels, None, None]) * (
-            self._scale / self._std[:channels, None, None])
+            return (img - mean) * self._scale
+        return (img - mean) * (self._scale / self._std[:channels, None, None])
 
-    def __del__(self):
-        if getattr(self, "_file", None) is not None:
-            self._file.close()
+
+
+def ImageRecordUInt8Iter(*args, **kwargs):  # noqa: N802  (MXNet's name)
+    """ImageRecordIter with dtype='uint8'."""
+    return ImageRecordIter(*args, dtype="uint8", **kwargs)
+
+
+def ImageRecordInt8Iter(*args, **kwargs):  # noqa: N802  (MXNet's name)
+    """ImageRecordIter with dtype='int8'."""
+    return ImageRecordIter(*args, dtype="int8", **kwargs)

@@ -37,6 +37,8 @@ class Module(BaseModule):
         self._exec = None
         self._arg_params, self._aux_params = None, None
         self._optimizer, self._states = None, {}
+        # the optimizer's index of each parameter (shared by a BucketingModule's buckets)
+        self._param_index = {n: k for k, n in enumerate(self._param_names)}
         self.binded = self.params_initialized = self.optimizer_initialized = False
         self.for_training = False
 
@@ -219,10 +221,11 @@ class Module(BaseModule):
     def update(self):
         self._need("optimizer")
         ex = self._exec
-        for k, name in enumerate(self._param_names):
+        for name in self._param_names:
             grad = ex.grad_dict.get(name)
             if grad is None or name in self._fixed:
                 continue
+            k = self._param_index[name]
             if k not in self._states:
                 self._states[k] = self._optimizer.create_state(k, ex.arg_dict[name]._data)
             self._optimizer.update(k, ex.arg_dict[name], grad, self._states[k])

@@ -297,7 +297,11 @@ static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t 
   if (kd_init()) goto fail;
   if (which == 0 && (flags & KD_RELU)) {
     KD_TRY(dnnl_post_ops_create(&po));
-    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f));
+    /* ReLU as elu with alpha 0 (x > 0 ? x : 0 * expm1(x)), then + 0: oneDNN's relu
+       post-op is max(x, 0), which turns NaN into 0 where kiln's relu (NumPy's maximum)
+       keeps it; this gives x, +0 or NaN exactly as eager does */
+    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_elu, 0.0f, 0.0f));
+    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_linear, 1.0f, 0.0f));
     KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
   }
   KD_TRY(dnnl_convolution_forward_primitive_desc_create(&fwd, kd_engine,

@@ -10,6 +10,7 @@ from .conv_layers import (Conv1D, Conv2D, Conv3D, Conv1DTranspose, Conv2DTranspo
                           AvgPool2D, AvgPool3D, GlobalMaxPool1D, GlobalMaxPool2D,
                           GlobalMaxPool3D, GlobalAvgPool1D, GlobalAvgPool2D, GlobalAvgPool3D)
 from .norm_layers import BatchNorm, LayerNorm, GroupNorm, InstanceNorm  # noqa: F401
+from .extra_layers import BatchNormReLU, ReflectionPad2D  # noqa: F401
 
 
 def __getattr__(name):
