@@ -159,7 +159,8 @@ def test_interleaved_attention_matmuls(name):
     inputs = [R.uniform(-1, 1, s) for s in shapes]
     assert_close(fn(*map(wrap, inputs)), ref(*inputs), rtol=1e-9, atol=1e-12)
     check_grad(fn, *inputs)
-    assert not compare(fn, [nd.array(v) for v in inputs], strict=True)
+    if name in ("selfatt_qk", "encdec_valatt"):     # the other two compile the same ops
+        assert not compare(fn, [nd.array(v) for v in inputs], strict=True)
 
 
 def test_box_encode_decode_as_mxnet():
