@@ -37,6 +37,13 @@ class MXOp:
             names.remove("length")
         if self.name == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":
             names.remove("gamma")
+        if self.name.startswith("Sequence") and not attrs.get("use_sequence_length"):
+            names.remove("sequence_length")
+        if self.name == "RNN":
+            if attrs.get("mode", "lstm") != "lstm":
+                names.remove("state_cell")
+            if not attrs.get("use_sequence_length"):
+                names.remove("sequence_length")
         return names + list(self.aux)
 
 
@@ -305,3 +312,6 @@ def InstanceNorm(data, gamma, beta, eps=1e-3, **_):
 
 # the tensor ops (arithmetic, reductions, shapes) register themselves on import
 from . import mxnet_ops_tensor  # noqa: E402,F401
+from . import mxnet_ops_seq, mxnet_ops_more, mxnet_ops_extra  # noqa: E402,F401  (Sequence*, ...)
+from . import mxnet_ops_ctc, mxnet_ops_stn  # noqa: E402,F401  (CTCLoss; spatial transformer)
+from . import mxnet_ops_rnn, mxnet_ops_deform  # noqa: E402,F401  (fused RNN; deformable conv)

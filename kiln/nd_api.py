@@ -177,6 +177,32 @@ def lookup(name):
         return nd_contrib
     if name in _PUBLIC:
         return _PUBLIC[name]
+    if name == "linalg" or name.startswith("linalg_"):
+        from . import nd_linalg
+        return nd_linalg if name == "linalg" else getattr(nd_linalg, name[7:], None)
+    if name.startswith("random_pdf_"):
+        from . import nd_random_pdf
+        return getattr(nd_random_pdf, name, None)
+    if name.startswith(("random_", "sample_")) or name in ("uniform", "normal"):
+        from .nd_random_more import FLAT
+        if name in FLAT:
+            return FLAT[name]
+    if name == "shuffle":
+        from .nd_random import shuffle
+        return shuffle
+    if "_update" in name or name == "multi_lars":
+        from . import nd_optimizer_ops
+        if name in nd_optimizer_ops.NAMES and name not in nd_optimizer_ops.CONTRIB:
+            return getattr(nd_optimizer_ops, name)
+    if name in ("numpy", "numpy_extension"):        # mx.nd.numpy: the np functions
+        from . import np as _knp, npx as _knpx
+        return _knp if name == "numpy" else _knpx
+    from . import nd_extras
+    if name in nd_extras.NAMES:
+        return getattr(nd_extras, name)
+    if name in ("SliceChannel", "split"):
+        from .mxnet_ops_seq import SliceChannel
+        return SliceChannel
     if name in OPS and not name.startswith("_"):
         return mx_function(name)
     return None

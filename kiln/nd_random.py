@@ -32,3 +32,10 @@ def shuffle(data, **_):
     out = data.copy()
     _r.shuffle(out)
     return out
+
+
+# the other 1.x distributions (kiln/nd_random_more.py)
+from .nd_random_more import (exponential, gamma, poisson, negative_binomial,  # noqa: E402,F401
+                             generalized_negative_binomial, multinomial, normal_like,
+                             uniform_like, exponential_like, gamma_like, poisson_like,
+                             negative_binomial_like, generalized_negative_binomial_like)

@@ -21,6 +21,7 @@ from conftest import assert_close, numeric_grad, to_np, wrap
 from control_flow_cases import control_cases
 from heavy_cases import heavy_cases
 from batchnorm_cases import batchnorm_cases
+from special_cases import special_cases
 
 R = onp.random.default_rng(0)
 
@@ -236,6 +237,8 @@ CASES = {
     "random_uniform": [C(shape=(2000,), dtype=onp.float32, low=2.0, high=4.0)],
     "random_normal": [C(shape=(50, 40), dtype=onp.float64, loc=1.0, scale=2.0)],
     "random_randint": [C(shape=(2000,), dtype=onp.int32, low=-2, high=3)],
+    "random_gamma": [C(shape=(4000,), dtype=onp.float64, alpha=2.5, scale=0.5)],
+    "random_poisson": [C(shape=(4000,), dtype=onp.int64, lam=3.0)],
     "windows": [C(u(2, 3, 5, 6), **_WIN, torch=t_windows),
                 C(u(1, 2, 4, 4), kernel=(2, 2), stride=(2, 2), dilation=(1, 1),
                   pad=(0, 1, 1, 0), pad_value=0.0, torch=t_windows),
@@ -250,6 +253,7 @@ CASES = {
 CASES.update(control_cases(C))   # cond / while_loop: attributes are subgraphs
 CASES.update(heavy_cases(C))     # conv, pool and their gradients
 CASES.update(batchnorm_cases(C))  # batch norm and its gradients
+CASES.update(special_cases(C))   # gammaln, digamma, gamma, erfinv, bitwise ops
 
 IDS = [(name, i) for name in sorted(REGISTRY) for i in range(len(CASES.get(name, [None])))]
 
@@ -340,6 +344,11 @@ def _check_random(name, data, attrs):
         assert abs(data.mean() - 3.0) < 0.1 and abs(data.std() - 2 / math.sqrt(12)) < 0.05
     elif name == "random_normal":
         assert abs(data.mean() - 1.0) < 0.2 and abs(data.std() - 2.0) < 0.2
+    elif name == "random_gamma":    # mean alpha * scale, variance alpha * scale^2
+        assert data.min() > 0 and abs(data.mean() - 1.25) < 0.05
+        assert abs(data.var() - 0.625) < 0.06
+    elif name == "random_poisson":  # mean and variance lam
+        assert data.min() >= 0 and abs(data.mean() - 3.0) < 0.1 and abs(data.var() - 3.0) < 0.3
     else:
         assert set(onp.unique(data)) == {-2, -1, 0, 1, 2}
 

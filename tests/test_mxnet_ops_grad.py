@@ -7,6 +7,7 @@ import pytest
 import kiln
 from kiln import sym
 from kiln.mxnet_ops import OPS
+import mxnet_ops_more_cases as more_cases
 
 P = {"pos": True}   # inputs drawn positive (log, sqrt, ...)
 
@@ -93,6 +94,10 @@ NOT_DIFFERENTIABLE = {
     "LinearRegressionOutput": "MXNet's gradient rule, not a derivative",
     "Custom": "the user's own backward (kiln/operator.py; test_mxnet_operator.py)",
 }
+
+
+CASES.update(more_cases.CASES)                       # Sequence*, Pad, LRN, norm, ...
+NOT_DIFFERENTIABLE.update(more_cases.NOT_DIFFERENTIABLE)
 
 
 def _canonical():

@@ -21,6 +21,19 @@ from .manipulation import (reshape, ravel, transpose, swapaxes, moveaxis, expand
                            argwhere, unique, argsort, sort, take_along_axis, diag, copy, shape,
                            size, ndim, atleast_1d, atleast_2d)
 from .io import genfromtxt, loadtxt, savetxt  # noqa: F401
+from .more_math import (arctan2, hypot, signbit, copysign, cbrt, fabs, fix, trunc,  # noqa
+                        deg2rad, rad2deg, radians, degrees, arcsinh, arccosh, arctanh,
+                        float_power, heaviside, divmod, modf, ldexp, frexp, positive, isposinf,
+                        isneginf, nan_to_num, logaddexp, bitwise_and, bitwise_or, bitwise_xor,
+                        invert, bitwise_not, i0, sinc)
+from .more_arrays import (diff, ediff1d, diagonal, trace, diagflat, diag_indices_from,  # noqa
+                          atleast_3d, append, delete, insert, roll, rot90, rollaxis, compress,
+                          extract, flatnonzero, choose, dsplit, apply_along_axis,
+                          apply_over_axes, ptp, cov, corrcoef, correlate, trapz, hamming,
+                          hanning, blackman, select, partition, msort)
+from .einsum import einsum  # noqa: F401
+from .numpy_eager import FUNCTIONS as _EAGER, ix_, promote_types, result_type  # noqa: F401
+from .numpy_eager import min_scalar_type  # noqa: F401
 from . import random, linalg  # noqa: F401
 
 float16 = _onp.float16
@@ -38,6 +51,17 @@ e = _onp.e
 inf = _onp.inf
 nan = _onp.nan
 newaxis = None
+NAN = NaN = nan
+NINF = -inf
+PINF = inf
+NZERO = -0.0
+PZERO = 0.0
+globals().update(_EAGER)       # bincount, histogram, digitize, ...: eager, in NumPy
+alltrue, sometrue, product, round_, row_stack = all, any, prod, round, vstack
+
+
+def real(val):
+    return asarray(val) + 0
 finfo = _onp.finfo
 # arrays print through NumPy, so NumPy's print options are kiln's
 set_printoptions = _onp.set_printoptions

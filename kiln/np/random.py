@@ -125,3 +125,9 @@ def _out(result, out):
         return result
     out[...] = result
     return out
+
+
+# the other distributions (kiln/np/random_dists.py); imported last: they use _size and _out
+from .random_dists import (exponential, gumbel, logistic, lognormal, pareto,  # noqa: E402,F401
+                           rayleigh, weibull, gamma, beta, chisquare, multivariate_normal)
+from .random_dists import power_ as power  # noqa: E402,F401

@@ -8,6 +8,8 @@ innermost one has stride 1 or 0, which the compiler vectorizes.
 """
 import numpy as _np
 
+from . import special_ops
+
 C_TYPES = {
     _np.dtype(_np.float32): "float", _np.dtype(_np.float64): "double",
     _np.dtype(_np.int32): "int32_t", _np.dtype(_np.int64): "int64_t",
@@ -174,6 +176,8 @@ def elementwise_expr(op, args, in_dtypes, out_dtype, attrs):
         return f"((uint8_t)((({args[0]}) != 0) {sym} (({args[1]}) != 0)))"
     if op == "where":
         return f"(({args[0]}) ? (({T}){args[1]}) : (({T}){args[2]}))"
+    if op in special_ops.OPS:
+        return special_ops.elementwise_expr(op, args, T, out_dtype)
     if op == "cast":
         if out_dtype == _np.bool_:
             return f"((uint8_t)(({args[0]}) != 0))"
@@ -267,3 +271,4 @@ static inline int64_t kiln_clip_index(int64_t j, int64_t n) {
 static inline int64_t kiln_wrap_index(int64_t j, int64_t n) {
   int64_t r = j % n; return r < 0 ? r + n : r; }
 """
+PRELUDE += special_ops.PRELUDE    # digamma, erfinv (kiln/ops/special.py)

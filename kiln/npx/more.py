@@ -1,0 +1,53 @@
+"""More of MXNet's `npx` functions: special functions, gather_nd, slice, nonzero,
+shape_array and cast, over registry primitives (gather_nd is a take on the flattened
+leading axes, so its gradient is take's)."""
+import numpy as _np
+
+from ..base import op_error, KilnError
+from ..ndarray import ndarray
+from ..np.more_math import erf, erfinv, gamma, gammaln  # noqa: F401
+from ..np.math import _arr
+
+
+def gather_nd(data, indices):
+    """out[i...] = data[indices[0][i...], indices[1][i...], ...]: the first axis of
+    `indices` indexes data's leading axes (MXNet's gather_nd); negative indices wrap."""
+    from ..np.manipulation import reshape
+    from ..ops import REGISTRY
+    data, idx = _arr(data), _arr(indices)
+    if idx.ndim < 1 or idx.shape[0] > data.ndim:
+        raise op_error("gather_nd", f"indices of shape {idx.shape} cannot index data of shape "
+                       f"{data.shape}: the first axis of indices must be at most {data.ndim}",
+                       KilnError)
+    m = idx.shape[0]
+    lead = data.shape[:m]
+    if idx.dtype.kind not in "iu":
+        idx = idx.astype(_np.int64)
+    flat = None
+    for k in range(m):
+        part = idx[k] % lead[k]            # MXNet: -1 is the last, as in NumPy
+        stride = int(_np.prod(lead[k + 1:], dtype=_np.int64))
+        term = part * stride if stride != 1 else part
+        flat = term if flat is None else flat + term
+    rows = reshape(data, (int(_np.prod(lead, dtype=_np.int64)),) + data.shape[m:])
+    return REGISTRY["take"](rows, flat, axis=0, mode="clip")
+
+
+def slice(data, begin, end, step=None):
+    """MXNet's slice: per-axis begin/end/step, None for the whole axis."""
+    from ..mxnet_ops import OPS
+    return OPS["slice"].fn(_arr(data), begin=tuple(begin), end=tuple(end),
+                           step=tuple(step) if step is not None else ())
+
+
+def nonzero(a):
+    """The indices of the non-zero entries, one row per entry: shape (N, a.ndim), int64."""
+    return ndarray._wrap(_np.argwhere(_arr(a)._concrete("npx.nonzero()")).astype(_np.int64))
+
+
+def shape_array(data):
+    return ndarray._wrap(_np.asarray(_arr(data).shape, dtype=_np.int64))
+
+
+def cast(data, dtype):
+    return _arr(data).astype(dtype)

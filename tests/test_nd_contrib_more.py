@@ -1,0 +1,189 @@
+"""nd.contrib additions: box_iou, box_nms, bipartite_matching, BilinearResize2D,
+AdaptiveAvgPooling2D, ROIAlign and the small helpers. Expected values were printed by
+MXNet 1.9.1 on the same inputs; the resampling ops also match PyTorch, and the composed
+ones check gradients against finite differences and hybridized against eager."""
+import numpy as onp
+import pytest
+
+from kiln import autograd, nd
+from kiln.fuzz.compare import compare
+from conftest import assert_close, wrap
+from test_nd_more import check_grad
+
+R = onp.random.default_rng(4)
+
+
+def test_box_iou():
+    a = nd.array([[0, 0, 2, 2], [1, 1, 3, 3]])
+    b = nd.array([[0, 0, 1, 1], [1, 1, 2, 2], [0, 0, 2, 2]])
+    assert_close(nd.contrib.box_iou(a, b), [[0.25, 0.25, 1.0], [0.0, 0.25, 0.14285715]])
+    centre = nd.contrib.box_iou(nd.array([[1, 1, 2, 2]]), nd.array([[1, 1, 2, 2]]),
+                                format="center")
+    assert_close(centre, [[1.0]])
+    lhs = onp.array([[0.0, 0.1, 2.0, 2.2], [1.05, 1.3, 3.1, 3.0]])
+    rhs = onp.array([[0.2, 0.0, 1.0, 1.5], [0.9, 1.1, 2.05, 2.4]])   # no ties: max/min kinks
+    check_grad(nd.contrib.box_iou, lhs, rhs)
+    assert not compare(nd.contrib.box_iou, [nd.array(lhs), nd.array(rhs)], strict=True)
+
+
+DETS = [[[0, 0.9, 0, 0, 2, 2], [0, 0.8, 0.1, 0.1, 2, 2], [1, 0.7, 0, 0, 2, 2],
+         [0, 0.3, 5, 5, 6, 6], [0, 0.05, 5, 5, 6, 6]]]
+NONE = [-1.0] * 6
+
+
+def test_box_nms_as_mxnet():
+    out = nd.contrib.box_nms(nd.array(DETS), overlap_thresh=0.5, valid_thresh=0.1,
+                             coord_start=2, score_index=1, id_index=0)
+    assert_close(out, [[DETS[0][0], DETS[0][2], DETS[0][3], NONE, NONE]])
+    out = nd.contrib.box_nms(nd.array(DETS), overlap_thresh=0.5, force_suppress=True,
+                             id_index=0, topk=2)
+    assert_close(out, [[DETS[0][0]] + [NONE] * 4])
+    centre = nd.contrib.box_nms(nd.array(DETS), id_index=0, out_format="center")
+    assert_close(centre[0, 0], [0, 0.9, 1, 1, 2, 2])
+
+
+def test_bipartite_matching_as_mxnet():
+    rows, cols = nd.contrib.bipartite_matching(nd.array([[0.5, 0.6], [0.1, 0.2], [0.3, 0.4]]),
+                                               threshold=1e-12)
+    assert rows.asnumpy().tolist() == [1, -1, 0] and cols.asnumpy().tolist() == [2, 0]
+
+
+def test_bilinear_resize_as_mxnet_and_torch():
+    x = nd.arange(12).reshape(1, 1, 3, 4)
+    assert_close(nd.contrib.BilinearResize2D(x, height=5, width=3)[0, 0, :, 1],
+                 [1.5, 3.5, 5.5, 7.5, 9.5])
+    assert_close(nd.contrib.BilinearResize2D(x, height=5, width=3, align_corners=False)[0, 0, 1],
+                 [1.7666668, 3.1000004, 4.4333334])
+    assert nd.contrib.BilinearResize2D(x, scale_height=2.0, scale_width=0.5).shape == \
+        (1, 1, 6, 2)
+    torch = pytest.importorskip("torch")
+    data = R.uniform(-1, 1, (2, 3, 4, 5))
+    for align in (True, False):
+        ref = torch.nn.functional.interpolate(torch.tensor(data), size=(7, 3), mode="bilinear",
+                                              align_corners=align).numpy()
+        got = nd.contrib.BilinearResize2D(wrap(data), height=7, width=3, align_corners=align)
+        assert_close(got, ref, rtol=1e-9, atol=1e-12)
+    fn = lambda t: nd.contrib.BilinearResize2D(t, height=5, width=4)   # noqa: E731
+    check_grad(fn, data[:1, :2])
+    assert not compare(fn, [nd.array(data)], strict=True)
+
+
+def test_adaptive_avg_pooling_as_mxnet_and_torch():
+    out = nd.contrib.AdaptiveAvgPooling2D(nd.arange(16).reshape(1, 1, 4, 4), output_size=(3, 2))
+    assert_close(out[0, 0], [[2.5, 4.5], [6.5, 8.5], [10.5, 12.5]])
+    torch = pytest.importorskip("torch")
+    data = R.uniform(-1, 1, (2, 3, 7, 5))
+    ref = torch.nn.functional.adaptive_avg_pool2d(torch.tensor(data), (3, 4)).numpy()
+    fn = lambda t: nd.contrib.AdaptiveAvgPooling2D(t, output_size=(3, 4))   # noqa: E731
+    assert_close(fn(wrap(data)), ref, rtol=1e-9, atol=1e-12)
+    check_grad(fn, data[:1, :1])
+    assert not compare(fn, [nd.array(data)], strict=True)
+
+
+def test_roi_align_as_mxnet():
+    f = nd.arange(2 * 2 * 6 * 6).reshape(2, 2, 6, 6)
+    rois = nd.array([[0, 0, 0, 3, 3], [1, 1.5, 0.5, 5, 4.2]])
+    out = nd.contrib.ROIAlign(f, rois, pooled_size=(2, 2), spatial_scale=1.0, sample_ratio=2)
+    assert_close(out[0, 0], [[5.25, 6.75], [14.25, 15.75]])
+    assert_close(out[1, 1], [[118.925, 120.67499], [130.025, 131.77501]], rtol=1e-5)
+    out = nd.contrib.ROIAlign(f, rois, pooled_size=(2, 3), spatial_scale=0.5, sample_ratio=-1,
+                              aligned=True)
+    assert_close(out[0, 0], [[0.0, 0.25, 0.75], [3.75, 4.0, 4.5]])
+    assert_close(out[1, 0], [[73.816666, 74.4, 74.98334], [79.36666, 79.95, 80.53333]],
+                 rtol=1e-5)
+    data = R.uniform(-1, 1, (2, 2, 5, 5))
+    boxes = wrap(onp.array([[1, 0.5, 0.2, 3.7, 4.1], [0, 1.0, 1.0, 2.5, 3.0]]))
+    check_grad(lambda t: nd.contrib.ROIAlign(t, boxes, pooled_size=(2, 2), sample_ratio=2),
+               data)
+
+
+def test_small_helpers():
+    assert nd.contrib.boolean_mask(nd.array([[1, 2], [3, 4], [5, 6]]),
+                                   nd.array([0, 1, 1])).asnumpy().tolist() == [[3, 4], [5, 6]]
+    assert nd.contrib.index_array(nd.ones((2, 3))).shape == (2, 3, 2)
+    old, new = R.uniform(size=(3, 2)), R.uniform(size=(2, 2))
+    idx = wrap(onp.array([2, 0]))
+    assert_close(nd.contrib.index_copy(wrap(old), idx, wrap(new)), [new[1], old[1], new[0]])
+    check_grad(lambda o, n: nd.contrib.index_copy(o, idx, n), old, new)
+    assert nd.contrib.arange_like(nd.ones((2, 3)), axis=1).asnumpy().tolist() == [0, 1, 2]
+    assert_close(nd.contrib.div_sqrt_dim(nd.ones((2, 4))), onp.full((2, 4), 0.5))
+    assert nd.contrib.quadratic(nd.array([1.0, 2]), a=1, b=2, c=3).asnumpy().tolist() == [6, 11]
+    assert float(nd.contrib.allclose(nd.ones(2), nd.ones(2))) == 1.0
+    assert nd.contrib.isnan(nd.array([1, onp.nan])).asnumpy().tolist() == [0, 1]
+
+
+def test_straight_through_estimators_and_gradient_multiplier():
+    x = wrap(onp.array([0.2, 1.7, -0.6]))
+    x.attach_grad()
+    with autograd.record():
+        y = (nd.contrib.round_ste(x) * 2 + nd.contrib.sign_ste(x)
+             + nd.contrib.gradientmultiplier(x, scalar=-3.0)).sum()
+    y.backward()
+    assert_close(y, 2 * (0 + 2 - 1) + (1 + 1 - 1) + (0.2 + 1.7 - 0.6))
+    assert_close(x.grad, [2 + 1 - 3.0] * 3)
+
+
+def _heads(x, parts, heads):
+    length, batch, width = x.shape
+    d = width // (heads * parts)
+    y = x.reshape(length, batch, heads, parts, d)
+    return [y[:, :, :, p].transpose(1, 2, 0, 3).reshape(batch * heads, length, d)
+            for p in range(parts)], d
+
+
+def _merge(x, heads, batch):
+    return x.reshape(batch, heads, x.shape[1], -1).transpose(2, 0, 1, 3).reshape(
+        x.shape[1], batch, -1)
+
+
+# NumPy references; they equal MXNet 1.9.1's outputs to the bit on float32 inputs
+ATTENTION = {
+    "selfatt_qk": (lambda qkv: nd.contrib.interleaved_matmul_selfatt_qk(qkv, heads=2),
+                   lambda qkv: (lambda h: h[0][0] @ h[0][1].transpose(0, 2, 1) / onp.sqrt(h[1]))(
+                       _heads(qkv, 3, 2)), [(3, 2, 24)]),
+    "selfatt_valatt": (lambda qkv, att: nd.contrib.interleaved_matmul_selfatt_valatt(
+        qkv, att, heads=2), lambda qkv, att: _merge(att @ _heads(qkv, 3, 2)[0][2], 2, 2),
+        [(3, 2, 24), (4, 3, 3)]),
+    "encdec_qk": (lambda q, kv: nd.contrib.interleaved_matmul_encdec_qk(q, kv, heads=2),
+                  lambda q, kv: _heads(q, 1, 2)[0][0] @ _heads(kv, 2, 2)[0][0].transpose(
+                      0, 2, 1) / 2.0, [(3, 2, 8), (5, 2, 16)]),
+    "encdec_valatt": (lambda kv, att: nd.contrib.interleaved_matmul_encdec_valatt(
+        kv, att, heads=2), lambda kv, att: _merge(att @ _heads(kv, 2, 2)[0][1], 2, 2),
+        [(5, 2, 16), (4, 3, 5)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION))
+def test_interleaved_attention_matmuls(name):
+    fn, ref, shapes = ATTENTION[name]
+    inputs = [R.uniform(-1, 1, s) for s in shapes]
+    assert_close(fn(*map(wrap, inputs)), ref(*inputs), rtol=1e-9, atol=1e-12)
+    check_grad(fn, *inputs)
+    if name in ("selfatt_qk", "encdec_valatt"):     # the other two compile the same ops
+        assert not compare(fn, [nd.array(v) for v in inputs], strict=True)
+
+
+def test_box_encode_decode_as_mxnet():
+    anchors = nd.array([[[0, 0, 2, 2], [1, 1, 3, 3]]])
+    refs = nd.array([[[0.5, 0.2, 2.1, 2.5], [1, 1, 4, 3]]])
+    targets, masks = nd.contrib.box_encode(nd.array([[1, -1]]), nd.array([[0, 1]]), anchors,
+                                           refs, nd.array([0, 0, 0, 0]),
+                                           nd.array([0.1, 0.1, 0.2, 0.2]))
+    assert_close(targets[0], [[1.4999998, 1.7500001, -1.115718, 0.6988096], [0, 0, 0, 0]])
+    assert masks.asnumpy()[0].tolist() == [[1, 1, 1, 1], [0, 0, 0, 0]]
+    decode = lambda d: nd.contrib.box_decode(d, anchors, std0=0.1, std1=0.1, std2=0.2,  # noqa
+                                             std3=0.2, format="corner")
+    offsets = onp.array([[[0.1, 0.2, 0.3, -0.1], [0, 0, 0, 0]]])
+    assert_close(decode(wrap(offsets).astype("float32"))[0, 0],
+                 [-0.04183662, 0.05980128, 2.0818367, 2.0201986])
+    check_grad(decode, offsets)
+
+
+def test_contrib_aliases_of_layers():
+    x, g, b = nd.ones((2, 3, 2)), nd.ones(3), nd.zeros(3)
+    assert nd.contrib.SyncBatchNorm(x, g, b, nd.zeros(3), nd.ones(3), key="k").shape == (2, 3, 2)
+    out = nd.contrib.BatchNormWithReLU(x - 2, g, b, nd.zeros(3), nd.ones(3))
+    assert float(out.min()) >= 0
+    emb = nd.contrib.SparseEmbedding(nd.array([0, 2]), nd.ones((4, 3)), input_dim=4,
+                                     output_dim=3)
+    assert emb.shape == (2, 3)
