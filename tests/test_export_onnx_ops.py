@@ -67,3 +67,16 @@ def test_unsupported_op_is_a_clear_error(tmp_path):
             return y * 2
     with pytest.raises(kiln.KilnError, match="ONNX"):
         kiln.onnx.export(Scatter(), [np.zeros((2, 2))], str(tmp_path / "s.onnx"))
+
+
+class Special(nn.HybridBlock):
+    def forward(self, x):
+        return (np.log1p(np.abs(x)) + np.expm1(x), np.arcsinh(x) + np.arctanh(x * 0.5),
+                np.arccosh(np.abs(x) + 1))
+
+
+def test_log1p_expm1_and_inverse_hyperbolics_export(tmp_path):
+    net = Special()
+    x = onp.random.default_rng(1).normal(size=(4, 5)).astype("float32")
+    for g, w in zip(_run(net, x, str(tmp_path / "s.onnx")), net(np.array(x))):
+        onp.testing.assert_allclose(g, w.asnumpy(), rtol=1e-5, atol=1e-6)

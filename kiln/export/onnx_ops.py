@@ -202,6 +202,16 @@ def _pool(em, node, ins):
     return em.op("AveragePool", ins, count_include_pad=int(a["kind"] == "avg"), **attrs)
 
 
+def _log1p(em, node, ins):
+    one = em.const(_np.array(1, node.dtype))
+    return em.op("Log", [em.op("Add", _operands(em, node, ins, node.dtype) + [one])])
+
+
+def _expm1(em, node, ins):
+    one = em.const(_np.array(1, node.dtype))
+    return em.op("Sub", [em.op("Exp", _operands(em, node, ins, node.dtype)), one])
+
+
 def _unsupported(em, node, ins):
     raise KilnError(f"ONNX export: op {node.op!r} ({node.name}) has no ONNX lowering")
 
@@ -220,6 +230,8 @@ LOWERINGS = {
     "sin": _unary("Sin"), "cos": _unary("Cos"), "tanh": _unary("Tanh"),
     "sigmoid": _unary("Sigmoid"), "relu": _unary("Relu"), "erf": _unary("Erf"),
     "floor": _unary("Floor"), "ceil": _unary("Ceil"), "round": _unary("Round"),
+    "arcsinh": _unary("Asinh"), "arccosh": _unary("Acosh"), "arctanh": _unary("Atanh"),
+    "log1p": _log1p, "expm1": _expm1,
     "where": _where, "cast": _cast, "reshape": _reshape, "transpose": _transpose,
     "broadcast_to": _broadcast_to, "slice": _slice, "concatenate": _concatenate,
     "take": _take, "sum": _reduce("ReduceSum", 13), "max": _reduce("ReduceMax", 18),

@@ -104,11 +104,11 @@ def log10(x, out=None):
 
 
 def log1p(x, out=None):
-    return _out(log(_float(_arr(x)) + 1.0), out)
+    return _out(_R["log1p"](_float(_arr(x))), out)
 
 
 def expm1(x, out=None):
-    return _out(exp(x) - 1.0, out)
+    return _out(_R["expm1"](_float(_arr(x))), out)
 
 
 def tan(x, out=None):

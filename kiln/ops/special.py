@@ -129,7 +129,7 @@ def _erfinv_slope(out):
     return exp(out * out) * (math.sqrt(math.pi) / 2)
 
 
-# ---- inverse hyperbolics and the cube root: NumPy's ufuncs, C99's functions -----------------
+# ---- inverse hyperbolics, the cube root, log1p, expm1: NumPy's ufuncs, C99's functions ------
 # (as compositions of log and sqrt they lose precision near 0: arcsinh(1e-5) was 1e-3 off)
 
 def _float_ufunc(fn):
@@ -154,6 +154,11 @@ register("arctanh", unary_float("arctanh"), lambda g, out, x: (g / (1 - x * x),)
          elementwise=True)(_float_ufunc(_np.arctanh))
 register("cbrt", unary_float("cbrt"), lambda g, out, x: (g / (out * out * 3),),
          elementwise=True)(_float_ufunc(_np.cbrt))
+# log(1 + x) and exp(x) - 1 near 0 (as compositions, log1p(1e-10) was 0 in float32)
+register("log1p", unary_float("log1p"), lambda g, out, x: (g / (x + 1),),
+         elementwise=True)(_float_ufunc(_np.log1p))
+register("expm1", unary_float("expm1"), lambda g, out, x: (g * (out + 1),),
+         elementwise=True)(_float_ufunc(_np.expm1))
 
 
 # ---- bitwise ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """C lowerings of the special-function and bitwise primitives (kiln/ops/special.py).
 
-asinh, acosh, atanh and cbrt are C99's, in double as the eager kernels compute them.
+asinh, acosh, atanh, cbrt, log1p and expm1 are C99's, in double as the eager kernels compute them.
 lgamma and tgamma are C's own (the eager kernels call the same libm functions per
 element); digamma and erfinv are written here with the eager kernels' algorithms, step
 for step: recurrence and asymptotic series, Giles' approximation with two Newton steps on
@@ -9,8 +9,10 @@ erf. Float32 inputs compute in double and round once, as eager does.
 import numpy as _np
 
 OPS = frozenset(("gammaln", "gamma", "digamma", "erfinv", "bitwise_and", "bitwise_or",
-                 "bitwise_xor", "invert", "arcsinh", "arccosh", "arctanh", "cbrt"))
-_C99 = {"arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "cbrt": "cbrt"}
+                 "bitwise_xor", "invert", "arcsinh", "arccosh", "arctanh", "cbrt", "log1p",
+                 "expm1"))
+_C99 = {"arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "cbrt": "cbrt",
+        "log1p": "log1p", "expm1": "expm1"}
 
 PRELUDE = r"""
 static inline double kiln_digamma(double x) {
