@@ -56,9 +56,22 @@ def _kiln_name(mxnet_name):
             if _importable(name):
                 prefix = name
                 break
+            held = _module_attribute(prefix, cand)
+            if held is not None:   # kiln.nd is a module whose `contrib` is kiln.nd_contrib
+                prefix = held
+                break
         else:
             return None
     return prefix
+
+
+def _module_attribute(module_name, attr):
+    """The name of the module `module_name.attr` refers to, when it is one, else None."""
+    try:
+        value = getattr(importlib.import_module(module_name), attr, None)
+    except ImportError:
+        return None
+    return value.__name__ if isinstance(value, types.ModuleType) else None
 
 
 def _importable(name):
@@ -108,7 +121,12 @@ class _AliasLoader(importlib.abc.Loader):
             module.__kiln_alias__ = True
             return
         # the import system returns whatever sys.modules holds after exec_module
-        sys.modules[module.__name__] = importlib.import_module(self.target)
+        target = importlib.import_module(self.target)
+        if not hasattr(target, "__path__"):
+            # MXNet's ndarray/symbol are packages (`import mxnet.ndarray.contrib`); an empty
+            # path lets the import system ask this finder for their submodules
+            target.__path__ = []
+        sys.modules[module.__name__] = target
 
 
 class MXNetAliasFinder(importlib.abc.MetaPathFinder):

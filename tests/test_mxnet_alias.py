@@ -68,13 +68,32 @@ def test_new_kiln_modules_are_picked_up(alias, monkeypatch):
     assert mxnet._alias_probe is probe
 
 
+def _env():
+    root = os.path.dirname(os.path.dirname(kiln.__file__))
+    return dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
 def test_command_runs_an_unmodified_script(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import sys\nimport mxnet as mx\nfrom mxnet import np, npx\n"
                       "print(type(np.ones(2)).__module__, sys.argv[1:])\n")
-    root = os.path.dirname(os.path.dirname(kiln.__file__))
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-m", "kiln", "mxnet", str(script), "--epochs", "1"],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+                         capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "kiln.ndarray ['--epochs', '1']"
+
+
+def test_submodules_of_module_namespaces_import(tmp_path):
+    """`import mxnet.ndarray.contrib`: kiln.nd is a module, its `contrib` another module."""
+    code = ("import kiln.mxnet_alias as a; a.install()\n"
+            "import mxnet.ndarray.contrib as c, mxnet.ndarray.linalg as l\n"
+            "import mxnet.symbol.contrib as s\n"
+            "from mxnet.ndarray import random\n"
+            "print(c.__name__, l.__name__, s.__name__, random.__name__)\n"
+            "try:\n    import mxnet.ndarray.nosuch\nexcept ModuleNotFoundError as e:\n"
+            "    print('missing', e.name)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=str(tmp_path), env=_env())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["kiln.nd_contrib", "kiln.nd_linalg", "kiln.nd_contrib",
+                                  "kiln.nd_random", "missing", "mxnet.ndarray.nosuch"]
