@@ -139,3 +139,16 @@ def test_log_train_metric_and_validation_callbacks(caplog):
     lines = [r.getMessage() for r in caplog.records]
     assert any(line.startswith("Iter[0] Batch[8] Train-accuracy=") for line in lines)
     assert sum(line.startswith("Epoch[0] Validation-accuracy=") for line in lines) == 2
+
+
+def test_fit_with_a_monitor_logs_its_statistics(caplog):
+    from kiln.monitor import Monitor
+    train, _ = _iters()
+    m = mod.Module(_net())
+    with caplog.at_level(logging.INFO):
+        m.fit(train, num_epoch=1, monitor=Monitor(5, pattern=".*weight"))
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Batch:")]
+    assert any("fc1_weight" in line for line in lines)
+    assert any("fc2_weight" in line for line in lines)
+    steps = {int(line.split()[1]) for line in lines}
+    assert steps and all((step - 1) % 5 == 0 for step in steps)   # batches 1, 6, 11, ...: MXNet counts from 1

@@ -104,6 +104,8 @@ class BaseModule:
                          force_init=force_init)
         self.init_optimizer(kvstore=kvstore, optimizer=optimizer,
                             optimizer_params=optimizer_params)
+        if monitor is not None:
+            self.install_monitor(monitor)
         validation_metric = validation_metric if validation_metric is not None else eval_metric
         if not isinstance(eval_metric, kmetric.EvalMetric):
             eval_metric = kmetric.create(eval_metric)
@@ -112,9 +114,13 @@ class BaseModule:
             eval_metric.reset()
             nbatch = 0
             for batch in train_data:
+                if monitor is not None:
+                    monitor.tic()
                 self.forward_backward(batch)
                 self.update()
                 self.update_metric(eval_metric, batch.label)
+                if monitor is not None:
+                    monitor.toc_print()
                 _call_all(batch_end_callback, BatchEndParam(epoch, nbatch, eval_metric,
                                                             locals()))
                 nbatch += 1

@@ -97,6 +97,8 @@ class BucketingModule(BaseModule):
                         self._inputs_need_grad, grad_req=self._grad_req)
             self._share(default, module)
             self._buckets[bucket_key] = module
+            if getattr(self, "_monitor", None) is not None:
+                module.install_monitor(self._monitor)
         module = self._buckets[bucket_key]
         if data_shapes is not None and _shapes(data_shapes) != _shapes(module.data_shapes):
             # a rebind makes new arrays: point every bucket at the default's again after it
@@ -213,4 +215,8 @@ class BucketingModule(BaseModule):
         self._buckets[self._default_bucket_key].save_checkpoint(prefix, epoch)
 
     def install_monitor(self, mon):
-        pass
+        """Watch every bucket's executor, present and future."""
+        self._need("bind")
+        self._monitor = mon
+        for module in self._buckets.values():
+            module.install_monitor(mon)

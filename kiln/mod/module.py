@@ -201,6 +201,11 @@ class Module(BaseModule):
         self._need("bind")
         return list(self._exec.outputs)
 
+    def install_monitor(self, mon):
+        """Let an mx.monitor.Monitor watch this module's executor (bind first)."""
+        self._need("bind")
+        mon.install(self._exec)
+
     def get_input_grads(self, merge_multi_context=True):
         return [self._exec.grad_dict[n] for n in self._data_names]
 
