@@ -134,6 +134,10 @@ class CachedFunction:
         cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask)
         cap.grad_mask = grad_mask
         joint = optimize(cap.graph)
+        from ..backend import select
+        if select(self.backend).name == "c":
+            from ..backend.c.program import lay_out_joint
+            joint = lay_out_joint(joint)
         n_fwd = cap.n_outputs + len(cap.state_params)
         fwd, bwd, n_res = split_forward_backward(joint, cap.n_inputs, n_fwd)
         fwd, bwd = optimize(fwd), optimize(bwd)
