@@ -141,6 +141,8 @@ class CachedFunction:
         n_fwd = cap.n_outputs + len(cap.state_params)
         fwd, bwd, n_res = split_forward_backward(joint, cap.n_inputs, n_fwd)
         fwd, bwd = optimize(fwd), optimize(bwd)
+        # the residuals are the backward's alone: it may reuse their memory as they die
+        bwd.donated_inputs = tuple(range(n_res))
         program = make_program(fwd, self.backend, cap)
         bprogram = make_program(bwd, self.backend)
         self._known_params = list(cap.params.values())
@@ -278,7 +280,11 @@ class CachedFunction:
             if absent:
                 program, kept = _backward_for(entry, absent, self.backend)
                 params = [params[k] for k in kept]
-            grads = program(list(residuals) + gouts + values, params)
+            res = list(residuals)
+            if getattr(getattr(program, "graph", None), "donated_inputs", ()) \
+                    and autograd.retaining():
+                res = [r.copy() for r in res]   # read again by the next backward pass
+            grads = program(res + gouts + values, params)
             return [ndarray._wrap(g) for g in grads]
 
         if connected:

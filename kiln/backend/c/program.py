@@ -341,9 +341,10 @@ def _without_heavy_ops(graph):
     fused = fuse_conv_epilogues(graph, takes=heavy.lowerable)
     graph = graph if fused is graph else optimize(fused)
     if graph is not original:
-        # the passes keep the outputs in order: the parameters' new values are still
-        # written in place
+        # the passes keep the inputs and outputs in order: the parameters' new values are
+        # still written in place, and the donated inputs are the same
         graph.state_outputs = dict(original.state_outputs)
+        graph.donated_inputs = getattr(original, "donated_inputs", ())
     return graph
 
 
