@@ -4,6 +4,7 @@ its scratchpad come out of one buffer per calling thread, shared by every op, so
 of many convolutions holds one op's worth of them rather than the sum."""
 import ctypes
 import threading
+import time
 
 import numpy as onp
 import pytest
@@ -112,5 +113,10 @@ def test_a_thread_gives_its_transient_buffer_back_when_it_ends():
     y = onp.empty(ys, onp.float32)
     before = lib.kd_held_bytes()
     _in_thread(lambda: _run(lib, op, (x, w, y)))
+    # join() returns once Python is done with the thread; the C library frees a thread's
+    # buffer a moment later, as the thread exits
+    deadline = time.monotonic() + 5
+    while lib.kd_held_bytes() != before and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert lib.kd_held_bytes() == before
     lib.kd_free(op)
