@@ -148,8 +148,25 @@ def _topological(heads):
     return postorder(list(heads), lambda n: [r[0] for r in n.in_refs if r is not None])
 
 
+_retaining = []     # per running backward pass: is its tape kept for another (retain_graph)?
+
+
+def retaining():
+    """Inside a gradient rule: may the tape be walked again after this pass? (A compiled
+    backward then keeps the activations it was given intact.) True outside a pass."""
+    return _retaining[-1] if _retaining else True
+
+
 def _run_backward(heads, head_grads, retain_graph, create_graph):
     """Propagate gradients; returns {id(leaf): gradient} for every reached leaf."""
+    _retaining.append(bool(retain_graph))
+    try:
+        return _propagate(heads, head_grads, retain_graph, create_graph)
+    finally:
+        _retaining.pop()
+
+
+def _propagate(heads, head_grads, retain_graph, create_graph):
     from .ndarray import ndarray, full_like
     from .np import zeros
     roots = []

@@ -134,9 +134,15 @@ class CachedFunction:
         cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask)
         cap.grad_mask = grad_mask
         joint = optimize(cap.graph)
+        from ..backend import select
+        if select(self.backend).name == "c":
+            from ..backend.c.program import lay_out_joint
+            joint = lay_out_joint(joint)
         n_fwd = cap.n_outputs + len(cap.state_params)
         fwd, bwd, n_res = split_forward_backward(joint, cap.n_inputs, n_fwd)
         fwd, bwd = optimize(fwd), optimize(bwd)
+        # the residuals are the backward's alone: it may reuse their memory as they die
+        bwd.donated_inputs = tuple(range(n_res))
         program = make_program(fwd, self.backend, cap)
         bprogram = make_program(bwd, self.backend)
         self._known_params = list(cap.params.values())
@@ -274,7 +280,11 @@ class CachedFunction:
             if absent:
                 program, kept = _backward_for(entry, absent, self.backend)
                 params = [params[k] for k in kept]
-            grads = program(list(residuals) + gouts + values, params)
+            res = list(residuals)
+            if getattr(getattr(program, "graph", None), "donated_inputs", ()) \
+                    and autograd.retaining():
+                res = [r.copy() for r in res]   # read again by the next backward pass
+            grads = program(res + gouts + values, params)
             return [ndarray._wrap(g) for g in grads]
 
         if connected:

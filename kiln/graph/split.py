@@ -2,10 +2,13 @@
 
 The joint graph's nodes that do not depend on any incoming output gradient belong to the
 forward program. Forward values that backward nodes read are "residuals": the forward
-program returns them, and the backward program takes them as inputs, so nothing is
-computed twice.
+program returns them, and the backward program takes them as inputs. Only a mask (an
+elementwise boolean residual) computed from other residuals, such as a ReLU's from its
+output, is computed again by the backward instead: a comparison fused into its reader's
+loop there rather than a value kept alive between the two programs.
 """
 from .ir import Graph, Node
+from ..ops.registry import REGISTRY
 
 
 def substitute(outputs, mapping):
@@ -62,6 +65,7 @@ def split_forward_backward(joint, n_inputs, n_forward_outputs):
                 keep(i)
     for o in grad_outputs:
         keep(o)
+    residuals = _without_recomputable(residuals)
     forward = Graph(user_inputs, joint.params, fwd_outputs + residuals, joint.name + "_forward")
     res_inputs = [Node("input", (), {}, r.shape, r.dtype, name=f"residual{k}")
                   for k, r in enumerate(residuals)]
@@ -69,3 +73,20 @@ def split_forward_backward(joint, n_inputs, n_forward_outputs):
     backward = Graph(res_inputs + grad_inputs + user_inputs, joint.params,
                      substitute(grad_outputs, mapping), joint.name + "_backward")
     return forward, backward, len(residuals)
+
+
+def _without_recomputable(residuals):
+    """The residuals less the masks whose inputs are all kept residuals or sources:
+    backward recomputes those (substitute rebuilds them on its inputs)."""
+    kept = {id(r) for r in residuals}
+    out = []
+    for r in residuals:
+        prim = REGISTRY.get(r.op)
+        if (r.dtype == bool and prim is not None and prim.elementwise and not prim.random
+                and r.inputs
+                and all(i.op in ("const", "input", "param") or
+                        (id(i) in kept and i is not r) for i in r.inputs)):
+            kept.discard(id(r))
+            continue
+        out.append(r)
+    return out

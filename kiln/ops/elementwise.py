@@ -102,7 +102,10 @@ def sigmoid(x):
     return _np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-@register("relu", unary_same("relu"), lambda g, out, x: (g * (x > 0),), elementwise=True)
+# the mask from the output (the same bits: relu(x) > 0 exactly where x > 0, NaN included):
+# a compiled backward then recomputes it from the activation the next layer saves anyway
+# (graph/split.py) instead of keeping a mask of its own
+@register("relu", unary_same("relu"), lambda g, out, x: (g * (out > 0),), elementwise=True)
 def relu(x):
     # a zero of x's own type: NumPy takes a slower loop for a Python int (52 against
     # 28 ms on 32x16x256x256 float32)

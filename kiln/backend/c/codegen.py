@@ -169,7 +169,7 @@ def generate(graph):
     gen.slots = em.slots
     # emit_graph allocated the top graph's planned buffers first, so its buffer indices are
     # the source-wide ones; the capacities list also covers the subgraphs' buffers
-    gen.plan = MemoryPlan(plan.buffer_of, em.capacities, em.naive_bytes, True)
+    gen.plan = MemoryPlan(plan.buffer_of, em.capacities, em.naive_bytes, True, plan.donated)
     gen.output_slots = out_slots
     gen.param_writes = {k for k, o in enumerate(graph.outputs) if id(o) in em.param_writes}
     extra = [heavy.PRELUDE] if heavy.uses_heavy(em.slots) else []
@@ -199,14 +199,21 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         writes_into=lambda n: kinds.get(id(n)) not in ("alias", "random", "control")
         and n.size > 0,
         # an allreduce reduces in place (MPI_IN_PLACE) when its input dies there
-        inplace_ok=lambda n: kinds.get(id(n)) == "fused" or id(n) in reduced)
+        inplace_ok=lambda n: kinds.get(id(n)) == "fused" or id(n) in reduced,
+        # inputs the caller gives up (graph.donated_inputs: a backward's residuals)
+        donated=[graph.inputs[k] for k in getattr(graph, "donated_inputs", ())] if top else ())
     em.naive_bytes += plan.naive_bytes
     slot_of = {}
     for n, k in zip(graph.inputs, input_slots):
         slot_of[id(n)] = k
     for n, k in zip(graph.params, param_slots):
         slot_of[id(n)] = k
-    buffer_slot = [em.new_buffer(c) for c in plan.capacities]
+    # a donated buffer is its input's slot (its own slot stays, so that buffer indices are
+    # the source-wide ones, but gets no memory)
+    buffer_slot = [em.new_buffer(0 if b in plan.donated else c)
+                   for b, c in enumerate(plan.capacities)]
+    for b, x in plan.donated.items():
+        buffer_slot[b] = slot_of[id(x)]
     for n in graph.nodes:
         if n.op == "const":
             slot_of[id(n)] = em.add_slot(("const", n.value))

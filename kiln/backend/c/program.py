@@ -333,19 +333,41 @@ def _without_heavy_ops(graph):
     keeps NCHW); the others (no library, not float32) run their decompositions."""
     from ...graph.passes import optimize
     from ...graph.passes.expand_heavy import heavy_nodes, expand_heavy_ops
-    from ...graph.passes.layout import assign_layouts, channels_last_pays
     from ...graph.passes.conv_epilogue import fuse_conv_epilogues
     original = graph
     if not all(heavy.lowerable(n) for n in heavy_nodes(graph)):
         graph = optimize(expand_heavy_ops(graph, keep=heavy.lowerable))
-    if os.environ.get("KILN_CHANNELS_LAST", "1") != "0":
-        laid = assign_layouts(graph, takes=heavy.lowerable)
-        if laid is not graph and channels_last_pays(laid):
-            graph = optimize(laid)
+    graph = _channels_last(graph)
     fused = fuse_conv_epilogues(graph, takes=heavy.lowerable)
     graph = graph if fused is graph else optimize(fused)
     if graph is not original:
-        # the passes keep the outputs in order: the parameters' new values are still
-        # written in place
+        # the passes keep the inputs and outputs in order: the parameters' new values are
+        # still written in place, and the donated inputs are the same
         graph.state_outputs = dict(original.state_outputs)
+        graph.donated_inputs = getattr(original, "donated_inputs", ())
     return graph
+
+
+def _channels_last(graph):
+    """graph with the heavy ops the kernel library takes channels-last, where that pays."""
+    from ...graph.passes import optimize
+    from ...graph.passes.layout import assign_layouts, channels_last_pays
+    if os.environ.get("KILN_CHANNELS_LAST", "1") == "0":
+        return graph
+    laid = assign_layouts(graph, takes=heavy.lowerable)
+    return optimize(laid) if laid is not graph and channels_last_pays(laid) else graph
+
+
+def lay_out_joint(joint):
+    """The layout pass on a traced forward+backward graph, before it is split into two
+    programs (graph/split.py). Laid out per program, each activation backward reads would
+    leave the forward program as NCHW and enter the backward one channels-last: a transpose
+    on each side, or, where that does not pay, oneDNN's blocked copies of each argument,
+    which each op kept for the life of the program. Laid out here, those activations cross between the programs channels-last."""
+    if not build.available():
+        return joint
+    state = getattr(joint, "state_outputs", None)
+    laid = _channels_last(joint)
+    if laid is not joint and state is not None:
+        laid.state_outputs = dict(state)
+    return laid

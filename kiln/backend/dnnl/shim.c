@@ -5,8 +5,13 @@
    buffer and a reorder. Ops are made once per shape and called many times; `kd_run` takes
    the caller's pointers and, per argument, an optional version stamp: an input whose
    pointer and nonzero stamp are unchanged since the last call keeps its reordered copy
-   (weights are reordered once, not per call). One mutex per op: a primitive and its
-   scratchpad must not run on two threads at once. */
+   (weights are reordered once, not per call). One mutex per op: a primitive must not run
+   on two threads at once.
+
+   Only those kept copies live as long as the op. The other reordered arguments (outputs,
+   inputs passed without a stamp) and the op's scratchpad are carved per call out of one
+   buffer per calling thread, grown to the largest op it has run: a program of many ops
+   (a ResNet's training step) then holds one op's worth of them, not the sum of all. */
 #define _POSIX_C_SOURCE 200809L
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
@@ -68,7 +73,8 @@ typedef struct {
   int output;
   dnnl_memory_t user, lib;      /* lib == 0: the primitive reads the caller's buffer */
   dnnl_primitive_t reorder;
-  void *lib_buf;
+  size_t lib_size;              /* bytes of the reordered copy (64-byte multiple) */
+  void *lib_buf;                /* the kept copy of a stamped input, made on first use */
   const void *last_ptr;
   int64_t last_stamp;
 } kd_arg;
@@ -77,16 +83,61 @@ typedef struct {
   dnnl_primitive_t prim;
   int nargs;
   kd_arg args[KD_MAX_ARGS];
-  dnnl_memory_t scratch;
-  void *scratch_buf;
+  dnnl_memory_t scratch;        /* its data: the calling thread's buffer (kd_transient) */
+  size_t scratch_size;
   int threads;                  /* 0: kiln's policy (kd_threads); else run on this many */
   pthread_mutex_t lock;
 } kd_op;
 
+/* bytes held for ops between calls (kept copies, and every thread's transient buffer) */
+static int64_t kd_held = 0;
+int64_t kd_held_bytes(void) { return __atomic_load_n(&kd_held, __ATOMIC_RELAXED); }
+
 static void *kd_alloc(size_t n) {
   void *p = 0;
   if (posix_memalign(&p, 64, n ? n : 64)) return 0;
+  __atomic_add_fetch(&kd_held, (int64_t)(n ? n : 64), __ATOMIC_RELAXED);
   return p;
+}
+
+static void kd_release(void *p, size_t n) {
+  if (!p) return;
+  free(p);
+  __atomic_sub_fetch(&kd_held, (int64_t)(n ? n : 64), __ATOMIC_RELAXED);
+}
+
+static size_t kd_round(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* The calling thread's buffer for transient copies and scratchpads; freed when the thread
+   ends. It only grows: the ops a thread runs again and again need the same sizes. */
+typedef struct { void *buf; size_t size; } kd_arena;
+static pthread_key_t kd_arena_key;
+static pthread_once_t kd_arena_once = PTHREAD_ONCE_INIT;
+
+static void kd_arena_free(void *p) {
+  kd_arena *a = p;
+  kd_release(a->buf, a->size);
+  free(a);
+}
+
+static void kd_arena_init(void) { pthread_key_create(&kd_arena_key, kd_arena_free); }
+
+static char *kd_transient(size_t n) {
+  pthread_once(&kd_arena_once, kd_arena_init);
+  kd_arena *a = pthread_getspecific(kd_arena_key);
+  if (!a) {
+    if (!(a = calloc(1, sizeof *a)) || pthread_setspecific(kd_arena_key, a)) {
+      free(a);
+      return 0;
+    }
+  }
+  if (a->size < n) {
+    kd_release(a->buf, a->size);
+    a->size = 0;
+    if (!(a->buf = kd_alloc(n))) return 0;
+    a->size = n;
+  }
+  return a->buf;
 }
 
 static dnnl_memory_desc_t kd_plain(int nd, const int64_t *dims) {
@@ -136,10 +187,9 @@ void kd_free(kd_op *op) {
     if (a->reorder) dnnl_primitive_destroy(a->reorder);
     if (a->lib) dnnl_memory_destroy(a->lib);
     if (a->user) dnnl_memory_destroy(a->user);
-    free(a->lib_buf);
+    kd_release(a->lib_buf, a->lib_size);
   }
   if (op->scratch) dnnl_memory_destroy(op->scratch);
-  free(op->scratch_buf);
   if (op->prim) dnnl_primitive_destroy(op->prim);
   pthread_mutex_destroy(&op->lock);
   free(op);
@@ -163,8 +213,8 @@ static kd_op *kd_make(dnnl_primitive_desc_t pd, int nargs, const int *args,
   KD_TRY(dnnl_primitive_create(&op->prim, pd));
   const_dnnl_memory_desc_t smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   if (smd && dnnl_memory_desc_get_size(smd)) {
-    op->scratch_buf = kd_alloc(dnnl_memory_desc_get_size(smd));
-    KD_TRY(dnnl_memory_create(&op->scratch, smd, kd_engine, op->scratch_buf));
+    op->scratch_size = kd_round(dnnl_memory_desc_get_size(smd));
+    KD_TRY(dnnl_memory_create(&op->scratch, smd, kd_engine, DNNL_MEMORY_NONE));
   }
   for (int i = 0; i < nargs; i++) {
     kd_arg *a = &op->args[i];
@@ -175,8 +225,8 @@ static kd_op *kd_make(dnnl_primitive_desc_t pd, int nargs, const int *args,
     const_dnnl_memory_desc_t have = user[i] ? user[i] : want;
     KD_TRY(dnnl_memory_create(&a->user, have, kd_engine, DNNL_MEMORY_NONE));
     if (!dnnl_memory_desc_equal(want, have)) {
-      a->lib_buf = kd_alloc(dnnl_memory_desc_get_size(want));
-      KD_TRY(dnnl_memory_create(&a->lib, want, kd_engine, a->lib_buf));
+      a->lib_size = kd_round(dnnl_memory_desc_get_size(want));
+      KD_TRY(dnnl_memory_create(&a->lib, want, kd_engine, DNNL_MEMORY_NONE));
       dnnl_primitive_desc_t rpd = 0;
       if (a->output)
         KD_TRY(dnnl_reorder_primitive_desc_create(&rpd, want, kd_engine, have, kd_engine, 0));
@@ -221,12 +271,41 @@ int kd_run(kd_op *op, void *const *ptrs, const int64_t *stamps) {
   return rc;
 }
 
+/* An argument is kept between calls when it is an input passed with a stamp. */
+static int kd_kept(const kd_arg *a, const int64_t *stamps, int i) {
+  return !a->output && stamps && stamps[i];
+}
+
 static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
   dnnl_exec_arg_t exec[KD_MAX_ARGS + 1];
   int n = 0;
+  size_t need = op->scratch_size;
+  for (int i = 0; i < op->nargs; i++)
+    if (op->args[i].lib && !kd_kept(&op->args[i], stamps, i)) need += op->args[i].lib_size;
+  char *transient = need ? kd_transient(need) : 0;
+  if (need && !transient) {
+    snprintf(kd_message, sizeof kd_message, "out of memory (%zu bytes for oneDNN)", need);
+    return -1;
+  }
+  if (op->scratch) {
+    KD_TRY(dnnl_memory_set_data_handle(op->scratch, transient));
+    transient += op->scratch_size;
+  }
   for (int i = 0; i < op->nargs; i++) {
     kd_arg *a = &op->args[i];
     KD_TRY(dnnl_memory_set_data_handle(a->user, ptrs[i]));
+    if (a->lib && !kd_kept(a, stamps, i)) {
+      KD_TRY(dnnl_memory_set_data_handle(a->lib, transient));
+      transient += a->lib_size;
+      a->last_ptr = 0;              /* the kept copy, if any, is older than this call */
+    } else if (a->lib) {
+      if (!a->lib_buf && !(a->lib_buf = kd_alloc(a->lib_size))) {
+        snprintf(kd_message, sizeof kd_message, "out of memory (%zu bytes for oneDNN)",
+                 a->lib_size);
+        return -1;
+      }
+      KD_TRY(dnnl_memory_set_data_handle(a->lib, a->lib_buf));
+    }
     if (a->lib && !a->output) {
       int64_t stamp = stamps ? stamps[i] : 0;
       if (!(stamp && stamp == a->last_stamp && ptrs[i] == a->last_ptr)) {

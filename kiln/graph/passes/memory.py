@@ -4,16 +4,23 @@ Every computed node gets a slot in a buffer. A buffer is free again once the las
 every value it holds (including views of it) has run. An elementwise node may write over
 its input when that input dies at this node and has the same shape and dtype. A chain of N
 dense+relu layers therefore needs two intermediate buffers, whatever N is.
+
+Donated inputs (a training step's backward program takes the activations its forward
+returned, and nothing reads them after) are buffers the caller already holds: once read
+for the last time, each can hold later values that fit in it, as MXNet's backward reuses
+its forward's memory. It cannot grow, and never holds an output, which must outlive the
+call.
 """
 from ...ops.registry import REGISTRY
 
 
 class MemoryPlan:
-    def __init__(self, buffer_of, capacities, naive_bytes, outputs_private):
+    def __init__(self, buffer_of, capacities, naive_bytes, outputs_private, donated=None):
         self.buffer_of = buffer_of          # id(node) -> buffer index
         self.capacities = capacities        # bytes per buffer
         self.naive_bytes = naive_bytes      # one fresh allocation per computed node
         self.outputs_private = outputs_private
+        self.donated = donated or {}        # buffer index -> the donated input it is
 
     @property
     def num_buffers(self):
@@ -37,12 +44,14 @@ def _registry_elementwise(node):
 
 
 def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True,
-                inplace_ok=_registry_elementwise):
+                inplace_ok=_registry_elementwise, donated=()):
     """Assign buffers to the computed nodes of `graph`.
 
     is_view(node):     the backend computes node as a view of its first input (no buffer)
     writes_into(node): the backend can write node's result into a given buffer
     inplace_ok(node):  node may overwrite an input of its shape and dtype that dies there
+    donated:           inputs of graph whose storage may be overwritten after their last
+                       read (each becomes a buffer of its size; MemoryPlan.donated)
     """
     schedule = [n for n in graph.nodes if not n.is_source]
     position = {id(n): k for k, n in enumerate(schedule)}
@@ -62,6 +71,13 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
 
     buffer_of, capacities, free = {}, [], []
     owner_count = {}   # buffer -> number of live roots it holds
+    fixed = {}         # buffer -> the donated input it is (its capacity cannot grow)
+    for x in dict.fromkeys(donated):
+        if last_use.get(id(x), forever) < forever and _nbytes(x) > 0:
+            buffer_of[id(x)] = len(capacities)
+            fixed[len(capacities)] = x
+            owner_count[len(capacities)] = 1
+            capacities.append(_nbytes(x))
     naive = 0
     for k, n in enumerate(schedule):
         if is_view(n) or not writes_into(n):
@@ -69,17 +85,19 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
         need = _nbytes(n)
         naive += need
         chosen, taken = None, None
+        output = last_use.get(id(n)) == forever
         if inplace_ok(n):
             for i in n.inputs:
                 r = root.get(id(i), id(i))
                 b = buffer_of.get(r)
                 if (b is not None and r == id(i) and last_use.get(r) == k and i.shape == n.shape
-                        and i.dtype == n.dtype and owner_count[b] == 1):
+                        and i.dtype == n.dtype and owner_count[b] == 1
+                        and not (output and b in fixed)):
                     chosen, taken = b, r     # in place: the input dies here
                     owner_count[b] -= 1
                     break
         if chosen is None:
-            chosen = _take_free(free, capacities, need)
+            chosen = _take_free(free, capacities, need, fixed, output)
         capacities[chosen] = max(capacities[chosen], need)
         buffer_of[id(n)] = chosen
         owner_count[chosen] = owner_count.get(chosen, 0) + 1
@@ -98,15 +116,19 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
             owner_count[chosen] -= 1
             if owner_count[chosen] == 0:
                 free.append(chosen)
-    return MemoryPlan(buffer_of, capacities, naive, True)
+    return MemoryPlan(buffer_of, capacities, naive, True, fixed)
 
 
-def _take_free(free, capacities, need):
-    fitting = [b for b in free if capacities[b] >= need]
+def _take_free(free, capacities, need, fixed, output):
+    """The free buffer to hold `need` bytes: the smallest that fits, else the largest that
+    may grow, else a new one. A donated (fixed) buffer neither grows nor holds an output."""
+    usable = [b for b in free if not (output and b in fixed)]
+    fitting = [b for b in usable if capacities[b] >= need]
+    growable = [b for b in usable if b not in fixed]
     if fitting:
         best = min(fitting, key=lambda b: capacities[b])
-    elif free:
-        best = max(free, key=lambda b: capacities[b])
+    elif growable:
+        best = max(growable, key=lambda b: capacities[b])
     else:
         capacities.append(0)
         return len(capacities) - 1
