@@ -120,3 +120,34 @@ def test_mismatched_parameters_get_a_clear_error():
     with pytest.raises(KilnError, match="batch_norm_stats.*axis"):
         from kiln.ops import REGISTRY
         REGISTRY["batch_norm_stats"](x, axis=5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axis,layout", [(1, "contiguous"), (-1, "contiguous"),
+                                         (1, "strided"), (0, "contiguous")])
+def test_eager_inference_shortcut_equals_the_taped_composite(dtype, axis, layout):
+    """Untaped inference runs kiln/ops/batchnorm.py's normalize_values; recording (the
+    gradients of use_global_stats) runs the composite. Both give the same values, also
+    when the mean is large against the spread."""
+    shape = (5, 3, 4, 66) if layout == "strided" else (6, 3, 4, 33)
+    xv = (R.standard_normal(shape) * 0.01 + 100).astype(dtype)
+    if layout == "strided":
+        xv = xv[..., ::2]
+    c = xv.shape[axis]
+    gamma, beta, rm, rv = (np.array(v) for v in _inputs((c,), 0, dtype)[1:])
+    rm = rm + 100
+    kw = dict(eps=1e-3, fix_gamma=False, use_global_stats=True, axis=axis)
+    with autograd.predict_mode():
+        fast = npx.batch_norm(np.array(xv), gamma, beta, rm, rv, **kw)
+    x = np.array(xv)
+    x.attach_grad()
+    with autograd.record(train_mode=False):
+        taped = npx.batch_norm(x, gamma, beta, rm, rv, **kw)
+    taped.backward()
+    assert x.grad is not None and fast.dtype == onp.dtype(dtype)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    assert_close(fast.asnumpy(), taped.asnumpy(), rtol=tol, atol=tol)
+    want = composed(xv.astype("float64"), *(v.asnumpy().astype("float64")
+                                            for v in (gamma, beta, rm, rv)),
+                    training=False, momentum=0.9, **dict(kw, axis=axis % xv.ndim))[0]
+    assert_close(fast.asnumpy(), want, rtol=tol, atol=tol)

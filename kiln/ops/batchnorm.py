@@ -144,6 +144,23 @@ def batch_norm_train(x, gamma, beta, eps, axis):
     return y
 
 
+def normalize_values(x, mean, var, gamma, beta, eps, axis):
+    """(x - mean) / sqrt(var + eps) * gamma + beta with per-channel NumPy vectors, as
+    in-place passes over cache-sized row blocks: one trip through memory, not four. The
+    centring comes first, so a mean large against the spread does not cancel."""
+    b = _bshape(x, axis)
+    mean = mean.reshape(b)
+    scale = (gamma / _np.sqrt(var + eps)).astype(x.dtype, copy=False).reshape(b)
+    beta = beta.reshape(b)
+    y = _np.empty_like(x)
+    for rows in _row_blocks(x, axis):
+        out = y[rows]
+        _np.subtract(x[rows], mean, out=out)
+        out *= scale
+        out += beta
+    return y
+
+
 # ---- backward ----------------------------------------------------------------------------
 
 def _pg_rule(g, x, stats, axis):
