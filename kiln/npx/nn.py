@@ -355,8 +355,15 @@ def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9
         g, b = (_arr(v) for v in (g, beta))
         g, b = (v if v.dtype == x.dtype else v.astype(x.dtype) for v in (g, b))
         y = _R["batch_norm_train"](x, g, b, eps=float(eps), axis=axis)
-        # in a traced graph CSE shares these statistics with the backward pass's
-        stats = _R["batch_norm_stats"](x, axis=axis)
+        stats = None
+        if not output_mean_var and x._node is None:   # eager: the kernel's own statistics
+            from ..ops.batchnorm import stats_of_last_train
+            stats = stats_of_last_train(x._data)
+        if stats is None:
+            # in a traced graph CSE shares these statistics with the backward pass's
+            stats = _R["batch_norm_stats"](x, axis=axis)
+        else:
+            stats = ndarray._wrap(stats)
         mean, var = stats[0], stats[1]
         with autograd.pause():
             running_mean[:] = running_mean * momentum + mean.detach() * (1 - momentum)
