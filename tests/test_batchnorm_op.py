@@ -117,6 +117,8 @@ def test_mismatched_parameters_get_a_clear_error():
     x = np.zeros((2, 3, 4))
     with autograd.train_mode(), pytest.raises(KilnError, match="batch_norm_train.*gamma"):
         npx.batch_norm(x, np.ones(4), np.zeros(3), np.zeros(3), np.ones(3), fix_gamma=False)
+    with autograd.train_mode(), pytest.raises(KilnError, match="batch_norm_train.*one channel"):
+        npx.batch_norm(np.zeros((2, 0, 3)), np.ones(0), np.zeros(0), np.zeros(0), np.ones(0))
     with pytest.raises(KilnError, match="batch_norm_stats.*axis"):
         from kiln.ops import REGISTRY
         REGISTRY["batch_norm_stats"](x, axis=5)

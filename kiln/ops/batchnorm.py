@@ -11,6 +11,7 @@ batch_norm_train keeps nothing full-size for its gradient: the backward pass rec
 the statistics (one pass over x; in a traced graph CSE shares them with the forward
 pass's running-statistic update) and then needs one reduction pass and one output pass.
 """
+import math
 import threading
 import weakref
 
@@ -29,6 +30,9 @@ def _layout(op, x, axis):
     c = int(x.shape[axis])
     outer = int(_np.prod(x.shape[:axis], dtype=_np.int64))
     inner = int(_np.prod(x.shape[axis + 1:], dtype=_np.int64))
+    if c == 0:
+        raise op_error(op, f"expected at least one channel, got shape {tuple(x.shape)} with "
+                       f"channel axis {axis}")
     if outer * inner == 0:
         raise op_error(op, f"batch statistics need at least one element per channel, got "
                        f"shape {tuple(x.shape)} with channel axis {axis}")
@@ -56,10 +60,13 @@ def _red(x, axis):
     return tuple(i for i in range(x.ndim) if i != axis)
 
 
-def _channel_dot(a, b, axis):
+def _channel_dot(a, b, axis, inner=None):
     """Per-channel sum of a * b (same-shape arrays) without a full-size temporary where
-    the rows are long: a dot product per (outer, channel) row, then a sum over the outer."""
-    outer, c, inner = _layout("batch_norm", a, axis)
+    the rows are long: a dot product per (outer, channel) row, then a sum over the outer.
+    inner: the size of the axes after `axis`, when the caller knows it (checked once)."""
+    if inner is None:
+        inner = _layout("batch_norm", a, axis)[2]
+    c, outer = a.shape[axis], math.prod(a.shape[:axis])
     if inner < 16:
         return _np.add.reduce(a * b, axis=_red(a, axis))
     a3, b3 = a.reshape(outer, c, inner), b.reshape(outer, c, inner)
@@ -71,10 +78,11 @@ def _channel_dot(a, b, axis):
 def _centered_dot(x, mean, g, axis):
     """Per-channel sum of (x - mean) * g, or of (x - mean)**2 when g is None, a few rows
     at a time (the centred rows are a cache-sized temporary, not a full-size one)."""
+    inner = _layout("batch_norm", x, axis)[2]
     total = 0
     for rows in _row_blocks(x, axis):
         d = _np.subtract(x[rows], mean)
-        total = total + _channel_dot(d, d if g is None else g[rows], axis)
+        total = total + _channel_dot(d, d if g is None else g[rows], axis, inner)
     return total
 
 
