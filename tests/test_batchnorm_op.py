@@ -117,6 +117,70 @@ def test_mismatched_parameters_get_a_clear_error():
     x = np.zeros((2, 3, 4))
     with autograd.train_mode(), pytest.raises(KilnError, match="batch_norm_train.*gamma"):
         npx.batch_norm(x, np.ones(4), np.zeros(3), np.zeros(3), np.ones(3), fix_gamma=False)
+    with autograd.train_mode(), pytest.raises(KilnError, match="batch_norm_train.*one channel"):
+        npx.batch_norm(np.zeros((2, 0, 3)), np.ones(0), np.zeros(0), np.zeros(0), np.ones(0))
     with pytest.raises(KilnError, match="batch_norm_stats.*axis"):
         from kiln.ops import REGISTRY
         REGISTRY["batch_norm_stats"](x, axis=5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axis,layout", [(1, "contiguous"), (-1, "contiguous"),
+                                         (1, "strided"), (0, "contiguous")])
+def test_eager_inference_shortcut_equals_the_taped_composite(dtype, axis, layout):
+    """Untaped inference runs kiln/ops/batchnorm.py's normalize_values; recording (the
+    gradients of use_global_stats) runs the composite. Both give the same values, also
+    when the mean is large against the spread."""
+    shape = (5, 3, 4, 66) if layout == "strided" else (6, 3, 4, 33)
+    xv = (R.standard_normal(shape) * 0.01 + 100).astype(dtype)
+    if layout == "strided":
+        xv = xv[..., ::2]
+    c = xv.shape[axis]
+    gamma, beta, rm, rv = (np.array(v) for v in _inputs((c,), 0, dtype)[1:])
+    rm = rm + 100
+    kw = dict(eps=1e-3, fix_gamma=False, use_global_stats=True, axis=axis)
+    with autograd.predict_mode():
+        fast = npx.batch_norm(np.array(xv), gamma, beta, rm, rv, **kw)
+    x = np.array(xv)
+    x.attach_grad()
+    with autograd.record(train_mode=False):
+        taped = npx.batch_norm(x, gamma, beta, rm, rv, **kw)
+    taped.backward()
+    assert x.grad is not None and fast.dtype == onp.dtype(dtype)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    assert_close(fast.asnumpy(), taped.asnumpy(), rtol=tol, atol=tol)
+    want = composed(xv.astype("float64"), *(v.asnumpy().astype("float64")
+                                            for v in (gamma, beta, rm, rv)),
+                    training=False, momentum=0.9, **dict(kw, axis=axis % xv.ndim))[0]
+    assert_close(fast.asnumpy(), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("axis", [1, -1])
+def test_eager_training_reuses_the_kernels_statistics(axis):
+    """Eager training updates the running statistics from batch_norm_train's own mean and
+    variance (stats_of_last_train): the values batch_norm_stats and the formula give."""
+    from kiln.ops.batchnorm import stats_of_last_train
+    kw = dict(eps=1e-3, momentum=0.9, fix_gamma=False, use_global_stats=False, axis=axis)
+    x, gamma, beta, rm, rv = _inputs((3, 4, 2, 5), axis, "float32")
+    runs = []
+    for output_mean_var in (False, True):     # True: the batch_norm_stats op
+        k_rm, k_rv = np.array(rm), np.array(rv)
+        xa = np.array(x)
+        xa.attach_grad()
+        with autograd.record():
+            npx.batch_norm(xa, np.array(gamma), np.array(beta), k_rm, k_rv,
+                           output_mean_var=output_mean_var, **kw)
+        runs.append((k_rm.asnumpy(), k_rv.asnumpy()))
+    want = composed(x.astype("float64"), *(v.astype("float64") for v in (gamma, beta, rm, rv)),
+                    training=True, **dict(kw, axis=axis % x.ndim))
+    for got in runs:
+        assert_close(got[0], want[1], rtol=1e-5, atol=1e-6)
+        assert_close(got[1], want[2], rtol=1e-5, atol=1e-6)
+    assert_close(runs[0][1], runs[1][1], rtol=1e-6, atol=1e-7)
+    # the kernel's statistics go only to the array it ran on, once
+    from kiln.ops import REGISTRY
+    xa = np.array(x)
+    REGISTRY["batch_norm_train"](xa, np.array(gamma), np.array(beta), eps=1e-3,
+                                 axis=axis % x.ndim)
+    assert stats_of_last_train(onp.array(x)) is None
+    assert stats_of_last_train(xa.asnumpy()) is None

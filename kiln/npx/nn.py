@@ -77,6 +77,11 @@ def activation(data, act_type="relu", **kwargs):
 def leaky_relu(data, gamma=None, act_type="leaky", slope=0.25, **kwargs):
     x = _arr(data)
     if act_type == "leaky":
+        if 0 <= slope <= 1:
+            # x times a factor of exactly 1 or slope, made without NumPy's slow where: the
+            # gradient is one multiply by it (DCGAN's discriminator: 3.3x faster than
+            # where(x > 0, x, x * slope), whose gradient took five full-size passes)
+            return x * knp.maximum((x > 0).astype(x.dtype), slope)
         return knp.where(x > 0, x, x * slope)
     if act_type == "prelu":
         g = gamma
@@ -350,8 +355,15 @@ def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9
         g, b = (_arr(v) for v in (g, beta))
         g, b = (v if v.dtype == x.dtype else v.astype(x.dtype) for v in (g, b))
         y = _R["batch_norm_train"](x, g, b, eps=float(eps), axis=axis)
-        # in a traced graph CSE shares these statistics with the backward pass's
-        stats = _R["batch_norm_stats"](x, axis=axis)
+        stats = None
+        if not output_mean_var and x._node is None:   # eager: the kernel's own statistics
+            from ..ops.batchnorm import stats_of_last_train
+            stats = stats_of_last_train(x._data)
+        if stats is None:
+            # in a traced graph CSE shares these statistics with the backward pass's
+            stats = _R["batch_norm_stats"](x, axis=axis)
+        else:
+            stats = ndarray._wrap(stats)
         mean, var = stats[0], stats[1]
         with autograd.pause():
             running_mean[:] = running_mean * momentum + mean.detach() * (1 - momentum)
@@ -359,9 +371,26 @@ def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9
         if output_mean_var:
             return y, mean, var
         return y
+    if not autograd.is_recording() and _untracked_float(x) and all(
+            isinstance(v, ndarray) and v._node is None and v.dtype == x.dtype
+            and v.shape == (x.shape[axis],) for v in (g, beta, running_mean, running_var)):
+        return _batch_norm_infer_eager(x, g, beta, running_mean, running_var, eps, axis,
+                                       output_mean_var)
     mean = knp.reshape(running_mean, shape)
     var = knp.reshape(running_var, shape)
     y = (x - mean) / knp.sqrt(var + eps) * knp.reshape(g, shape) + knp.reshape(beta, shape)
+    if output_mean_var:
+        return y, knp.reshape(mean, (-1,)), knp.reshape(var, (-1,))
+    return y
+
+
+def _batch_norm_infer_eager(x, gamma, beta, mean, var, eps, axis, output_mean_var):
+    """Inference with the running statistics on concrete arrays no tape or trace sees: the
+    composite's four full-size passes as one pass of in-place kernels over cache-sized
+    blocks (eager ResNet features ran 4 NumPy passes per BatchNorm)."""
+    from ..ops.batchnorm import normalize_values
+    y = ndarray._wrap(normalize_values(x._data, mean._data, var._data, gamma._data,
+                                       beta._data, float(eps), axis))
     if output_mean_var:
         return y, knp.reshape(mean, (-1,)), knp.reshape(var, (-1,))
     return y

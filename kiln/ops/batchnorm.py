@@ -11,6 +11,10 @@ batch_norm_train keeps nothing full-size for its gradient: the backward pass rec
 the statistics (one pass over x; in a traced graph CSE shares them with the forward
 pass's running-statistic update) and then needs one reduction pass and one output pass.
 """
+import math
+import threading
+import weakref
+
 import numpy as _np
 
 from .registry import register
@@ -26,6 +30,9 @@ def _layout(op, x, axis):
     c = int(x.shape[axis])
     outer = int(_np.prod(x.shape[:axis], dtype=_np.int64))
     inner = int(_np.prod(x.shape[axis + 1:], dtype=_np.int64))
+    if c == 0:
+        raise op_error(op, f"expected at least one channel, got shape {tuple(x.shape)} with "
+                       f"channel axis {axis}")
     if outer * inner == 0:
         raise op_error(op, f"batch statistics need at least one element per channel, got "
                        f"shape {tuple(x.shape)} with channel axis {axis}")
@@ -53,10 +60,13 @@ def _red(x, axis):
     return tuple(i for i in range(x.ndim) if i != axis)
 
 
-def _channel_dot(a, b, axis):
+def _channel_dot(a, b, axis, inner=None):
     """Per-channel sum of a * b (same-shape arrays) without a full-size temporary where
-    the rows are long: a dot product per (outer, channel) row, then a sum over the outer."""
-    outer, c, inner = _layout("batch_norm", a, axis)
+    the rows are long: a dot product per (outer, channel) row, then a sum over the outer.
+    inner: the size of the axes after `axis`, when the caller knows it (checked once)."""
+    if inner is None:
+        inner = _layout("batch_norm", a, axis)[2]
+    c, outer = a.shape[axis], math.prod(a.shape[:axis])
     if inner < 16:
         return _np.add.reduce(a * b, axis=_red(a, axis))
     a3, b3 = a.reshape(outer, c, inner), b.reshape(outer, c, inner)
@@ -68,10 +78,11 @@ def _channel_dot(a, b, axis):
 def _centered_dot(x, mean, g, axis):
     """Per-channel sum of (x - mean) * g, or of (x - mean)**2 when g is None, a few rows
     at a time (the centred rows are a cache-sized temporary, not a full-size one)."""
+    inner = _layout("batch_norm", x, axis)[2]
     total = 0
     for rows in _row_blocks(x, axis):
         d = _np.subtract(x[rows], mean)
-        total = total + _channel_dot(d, d if g is None else g[rows], axis)
+        total = total + _channel_dot(d, d if g is None else g[rows], axis, inner)
     return total
 
 
@@ -141,6 +152,39 @@ def batch_norm_train(x, gamma, beta, eps, axis):
         out = y[rows]
         out *= scale
         out += beta.reshape(b)
+    _last_train.stats = (weakref.ref(x), mean, var)
+    return y
+
+
+_last_train = threading.local()
+
+
+def stats_of_last_train(x):
+    """batch_norm_stats(x) as the last batch_norm_train kernel of this thread computed it
+    on the NumPy array x (the same object, called just before), else None. Eager
+    npx.batch_norm updates its running statistics from them instead of two more passes
+    over x."""
+    last = getattr(_last_train, "stats", None)
+    _last_train.stats = None
+    if last is None or last[0]() is not x:
+        return None
+    return _np.stack([last[1].reshape(-1), last[2]]).astype(x.dtype, copy=False)
+
+
+def normalize_values(x, mean, var, gamma, beta, eps, axis):
+    """(x - mean) / sqrt(var + eps) * gamma + beta with per-channel NumPy vectors, as
+    in-place passes over cache-sized row blocks: one trip through memory, not four. The
+    centring comes first, so a mean large against the spread does not cancel."""
+    b = _bshape(x, axis)
+    mean = mean.reshape(b)
+    scale = (gamma / _np.sqrt(var + eps)).astype(x.dtype, copy=False).reshape(b)
+    beta = beta.reshape(b)
+    y = _np.empty_like(x)
+    for rows in _row_blocks(x, axis):
+        out = y[rows]
+        _np.subtract(x[rows], mean, out=out)
+        out *= scale
+        out += beta
     return y
 
 
