@@ -133,19 +133,78 @@ def test_where_gradient_compiled_equals_eager():
 @pytest.mark.parametrize("shape,axis", [((4, 7), -1), ((4, 7), 0), ((2, 3, 5), 1), ((9,), 0),
                                         ((3, 1), -1)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_eager_softmax_shortcut_gives_the_composite_bits(shape, axis, dtype):
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("chunk", ["whole", "rows"])
+def test_eager_softmax_shortcut_gives_the_composite_bits(shape, axis, dtype, name, chunk,
+                                                         monkeypatch):
     from kiln import npx
+    from kiln.npx import fused_softmax
+    if chunk == "rows":     # blocks of 2 rows (big arrays go by blocks of rows)
+        monkeypatch.setattr(fused_softmax, "CHUNK_BYTES", 2 * shape[-1] * 4)
+    fn = getattr(npx, name)
     rng = onp.random.default_rng(3)
     xv = (rng.normal(size=shape) * 30).astype(dtype)
     xv.flat[0] = -onp.inf
-    fast = npx.softmax(np.array(xv), axis=axis).asnumpy()
+    gv = rng.normal(size=shape).astype(dtype)
+
+    def run():
+        x = np.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            y = fn(x, axis=axis)
+        y.backward(np.array(gv))
+        return fn(np.array(xv), axis=axis).asnumpy(), y.asnumpy(), x.grad.asnumpy()
+
+    fast, fast_recorded, fast_grad = run()
+    monkeypatch.setattr(fused_softmax, "concrete_float", lambda x: False)
+    slow, slow_recorded, slow_grad = run()       # the primitives one by one
+    assert slow.dtype == fast.dtype == onp.dtype(dtype)
+    assert onp.array_equal(fast, slow, equal_nan=True)
+    assert onp.array_equal(fast_recorded, slow_recorded, equal_nan=True)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    onp.testing.assert_allclose(fast_grad, slow_grad, rtol=tol, atol=tol)
+    assert fn(np.array(xv), axis=axis, dtype="float16").dtype == onp.float16
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_eager_softmax_shortcut_gradients_match_finite_differences(name):
+    from kiln import npx
+    rng = onp.random.default_rng(4)
+    xv, gv = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
+    f = lambda v: (getattr(npx, name)(np.array(v), axis=1).asnumpy() * gv).sum()  # noqa: E731
     x = np.array(xv)
     x.attach_grad()
-    with autograd.record():             # recorded: the primitives one by one
-        slow = npx.softmax(x, axis=axis)
-    assert slow.dtype == fast.dtype == onp.dtype(dtype)
-    assert onp.array_equal(fast, slow.asnumpy(), equal_nan=True)
-    assert npx.softmax(np.array(xv), axis=axis, dtype="float16").dtype == onp.float16
+    with autograd.record():
+        y = getattr(npx, name)(x, axis=1)
+    y.backward(np.array(gv))
+    eps, fd = 1e-6, onp.zeros_like(xv)
+    for i in onp.ndindex(xv.shape):
+        d = onp.zeros_like(xv)
+        d[i] = eps
+        fd[i] = (f(xv + d) - f(xv - d)) / (2 * eps)
+    onp.testing.assert_allclose(x.grad.asnumpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_eager_softmax_shortcut_second_derivative(name, monkeypatch):
+    from kiln import npx
+    from kiln.npx import fused_softmax
+    rng = onp.random.default_rng(5)
+    xv, gv = rng.normal(size=(2, 4)), rng.normal(size=(2, 4))
+
+    def second():
+        x = np.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            y = (getattr(npx, name)(x, axis=-1) * np.array(gv)).sum()
+            (gx,) = autograd.grad(y, [x], create_graph=True)
+            z = (gx * gx).sum()
+        z.backward()
+        return x.grad.asnumpy()
+
+    fast = second()
+    monkeypatch.setattr(fused_softmax, "concrete_float", lambda x: False)
+    onp.testing.assert_allclose(fast, second(), rtol=1e-10, atol=1e-12)
 
 
 def test_eager_softmax_shortcut_keeps_errors():
