@@ -213,3 +213,32 @@ def test_eager_softmax_shortcut_keeps_errors():
         npx.softmax(np.ones((0, 3)), axis=0)
     with pytest.raises(KilnError, match="softmax"):
         npx.softmax(np.ones((2, 3)), axis=2)
+
+
+@pytest.mark.parametrize("axes", [(), (1,)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_eager_dropout_shortcut_gives_the_composite_bits(axes, dtype, monkeypatch):
+    from kiln import npx
+    from kiln.npx import fused_softmax
+    rng = onp.random.default_rng(6)
+    xv = rng.normal(size=(4, 6, 3)).astype(dtype)
+    xv[0, 0, 0], xv[1, 1, 1] = onp.inf, -0.0
+    gv = rng.normal(size=xv.shape).astype(dtype)
+
+    def run():
+        np.random.seed(11)
+        x = np.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            y = npx.dropout(x, p=0.3, axes=axes)
+        y.backward(np.array(gv))
+        return y.asnumpy(), x.grad.asnumpy()
+
+    fast, fast_grad = run()
+    monkeypatch.setattr(fused_softmax, "concrete_float", lambda x: False)
+    slow, slow_grad = run()        # the composite: draw, compare, cast, two multiplies
+    assert fast.dtype == slow.dtype == onp.dtype(dtype)
+    assert onp.array_equal(fast, slow, equal_nan=True)
+    assert onp.array_equal(onp.signbit(fast), onp.signbit(slow))
+    assert onp.array_equal(fast_grad, slow_grad)
+    assert 0 < (fast == 0).mean() < 1

@@ -320,8 +320,27 @@ def dropout(data, p=0.5, mode="training", axes=(), cudnn_off=False, **kwargs):
     if p >= 1:
         return x * 0
     shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    if fused_softmax.concrete_float(x):
+        return _eager_dropout(x, p, shape)
     keep = knp.random.uniform(size=shape, dtype=x.dtype) >= p
     return x * keep.astype(x.dtype) * (1.0 / (1.0 - p))
+
+
+def _eager_dropout(x, p, shape):
+    """The composite above as one multiply by (keep * scale) and one tape entry: the same
+    random draw, the same bits (a product with exactly 0 or 1 rounds nothing), two fewer
+    passes forward and one backward."""
+    draw = _R["random_uniform"].impl(shape, x.dtype)
+    mask = _np.multiply(draw >= p, x.dtype.type(1.0 / (1.0 - p)), dtype=x.dtype)
+    out = ndarray._wrap(_np.multiply(x._data, mask))
+    if autograd.is_recording() and x._tape is not None:
+        def backward(out_grads):
+            g = out_grads[0]
+            if autograd.is_recording() or g._node is not None:     # create_graph
+                return [g * ndarray._wrap(mask)]
+            return [ndarray._wrap(_np.multiply(g._data, mask))]
+        autograd.record_custom("dropout", [x], [out], backward)
+    return out
 
 
 def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9,
