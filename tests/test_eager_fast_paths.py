@@ -242,3 +242,68 @@ def test_eager_dropout_shortcut_gives_the_composite_bits(axes, dtype, monkeypatc
     assert onp.array_equal(onp.signbit(fast), onp.signbit(slow))
     assert onp.array_equal(fast_grad, slow_grad)
     assert 0 < (fast == 0).mean() < 1
+
+
+@pytest.mark.parametrize("shape,label_shape", [((6, 9), (6,)), ((2, 3, 9), (2, 3)),
+                                               ((5, 4), (5, 1))])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("chunk", ["whole", "rows"])
+def test_eager_softmax_cross_entropy_gives_the_composite_bits(shape, label_shape, dtype,
+                                                              chunk, monkeypatch):
+    """SoftmaxCrossEntropyLoss on sparse labels skips materializing log_softmax and pick's
+    zero gradient; loss and gradient keep the composite's bits (clipped labels too)."""
+    from kiln.gluon import loss as gloss
+    from kiln.npx import fused_softmax
+    if chunk == "rows":
+        monkeypatch.setattr(fused_softmax, "CHUNK_BYTES", 2 * shape[-1] * 4)
+    rng = onp.random.default_rng(7)
+    xv = (rng.normal(size=shape) * 20).astype(dtype)
+    lv = rng.integers(-1, shape[-1] + 2, size=label_shape).astype("float32")
+    gv = rng.normal(size=shape[0]).astype(dtype)
+    sw = rng.normal(size=shape[:1] + (1,) * (len(shape) - 1)).astype(dtype)
+
+    def run():
+        x = np.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            loss = gloss.SoftmaxCrossEntropyLoss(weight=0.5)(x, np.array(lv), np.array(sw))
+        loss.backward(np.array(gv))
+        return loss.asnumpy(), x.grad.asnumpy()
+
+    calls = []
+    real = fused_softmax.softmax_cross_entropy
+    monkeypatch.setattr(fused_softmax, "softmax_cross_entropy",
+                        lambda *a: calls.append(1) or real(*a))
+    fast, fast_grad = run()
+    assert calls
+    monkeypatch.setattr(fused_softmax, "cross_entropy_ok", lambda *a: False)
+    slow, slow_grad = run()        # log_softmax (one rule), pick, negate
+    assert fast.dtype == slow.dtype and fast.shape == slow.shape
+    assert onp.array_equal(fast, slow)
+    assert onp.array_equal(fast_grad, slow_grad)
+    monkeypatch.setattr(fused_softmax, "concrete_float", lambda x: False)
+    prim, prim_grad = run()        # every step a primitive with its own rule
+    assert onp.array_equal(fast, prim)
+    tol = 1e-6 if dtype == "float32" else 1e-13
+    onp.testing.assert_allclose(fast_grad, prim_grad, rtol=tol, atol=tol)
+
+
+def test_eager_softmax_cross_entropy_second_derivative(monkeypatch):
+    from kiln.gluon import loss as gloss
+    from kiln.npx import fused_softmax
+    rng = onp.random.default_rng(8)
+    xv, lv = rng.normal(size=(3, 5)), onp.array([0, 4, 2], dtype="float64")
+
+    def second():
+        x = np.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            y = gloss.SoftmaxCrossEntropyLoss()(x, np.array(lv)).sum()
+            (gx,) = autograd.grad(y, [x], create_graph=True)
+            z = (gx * gx).sum()
+        z.backward()
+        return x.grad.asnumpy()
+
+    fast = second()
+    monkeypatch.setattr(fused_softmax, "concrete_float", lambda x: False)
+    onp.testing.assert_allclose(fast, second(), rtol=1e-10, atol=1e-12)

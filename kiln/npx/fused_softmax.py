@@ -124,3 +124,79 @@ def apply(name, x, axis):
     autograd.record_custom(name, [x], [out], backward)
     saved.append(out._alias())     # on the tape: create_graph differentiates through it
     return out
+
+
+# ---- softmax cross-entropy on sparse labels: -log_softmax(x)[label] --------------------
+# The loss as composed (log_softmax, then pick) materializes log_softmax's output and, in
+# the backward, a full-size zero array that pick's gradient scatters into, both as big as
+# the logits. Here the forward keeps per row only the max and the log of the sum; the
+# backward recomputes exp block by block and writes the gradient once. The arithmetic is
+# the composite's, operation for operation, so values and gradients keep their bits.
+
+def cross_entropy_ok(x, label, axis):
+    """Can softmax_cross_entropy take x (logits) and label (class per row) along axis?"""
+    return (concrete_float(x) and x.ndim >= 2 and axis in (-1, x.ndim - 1)
+            and label._node is None and label._tape is None
+            and tuple(label.shape) in (tuple(x.shape[:-1]), tuple(x.shape[:-1]) + (1,)))
+
+
+def _row_stats(out_max, out_log_total, scratch, x):
+    m = _np.max(x, axis=-1, keepdims=True)
+    _np.subtract(x, m, out=scratch)
+    total = _np.sum(_np.exp(scratch, out=scratch), axis=-1, keepdims=True)
+    out_max[...] = m
+    with _np.errstate(divide="ignore"):
+        _np.log(total, out=out_log_total)
+
+
+def _by_row_blocks(x2d, fn):
+    n = x2d.shape[1]
+    step = max(1, CHUNK_BYTES // (n * x2d.itemsize))
+    scratch = _np.empty((min(step, x2d.shape[0]), n), x2d.dtype)
+    for i in range(0, x2d.shape[0], step):
+        block = x2d[i:i + step]
+        fn(i, block, scratch[:block.shape[0]])
+
+
+def softmax_cross_entropy(x, label):
+    """-log_softmax(x)[..., label] with keepdims (pick's clip mode), on the tape if x is."""
+    xd = x._data
+    n = xd.shape[-1]
+    x2d = xd.reshape(-1, n)
+    rows = _np.arange(x2d.shape[0])
+    lab = _np.clip(label._data.reshape(-1).astype(_np.int64), 0, n - 1)
+    maxes = _np.empty((x2d.shape[0], 1), xd.dtype)
+    log_totals = _np.empty((x2d.shape[0], 1), xd.dtype)
+    _by_row_blocks(x2d, lambda i, b, s: _row_stats(maxes[i:i + len(b)],
+                                                     log_totals[i:i + len(b)], s, b))
+    picked = _np.subtract(_np.subtract(x2d[rows, lab][:, None], maxes), log_totals)
+    loss = ndarray._wrap(_np.negative(picked).reshape(xd.shape[:-1] + (1,)))
+    if not (autograd.is_recording() and x._tape is not None):
+        return loss
+    saved = x._alias()
+
+    def backward(out_grads):
+        g = out_grads[0]
+        if autograd.is_recording() or g._node is not None:     # create_graph: composite
+            ls = apply("log_softmax", saved, xd.ndim - 1)    # recorded, x's function
+            onehot = ndarray._wrap((_np.arange(n) == lab[:, None]).astype(xd.dtype)
+                                   .reshape(xd.shape))
+            return [-g * onehot + knp.exp(ls) * g]
+        neg_g = _np.negative(g._data.reshape(-1, 1))    # the row sum of pick's gradient
+        out = _np.empty(x2d.shape, xd.dtype)
+        at_label = _np.empty(x2d.shape[0], xd.dtype)
+
+        def block(i, b, scratch):
+            j = slice(i, i + len(b))
+            _np.subtract(b, maxes[j], out=scratch)
+            _np.subtract(scratch, log_totals[j], out=scratch)
+            _np.exp(scratch, out=scratch)
+            scratch *= neg_g[j]                          # exp(ls) * sum(g)
+            at_label[j] = scratch[_np.arange(len(b)), lab[j]]
+            _np.subtract(0, scratch, out=out[j])         # pick's zeros elsewhere
+        _by_row_blocks(saved._data.reshape(-1, n), block)
+        out[rows, lab] = neg_g[:, 0] - at_label
+        return [ndarray._wrap(out.reshape(xd.shape))]
+
+    autograd.record_custom("softmax_cross_entropy", [x], [loss], backward)
+    return loss
