@@ -16,6 +16,10 @@ import numpy as _np
 
 from ... import autograd
 from ...backend.c import eager_gemm
+from ...backend.c.dnnl_dense import _new_op as new_matmul_op
+from ...backend.dnnl.library import shim
+from ...backend.dnnl.ops import _run as _run_dnnl
+from ...base import KilnError
 from ...ndarray import ndarray
 
 SUPPORTED_DTYPES = (_np.dtype(_np.float32), _np.dtype(_np.float64))
@@ -26,6 +30,33 @@ def _matmul(a, b):
     64 x 100 x 400 product took 0.6-3 ms of CPU there under load, ~65 us here)."""
     c = eager_gemm.matmul(a, b)
     return a @ b if c is None else c
+
+
+_refused = set()
+
+
+def _step_matmul(a, b):
+    """a @ b for one time step: a one-thread oneDNN op on the calling thread. A step's
+    product is small (batch x hidden x gates) and the loop makes thousands in a row; an
+    OpenMP team per call makes its second thread wait at every call's barrier, and on a
+    shared machine that thread spins while the other core is busy."""
+    fa, fb = eager_gemm._operand(a), eager_gemm._operand(b)
+    if a.dtype != _np.float32 or b.dtype != _np.float32 or fa is None or fb is None \
+            or shim() is None:
+        return _matmul(a, b)
+    (m, k), n = a.shape, b.shape[1]
+    args = (2, (m, k), (1, m) if fa[0] else (k, 1), (k, n), (1, k) if fb[0] else (n, 1), n,
+            0, 0, 0, 1)
+    key = ("matmul",) + args
+    if key in _refused:
+        return _matmul(a, b)
+    c = _np.empty((m, n), _np.float32)
+    try:
+        _run_dnnl((key, lambda lib: new_matmul_op(lib, args)), (a, b, c))
+    except KilnError:         # only a reference kernel for this shape
+        _refused.add(key)
+        return _matmul(a, b)
+    return c
 
 
 def _sigmoid(x, out=None):
@@ -63,7 +94,7 @@ class _Direction(autograd.Function):
         order = range(length - 1, -1, -1) if self.reverse else range(length)
         for t in order:
             hprev[t] = h
-            hh = _matmul(h, wt)
+            hh = _step_matmul(h, wt)
             hh += b
             a = acts[t]
             if lstm:
@@ -125,7 +156,7 @@ class _Direction(autograd.Function):
                 _np.multiply(dc, i, out=dgg)
                 dgg *= 1 - g * g
                 dc *= f
-                dh = _matmul(dg, w)
+                dh = _step_matmul(dg, w)
             elif self.mode == "gru":
                 r, z, n = (a[:, k * hidden:(k + 1) * hidden] for k in range(3))
                 dr, dz, dn = (dg[:, k * hidden:(k + 1) * hidden] for k in range(3))
@@ -137,13 +168,13 @@ class _Direction(autograd.Function):
                 dr *= r * (1 - r)
                 dhh[t, :, :2 * hidden] = dg[:, :2 * hidden]
                 _np.multiply(dn, r, out=dhh[t, :, 2 * hidden:])
-                dh = dh * z + _matmul(dhh[t], w)
+                dh = dh * z + _step_matmul(dhh[t], w)
             else:
                 if self.mode == "rnn_relu":
                     _np.multiply(dh, a > 0, out=dg)
                 else:
                     _np.multiply(dh, 1 - a * a, out=dg)
-                dh = _matmul(dg, w)
+                dh = _step_matmul(dg, w)
         flat = dhh.reshape(length * batch, gh)
         dw = _matmul(flat.T, hprev.reshape(length * batch, hidden))
         db = flat.sum(axis=0)
