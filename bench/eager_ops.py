@@ -18,9 +18,10 @@ import sys
 import time
 
 SMALL, MEDIUM = (2, 8), (32, 64)
+LOGITS, TOKENS, SEQ = (64, 1000), (32, 20), (20, 8, 16)
 
 
-def array_cases(np, npx, autograd, nn):
+def array_cases(np, npx, autograd, nn, rnn):
     """{case: zero-argument call} for kiln and MXNet (the same code: MXNet's numpy API)."""
     import numpy as onp
     rng = onp.random.default_rng(0)
@@ -57,6 +58,31 @@ def array_cases(np, npx, autograd, nn):
             out = dense(xg)
         out.backward()
 
+    # the NLP chapters' layers, small: what a step costs beyond its kernels
+    logits = arr(*LOGITS)
+    logits.attach_grad()
+    embedding = nn.Embedding(1000, 32)
+    embedding.initialize()
+    tokens = np.array(rng.integers(0, 1000, TOKENS).astype("float32"))
+    lstm = rnn.LSTM(32, input_size=16)
+    lstm.initialize()
+    seq = arr(*SEQ)
+
+    def log_softmax_recorded():
+        with autograd.record():
+            out = npx.log_softmax(logits)
+        out.backward()
+
+    def embedding_recorded():
+        with autograd.record():
+            out = embedding(tokens)
+        out.backward()
+
+    def lstm_recorded():
+        with autograd.record():
+            out = lstm(seq)
+        out.backward()
+
     return {
         "add (2,8)": lambda: a + b,
         "mul (2,8)": lambda: a * b,
@@ -78,6 +104,9 @@ def array_cases(np, npx, autograd, nn):
         "record: add + backward": recorded_add_backward,
         "record: 5 ops + backward": recorded_chain,
         "record: Dense + backward": dense_recorded,
+        "record: log_softmax (64,1000) + backward": log_softmax_recorded,
+        "record: Embedding(1000,32) (32,20) + backward": embedding_recorded,
+        "record: LSTM(32) T=20 N=8 + backward": lstm_recorded,
     }
 
 
@@ -109,6 +138,24 @@ def torch_cases():
     def dense_recorded():
         dense(xg).backward(torch.ones(32, 64))
 
+    logits = arr(*LOGITS, grad=True)
+    embedding = torch.nn.Embedding(1000, 32)
+    tokens = torch.randint(0, 1000, TOKENS, generator=g)
+    lstm = torch.nn.LSTM(16, 32)
+    seq = arr(*SEQ)
+
+    def log_softmax_recorded():
+        out = torch.log_softmax(logits, -1)
+        out.backward(torch.ones_like(out))
+
+    def embedding_recorded():
+        out = embedding(tokens)
+        out.backward(torch.ones_like(out))
+
+    def lstm_recorded():
+        out = lstm(seq)[0]
+        out.backward(torch.ones_like(out))
+
     return {
         "add (2,8)": lambda: a + b,
         "mul (2,8)": lambda: a * b,
@@ -130,6 +177,9 @@ def torch_cases():
         "record: add + backward": recorded_add_backward,
         "record: 5 ops + backward": recorded_chain,
         "record: Dense + backward": dense_recorded,
+        "record: log_softmax (64,1000) + backward": log_softmax_recorded,
+        "record: Embedding(1000,32) (32,20) + backward": embedding_recorded,
+        "record: LSTM(32) T=20 N=8 + backward": lstm_recorded,
     }
 
 
@@ -138,14 +188,14 @@ def _cases(runtime):
         return torch_cases(), lambda: None
     if runtime == "kiln":
         from kiln import np, npx, autograd
-        from kiln.gluon import nn
-        return array_cases(np, npx, autograd, nn), lambda: None
+        from kiln.gluon import nn, rnn
+        return array_cases(np, npx, autograd, nn, rnn), lambda: None
     import warnings
     warnings.simplefilter("ignore")
     from mxnet import np, npx, autograd
-    from mxnet.gluon import nn
+    from mxnet.gluon import nn, rnn
     npx.set_np()
-    return array_cases(np, npx, autograd, nn), npx.waitall
+    return array_cases(np, npx, autograd, nn, rnn), npx.waitall
 
 
 def time_cases(runtime, min_time):

@@ -133,19 +133,78 @@ def test_where_gradient_compiled_equals_eager():
 @pytest.mark.parametrize("shape,axis", [((4, 7), -1), ((4, 7), 0), ((2, 3, 5), 1), ((9,), 0),
                                         ((3, 1), -1)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_eager_softmax_shortcut_gives_the_composite_bits(shape, axis, dtype):
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("chunk", ["whole", "rows"])
+def test_eager_softmax_shortcut_gives_the_composite_bits(shape, axis, dtype, name, chunk,
+                                                         monkeypatch):
     from kiln import npx
+    from kiln.npx import fused_softmax
+    if chunk == "rows":     # blocks of 2 rows (big arrays go by blocks of rows)
+        monkeypatch.setattr(fused_softmax, "CHUNK_BYTES", 2 * shape[-1] * 4)
+    fn = getattr(npx, name)
     rng = onp.random.default_rng(3)
     xv = (rng.normal(size=shape) * 30).astype(dtype)
     xv.flat[0] = -onp.inf
-    fast = npx.softmax(np.array(xv), axis=axis).asnumpy()
+    gv = rng.normal(size=shape).astype(dtype)
+
+    def run():
+        x = np.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            y = fn(x, axis=axis)
+        y.backward(np.array(gv))
+        return fn(np.array(xv), axis=axis).asnumpy(), y.asnumpy(), x.grad.asnumpy()
+
+    fast, fast_recorded, fast_grad = run()
+    monkeypatch.setattr(fused_softmax, "concrete_float", lambda x: False)
+    slow, slow_recorded, slow_grad = run()       # the primitives one by one
+    assert slow.dtype == fast.dtype == onp.dtype(dtype)
+    assert onp.array_equal(fast, slow, equal_nan=True)
+    assert onp.array_equal(fast_recorded, slow_recorded, equal_nan=True)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    onp.testing.assert_allclose(fast_grad, slow_grad, rtol=tol, atol=tol)
+    assert fn(np.array(xv), axis=axis, dtype="float16").dtype == onp.float16
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_eager_softmax_shortcut_gradients_match_finite_differences(name):
+    from kiln import npx
+    rng = onp.random.default_rng(4)
+    xv, gv = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
+    f = lambda v: (getattr(npx, name)(np.array(v), axis=1).asnumpy() * gv).sum()  # noqa: E731
     x = np.array(xv)
     x.attach_grad()
-    with autograd.record():             # recorded: the primitives one by one
-        slow = npx.softmax(x, axis=axis)
-    assert slow.dtype == fast.dtype == onp.dtype(dtype)
-    assert onp.array_equal(fast, slow.asnumpy(), equal_nan=True)
-    assert npx.softmax(np.array(xv), axis=axis, dtype="float16").dtype == onp.float16
+    with autograd.record():
+        y = getattr(npx, name)(x, axis=1)
+    y.backward(np.array(gv))
+    eps, fd = 1e-6, onp.zeros_like(xv)
+    for i in onp.ndindex(xv.shape):
+        d = onp.zeros_like(xv)
+        d[i] = eps
+        fd[i] = (f(xv + d) - f(xv - d)) / (2 * eps)
+    onp.testing.assert_allclose(x.grad.asnumpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_eager_softmax_shortcut_second_derivative(name, monkeypatch):
+    from kiln import npx
+    from kiln.npx import fused_softmax
+    rng = onp.random.default_rng(5)
+    xv, gv = rng.normal(size=(2, 4)), rng.normal(size=(2, 4))
+
+    def second():
+        x = np.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            y = (getattr(npx, name)(x, axis=-1) * np.array(gv)).sum()
+            (gx,) = autograd.grad(y, [x], create_graph=True)
+            z = (gx * gx).sum()
+        z.backward()
+        return x.grad.asnumpy()
+
+    fast = second()
+    monkeypatch.setattr(fused_softmax, "concrete_float", lambda x: False)
+    onp.testing.assert_allclose(fast, second(), rtol=1e-10, atol=1e-12)
 
 
 def test_eager_softmax_shortcut_keeps_errors():
@@ -154,3 +213,97 @@ def test_eager_softmax_shortcut_keeps_errors():
         npx.softmax(np.ones((0, 3)), axis=0)
     with pytest.raises(KilnError, match="softmax"):
         npx.softmax(np.ones((2, 3)), axis=2)
+
+
+@pytest.mark.parametrize("axes", [(), (1,)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_eager_dropout_shortcut_gives_the_composite_bits(axes, dtype, monkeypatch):
+    from kiln import npx
+    from kiln.npx import fused_softmax
+    rng = onp.random.default_rng(6)
+    xv = rng.normal(size=(4, 6, 3)).astype(dtype)
+    xv[0, 0, 0], xv[1, 1, 1] = onp.inf, -0.0
+    gv = rng.normal(size=xv.shape).astype(dtype)
+
+    def run():
+        np.random.seed(11)
+        x = np.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            y = npx.dropout(x, p=0.3, axes=axes)
+        y.backward(np.array(gv))
+        return y.asnumpy(), x.grad.asnumpy()
+
+    fast, fast_grad = run()
+    monkeypatch.setattr(fused_softmax, "concrete_float", lambda x: False)
+    slow, slow_grad = run()        # the composite: draw, compare, cast, two multiplies
+    assert fast.dtype == slow.dtype == onp.dtype(dtype)
+    assert onp.array_equal(fast, slow, equal_nan=True)
+    assert onp.array_equal(onp.signbit(fast), onp.signbit(slow))
+    assert onp.array_equal(fast_grad, slow_grad)
+    assert 0 < (fast == 0).mean() < 1
+
+
+@pytest.mark.parametrize("shape,label_shape", [((6, 9), (6,)), ((2, 3, 9), (2, 3)),
+                                               ((5, 4), (5, 1))])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("chunk", ["whole", "rows"])
+def test_eager_softmax_cross_entropy_gives_the_composite_bits(shape, label_shape, dtype,
+                                                              chunk, monkeypatch):
+    """SoftmaxCrossEntropyLoss on sparse labels skips materializing log_softmax and pick's
+    zero gradient; loss and gradient keep the composite's bits (clipped labels too)."""
+    from kiln.gluon import loss as gloss
+    from kiln.npx import fused_softmax
+    if chunk == "rows":
+        monkeypatch.setattr(fused_softmax, "CHUNK_BYTES", 2 * shape[-1] * 4)
+    rng = onp.random.default_rng(7)
+    xv = (rng.normal(size=shape) * 20).astype(dtype)
+    lv = rng.integers(-1, shape[-1] + 2, size=label_shape).astype("float32")
+    gv = rng.normal(size=shape[0]).astype(dtype)
+    sw = rng.normal(size=shape[:1] + (1,) * (len(shape) - 1)).astype(dtype)
+
+    def run():
+        x = np.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            loss = gloss.SoftmaxCrossEntropyLoss(weight=0.5)(x, np.array(lv), np.array(sw))
+        loss.backward(np.array(gv))
+        return loss.asnumpy(), x.grad.asnumpy()
+
+    calls = []
+    real = fused_softmax.softmax_cross_entropy
+    monkeypatch.setattr(fused_softmax, "softmax_cross_entropy",
+                        lambda *a: calls.append(1) or real(*a))
+    fast, fast_grad = run()
+    assert calls
+    monkeypatch.setattr(fused_softmax, "cross_entropy_ok", lambda *a: False)
+    slow, slow_grad = run()        # log_softmax (one rule), pick, negate
+    assert fast.dtype == slow.dtype and fast.shape == slow.shape
+    assert onp.array_equal(fast, slow)
+    assert onp.array_equal(fast_grad, slow_grad)
+    monkeypatch.setattr(fused_softmax, "concrete_float", lambda x: False)
+    prim, prim_grad = run()        # every step a primitive with its own rule
+    assert onp.array_equal(fast, prim)
+    tol = 1e-6 if dtype == "float32" else 1e-13
+    onp.testing.assert_allclose(fast_grad, prim_grad, rtol=tol, atol=tol)
+
+
+def test_eager_softmax_cross_entropy_second_derivative(monkeypatch):
+    from kiln.gluon import loss as gloss
+    from kiln.npx import fused_softmax
+    rng = onp.random.default_rng(8)
+    xv, lv = rng.normal(size=(3, 5)), onp.array([0, 4, 2], dtype="float64")
+
+    def second():
+        x = np.array(xv)
+        x.attach_grad()
+        with autograd.record():
+            y = gloss.SoftmaxCrossEntropyLoss()(x, np.array(lv)).sum()
+            (gx,) = autograd.grad(y, [x], create_graph=True)
+            z = (gx * gx).sum()
+        z.backward()
+        return x.grad.asnumpy()
+
+    fast = second()
+    monkeypatch.setattr(fused_softmax, "concrete_float", lambda x: False)
+    onp.testing.assert_allclose(fast, second(), rtol=1e-10, atol=1e-12)

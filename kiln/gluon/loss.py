@@ -10,6 +10,7 @@ import numpy as _np
 from .. import np as knp, npx
 from ..base import KilnError
 from .block import HybridBlock
+from ..npx import fused_softmax
 
 
 def _apply_weighting(loss, weight=None, sample_weight=None):
@@ -90,6 +91,11 @@ class SoftmaxCrossEntropyLoss(Loss):
 
     def forward(self, pred, label, sample_weight=None):
         label = _as_array(label)
+        if self._sparse_label and not self._from_logits and \
+                fused_softmax.cross_entropy_ok(pred, label, self._axis):
+            loss = fused_softmax.softmax_cross_entropy(pred, label)   # same bits, eager
+            return _batch_mean(_apply_weighting(loss, self._weight, sample_weight),
+                               self._batch_axis)
         if not self._from_logits:
             pred = npx.log_softmax(pred, axis=self._axis)
         if self._sparse_label:

@@ -1,7 +1,8 @@
 """Neural-network functions, composed from registry primitives.
 
 Nothing here has a gradient rule of its own: every function is built from primitives, so
-gradients, tracing, fusion and code generation come for free.
+gradients, tracing, fusion and code generation come for free. (Eager softmax and
+log_softmax take a shortcut with one rule of their own: fused_softmax.py.)
 """
 import math
 
@@ -13,6 +14,7 @@ from ..dispatch import to_operands
 from ..ndarray import ndarray
 from ..ops import REGISTRY as _R
 from .. import np as knp
+from . import fused_softmax
 
 
 def _arr(x):
@@ -109,26 +111,6 @@ def _masked_fill(x, length, axis, value):
     return knp.where(mask, x, value), mask
 
 
-def _untracked_float(x):
-    """A concrete float32/64 array that no tape or trace needs to see: the composite may
-    then run as its NumPy kernels alone (an eager softmax is 5 primitives: 7 µs each)."""
-    from ..graph import trace
-    return (x._node is None and x.dtype in _FAST_FLOATS and x._data.size
-            and not (x._tape is not None and autograd.is_recording())
-            and trace.current() is None)
-
-
-_FAST_FLOATS = (_np.dtype(_np.float32), _np.dtype(_np.float64))
-
-
-def _softmax_values(x, axis):
-    """softmax's primitives below (max, subtract, exp, sum, divide) as their kernels run
-    them, call for call: the same bits (tests/test_eager_fast_paths.py)."""
-    e = _np.exp(_np.subtract(x, _np.max(x, axis=axis, keepdims=True)))
-    with _np.errstate(divide="ignore", invalid="ignore"):
-        return _np.true_divide(e, _np.sum(e, axis=axis, keepdims=True), dtype=e.dtype)
-
-
 def softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtype=None):
     x = _arr(data)
     if temperature is not None and temperature != 1.0:
@@ -137,8 +119,8 @@ def softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtyp
     mask = None
     if use_length and length is not None:
         x, mask = _masked_fill(x, _arr(length), axis, -_np.inf)
-    elif _untracked_float(x):
-        out = ndarray._wrap(_softmax_values(x._data, axis))
+    elif fused_softmax.concrete_float(x):
+        out = fused_softmax.apply("softmax", x, axis)
         return out if dtype is None else out.astype(normalize_dtype(dtype))
     e = knp.exp(x - knp.max(x, axis=axis, keepdims=True).detach())
     if mask is not None:
@@ -152,6 +134,9 @@ def log_softmax(data, axis=-1, length=None, temperature=None, use_length=False, 
     if temperature is not None and temperature != 1.0:
         x = x / temperature
     axis = normalize_axis("log_softmax", axis, x.ndim)
+    if fused_softmax.concrete_float(x):
+        out = fused_softmax.apply("log_softmax", x, axis)
+        return out if dtype is None else out.astype(normalize_dtype(dtype))
     shifted = x - knp.max(x, axis=axis, keepdims=True).detach()
     out = shifted - knp.log(knp.sum(knp.exp(shifted), axis=axis, keepdims=True))
     return out if dtype is None else out.astype(normalize_dtype(dtype))
@@ -340,8 +325,27 @@ def dropout(data, p=0.5, mode="training", axes=(), cudnn_off=False, **kwargs):
     if p >= 1:
         return x * 0
     shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    if fused_softmax.concrete_float(x):
+        return _eager_dropout(x, p, shape)
     keep = knp.random.uniform(size=shape, dtype=x.dtype) >= p
     return x * keep.astype(x.dtype) * (1.0 / (1.0 - p))
+
+
+def _eager_dropout(x, p, shape):
+    """The composite above as one multiply by (keep * scale) and one tape entry: the same
+    random draw, the same bits (a product with exactly 0 or 1 rounds nothing), two fewer
+    passes forward and one backward."""
+    draw = _R["random_uniform"].impl(shape, x.dtype)
+    mask = _np.multiply(draw >= p, x.dtype.type(1.0 / (1.0 - p)), dtype=x.dtype)
+    out = ndarray._wrap(_np.multiply(x._data, mask))
+    if autograd.is_recording() and x._tape is not None:
+        def backward(out_grads):
+            g = out_grads[0]
+            if autograd.is_recording() or g._node is not None:     # create_graph
+                return [g * ndarray._wrap(mask)]
+            return [ndarray._wrap(_np.multiply(g._data, mask))]
+        autograd.record_custom("dropout", [x], [out], backward)
+    return out
 
 
 def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9,

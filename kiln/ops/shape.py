@@ -188,7 +188,13 @@ def scatter_add(g, idx, axis, size, mode="clip"):
     shape, _ = _scatter_rule(g, idx, axis, size, mode)
     out = _np.zeros(shape, g.dtype)
     flat = _fix_index(idx, size, mode).reshape(-1)
-    moved = _np.moveaxis(out, axis, 0)
     src = g.reshape(g.shape[:axis] + (flat.size,) + g.shape[axis + idx.ndim:])
-    _np.add.at(moved, flat, _np.moveaxis(src, axis, 0))
+    if axis == 0 and out.ndim > 1:
+        # rows (an embedding's gradient): NumPy's add.at is twice as fast on one flat
+        # index per element as on row slices, and adds in the same order
+        inner = out[0].size
+        cells = (flat[:, None] * inner + _np.arange(inner)).reshape(-1)
+        _np.add.at(out.reshape(-1), cells, src.reshape(-1))
+        return out
+    _np.add.at(_np.moveaxis(out, axis, 0), flat, _np.moveaxis(src, axis, 0))
     return out

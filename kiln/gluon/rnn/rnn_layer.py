@@ -24,7 +24,8 @@ from ... import np as knp, npx
 from ...base import KilnError, where_in_user_code
 from ..block import HybridBlock
 from ..parameter import Parameter
-from . import time_loop
+from ...graph import trace
+from . import fused_eager, time_loop
 from .cell_math import GATES, NUM_STATES, step
 
 
@@ -162,6 +163,8 @@ class _RNNLayer(HybridBlock):
                                  num_hidden=self._gates * self._hidden_size)
         xs = knp.reshape(xs, (length, batch, self._gates * self._hidden_size))
         mode = self._mode
+        if trace.current() is None and fused_eager.supported(xs, states, h2h_weight):
+            return fused_eager.run(mode, xs, states, h2h_weight, h2h_bias, reverse)
         return time_loop.run(lambda x_t, s: step(mode, x_t, s, h2h_weight, h2h_bias),
                              xs, states, reverse=reverse)
 
