@@ -375,7 +375,7 @@ def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9
         if output_mean_var:
             return y, mean, var
         return y
-    if not autograd.is_recording() and _untracked_float(x) and all(
+    if not autograd.is_recording() and fused_softmax.concrete_float(x) and all(
             isinstance(v, ndarray) and v._node is None and v.dtype == x.dtype
             and v.shape == (x.shape[axis],) for v in (g, beta, running_mean, running_var)):
         return _batch_norm_infer_eager(x, g, beta, running_mean, running_var, eps, axis,
