@@ -193,3 +193,33 @@ def test_tape_keeps_no_input_for_output_only_gradients():
     xv = onp.linspace(-1, 1, 12, dtype="float32")
     want = onp.exp(onp.maximum(2 * xv, 0)) * 2 * (xv > 0)
     onp.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-6)
+
+
+@LIBRARY
+def test_conv_gradient_through_a_concatenation_slice(library):
+    """A concatenation hands each branch a strided slice of its gradient (GoogLeNet)."""
+    rng = onp.random.default_rng(5)
+    xv = rng.standard_normal((2, 3, 6, 6)).astype("float32")
+    g1 = rng.standard_normal((2, 4, 6, 6)).astype("float32")
+    g2 = rng.standard_normal((2, 5, 6, 6)).astype("float32")
+    with _library(library):
+        a = nn.Conv2D(4, kernel_size=3, padding=1)
+        b = nn.Conv2D(5, kernel_size=1, use_bias=False)
+        for layer in (a, b):
+            layer.initialize()
+        grads = []
+        for joined in (True, False):
+            x = np.array(xv)
+            x.attach_grad()
+            with autograd.record():
+                y1, y2 = a(x), b(x)
+                if joined:
+                    y = np.concatenate([y1, y2], axis=1)
+            if joined:
+                y.backward(np.array(onp.concatenate([g1, g2], axis=1)))
+            else:
+                autograd.backward([y1, y2], [np.array(g1), np.array(g2)])
+            grads.append([x.grad.asnumpy(), a.weight.grad().asnumpy().copy(),
+                          a.bias.grad().asnumpy().copy(), b.weight.grad().asnumpy().copy()])
+    for got, want in zip(*grads):
+        onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -11,7 +11,8 @@ import numpy as _np
 
 from . import channels_last as cl
 from .elementwise import relu_grad
-from .conv import conv, conv_grad_data, conv_grad_weight, conv_by_windows, _conv_rule, _attrs
+from .conv import (contiguous_grad, conv, conv_grad_data, conv_grad_weight, conv_by_windows,
+                   _conv_rule, _attrs)
 from .registry import register
 from ..base import op_error
 
@@ -27,8 +28,7 @@ def _rule(x, w, b, stride, dilation, pad, groups=1, relu=False):
 def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels_last=False):
     from .. import np as knp
     from ..autograd import input_needed
-    if relu:
-        g = relu_grad(g, out)
+    g = relu_grad(g, out) if relu else contiguous_grad(g)
     a = _attrs(stride, dilation, pad, groups, channels_last)
     channel = g.ndim - 1 if channels_last else 1
     return (conv_grad_data(g, w, in_shape=cl.spatial(x.shape, channels_last), **a)
