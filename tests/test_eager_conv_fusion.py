@@ -223,3 +223,27 @@ def test_conv_gradient_through_a_concatenation_slice(library):
                           a.bias.grad().asnumpy().copy(), b.weight.grad().asnumpy().copy()])
     for got, want in zip(*grads):
         onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not dnnl.available(), reason="oneDNN not installed")
+@pytest.mark.parametrize("channels", [3, 16])       # 3: blocked layouts pad the channels
+def test_lent_layout_buffers_give_what_kept_ones_give(channels, monkeypatch):
+    rng = onp.random.default_rng(6)
+    x = rng.standard_normal((4, channels, 20, 20)).astype("float32")
+    w = rng.standard_normal((32, channels, 3, 3)).astype("float32")
+    b = rng.standard_normal(32).astype("float32")
+    g = rng.standard_normal((4, 32, 18, 18)).astype("float32")
+    geo = ((1, 1), (1, 1), (0, 0, 0, 0), 1)
+
+    def all_three():
+        return [dnnl_ops.conv_forward(x, w, g.shape, *geo, b=b, relu=True),
+                dnnl_ops.conv_backward_data(g, w, x.shape, *geo),
+                dnnl_ops.conv_backward_weights(x, g, w.shape, *geo)]
+
+    kept = all_three()
+    monkeypatch.setattr(dnnl_ops, "LEND_MIN", 1)
+    monkeypatch.setattr(dnnl_ops, "_lent", {})
+    for _ in range(2):       # the op's own buffers are back in place between calls
+        for got, want in zip(all_three(), kept):
+            onp.testing.assert_array_equal(got, want)
+    assert any(any(sizes) for sizes in dnnl_ops._lent.values())
