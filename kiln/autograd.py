@@ -109,10 +109,21 @@ def input_needed(k):
     return not _wanted or _wanted[-1][k]
 
 
+# What the tape keeps alive for a gradient rule that does not read it, so an activation
+# dies when no rule needs it (eager CNNs: batch norm's output feeds a ReLU, whose rule
+# reads only its own output; a residual sum feeds one too):
+#   rules that read only the output (relu: g where out > 0) keep no inputs,
+#   rules that never read the output keep no output.
+GRAD_FROM_OUTPUT = frozenset({"relu", "exp", "sigmoid", "tanh", "sqrt"})
+GRAD_WITHOUT_OUTPUT = frozenset({"add", "subtract", "multiply", "matmul", "conv", "pool",
+                                 "batch_norm_train", "concatenate"})
+
+
 def record_primitive(prim, inputs, attrs, out):
     """Put one primitive application on the tape (the caller checked that it is needed)."""
     in_refs = tuple([(a._tape, a._tidx) if a._tape is not None else None for a in inputs])
-    saved_in = tuple([a._alias() for a in inputs])
+    saved_in = ((None,) * len(inputs) if prim.name in GRAD_FROM_OUTPUT
+                else tuple([a._alias() for a in inputs]))
     wanted = tuple([r is not None for r in in_refs])
     grad = prim.grad
 
@@ -131,7 +142,7 @@ def record_primitive(prim, inputs, attrs, out):
 
     node = TapeNode(prim.name, backward, in_refs, ((out.shape, out.dtype),))
     out._tape, out._tidx = node, 0
-    saved_out = out._alias()
+    saved_out = None if prim.name in GRAD_WITHOUT_OUTPUT else out._alias()
 
 
 def record_custom(name, inputs, outputs, backward, sparse=False):

@@ -223,8 +223,7 @@ def _tuple(value, n, name, default):
     return value
 
 
-def convolution(data=None, weight=None, bias=None, kernel=None, stride=None, dilate=None,
-                pad=None, num_filter=None, num_group=1, no_bias=False, layout=None, **kwargs):
+def _conv_args(data, weight, bias, stride, dilate, pad, num_group, no_bias):
     x, w = _arr(data), _arr(weight)
     nsp = w.ndim - 2
     if x.ndim != nsp + 2:
@@ -239,11 +238,42 @@ def convolution(data=None, weight=None, bias=None, kernel=None, stride=None, dil
         raise op_error("convolution", f"input has {c} channels (shape {x.shape}) but the "
                        f"weight of shape {w.shape} with {groups} group(s) expects "
                        f"{w.shape[1] * groups}")
-    y = _R["conv"](x, w, stride=stride, dilation=dilate,
-                   pad=tuple(p for p in pad for _ in (0, 1)), groups=groups)
-    if bias is not None and not no_bias:
-        y = y + knp.reshape(bias, (1, f) + (1,) * nsp)
+    b = _arr(bias) if bias is not None and not no_bias else None
+    attrs = dict(stride=stride, dilation=dilate, pad=tuple(p for p in pad for _ in (0, 1)),
+                 groups=groups)
+    return x, w, b, attrs
+
+
+def _fusable(x, w, b):
+    """Can the convolution, its bias add (and a ReLU) run as one eager conv_bias? Traced
+    graphs get that fusion from the compiler (kiln/graph/passes/conv_epilogue.py)."""
+    from ..graph import trace
+    return (b is not None and trace.current() is None and x._node is None
+            and w._node is None and b._node is None and x.dtype == w.dtype == b.dtype
+            and b.shape == (w.shape[0],))
+
+
+def convolution(data=None, weight=None, bias=None, kernel=None, stride=None, dilate=None,
+                pad=None, num_filter=None, num_group=1, no_bias=False, layout=None, **kwargs):
+    x, w, b, attrs = _conv_args(data, weight, bias, stride, dilate, pad, num_group, no_bias)
+    if _fusable(x, w, b):
+        # eagerly, one primitive writes the output once (oneDNN takes the bias)
+        return _R["conv_bias"](x, w, b, **attrs)
+    y = _R["conv"](x, w, **attrs)
+    if b is not None:
+        y = y + knp.reshape(b, (1, w.shape[0]) + (1,) * (w.ndim - 2))
     return y
+
+
+def convolution_relu(data=None, weight=None, bias=None, kernel=None, stride=None,
+                     dilate=None, pad=None, num_filter=None, num_group=1, no_bias=False,
+                     **kwargs):
+    """relu(convolution(...)) as one eager primitive (Conv layers with activation='relu'),
+    or None where it cannot be one (traced, no bias): the caller then applies ReLU."""
+    x, w, b, attrs = _conv_args(data, weight, bias, stride, dilate, pad, num_group, no_bias)
+    if not _fusable(x, w, b):
+        return None
+    return _R["conv_bias"](x, w, b, relu=True, **attrs)
 
 
 def deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, dilate=None,

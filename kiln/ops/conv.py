@@ -60,9 +60,21 @@ def _attrs(stride, dilation, pad, groups, channels_last):
     return a
 
 
+def contiguous_grad(g):
+    """g in C order, made once for both halves of a convolution's gradient: eagerly, a
+    strided g (a slice of a concatenation's gradient, in GoogLeNet) was copied by each."""
+    from .. import autograd
+    if g._node is None and not autograd.is_recording() and not g._data.flags.c_contiguous:
+        from ..ndarray import ndarray
+        return ndarray._wrap(_np.ascontiguousarray(g._data))
+    return g
+
+
 def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1, channels_last=False):
     from ..autograd import input_needed
     a = _attrs(stride, dilation, pad, groups, channels_last)
+    if input_needed(0) and input_needed(1):
+        g = contiguous_grad(g)
     in_shape = cl.spatial(x.shape, channels_last)
     return (conv_grad_data(g, w, in_shape=in_shape, **a) if input_needed(0) else None,
             conv_grad_weight(x, g, kernel=tuple(w.shape[2:]), **a) if input_needed(1) else None)

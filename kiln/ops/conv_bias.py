@@ -10,7 +10,9 @@ the primitive and ReLU a post-op. Its gradient is made of the conv primitives.
 import numpy as _np
 
 from . import channels_last as cl
-from .conv import conv, conv_grad_data, conv_grad_weight, conv_by_windows, _conv_rule, _attrs
+from .elementwise import relu_grad
+from .conv import (contiguous_grad, conv, conv_grad_data, conv_grad_weight, conv_by_windows,
+                   _conv_rule, _attrs)
 from .registry import register
 from ..base import op_error
 
@@ -26,8 +28,7 @@ def _rule(x, w, b, stride, dilation, pad, groups=1, relu=False):
 def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels_last=False):
     from .. import np as knp
     from ..autograd import input_needed
-    if relu:
-        g = g * (out > 0)
+    g = relu_grad(g, out) if relu else contiguous_grad(g)
     a = _attrs(stride, dilation, pad, groups, channels_last)
     channel = g.ndim - 1 if channels_last else 1
     return (conv_grad_data(g, w, in_shape=cl.spatial(x.shape, channels_last), **a)
@@ -40,6 +41,11 @@ def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels
 @register("conv_bias", cl.rule((0,), True)(_rule), _grad)
 @cl.kernel((0,), True)
 def conv_bias(x, w, b, stride, dilation, pad, groups=1, relu=False):
+    from ..backend.dnnl import ops
+    shape = _rule(x, w, b, stride, dilation, pad, groups)[0]
+    y = ops.conv_forward(x, w, shape, stride, dilation, pad, groups, b=b, relu=relu)
+    if y is not None:
+        return y
     y = conv.impl(x, w, stride=stride, dilation=dilation, pad=pad, groups=groups)
     y = y + b.reshape((1, -1) + (1,) * (y.ndim - 2)).astype(y.dtype, copy=False)
     return _np.maximum(y, 0, out=y) if relu else y

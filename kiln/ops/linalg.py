@@ -46,9 +46,19 @@ def _matmul_grad(g, out, a, b):
         # a matrix applied to a batch (Dense on sequences): one (k x rows) @ (rows x n)
         # product, not a (batch, k, n) stack that is summed over the batch afterwards
         gb = sum_to(matmul(_swap_last(_rows(a)), _rows(g)), b)
+    elif _transposed_matrix(a, b):
+        # b is a transposed view (Dense's weight.T): its gradient made in that layout, so
+        # the transpose's gradient hands the weight a C-ordered array, not a view its
+        # store has to copy across the cache (0.3-0.5 s per 4096 x 6400 weight)
+        gb = _swap_last(matmul(_swap_last(g), a))
     else:
         gb = sum_to(matmul(_swap_last(a), g), b)
     return ga, gb
+
+
+def _transposed_matrix(a, b):
+    return (a.ndim == 2 and b.ndim == 2 and b._node is None
+            and b._data.flags.f_contiguous and not b._data.flags.c_contiguous)
 
 
 _gemm = []     # backend.c.eager_gemm, imported on first use (it loads the C runtime's side)

@@ -36,9 +36,29 @@ def _op(key, make):
                             f"{lib.kd_error().decode()}; set KILN_DNNL=0 to use "
                             "kiln's own kernels")
         if len(_ops) >= MAX_OPS:
-            lib.kd_free(_ops.pop(next(iter(_ops))))
+            old = next(iter(_ops))
+            _lent.pop(old, None)
+            lib.kd_free(_ops.pop(old))
         _ops[key] = op
     return op
+
+
+# An op's copies of its arguments in the primitive's layout, and its scratchpad, at least
+# this large are lent per call from NumPy (blocks of 4 MB or more kiln caches for reuse,
+# kiln/backend/c/array_cache.py) instead of living in the op between calls: an eager CNN
+# makes three ops per convolution shape, each holding activation-sized copies (NiN at
+# batch 32: peak RSS 1,058 MB with them kept, 714 MB lent, at the same CPU per step).
+LEND_MIN = 1 << 22
+ALIGN = 64
+_lent = {}     # key -> the byte sizes to lend, one per argument and the scratchpad
+
+
+def _lent_sizes(lib, key, op, nargs):
+    sizes = _lent.get(key)
+    if sizes is None:
+        sizes = tuple(lib.kd_lib_size(op, i) for i in range(nargs + 1))
+        sizes = _lent[key] = tuple(n if n >= LEND_MIN else 0 for n in sizes)
+    return sizes
 
 
 def _run(spec, arrays):
@@ -47,7 +67,15 @@ def _run(spec, arrays):
     ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
     lib = shim()
     with _lock:
-        rc = lib.kd_run(_op(*spec), ptrs, None)
+        op = _op(*spec)
+        sizes = _lent_sizes(lib, spec[0], op, len(arrays))
+        if any(sizes):
+            blocks = [_np.empty(n + ALIGN, _np.uint8) if n else None for n in sizes]
+            bufs = (ctypes.c_void_p * len(sizes))(*[
+                0 if b is None else b.ctypes.data + (-b.ctypes.data) % ALIGN for b in blocks])
+            rc = lib.kd_run_lent(op, ptrs, bufs)
+        else:
+            rc = lib.kd_run(op, ptrs, None)
     if rc != 0:
         raise KilnError(f"oneDNN failed: {lib.kd_error().decode()}")
 
@@ -101,18 +129,23 @@ def make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad, channels_
                        CHANNELS_LAST if channels_last else 0)
 
 
-def _conv_op(which, x_shape, w_shape, y_shape, stride, dilation, pad, groups):
-    key = ("conv", which, x_shape, w_shape, y_shape, stride, dilation, pad, groups)
+def _conv_op(which, x_shape, w_shape, y_shape, stride, dilation, pad, groups, bias=False,
+             relu=False):
+    key = ("conv", which, x_shape, w_shape, y_shape, stride, dilation, pad, groups, bias,
+           relu)
     return key, lambda lib: make_conv(lib, which, x_shape, w_shape, y_shape, stride,
-                                      dilation, pad, groups)
+                                      dilation, pad, groups, bias=bias, relu=relu)
 
 
-def conv_forward(x, w, y_shape, stride, dilation, pad, groups):
-    if not _usable(stride, x, w):
+def conv_forward(x, w, y_shape, stride, dilation, pad, groups, b=None, relu=False):
+    """conv(x, w), plus the bias b (F,) and then ReLU when given: one pass over the output."""
+    if not _usable(stride, x, w, *(() if b is None else (b,))):
         return None
     x, w = _f32(x), _f32(w)
     y = _np.empty(y_shape, _np.float32)
-    _run(_conv_op(0, x.shape, w.shape, y_shape, stride, dilation, pad, groups), (x, w, y))
+    args = (x, w, y) if b is None else (x, w, _f32(b), y)
+    _run(_conv_op(0, x.shape, w.shape, y_shape, stride, dilation, pad, groups,
+                  bias=b is not None, relu=relu), args)
     return y
 
 
@@ -166,3 +199,56 @@ def pool_backward(g, x, kind, kernel, stride, pad):
     else:
         _run(_pool_op(2, kind, x.shape, g.shape, kernel, stride, pad), (g, gx))
     return gx
+
+
+# ---- elementwise ops on large arrays -------------------------------------------------------
+# NumPy runs these on one core; oneDNN on its OpenMP threads. Below this many elements the
+# call's own cost (about 10 us) outweighs what a second thread saves.
+ELEMENTWISE_MIN = 1 << 17
+EW_RELU, EW_RELU_GRAD, EW_ADD, EW_MULTIPLY = 0, 1, 2, 3     # kd_elementwise's kinds
+
+
+def _flat_f32(*arrays):
+    """Can oneDNN take these as one run of float32 each (same size, C-contiguous)?"""
+    n = arrays[0].size
+    if n < ELEMENTWISE_MIN or shim() is None:
+        return False
+    for a in arrays:
+        if a.dtype != _np.float32 or a.size != n or not a.flags.c_contiguous:
+            return False
+    return True
+
+
+def _elementwise(kind, out_shape, *arrays):
+    n = arrays[0].size
+    out = _np.empty(out_shape, _np.float32)
+    _run((("elementwise", kind, n), lambda lib: lib.kd_elementwise(kind, n)),
+         arrays + (out,))
+    return out
+
+
+def relu_forward(x):
+    """max(x, 0) of a large contiguous float32 array, or None (the caller uses NumPy).
+    NaN becomes 0 here, where NumPy's maximum keeps it."""
+    return _elementwise(EW_RELU, x.shape, x) if _flat_f32(x) else None
+
+
+def relu_backward(g, y):
+    """g where y > 0, else 0 (y: ReLU's output), or None. Where y is NaN, g passes (as in
+    PyTorch's threshold_backward); NumPy's g * (y > 0) gives 0 there."""
+    if g.shape != y.shape or not _flat_f32(g, y):
+        return None
+    return _elementwise(EW_RELU_GRAD, g.shape, g, y)
+
+
+def add(a, b):
+    """a + b for two large float32 arrays of one shape, or None."""
+    if a.shape != b.shape or not _flat_f32(a, b):
+        return None
+    return _elementwise(EW_ADD, a.shape, a, b)
+
+
+def multiply(a, b):
+    if a.shape != b.shape or not _flat_f32(a, b):
+        return None
+    return _elementwise(EW_MULTIPLY, a.shape, a, b)

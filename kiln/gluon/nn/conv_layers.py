@@ -1,5 +1,6 @@
 """Convolution, transposed convolution and pooling layers (channels-first layouts only)."""
 from ... import npx
+from ...npx.nn import convolution_relu
 from ...base import KilnError, where_in_user_code
 from ..block import HybridBlock
 from ..parameter import Parameter
@@ -33,6 +34,13 @@ def _check_input(block, x, nsp):
         raise KilnError(f"{block.name} ({type(block).__name__}): expected input of "
                         f"{nsp + 2} dimensions ({_LAYOUTS[nsp]}), got shape {tuple(x.shape)}"
                         f"{where_in_user_code()}")
+
+
+def _plain_relu(act):
+    """Is act a ReLU activation block that nothing hooks into (so the convolution may
+    apply it)?"""
+    return (type(act) is Activation and act._act_type == "relu" and not act._forward_hooks
+            and not act._forward_pre_hooks and not act._hybrid_active)
 
 
 class _Conv(HybridBlock):
@@ -84,6 +92,10 @@ class _Conv(HybridBlock):
         if self._transposed:
             y = npx.deconvolution(x, w, b, adj=self._output_padding, **common)
         else:
+            if _plain_relu(self.act):
+                y = convolution_relu(x, w, b, **common)
+                if y is not None:
+                    return y
             y = npx.convolution(x, w, b, **common)
         return self.act(y) if self.act is not None else y
 
