@@ -112,10 +112,6 @@ def _load():
                                ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
     shim.kd_elementwise.restype = P
     shim.kd_elementwise.argtypes = [ctypes.c_int, ctypes.c_int64]
-    shim.kd_lib_size.restype = ctypes.c_int64
-    shim.kd_lib_size.argtypes = [P, ctypes.c_int]
-    shim.kd_run_lent.restype = ctypes.c_int
-    shim.kd_run_lent.argtypes = [P, P, P]
     shim.kd_last_impl.restype = ctypes.c_char_p
     shim.kd_run.restype = ctypes.c_int
     shim.kd_run.argtypes = [P, P, P]

@@ -36,29 +36,9 @@ def _op(key, make):
                             f"{lib.kd_error().decode()}; set KILN_DNNL=0 to use "
                             "kiln's own kernels")
         if len(_ops) >= MAX_OPS:
-            old = next(iter(_ops))
-            _lent.pop(old, None)
-            lib.kd_free(_ops.pop(old))
+            lib.kd_free(_ops.pop(next(iter(_ops))))
         _ops[key] = op
     return op
-
-
-# An op's copies of its arguments in the primitive's layout, and its scratchpad, at least
-# this large are lent per call from NumPy (blocks of 4 MB or more kiln caches for reuse,
-# kiln/backend/c/array_cache.py) instead of living in the op between calls: an eager CNN
-# makes three ops per convolution shape, each holding activation-sized copies (NiN at
-# batch 32: peak RSS 1,058 MB with them kept, 714 MB lent, at the same CPU per step).
-LEND_MIN = 1 << 22
-ALIGN = 64
-_lent = {}     # key -> the byte sizes to lend, one per argument and the scratchpad
-
-
-def _lent_sizes(lib, key, op, nargs):
-    sizes = _lent.get(key)
-    if sizes is None:
-        sizes = tuple(lib.kd_lib_size(op, i) for i in range(nargs + 1))
-        sizes = _lent[key] = tuple(n if n >= LEND_MIN else 0 for n in sizes)
-    return sizes
 
 
 def _run(spec, arrays):
@@ -67,15 +47,9 @@ def _run(spec, arrays):
     ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
     lib = shim()
     with _lock:
-        op = _op(*spec)
-        sizes = _lent_sizes(lib, spec[0], op, len(arrays))
-        if any(sizes):
-            blocks = [_np.empty(n + ALIGN, _np.uint8) if n else None for n in sizes]
-            bufs = (ctypes.c_void_p * len(sizes))(*[
-                0 if b is None else b.ctypes.data + (-b.ctypes.data) % ALIGN for b in blocks])
-            rc = lib.kd_run_lent(op, ptrs, bufs)
-        else:
-            rc = lib.kd_run(op, ptrs, None)
+        # without stamps an op keeps no copy between calls: its copies in the primitive's
+        # layout and its scratchpad come out of the calling thread's buffer (shim.c)
+        rc = lib.kd_run(_op(*spec), ptrs, None)
     if rc != 0:
         raise KilnError(f"oneDNN failed: {lib.kd_error().decode()}")
 

@@ -553,37 +553,8 @@ fail:
 
 /* Bytes of the op's own copy of argument i in the primitive's layout (0: the primitive
    reads the caller's buffer); i == nargs: the scratchpad. */
-int64_t kd_lib_size(kd_op *op, int i) {
-  dnnl_memory_t m = i == op->nargs ? op->scratch : op->args[i].lib;
-  if (!m) return 0;
-  const_dnnl_memory_desc_t md = 0;
-  dnnl_memory_get_memory_desc(m, &md);
-  return (int64_t)dnnl_memory_desc_get_size(md);
-}
 
 /* kd_run with the op's layout copies and scratchpad in buffers the caller lends for this
    call (bufs[i] for argument i, bufs[nargs] the scratchpad; 64-byte aligned), so an op
    kept for reuse holds no memory between calls (eager mode: one op per shape, dozens of
    shapes, each copy the size of an activation). Inputs are reordered afresh each call. */
-int kd_run_lent(kd_op *op, void *const *ptrs, void *const *bufs) {
-  int before = omp_get_max_threads();
-  if (op->threads) { if (op->threads != before) omp_set_num_threads(op->threads); }
-  else kd_enter();
-  pthread_mutex_lock(&op->lock);
-  int rc = 0;
-  for (int i = 0; i <= op->nargs && !rc; i++) {
-    dnnl_memory_t m = i == op->nargs ? op->scratch : op->args[i].lib;
-    if (m && bufs[i] && dnnl_memory_set_data_handle(m, bufs[i]) != dnnl_success) rc = -1;
-    if (i < op->nargs) op->args[i].last_ptr = 0;
-  }
-  if (!rc) rc = kd_run_locked(op, ptrs, 0);
-  for (int i = 0; i <= op->nargs; i++) {      /* back to the op's own buffers */
-    dnnl_memory_t m = i == op->nargs ? op->scratch : op->args[i].lib;
-    void *own = i == op->nargs ? op->scratch_buf : op->args[i].lib_buf;
-    if (m) dnnl_memory_set_data_handle(m, own);
-  }
-  if (rc && !kd_message[0]) snprintf(kd_message, sizeof kd_message, "setting a lent buffer failed");
-  pthread_mutex_unlock(&op->lock);
-  if (omp_get_max_threads() != before) omp_set_num_threads(before);
-  return rc;
-}
