@@ -10,6 +10,8 @@ and per step (weak scaling: 2 ranks process twice the samples per step):
   and the BLAS/OpenMP variables). Each configuration is a fresh job; the rounds interleave
   them (a 1-rank and a 2-rank job of one round run back to back, so their ratio is a
   paired comparison), and the table shows the median and the best per configuration,
+  and, as the machine's own ceiling, two independent 1-rank kiln jobs run at once (no
+  communication: a shared cache, memory bus or uneven cores slow them as they slow 2 ranks),
   with the load average around each round. Then kiln's time per step on each rank, split
   into computing, waiting for the other rank and summing gradients (the compiled step's
   own counters, kiln/distributed/shared.py). --sweep adds a table of kiln's 2-rank /
@@ -154,23 +156,40 @@ def _free_port():
 
 def _launch(framework, ranks, model, batch, steps):
     """One job's result: samples/s over all ranks, and for kiln each rank's seconds per
-    step (step, waiting for the other ranks, summing gradients)."""
+    step (step, waiting for the other ranks, summing gradients). Framework 'kiln-apart':
+    `ranks` independent 1-rank kiln jobs at once, their samples/s added up (what this
+    machine gives several single-threaded processes that never communicate)."""
     from kiln.distributed import launch
-    argv = [HERE, "--worker", framework, model, str(batch), str(steps), str(_free_port())]
-    cmd = launch.command(ranks, argv) if ranks > 1 else [sys.executable, *argv]
+    worker = "kiln" if framework == "kiln-apart" else framework
+    argv = [HERE, "--worker", worker, model, str(batch), str(steps), str(_free_port())]
+    if framework == "kiln-apart":
+        cmds = [[sys.executable, *argv]] * ranks
+    else:
+        cmds = [launch.command(ranks, argv) if ranks > 1 else [sys.executable, *argv]]
     env = dict(os.environ, PYTHONPATH=ROOT, **ONE_THREAD)
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    for line in done.stdout.splitlines():
+    jobs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env) for c in cmds]
+    results = [_result(job, batch, f"{framework} x{ranks} {model}") for job in jobs]
+    got = results[0]
+    got["rate"] = sum(r["rate"] for r in results)
+    return got
+
+
+def _result(job, batch, what):
+    out, err = job.communicate(timeout=900)
+    for line in out.splitlines():
         if line.startswith("RESULT "):
             got = json.loads(line[7:])
-            got["rate"] = batch * ranks * got["steps"] / got["seconds"]
+            got["rate"] = batch * got["ranks"] * got["steps"] / got["seconds"]
             return got
-    raise RuntimeError(f"{framework} x{ranks} {model} failed:\n{done.stdout[-2000:]}\n"
-                       f"{done.stderr[-2000:]}")
+    raise RuntimeError(f"{what} failed:\n{out[-2000:]}\n{err[-2000:]}")
+
+
+APART = ("kiln 1-rank jobs apart", 2)
 
 
 def configurations(with_torch):
-    rows = [("kiln", 1), ("kiln", 2)]
+    rows = [("kiln", 1), ("kiln", 2), APART]
     if with_torch:
         rows += [("PyTorch", 1), ("PyTorch DDP (gloo)", 2)]
     return rows
@@ -206,7 +225,7 @@ def main(argv=None):
     for _ in range(args.rounds):
         for model in MODELS:
             for fw, ranks in configs:
-                key = "kiln" if fw == "kiln" else "torch"
+                key = {"kiln": "kiln", APART[0]: "kiln-apart"}.get(fw, "torch")
                 runs[(model, (fw, ranks))].append(
                     _launch(key, ranks, model, args.batch, args.steps))
         loads.append(os.getloadavg()[0])
@@ -260,6 +279,9 @@ def _print(runs, configs, args):
             ddp = _rates(runs, model, ("PyTorch DDP (gloo)", 2))
             line += (f", kiln 2 ranks / PyTorch DDP 2 ranks = "
                      f"{onp.median(two) / onp.median(ddp):.2f}x")
+        apart = _rates(runs, model, APART)
+        line += (f"; the machine's own scaling, 2 kiln jobs apart / 1 job = "
+                 f"{onp.median(apart) / onp.median(one):.2f}x")
         print(line)
 
 
