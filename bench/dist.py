@@ -8,8 +8,14 @@ and per step (weak scaling: 2 ranks process twice the samples per step):
   allreduce inside the compiled step), PyTorch 1 rank and PyTorch DDP (gloo) 2 ranks when
   torch is installed. Every rank runs one thread (KILN_NUM_THREADS, torch.set_num_threads,
   and the BLAS/OpenMP variables). Each configuration is a fresh job; the rounds interleave
-  them, and the table shows the median per configuration. --sweep adds a table of kiln's
-2-rank / 1-rank ratio at other batch sizes per rank (how scaling grows with the batch).
+  them (a 1-rank and a 2-rank job of one round run back to back, so their ratio is a
+  paired comparison), and the table shows the median and the best per configuration,
+  and, as the machine's own ceiling, two independent 1-rank kiln jobs run at once (no
+  communication: a shared cache, memory bus or uneven cores slow them as they slow 2 ranks),
+  with the load average around each round. Then kiln's time per step on each rank, split
+  into computing, waiting for the other rank and summing gradients (the compiled step's
+  own counters, kiln/distributed/shared.py). --sweep adds a table of kiln's 2-rank /
+  1-rank ratio at other batch sizes per rank (how scaling grows with the batch).
 """
 import argparse
 import json
@@ -55,6 +61,7 @@ def _kiln_net(model):
 
 def run_kiln(model, batch, steps):
     from kiln import np, gluon, distributed as dist
+    from kiln.distributed import shared
     from kiln.fit import make_step
     net = _kiln_net(model)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01,
@@ -62,8 +69,16 @@ def run_kiln(model, batch, steps):
     step = make_step(net, gluon.loss.SoftmaxCrossEntropyLoss(), trainer, backend="c")
     xv, yv = _data(model, batch, dist.rank())
     x, y = np.array(xv), np.array(yv)
-    return _timed(lambda: step(x, y), steps, dist.barrier,
-                  lambda t: dist.sum_over_ranks(t)[0] / dist.size(), dist.size(), dist.rank())
+    windowed = dist.size() > 1 and shared.enabled()
+    got = _timed(lambda: step(x, y), steps, dist.barrier,
+                 lambda t: dist.sum_over_ranks(t)[0] / dist.size(), dist.size(), dist.rank(),
+                 shared.reset_statistics if windowed else (lambda: None))
+    # this rank's seconds: the step, waiting for the other ranks, summing gradients
+    mine = [got["own_seconds"], *(shared.statistics() if windowed else (0.0, 0.0))]
+    per_rank = dist.allgather(np.array(onp.array([mine]))).asnumpy() if dist.size() > 1 \
+        else onp.array([mine])
+    got["per_rank"] = (per_rank / steps).tolist()
+    return got
 
 
 def _torch_net(model, torch):
@@ -108,16 +123,19 @@ def run_torch(model, batch, steps, port):
     return _timed(step, steps, barrier or (lambda: None), mean or (lambda t: t), size, rank)
 
 
-def _timed(step, steps, barrier, mean, size, rank):
+def _timed(step, steps, barrier, mean, size, rank, reset=lambda: None):
     for _ in range(max(5, steps // 10)):
         step()
     barrier()
+    reset()
     start = time.perf_counter()
     for _ in range(steps):
         step()
+    own = time.perf_counter() - start
     barrier()
     seconds = mean(time.perf_counter() - start)
-    return {"seconds": seconds, "steps": steps, "ranks": size, "rank": rank}
+    return {"seconds": seconds, "steps": steps, "ranks": size, "rank": rank,
+            "own_seconds": own}
 
 
 def worker(argv):
@@ -137,21 +155,41 @@ def _free_port():
 
 
 def _launch(framework, ranks, model, batch, steps):
+    """One job's result: samples/s over all ranks, and for kiln each rank's seconds per
+    step (step, waiting for the other ranks, summing gradients). Framework 'kiln-apart':
+    `ranks` independent 1-rank kiln jobs at once, their samples/s added up (what this
+    machine gives several single-threaded processes that never communicate)."""
     from kiln.distributed import launch
-    argv = [HERE, "--worker", framework, model, str(batch), str(steps), str(_free_port())]
-    cmd = launch.command(ranks, argv) if ranks > 1 else [sys.executable, *argv]
+    worker = "kiln" if framework == "kiln-apart" else framework
+    argv = [HERE, "--worker", worker, model, str(batch), str(steps), str(_free_port())]
+    if framework == "kiln-apart":
+        cmds = [[sys.executable, *argv]] * ranks
+    else:
+        cmds = [launch.command(ranks, argv) if ranks > 1 else [sys.executable, *argv]]
     env = dict(os.environ, PYTHONPATH=ROOT, **ONE_THREAD)
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    for line in done.stdout.splitlines():
+    jobs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env) for c in cmds]
+    results = [_result(job, batch, f"{framework} x{ranks} {model}") for job in jobs]
+    got = results[0]
+    got["rate"] = sum(r["rate"] for r in results)
+    return got
+
+
+def _result(job, batch, what):
+    out, err = job.communicate(timeout=900)
+    for line in out.splitlines():
         if line.startswith("RESULT "):
             got = json.loads(line[7:])
-            return batch * ranks * got["steps"] / got["seconds"]
-    raise RuntimeError(f"{framework} x{ranks} {model} failed:\n{done.stdout[-2000:]}\n"
-                       f"{done.stderr[-2000:]}")
+            got["rate"] = batch * got["ranks"] * got["steps"] / got["seconds"]
+            return got
+    raise RuntimeError(f"{what} failed:\n{out[-2000:]}\n{err[-2000:]}")
+
+
+APART = ("kiln 1-rank jobs apart", 2)
 
 
 def configurations(with_torch):
-    rows = [("kiln", 1), ("kiln", 2)]
+    rows = [("kiln", 1), ("kiln", 2), APART]
     if with_torch:
         rows += [("PyTorch", 1), ("PyTorch DDP (gloo)", 2)]
     return rows
@@ -162,7 +200,7 @@ def main(argv=None):
         return worker(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m kiln bench dist")
     parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=64, help="samples per rank and step")
     parser.add_argument("--sweep", default="", metavar="B1,B2,...",
                         help="also kiln's 2-rank / 1-rank ratio at these batch sizes per rank")
@@ -182,17 +220,20 @@ def main(argv=None):
     except ImportError:
         with_torch = False
     configs = configurations(with_torch)
-    load_before = os.getloadavg()[0]
-    samples = {(m, c): [] for m in MODELS for c in configs}
+    loads = [os.getloadavg()[0]]
+    runs = {(m, c): [] for m in MODELS for c in configs}
     for _ in range(args.rounds):
         for model in MODELS:
             for fw, ranks in configs:
-                key = "kiln" if fw == "kiln" else "torch"
-                samples[(model, (fw, ranks))].append(
+                key = {"kiln": "kiln", APART[0]: "kiln-apart"}.get(fw, "torch")
+                runs[(model, (fw, ranks))].append(
                     _launch(key, ranks, model, args.batch, args.steps))
-    _print(samples, configs, args)
-    print(f"load average (1 min) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after: "
-          "2 ranks need both cores, so other jobs slow them more than 1 rank")
+        loads.append(os.getloadavg()[0])
+    _print(runs, configs, args)
+    print("load average (1 min) before and after each round: "
+          + ", ".join(f"{v:.2f}" for v in loads)
+          + " (2 ranks need both cores, so other jobs slow them more than 1 rank)")
+    _print_breakdown(runs)
     if sweep:
         _print_sweep(sweep, args)
     return 0
@@ -205,7 +246,7 @@ def _print_sweep(batches, args):
         for model in MODELS:
             for b in batches:
                 for n in (1, 2):
-                    got[(model, b, n)].append(_launch("kiln", n, model, b, args.steps))
+                    got[(model, b, n)].append(_launch("kiln", n, model, b, args.steps)["rate"])
     print(f"\nkiln 2 ranks / kiln 1 rank by samples per rank per step (median of "
           f"{args.rounds} rounds)")
     print("| model | " + " | ".join(str(b) for b in batches) + " |")
@@ -216,21 +257,45 @@ def _print_sweep(batches, args):
         print(f"| {model} | " + " | ".join(f"{r:.2f}x" for r in ratios) + " |")
 
 
-def _print(samples, configs, args):
-    print(f"samples/s, {args.batch} samples per rank per step, 1 thread per rank, median of "
-          f"{args.rounds} interleaved rounds of {args.steps} steps")
+def _rates(runs, model, config):
+    return [r["rate"] for r in runs[(model, config)]]
+
+
+def _print(runs, configs, args):
+    print(f"samples/s, {args.batch} samples per rank per step, 1 thread per rank, "
+          f"{args.rounds} interleaved rounds of {args.steps} steps: median (best)")
     print("| model | " + " | ".join(f"{fw} x{n}" for fw, n in configs) + " |")
     print("| --- |" + " ---: |" * len(configs))
     for model in MODELS:
-        med = {c: float(onp.median(samples[(model, c)])) for c in configs}
-        print(f"| {model} | " + " | ".join(f"{med[c]:,.0f}" for c in configs) + " |")
+        cells = [f"{onp.median(_rates(runs, model, c)):,.0f} ({max(_rates(runs, model, c)):,.0f})"
+                 for c in configs]
+        print(f"| {model} | " + " | ".join(cells) + " |")
     for model in MODELS:
-        med = {c: float(onp.median(samples[(model, c)])) for c in configs}
-        line = f"{model}: kiln 2 ranks / kiln 1 rank = {med[('kiln', 2)] / med[('kiln', 1)]:.2f}x"
-        if ("PyTorch DDP (gloo)", 2) in med:
+        one, two = _rates(runs, model, ("kiln", 1)), _rates(runs, model, ("kiln", 2))
+        by_round = " ".join(f"{b / a:.2f}" for a, b in zip(one, two))
+        line = (f"{model}: kiln 2 ranks / kiln 1 rank = {onp.median(two) / onp.median(one):.2f}x"
+                f" (medians; best {max(two) / max(one):.2f}x; round by round {by_round})")
+        if ("PyTorch DDP (gloo)", 2) in configs:
+            ddp = _rates(runs, model, ("PyTorch DDP (gloo)", 2))
             line += (f", kiln 2 ranks / PyTorch DDP 2 ranks = "
-                     f"{med[('kiln', 2)] / med[('PyTorch DDP (gloo)', 2)]:.2f}x")
+                     f"{onp.median(two) / onp.median(ddp):.2f}x")
+        apart = _rates(runs, model, APART)
+        line += (f"; the machine's own scaling, 2 kiln jobs apart / 1 job = "
+                 f"{onp.median(apart) / onp.median(one):.2f}x")
         print(line)
+
+
+def _print_breakdown(runs):
+    """Where kiln's step time goes, per rank: median over the rounds, in milliseconds."""
+    print("\nkiln ms per step by rank (median of rounds): 1 rank | 2 ranks, each "
+          "step = compute + waiting for the other rank + summing gradients")
+    for model in MODELS:
+        one = onp.median([r["per_rank"][0][0] for r in runs[(model, ("kiln", 1))]]) * 1e3
+        parts = onp.median([r["per_rank"] for r in runs[(model, ("kiln", 2))]], axis=0) * 1e3
+        ranks = "; ".join(f"rank {k}: {step:.2f} = {step - waiting - summing:.2f} + "
+                          f"{waiting:.2f} + {summing:.2f}"
+                          for k, (step, waiting, summing) in enumerate(parts))
+        print(f"{model}: {one:.2f} | {ranks}")
 
 
 if __name__ == "__main__":

@@ -212,11 +212,21 @@ def test_without_mpi4py_one_process_works_and_a_launch_says_what_is_missing():
     assert "kiln[dist]" in launched.stderr and "mpi4py" in launched.stderr
 
 
-def test_shared_window_layout_keeps_flags_and_buckets_on_their_own_cache_lines():
+def test_shared_window_layout_keeps_counters_and_buckets_on_their_own_cache_lines():
     from kiln.distributed import shared
-    offsets, region = shared.layout([24616, 1605632, 10])
-    assert offsets[0] == 2 * 3 * shared.LINE               # two flags per bucket first
-    assert all(o % shared.LINE == 0 for o in offsets)
+    offsets, size = shared.zone([24616, 1605632, 10])
+    assert offsets[0] == 0 and all(o % shared.LINE == 0 for o in offsets)
     assert offsets[1] >= offsets[0] + 24616 and offsets[2] >= offsets[1] + 1605632
-    assert region % 4096 == 0 and region >= offsets[2] + 10
+    assert size % 4096 == 0 and size >= offsets[2] + 10
+    header = shared.header_bytes(3)
+    # a line of statistics, then three counters per bucket, each on a line of its own
+    indices = {shared.counter_index(b, w) for b in range(shared.MIN_BUCKETS) for w in range(3)}
+    assert min(indices) * 8 == shared.LINE and len(indices) == 3 * shared.MIN_BUCKETS
+    assert all(i * 8 % shared.LINE == 0 and i * 8 < header for i in indices)
+    win = shared.Window(None, 0, header + 2 * size, 3, size)
+    data, results = win.offsets([24616, 1605632, 10])
+    assert data == [header + o for o in offsets]               # the data zone, then
+    assert results == [header + size + o for o in offsets]     # the result zone
+    assert win.fits(2, size) and not win.fits(2, size + 4096)
+    assert not win.fits(shared.MIN_BUCKETS + 1, size)
     assert not shared.enabled()                              # one process: no window

@@ -98,14 +98,15 @@ def allreduce_op(x, op="mean"):
 
 def start_op(x, op="mean", table=None, bucket=-1, offset=0):
     """The first half of allreduce_op: post the message (see kiln/ops/collective.py).
-    With a table from with_window, `bucket` numbers this message's flags and `offset` is
+    With a table from with_window, `bucket` numbers this message's counters and `offset` is
     where its data lies in each rank's region of the window."""
     from ..ops.collective import allreduce_start
     return allreduce_start(x, _handle_array(table), op=op, bucket=bucket, offset=offset)
 
 
-def wait_op(started, after=(), op="mean", table=None, bucket=-1, offset=0):
-    """The second half: the reduced value of a start_op, scheduled after `after`."""
+def wait_op(started, after=(), op="mean", table=None, bucket=-1, offset=0, result=0):
+    """The second half: the reduced value of a start_op, scheduled after `after`; through
+    a window, `result` is where the sum lies in rank 0's region."""
     from ..ops.collective import allreduce_wait
     return allreduce_wait(started, _handle_array(table), *after, op=op, bucket=bucket,
-                          offset=offset)
+                          offset=offset, result=result)

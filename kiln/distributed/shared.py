@@ -1,17 +1,33 @@
 """Shared memory between the ranks of a one-machine job, for the compiled step's allreduce.
 
-When every rank runs on one machine, a compiled training step averages its gradients
-without MPI: each rank computes a bucket of gradients straight into its own region of a
-shared window (MPI_Win_allocate_shared), or copies them there, and raises a flag; every
-rank then sums all ranks' buckets, in rank order (so every rank gets the same bits), and
-raises a second flag saying it has read them. MPI's own path moves each message through
-its shared-memory queues (a copy in, a copy out, then the sum), and moves it only inside
-MPI calls, which a rank with one thread makes between the ops of its step; here nothing
-is queued and nothing waits for MPI to make progress.
+When every rank runs on one machine, a compiled training step sums its gradients without
+MPI, through a window of shared memory (MPI_Win_allocate_shared) with one region per rank:
+- each rank computes a bucket of gradients straight into its own region (or copies them
+  there) and raises its `ready` flag;
+- once every rank's flag is up, the ranks split the bucket's sum between them: each takes
+  the next chunk not yet taken (a shared counter), sums that chunk of every rank's copy in
+  rank order into the bucket's result, and counts it finished. A rank that arrives early
+  (a faster core, a peer that another process held up) takes more chunks. Summed in rank
+  order by whoever takes it, every element has the same bits on every rank;
+- when every chunk is finished, the result is the step's summed gradient: the update reads
+  it where it lies, in rank 0's region.
+On one machine both cores are busy computing, so the reduction's memory traffic is real
+work: each rank sums only its share of the buffer, once, and nothing is copied back.
 
-A region is laid out as: two flags per bucket (`ready`, `done`: the number of the step
-whose data is ready, or whose peers' data this rank has read), each on its own cache line,
-then the buckets' data, each at a cache-line boundary. The C is in
+Why no rank overwrites what a peer still reads: a rank writes its next copy of a bucket
+only after its own wait of the previous step saw every chunk finished (every peer done
+reading), and it writes a result chunk only after every rank's `ready` of this step, which
+each rank raises only after it finished the previous step (and the update that read the
+previous result). So the flags are step counters (only their own rank writes them) and the
+chunk counters carry the step number in their upper bits; nothing needs resetting.
+
+A region is laid out as: a line of this rank's statistics (seconds waiting for peers,
+seconds summing), three counters per bucket (`ready`, `claimed`, `finished`, one per cache
+line), then a data zone (the rank's copy of each bucket) and a result zone (the sums; only
+rank 0's is used), every bucket at a cache-line boundary. Programs traced later reuse a
+window whose zones are large enough (every rank traces alike, so every rank reuses alike);
+data and results never share a zone, since a peer may still read one program's result
+while this rank starts the next program's buckets. The C is in
 kiln/backend/c/shared_reduce.py.
 
 KILN_DIST_SHM=0 keeps MPI's path (to compare, or on a system where shared windows fail).
@@ -23,8 +39,11 @@ import numpy as _np
 from . import comm as _comm
 from .faults import wait
 
-LINE = 64          # bytes: one flag per cache line, data aligned to lines
-_windows = []      # the windows must outlive every program that points into them
+LINE = 64             # bytes: one counter per cache line, data aligned to lines
+COUNTERS = 3          # per bucket: ready, claimed, finished
+MIN_BUCKETS = 64      # counters reserved in every window, so later programs can reuse it
+_windows = []         # the windows must outlive every program that points into them
+_unusable = []        # windows MPI did not space evenly: kept, never used
 
 
 def enabled():
@@ -34,34 +53,97 @@ def enabled():
     return _comm.node().Get_size() == _comm.size()
 
 
-def layout(sizes):
-    """(offset in bytes of each bucket's data, region bytes) for buckets of `sizes` bytes."""
-    at = 2 * LINE * len(sizes)
-    offsets = []
+def counter_index(bucket, which):
+    """Index (in int64) into a region of counter `which` (0 ready, 1 claimed, 2 finished)
+    of `bucket`; line 0 holds the statistics."""
+    return (1 + COUNTERS * bucket + which) * (LINE // 8)
+
+
+def zone(sizes):
+    """(offset of each bucket inside a zone, the zone's bytes) for buckets of `sizes` bytes."""
+    at, offsets = 0, []
     for nbytes in sizes:
         offsets.append(at)
         at += -(-nbytes // LINE) * LINE
     return offsets, -(-at // 4096) * 4096
 
 
-def window(region_bytes):
-    """(address of rank 0's region, bytes from one rank's region to the next) of a new
-    zeroed shared window, or None if MPI did not space the regions evenly. Every rank
-    must call it at the same point (a compiled step is traced on every rank alike); the
-    wait before it is bounded, as every collective's."""
+def header_bytes(buckets):
+    return -(-LINE * (1 + COUNTERS * max(buckets, MIN_BUCKETS)) // 4096) * 4096
+
+
+class Window:
+    """A shared window: base address of rank 0's region, stride between regions, and the
+    capacity (buckets, zone bytes) a program's layout must fit in to reuse it."""
+
+    def __init__(self, win, base, stride, buckets, zone_bytes):
+        self.win, self.base, self.stride = win, base, stride
+        self.buckets, self.zone_bytes = max(buckets, MIN_BUCKETS), zone_bytes
+        self.header = header_bytes(buckets)
+
+    def fits(self, buckets, zone_bytes):
+        return buckets <= self.buckets and zone_bytes <= self.zone_bytes
+
+    def offsets(self, sizes):
+        """(data offset, result offset) of each bucket in a region of this window."""
+        inside, _ = zone(sizes)
+        return ([self.header + o for o in inside],
+                [self.header + self.zone_bytes + o for o in inside])
+
+
+def window(sizes):
+    """(Window, data offsets, result offsets) for buckets of `sizes` bytes: a window made
+    before when one fits, else a new zeroed one; None if MPI did not space the regions
+    evenly. Every rank must call it at the same point (a compiled step is traced on every
+    rank alike); the waits in it are bounded, as every collective's."""
+    _, zone_bytes = zone(sizes)
+    found = next((w for w in _windows if w.fits(len(sizes), zone_bytes)), None)
+    if found is None:
+        found = _allocate(len(sizes), zone_bytes)
+        if found is None:
+            return None
+    data, results = found.offsets(sizes)
+    return found, data, results
+
+
+def _allocate(buckets, zone_bytes):
     from mpi4py import MPI
     node = _comm.node()
+    header = header_bytes(buckets)
+    region = header + 2 * zone_bytes
     wait(node.Ibarrier(), "shared window")
-    win = MPI.Win.Allocate_shared(region_bytes, 1, comm=node)
-    _windows.append(win)
+    win = MPI.Win.Allocate_shared(region, 1, comm=node)
     mine, _ = win.Shared_query(node.Get_rank())
-    _np.frombuffer(mine, _np.uint8)[:] = 0      # flags start at step 0 on every rank
+    _np.frombuffer(mine, _np.uint8)[:header] = 0     # counters start at step 0
     starts = [_address(win.Shared_query(r)[0]) for r in range(node.Get_size())]
-    wait(node.Ibarrier(), "shared window")     # every region zeroed before any flag is read
-    stride = starts[1] - starts[0] if len(starts) > 1 else region_bytes
-    if stride < region_bytes or any(a != starts[0] + r * stride for r, a in enumerate(starts)):
+    wait(node.Ibarrier(), "shared window")     # every header zeroed before any is read
+    stride = starts[1] - starts[0] if len(starts) > 1 else region
+    if stride < region or any(a != starts[0] + r * stride for r, a in enumerate(starts)):
+        _unusable.append(win)
         return None      # not evenly spaced: the C finds regions by one stride
-    return starts[0], stride
+    made = Window(win, starts[0], stride, buckets, zone_bytes)
+    _windows.append(made)
+    return made
+
+
+def _statistics(w):
+    mine, _ = w.win.Shared_query(_comm.node().Get_rank())
+    return _np.frombuffer(mine, _np.float64, count=LINE // 8)
+
+
+def statistics():
+    """(seconds waiting for the other ranks, seconds summing) of this rank's compiled
+    allreduces through shared windows, since the last reset_statistics()."""
+    total = _np.zeros(2)
+    for w in _windows:
+        total += _statistics(w)[:2]
+    return float(total[0]), float(total[1])
+
+
+def reset_statistics():
+    """Zero the statistics (no compiled step may be running: only this rank writes them)."""
+    for w in _windows:
+        _statistics(w)[:] = 0.0
 
 
 def _address(buffer):

@@ -72,28 +72,29 @@ def _allreduce_traced(trainer, ctx):
     # sum, then scale each gradient: the scaling fuses into the optimizer's loop that reads
     # the gradient anyway, instead of being one more pass over every message
     share = 1.0 / _comm.size()
-    table, offsets = _shared_window(grads)
+    table, offsets, results = _shared_window(grads)
     bucket = (lambda k: {}) if table is None else (
         lambda k: {"table": table, "bucket": k, "offset": offsets[k]})
+    result = (lambda k: {}) if table is None else (lambda k: {"result": results[k]})
     summed = reduce_symbols(grads, lambda flat, k: start_op(flat, "sum", **bucket(k)),
                             lambda started, after, k: wait_op(started, after, "sum",
-                                                              **bucket(k)))
+                                                              **bucket(k), **result(k)))
     averaged = [g * share for g in summed]
     trainer._reduced_grads = (ctx, {i: g for (i, _), g in zip(pairs, averaged)})
 
 
 def _shared_window(grads):
-    """(handle table, data offset of each bucket) of a shared window for this step's
-    buckets (shared.py), or (None, None) when the ranks do not share one machine."""
+    """(handle table, data offset and result offset of each bucket) of a shared window
+    for this step's buckets (shared.py), or Nones when the ranks do not share one machine."""
     if not shared.enabled():
-        return None, None
+        return None, None, None
     sizes = [sum(grads[i].size * _np.dtype(grads[i].dtype).itemsize for i in b)
              for b in plan(grads)]
-    offsets, region = shared.layout(sizes)
-    found = shared.window(region)
+    found = shared.window(sizes)
     if found is None:
-        return None, None
-    return with_window(*found), offsets
+        return None, None, None
+    win, offsets, results = found
+    return with_window(win.base, win.stride), offsets, results
 
 
 def traced_grad(trainer, i, param):

@@ -251,7 +251,7 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
     if top:
         em.param_writes = param_writes(graph, steps, storage, param_slots)
         slot_of.update(em.param_writes)
-        in_window, body = shared_reduce.direct_writes(em, graph, steps, ptr)
+        in_window, body = shared_reduce.window_slots(em, graph, steps, storage)
         slot_of.update(in_window)
     heavy.pair_max_pools(em, [s.sink for s in steps if s.kind == "heavy"])
     chained = set()        # steps already run inside a dense chain (dense_chain.py)
