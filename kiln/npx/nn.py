@@ -15,6 +15,7 @@ from ..ndarray import ndarray
 from ..ops import REGISTRY as _R
 from .. import np as knp
 from . import fused_softmax
+from .norm import batch_norm, layer_norm, group_norm  # noqa: F401,E402
 
 
 def _arr(x):
@@ -376,85 +377,6 @@ def _eager_dropout(x, p, shape):
             return [ndarray._wrap(_np.multiply(g._data, mask))]
         autograd.record_custom("dropout", [x], [out], backward)
     return out
-
-
-def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9,
-               fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, **kwargs):
-    """Batch normalization; in training it also updates running_mean/var in place."""
-    x = _arr(x)
-    axis = normalize_axis("batch_norm", axis, x.ndim)
-    shape = tuple(x.shape[axis] if i == axis else 1 for i in range(x.ndim))
-    g = knp.ones_like(gamma) if fix_gamma else gamma
-    if autograd.is_training() and not use_global_stats:
-        g, b = (_arr(v) for v in (g, beta))
-        g, b = (v if v.dtype == x.dtype else v.astype(x.dtype) for v in (g, b))
-        y = _R["batch_norm_train"](x, g, b, eps=float(eps), axis=axis)
-        stats = None
-        if not output_mean_var and x._node is None:   # eager: the kernel's own statistics
-            from ..ops.batchnorm import stats_of_last_train
-            stats = stats_of_last_train(x._data)
-        if stats is None:
-            # in a traced graph CSE shares these statistics with the backward pass's
-            stats = _R["batch_norm_stats"](x, axis=axis)
-        else:
-            stats = ndarray._wrap(stats)
-        mean, var = stats[0], stats[1]
-        with autograd.pause():
-            running_mean[:] = running_mean * momentum + mean.detach() * (1 - momentum)
-            running_var[:] = running_var * momentum + var.detach() * (1 - momentum)
-        if output_mean_var:
-            return y, mean, var
-        return y
-    if not autograd.is_recording() and fused_softmax.concrete_float(x) and all(
-            isinstance(v, ndarray) and v._node is None and v.dtype == x.dtype
-            and v.shape == (x.shape[axis],) for v in (g, beta, running_mean, running_var)):
-        return _batch_norm_infer_eager(x, g, beta, running_mean, running_var, eps, axis,
-                                       output_mean_var)
-    mean = knp.reshape(running_mean, shape)
-    var = knp.reshape(running_var, shape)
-    y = (x - mean) / knp.sqrt(var + eps) * knp.reshape(g, shape) + knp.reshape(beta, shape)
-    if output_mean_var:
-        return y, knp.reshape(mean, (-1,)), knp.reshape(var, (-1,))
-    return y
-
-
-def _batch_norm_infer_eager(x, gamma, beta, mean, var, eps, axis, output_mean_var):
-    """Inference with the running statistics on concrete arrays no tape or trace sees: the
-    composite's four full-size passes as one pass of in-place kernels over cache-sized
-    blocks (eager ResNet features ran 4 NumPy passes per BatchNorm)."""
-    from ..ops.batchnorm import normalize_values
-    y = ndarray._wrap(normalize_values(x._data, mean._data, var._data, gamma._data,
-                                       beta._data, float(eps), axis))
-    if output_mean_var:
-        return y, knp.reshape(mean, (-1,)), knp.reshape(var, (-1,))
-    return y
-
-
-def layer_norm(data, gamma=None, beta=None, axis=-1, eps=1e-5, output_mean_var=False):
-    x = _arr(data)
-    axis = normalize_axis("layer_norm", axis, x.ndim)
-    mean = knp.mean(x, axis=axis, keepdims=True)
-    d = x - mean
-    var = knp.mean(d * d, axis=axis, keepdims=True)
-    y = d / knp.sqrt(var + eps)
-    shape = tuple(x.shape[axis] if i == axis else 1 for i in range(x.ndim))
-    if gamma is not None:
-        y = y * knp.reshape(gamma, shape)
-    if beta is not None:
-        y = y + knp.reshape(beta, shape)
-    return y
-
-
-def group_norm(data, gamma, beta, num_groups=1, eps=1e-5):
-    x = _arr(data)
-    n, c = x.shape[:2]
-    g = knp.reshape(x, (n, num_groups, -1))
-    mean = knp.mean(g, axis=2, keepdims=True)
-    d = g - mean
-    y = d / knp.sqrt(knp.mean(d * d, axis=2, keepdims=True) + eps)
-    y = knp.reshape(y, x.shape)
-    shape = (1, c) + (1,) * (x.ndim - 2)
-    return y * knp.reshape(gamma, shape) + knp.reshape(beta, shape)
 
 
 def embedding(data, weight, input_dim=None, output_dim=None, dtype=None, sparse_grad=False,

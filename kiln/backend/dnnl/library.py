@@ -20,8 +20,9 @@ _forced_off = []
 
 WHEEL = "onednn-cpu-gomp"
 HEADERS_WHEEL = "onednn-devel-cpu-gomp"
-# compiled as one library, in this order: matmul.c builds its ops with shim.c's machinery
-SOURCES = ("shim.c", "matmul.c")
+# compiled as one library, in this order: matmul.c and elementwise.c build their ops with
+# shim.c's machinery
+SOURCES = ("shim.c", "matmul.c", "elementwise.c")
 
 
 def _wheel_file(dist, suffix):
