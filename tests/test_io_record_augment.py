@@ -156,5 +156,8 @@ def test_bad_augmentation_inputs(tmp_path):
         _first(data_shape=(3, 16, 20), path_imglist=str(short))
     with pytest.raises(kiln.KilnError, match="float32, uint8 or int8"):
         _first(data_shape=(3, 16, 20), dtype="float16")
+    assert _first(data_shape=(3, 16, 20), aug_seq="aug_default").shape == (3, 3, 16, 20)
+    with pytest.raises(kiln.KilnError, match="default augmenter only"):
+        _first(data_shape=(3, 16, 20), aug_seq="det_aug_default")
     with pytest.raises(kiln.KilnError, match=r"\['max_rotate'\] are not supported"):
         _first(data_shape=(3, 16, 20), max_rotate=3)

@@ -74,6 +74,9 @@ class ImageRecordIter(RecordFileIter):
         if kw.pop("inter_method", 1) != 1:
             raise KilnError("ImageRecordIter: kiln resizes bilinearly only (inter_method=1)"
                             + where_in_user_code())
+        if kw.pop("aug_seq", "aug_default") != "aug_default":
+            raise KilnError("ImageRecordIter: kiln has MXNet's default augmenter only "
+                            "(aug_seq='aug_default')" + where_in_user_code())
         shape = tuple(int(d) for d in data_shape)
         if len(shape) != 3 or shape[0] not in (1, 3) or min(shape) < 1:
             raise KilnError(f"ImageRecordIter: data_shape must be (channels, height, width) "
