@@ -78,6 +78,8 @@ def test_random_crop_pad_and_colour_keep_labels_valid_and_are_seeded():
 
 
 def test_bad_inputs(tmp_path):
+    with pytest.raises(kiln.KilnError, match="detection augmenter only"):
+        _first(data_shape=(3, 24, 32), aug_seq="aug_default")
     with pytest.raises(kiln.KilnError, match="resize_mode"):
         _first(data_shape=(3, 24, 32), resize_mode="stretch")
     with pytest.raises(kiln.KilnError, match="num_crop_sampler=2"):

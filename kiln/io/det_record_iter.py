@@ -50,7 +50,9 @@ class ImageDetRecordIter(RecordFileIter):
         if kw.pop("inter_method", 1) != 1:
             raise KilnError("ImageDetRecordIter: kiln resizes bilinearly only "
                             "(inter_method=1)" + where_in_user_code())
-        kw.pop("aug_seq", None)
+        if kw.pop("aug_seq", "det_aug_default") != "det_aug_default":
+            raise KilnError("ImageDetRecordIter: kiln has MXNet's default detection "
+                            "augmenter only (aug_seq='det_aug_default')" + where_in_user_code())
         self._augment = DetRecordAugmenter(kw, shape)
         unknown = sorted(set(kw) - _IGNORED)
         if unknown:
