@@ -126,6 +126,24 @@ def _box_size(ratio, min_area, max_area, height, width, grow):
     return None
 
 
+def _boxes(aug, height, width, grow):
+    """MXNet's candidate boxes (x, y, w, h) for a crop (where it lies in the image) or a
+    padding (where the image lies on the canvas), drawn lazily in MXNet's order, at most
+    aug.max_attempts of them."""
+    min_area, max_area = (a * height * width for a in aug.area_range)
+    for _ in range(aug.max_attempts):
+        ratio = _pyrandom.uniform(*aug.aspect_ratio_range)
+        if ratio <= 0:
+            continue
+        size = _box_size(ratio, min_area, max_area, height, width, grow)
+        if size is None:
+            continue
+        w, h = size
+        y = _pyrandom.randint(0, max(0, h - height if grow else height - h))
+        x = _pyrandom.randint(0, max(0, w - width if grow else width - w))
+        yield x, y, w, h
+
+
 class DetRandomCropAug(DetAugmenter):
     """A random crop (aspect and area ranges) that keeps more than min_object_covered of
     every box it touches; boxes left with min_eject_coverage or less are dropped. After
@@ -182,17 +200,7 @@ class DetRandomCropAug(DetAugmenter):
     def _proposal(self, label, height, width):
         if not self.enabled or height <= 0 or width <= 0:
             return ()
-        min_area, max_area = (a * height * width for a in self.area_range)
-        for _ in range(self.max_attempts):
-            ratio = _pyrandom.uniform(*self.aspect_ratio_range)
-            if ratio <= 0:
-                continue
-            size = _box_size(ratio, min_area, max_area, height, width, grow=False)
-            if size is None:
-                continue
-            w, h = size
-            y = _pyrandom.randint(0, max(0, height - h))
-            x = _pyrandom.randint(0, max(0, width - w))
+        for x, y, w, h in _boxes(self, height, width, grow=False):
             if self._covers(label, (x, y, x + w, y + h), width, height):
                 moved = self._moved(label, (x, y, w, h), height, width)
                 if moved is not None:
@@ -220,17 +228,7 @@ class DetRandomPadAug(DetAugmenter):
         height, width = img.shape[:2]
         if not self.enabled or height <= 0 or width <= 0:
             return src, label
-        min_area, max_area = (a * height * width for a in self.area_range)
-        for _ in range(self.max_attempts):
-            ratio = _pyrandom.uniform(*self.aspect_ratio_range)
-            if ratio <= 0:
-                continue
-            size = _box_size(ratio, min_area, max_area, height, width, grow=True)
-            if size is None:
-                continue
-            w, h = size
-            y = _pyrandom.randint(0, max(0, h - height))
-            x = _pyrandom.randint(0, max(0, w - width))
+        for x, y, w, h in _boxes(self, height, width, grow=True):
             out = label.copy()
             out[:, (1, 3)] = (out[:, (1, 3)] * width + x) / w
             out[:, (2, 4)] = (out[:, (2, 4)] * height + y) / h
