@@ -141,15 +141,18 @@ class Optimizer:
             return
         weight, grad = _as_numpy(weight), _as_numpy(grad)
         t = self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        g = preprocess_grad(grad, self.rescale_grad, self.clip_gradient)
         try:
-            self.step_one(weight, g, state, lr, wd, t)
+            self._update_one(index, weight, grad, state, t)
         finally:
             arrays_written()    # the weight changed in place (see kiln/writes.py)
 
     update_multi_precision = update
     step = update
+
+    def _update_one(self, index, weight, grad, state, t):
+        """One parameter's update from its raw gradient (t: its update count)."""
+        g = preprocess_grad(grad, self.rescale_grad, self.clip_gradient)
+        self.step_one(weight, g, state, self._get_lr(index), self._get_wd(index), t)
 
     def step_one(self, weight, grad, state, lr, wd, t):
         self.apply(weight, grad, state, self.scalars(lr, wd, t))

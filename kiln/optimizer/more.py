@@ -12,9 +12,8 @@ import math
 import numpy as _np
 
 from ..base import KilnError
-from ..writes import arrays_written
 from .. import aligned
-from .base import Optimizer, register, _as_numpy
+from .base import Optimizer, register
 from .sgd import SGD
 
 
@@ -30,21 +29,9 @@ class _Eager(Optimizer):
     """update() hands each family the raw gradient; it applies rescale, clip and weight
     decay in MXNet's order for that family (`mx_update`)."""
 
-    def update(self, index, weight, grad, state):
-        if isinstance(index, (list, tuple)):
-            for i, w, g, s in zip(index, weight, grad, state):
-                self.update(i, w, g, s)
-            return
-        weight, grad = _as_numpy(weight), _as_numpy(grad)
-        t = self._update_count(index)
-        try:
-            self.mx_update(index, weight, grad.astype(weight.dtype, copy=False), state,
-                           self._get_lr(index), self._get_wd(index), t)
-        finally:
-            arrays_written()
-
-    update_multi_precision = update
-    step = update
+    def _update_one(self, index, weight, grad, state, t):
+        self.mx_update(index, weight, grad.astype(weight.dtype, copy=False), state,
+                       self._get_lr(index), self._get_wd(index), t)
 
     def scalars(self, lr, wd, t):
         raise KilnError(f"optimizer {type(self).__name__} runs eagerly only: a compiled "
