@@ -9,6 +9,7 @@ from .dce import eliminate_dead_code
 from .fold import fold_constants
 from .cse import eliminate_common_subexpressions
 from .simplify import simplify
+from .gather_pieces import gather_pieces
 from .fuse import group_elementwise
 from .memory import plan_memory, MemoryPlan  # noqa: F401
 
@@ -17,6 +18,7 @@ PIPELINE = (
     ("constant folding", fold_constants),
     ("common-subexpression elimination", eliminate_common_subexpressions),
     ("algebraic simplification", simplify),
+    ("slice gradients gathered", gather_pieces),
     ("dead-code elimination", eliminate_dead_code),
 )
 
