@@ -51,3 +51,75 @@ def test_compiled_scan_equals_eager_loop(backend, reverse):
         assert_compiled(fn._cached)
     for a, b in zip(compiled, eager):
         onp.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def input_weight_model(reverse):
+    """Invariants whose gradients sum per-step rows: x_t^T d (a sequence row and a row the
+    step computes), h^T d (the carried state's history) and a bias (the rows summed)."""
+    def f(xs, h, w, u, b):
+        def step(x_t, states):
+            (h,) = states
+            new = np.tanh(np.matmul(x_t, w) + np.matmul(h, u) + b)
+            return new * 1.5, [new]
+        ys, (last,) = time_loop.run(step, xs, [h], reverse=reverse)
+        return ys, last
+    return f
+
+
+def projected_input_model(reverse):
+    """As an LSTM layer: the sequence is the input's projection, so the rows the weight and
+    bias gradients sum are the sequence's own gradient rows."""
+    def f(xs, h, w, u, b):
+        def step(x_t, states):
+            (h,) = states
+            new = np.tanh(x_t + np.matmul(h, u) + b)
+            return new * 1.5, [new]
+        ys, (last,) = time_loop.run(step, np.matmul(xs, w), [h], reverse=reverse)
+        return ys, last
+    return f
+
+
+@pytest.mark.parametrize("model", [input_weight_model, projected_input_model])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_invariant_gradients_summed_after_the_loop(model, reverse, monkeypatch):
+    """The C backend sums these invariants' gradients once over stacked rows (scan_hoist):
+    the plan must take them, and the values must equal the eager loop's."""
+    if not c_build.available():
+        pytest.skip("no working C compiler")
+    from kiln.backend.c import scan_hoist
+    plans = []
+    real_plan = scan_hoist.plan
+
+    def spy(*args):
+        got = real_plan(*args)
+        plans.append(got[0])
+        return got
+    monkeypatch.setattr(scan_hoist, "plan", spy)
+    rng = onp.random.default_rng(1)
+    values = [rng.normal(size=s).astype("float32")
+              for s in ((5, 2, 4), (2, 3), (4, 3), (3, 3), (3,))]
+
+    def run2(fn):
+        arrays = [np.array(v) for v in values]
+        for a in arrays:
+            a.attach_grad()
+        with autograd.record():
+            ys, last = fn(*arrays)
+            loss = (ys * ys).sum() + (last * 0.3).sum()
+        loss.backward()
+        return [ys.asnumpy(), last.asnumpy()] + [a.grad.asnumpy() for a in arrays]
+    eager = run2(model(reverse))
+    fn = kiln.hybridize(model(reverse), backend="c")
+    compiled = run2(fn)
+    assert_compiled(fn._cached)
+    forms = sorted(h.form for plan in plans for h in plan)
+    assert forms.count("matmul") == (2 if model is input_weight_model else 1), forms
+    assert "sum" in forms
+    kinds = {f.kind for plan in plans for h in plan if h.form == "matmul" for f in h.factors}
+    by_time = "xs" if model is input_weight_model else "xsgrad"
+    assert "history" in kinds
+    # reversed, rows by time are copied to pair with the history's rows by step
+    assert (by_time in kinds) != reverse and ("copy" in kinds) == (
+        reverse or model is input_weight_model), kinds
+    for a, b in zip(compiled, eager):
+        onp.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)

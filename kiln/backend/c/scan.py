@@ -13,7 +13,9 @@ assignment, not a copy.
              of the result, the invariants' gradients add up, the carried gradients flow
              to the step before.
 """
+from ...graph.ir import Graph
 from ...ops.scan import layout, grad_dtype, saved_nodes
+from . import scan_hoist
 from .control import Sub, copy_back
 from .loops import ctype
 
@@ -114,10 +116,7 @@ class ScanGradGroup(_ScanBase):
         from ...graph.subgraph import vjp_graph
         self.forward_out, self.g = node.inputs[-2], node.inputs[-1]
         self.n_saved = node.attrs["n_saved"]
-        vjp = vjp_graph(self.body, tuple(range(len(self.body.outputs))),
-                        saved_nodes(self.body, self.n_saved))
-        self.vjp = Sub(em, vjp, vjp.outputs, "scan body gradient")
-        self.g_carried = [em.new_buffer(b) for b in self.sizes]
+        from ...graph.passes import optimize
         dtype = grad_dtype(self.body)
         operands = self.carried + self.xs + self.invariants
         self.grad_offset, offset = [], 0       # byte offset in the result, or None
@@ -127,6 +126,18 @@ class ScanGradGroup(_ScanBase):
                 offset += _nbytes(x.shape, x.dtype)
             else:
                 self.grad_offset.append(None)
+        vjp = vjp_graph(self.body, tuple(range(len(self.body.outputs))),
+                        saved_nodes(self.body, self.n_saved))
+        vjp = optimize(Graph(vjp.inputs, [], vjp.outputs, vjp.name))
+        n, nx = self.n, self.n_xs
+        self.hoisted, outputs = scan_hoist.plan(vjp, n, nx, len(self.invariants), self.length,
+                                                self.reverse, self.grad_offset)
+        self.vjp = Sub(em, Graph(vjp.inputs, [], outputs, vjp.name), outputs,
+                       "scan body gradient")
+        extra = len(vjp.outputs)
+        self.stacks = scan_hoist.Stacks(em, self.hoisted, self.length, {
+            id(node): slot for node, slot in zip(outputs[extra:], self.vjp.outputs[extra:])})
+        self.g_carried = [em.new_buffer(b) for b in self.sizes]
 
     def code(self, storage):
         n, nx, T = self.n, self.n_xs, self.length
@@ -134,8 +145,9 @@ class ScanGradGroup(_ScanBase):
         lines = []
         # the invariants' gradients accumulate in the result
         inv_offsets = self.grad_offset[n + nx:]
-        for x, off in zip(self.invariants, inv_offsets):
-            if off is not None and x.size:
+        hoisted = {h.k for h in self.hoisted}     # written whole after the loop
+        for k, (x, off) in enumerate(zip(self.invariants, inv_offsets)):
+            if off is not None and x.size and k not in hoisted:
                 lines.append(f"  memset((char *)P[{out}] + {off}, 0, "
                              f"{_nbytes(x.shape, x.dtype)});")
         lines += [f"  memcpy(P[{gc}], (char *)P[{g}] + {off}, {b});"
@@ -160,12 +172,13 @@ class ScanGradGroup(_ScanBase):
         lines += [f"    {_point(d, g, f'{off} + t * {b}')}"
                   for d, off, b in zip(vin[n_in + n:], self.offsets[n:], self.y_bytes)]
         lines.append("  " + self.vjp.call())
+        lines += self.stacks.per_step(self.vjp.inputs)
         outs = self.vjp.outputs
         for src, off, b in zip(outs[n:n + nx], self.grad_offset[n:n + nx], self.row_bytes):
             if off is not None and b:
                 lines.append(f"    memcpy((char *)P[{out}] + {off} + t * {b}, P[{src}], {b});")
-        for src, x, off in zip(outs[n + nx:], self.invariants, inv_offsets):
-            if off is not None and x.size:
+        for k, (src, x, off) in enumerate(zip(outs[n + nx:], self.invariants, inv_offsets)):
+            if off is not None and x.size and k not in hoisted:
                 lines.append(_accumulate(f"(char *)P[{out}] + {off}", f"P[{src}]", x))
         pairs = list(zip(self.g_carried, outs[:n], self.sizes))
         aliases = dict(zip(vin[n_in:n_in + n], self.g_carried))
@@ -175,6 +188,11 @@ class ScanGradGroup(_ScanBase):
                 lines.append(_accumulate(f"P[{gc}]", f"(char *)P[{g}] + {h} + i * "
                                          f"{_nbytes(x.shape, x.dtype)}", x))
         lines.append("  }")
+        rows = {"history": lambda k: f"(char *)P[{fwd}] + {self.history[k]}",
+                "xs": lambda k: f"(char *)P[{storage(self.xs[k])}]",
+                "xsgrad": lambda k: f"(char *)P[{out}] + {self.grad_offset[n + k]}"}
+        lines += self.stacks.after(lambda k: f"(char *)P[{out}] + {inv_offsets[k]}",
+                                   lambda kind, k: rows[kind](k))
         for gc, off, b in zip(self.g_carried, self.grad_offset[:n], self.sizes):
             if off is not None and b:
                 lines.append(f"  memcpy((char *)P[{out}] + {off}, P[{gc}], {b});")
