@@ -231,6 +231,8 @@ def reduction(node, ptr):
     if x.size == 0:
         return f"  /* empty reduction */ for (int64_t j = 0; j < {node.size}; j++) " \
                f"{ptr(node)}[j] = {init or '0'};"
+    if op in ("sum", "prod") and kept and axes == tuple(range(len(axes))):
+        return _leading_reduction(node, ptr, x.size // node.size, node.size, acc_t, init)
     outer_ops = [Operand(ptr(node), 0, contiguous_strides([x.shape[d] for d in kept])),
                  Operand(ptr(x), 0, [xs[d] for d in kept])]
 
@@ -248,6 +250,28 @@ def reduction(node, ptr):
             f"if (v {cmp} acc || (v != v && acc == acc)) acc = v;"], var="j")
         return [f"{T} acc = {ptr(x)}[{o[1]}];", inner, f"{ptr(node)}[{o[0]}] = acc;"]
     return loop_nest([x.shape[d] for d in kept], outer_ops, body)
+
+
+_ROW_BLOCK = 256     # accumulators on the stack: 2 KB of doubles
+
+
+def _leading_reduction(node, ptr, rows, cols, acc_t, init):
+    """A sum or product over the leading axes (a bias gradient: the batch's rows summed).
+    Walking down each column reads one element per row, a cache line apart; this walks the
+    rows, a block of columns at a time, in the same order of operations per element."""
+    T, X = ctype(node.dtype), ctype(node.inputs[0].dtype)
+    sym = "+" if node.op == "sum" else "*"
+    x, out = ptr(node.inputs[0]), ptr(node)
+    return f"""  for (int64_t c0 = 0; c0 < {cols}; c0 += {_ROW_BLOCK}) {{
+    int64_t width = {cols} - c0 < {_ROW_BLOCK} ? {cols} - c0 : {_ROW_BLOCK};
+    {acc_t} acc[{_ROW_BLOCK}];
+    for (int64_t j = 0; j < width; j++) acc[j] = {init};
+    for (int64_t r = 0; r < {rows}; r++) {{
+      const {X} *row = {x} + r * {cols} + c0;
+      for (int64_t j = 0; j < width; j++) acc[j] {sym}= ({acc_t})row[j];
+    }}
+    for (int64_t j = 0; j < width; j++) {out}[c0 + j] = ({T})acc[j];
+  }}"""
 
 
 def arg_reduction(node, ptr):
