@@ -123,3 +123,67 @@ def test_invariant_gradients_summed_after_the_loop(model, reverse, monkeypatch):
         reverse or model is input_weight_model), kinds
     for a, b in zip(compiled, eager):
         onp.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_gradient_reaching_only_the_step_outputs_is_passed_as_a_window(backend, reverse):
+    """When the loss reads only the step outputs, scan_grad gets that piece with g_window
+    (graph/passes/scan_grad_window.py): the carried values and histories get zero incoming
+    gradient, on both backends, and the gradients equal the eager loop's."""
+    if backend == "c" and not c_build.available():
+        pytest.skip("no working C compiler")
+    rng = onp.random.default_rng(2)
+    values = [rng.normal(size=s).astype("float32")
+              for s in ((6, 2, 3), (2, 3), (3, 3), (3, 3), (3,))]
+
+    def f(xs, h, w, u, b):
+        ys, _ = projected_input_model(reverse)(xs, h, w, u, b)
+        return ys
+
+    def grads(fn):
+        arrays = [np.array(v) for v in values]
+        for a in arrays:
+            a.attach_grad()
+        with autograd.record():
+            loss = (fn(*arrays) * np.array(onp.linspace(-1, 1, 36, dtype="float32")
+                                           .reshape(6, 2, 3))).sum()
+        loss.backward()
+        return [a.grad.asnumpy() for a in arrays]
+    eager = grads(f)
+    fn = kiln.hybridize(f, backend=backend)
+    compiled = grads(fn)
+    windows = [n.attrs.get("g_window") for e in fn._cached.entries.values()
+               for n in e.grad[0].graph.nodes if n.op == "scan_grad"]
+    assert windows and all(windows), "the incoming gradient was not passed as a window"
+    for a, b in zip(compiled, eager):
+        onp.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+
+
+def test_a_window_that_cuts_a_piece_of_the_layout_is_not_taken():
+    from kiln.graph.ir import Graph, Node
+    from kiln.graph.passes.scan_grad_window import scan_grad_window
+    rng = onp.random.default_rng(3)
+    values = [np.array(rng.normal(size=s).astype("float32"))
+              for s in ((4, 2, 3), (2, 3), (3, 3), (3, 3), (3,))]
+    for v in values:
+        v.attach_grad()
+    fn = kiln.hybridize(lambda *a: projected_input_model(False)(*a)[0], backend="numpy")
+    with autograd.record():
+        loss = fn(*values).sum()
+    loss.backward()
+    (sg,) = [n for e in fn._cached.entries.values() for n in e.grad[0].graph.nodes
+             if n.op == "scan_grad"]
+    begin, end = sg.attrs["g_window"]
+    total = sg.inputs[-2].shape[0]
+    zeros = Node("const", (), {}, (total,), sg.dtype, value=onp.zeros(total, sg.dtype))
+    attrs = {k: v for k, v in sg.attrs.items() if k != "g_window"}
+    for b, e, taken in ((begin, end, True), (begin + 1, end + 1, False),
+                        (begin, end - 1, False)):
+        piece = Node("input", (), {}, (e - b,), sg.dtype)
+        g = Node("slice_assign", (zeros, piece), {"begin": (b,), "end": (e,), "step": (1,)},
+                 (total,), sg.dtype)
+        node = Node("scan_grad", sg.inputs[:-1] + (g,), attrs, sg.shape, sg.dtype)
+        (got,) = scan_grad_window(Graph([], [], [node])).outputs
+        assert (got.attrs.get("g_window") == (b, e)) == taken
+        assert (got.inputs[-1] is piece) == taken

@@ -119,18 +119,23 @@ def scan(*operands, body, n_carried, n_xs, reverse, n_saved):
                             for a in carried + ys + history])
 
 
-def _scan_grad_shape(*values, body, n_carried, n_xs, reverse, n_saved):
+def _scan_grad_shape(*values, body, n_carried, n_xs, reverse, n_saved, g_window=None):
     dtype = grad_dtype(body)
     size = sum(_size(x.shape) for x in values[:-2] if _has_grad(x, dtype))
     return (size,), dtype
 
 
 @register("scan_grad", _scan_grad_shape)
-def scan_grad(*values, body, n_carried, n_xs, reverse, n_saved):
+def scan_grad(*values, body, n_carried, n_xs, reverse, n_saved, g_window=None):
     """Gradients of scan's operands (of its dtype), given scan's result and the incoming
-    gradient of it (the last two values)."""
+    gradient of it (the last two values). With g_window=(begin, end), the last value is
+    only g[begin:end] and the rest of g is zero (see graph/passes/scan_grad_window.py)."""
     from ..graph.subgraph import run, vjp_graph
     operands, out, g = values[:-2], _np.asarray(values[-2]), _np.asarray(values[-1])
+    if g_window is not None:
+        full = _np.zeros(out.shape, g.dtype)
+        full[g_window[0]:g_window[1]] = g
+        g = full
     dtype = grad_dtype(body)
     length = _length(operands, n_carried)
     xs, invariants = operands[n_carried:n_carried + n_xs], list(operands[n_carried + n_xs:])

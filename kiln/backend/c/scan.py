@@ -138,6 +138,20 @@ class ScanGradGroup(_ScanBase):
         self.stacks = scan_hoist.Stacks(em, self.hoisted, self.length, {
             id(node): slot for node, slot in zip(outputs[extra:], self.vjp.outputs[extra:])})
         self.g_carried = [em.new_buffer(b) for b in self.sizes]
+        # with g_window, step outputs outside the window read a row of zeros
+        window = node.attrs.get("g_window")
+        self.window = None if window is None else tuple(k * self.g.dtype.itemsize
+                                                         for k in window)
+        self.zero_row = em.new_buffer(max(self.y_bytes)) \
+            if self.window is not None and self.y_bytes and max(self.y_bytes) else None
+
+    def _g(self, g, offset):
+        """(slot, byte offset) of the incoming gradient at `offset` bytes into scan's layout,
+        None where the gradient is known to be zero (outside the g_window)."""
+        if self.window is None:
+            return g, offset
+        begin, end = self.window
+        return (g, offset - begin) if begin <= offset < end else None
 
     def code(self, storage):
         n, nx, T = self.n, self.n_xs, self.length
@@ -150,8 +164,13 @@ class ScanGradGroup(_ScanBase):
             if off is not None and x.size and k not in hoisted:
                 lines.append(f"  memset((char *)P[{out}] + {off}, 0, "
                              f"{_nbytes(x.shape, x.dtype)});")
-        lines += [f"  memcpy(P[{gc}], (char *)P[{g}] + {off}, {b});"
-                  for gc, off, b in zip(self.g_carried, self.offsets, self.sizes) if b]
+        for gc, off, b in zip(self.g_carried, self.offsets, self.sizes):
+            at = self._g(g, off)
+            if b:
+                lines.append(f"  memset(P[{gc}], 0, {b});" if at is None else
+                             f"  memcpy(P[{gc}], (char *)P[{at[0]}] + {at[1]}, {b});")
+        if self.zero_row is not None:
+            lines.append(f"  memset(P[{self.zero_row}], 0, {max(self.y_bytes)});")
         vin = self.vjp.inputs
         n_in = n + nx + len(self.invariants)
         inv = vin[n + nx:n_in]
@@ -169,8 +188,10 @@ class ScanGradGroup(_ScanBase):
         lines += self.bind_rows(self.vjp, storage)
         lines += [f"    {_point(d, fwd, f'{off} + t * {b}')}"
                   for d, (off, b) in zip(known, saved_at)]
-        lines += [f"    {_point(d, g, f'{off} + t * {b}')}"
-                  for d, off, b in zip(vin[n_in + n:], self.offsets[n:], self.y_bytes)]
+        for d, off, b in zip(vin[n_in + n:], self.offsets[n:], self.y_bytes):
+            at = self._g(g, off)
+            lines.append(f"    P[{d}] = P[{self.zero_row}];" if at is None else
+                         f"    {_point(d, at[0], f'{at[1]} + t * {b}')}")
         lines.append("  " + self.vjp.call())
         lines += self.stacks.per_step(self.vjp.inputs)
         outs = self.vjp.outputs
@@ -184,8 +205,10 @@ class ScanGradGroup(_ScanBase):
         aliases = dict(zip(vin[n_in:n_in + n], self.g_carried))
         lines += ["  " + line for line in copy_back(self.em, pairs, aliases)]
         for gc, x, h in zip(self.g_carried, self.carried, self.history):
-            if x.size:   # the history row i is the state before step i: its gradient joins
-                lines.append(_accumulate(f"P[{gc}]", f"(char *)P[{g}] + {h} + i * "
+            at = self._g(g, h)
+            if x.size and at is not None:
+                # the history row i is the state before step i: its gradient joins
+                lines.append(_accumulate(f"P[{gc}]", f"(char *)P[{at[0]}] + {at[1]} + i * "
                                          f"{_nbytes(x.shape, x.dtype)}", x))
         lines.append("  }")
         rows = {"history": lambda k: f"(char *)P[{fwd}] + {self.history[k]}",

@@ -10,6 +10,7 @@ from .fold import fold_constants
 from .cse import eliminate_common_subexpressions
 from .simplify import simplify
 from .gather_pieces import gather_pieces
+from .scan_grad_window import scan_grad_window
 from .fuse import group_elementwise
 from .memory import plan_memory, MemoryPlan  # noqa: F401
 
@@ -19,6 +20,7 @@ PIPELINE = (
     ("common-subexpression elimination", eliminate_common_subexpressions),
     ("algebraic simplification", simplify),
     ("slice gradients gathered", gather_pieces),
+    ("scan gradients windowed", scan_grad_window),
     ("dead-code elimination", eliminate_dead_code),
 )
 
