@@ -14,6 +14,7 @@ from . import aligned
 from .context import cpu, check_usable
 from .f_namespace import namespace_attr
 from .writes import arrays_written
+from .graph.alias_paths import check_write as check_path_dependent_write
 
 from .ndarray_methods import NumpyMethods, _np_api
 
@@ -81,6 +82,7 @@ class ndarray(NumpyMethods):
     def _rebind(self, other):
         """Make this object hold `other`'s value: in-place ops on tracked or symbolic arrays
         (through the array it is a view of, and into its views: aliasing.py)."""
+        check_path_dependent_write(self)
         if self._view is not None:
             from .aliasing import write
             write(self, other)

@@ -8,6 +8,7 @@ anything else (None, a module, a string) must be the same object on every path.
 import numpy as _np
 
 from ..base import DEFAULT_FLOAT, user_frame
+from . import alias_paths
 from .convert_runtime import GraphBreak, UNDEF
 from ..ndarray import ndarray, as_array
 from .ir import Node
@@ -150,6 +151,10 @@ def emit_cond(pred, then_fn, else_fn, args=(), names=None, what="if"):
     if names is not None:
         leaves = _updated_in_place(args, leaves, [leaves_t, leaves_e], [fresh_t, fresh_e],
                                    [given_t, given_e])
+        if len(leaves_t) == len(args) == len(leaves_e):
+            alias_paths.mark(args, leaves, [(t is ft, e is fe) for t, e, ft, fe in
+                                            zip(leaves_t, leaves_e, fresh_t, fresh_e)],
+                             where, what, lambda k: _label(names, k, "result"))
     return unflatten(struct_t, leaves)
 
 
@@ -297,6 +302,10 @@ def emit_while(cond_fn, body_fn, values, names=None, max_iterations=None, what="
     if len(traced["given"]) == len(leaves):
         out_leaves = _updated_in_place(leaves, out_leaves, [traced["returned"]],
                                        [traced["given"]], [traced["before"]])
+        # zero iterations leave every name on its original array
+        alias_paths.mark(leaves, out_leaves, [(True, r is g) for r, g in
+                                              zip(traced["returned"], traced["given"])],
+                         where, what, lambda k: _label(names, k, "value"))
     return unflatten(structure, out_leaves)
 
 

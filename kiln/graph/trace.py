@@ -91,7 +91,11 @@ def push(ctx):
 
 
 def pop():
-    return _stack.pop()
+    ctx = _stack.pop()
+    if not _stack:       # the outermost trace ended: its path-dependent marks with it
+        from .alias_paths import clear
+        clear()
+    return ctx
 
 
 def add_node(prim, arrays, attrs, shape, dtype):
