@@ -35,6 +35,21 @@ def broadcast_shapes(op, *shapes):
 _UFUNC_LOOPS = {}
 
 
+def ufunc_loop_error(uf, dtypes, resolve=True):
+    """NumPy's message when ufunc `uf` has no loop for `dtypes`, else None. resolve=False
+    runs the ufunc on one element instead of asking resolve_dtypes, which NumPy < 1.24
+    (the NumPy MXNet 1.9 runs on) has not got."""
+    try:
+        if resolve:
+            uf.resolve_dtypes(tuple(dtypes) + (None,) * uf.nout)
+        else:
+            with _np.errstate(all="ignore"):
+                uf(*[_np.zeros(1, d) for d in dtypes])
+    except TypeError as exc:
+        return str(exc)
+    return None
+
+
 def check_ufunc_loop(name, *dtypes):
     """Raise where NumPy's ufunc of this name has no loop for these dtypes (bool - bool,
     -bool): the shape rule runs while tracing too, so compiled code raises where eager
@@ -45,10 +60,8 @@ def check_ufunc_loop(name, *dtypes):
         uf = getattr(_np, name, None)
         ok = True
         if isinstance(uf, _np.ufunc):
-            try:
-                uf.resolve_dtypes(tuple(dtypes) + (None,) * uf.nout)
-            except TypeError as exc:
-                ok = str(exc)
+            ok = ufunc_loop_error(uf, dtypes, hasattr(uf, "resolve_dtypes"))
+            ok = True if ok is None else ok
         _UFUNC_LOOPS[key] = ok
     if ok is not True:
         raise op_error(name, f"TypeError: {ok}", KilnError)
