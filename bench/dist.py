@@ -199,7 +199,9 @@ def main(argv=None):
     if argv and argv[0] == "--worker":
         return worker(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m kiln bench dist")
-    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=300,
+                        help="timed steps per job (an MLP step is about 3 ms: 100 steps "
+                             "were a 0.3 s window, short against this machine's noise)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=64, help="samples per rank and step")
     parser.add_argument("--sweep", default="", metavar="B1,B2,...",
