@@ -187,3 +187,34 @@ def test_a_window_that_cuts_a_piece_of_the_layout_is_not_taken():
         (got,) = scan_grad_window(Graph([], [], [node])).outputs
         assert (got.attrs.get("g_window") == (b, e)) == taken
         assert (got.inputs[-1] is piece) == taken
+
+
+def test_no_stack_past_the_memory_limit_and_the_same_values(monkeypatch):
+    """A reversed loop pairs time-indexed rows by copying them into a stack; past
+    MAX_STACK_BYTES the gradient is summed per step as before, with the same values."""
+    if not c_build.available():
+        pytest.skip("no working C compiler")
+    from kiln.backend.c import scan_hoist
+    monkeypatch.setattr(scan_hoist, "MAX_STACK_BYTES", 0)
+    plans = []
+    real_plan = scan_hoist.plan
+    monkeypatch.setattr(scan_hoist, "plan", lambda *a: plans.append(real_plan(*a)) or plans[-1])
+    rng = onp.random.default_rng(4)
+    values = [rng.normal(size=s).astype("float32")
+              for s in ((5, 2, 4), (2, 3), (4, 3), (3, 3), (3,))]
+
+    def grads(fn):
+        arrays = [np.array(v) for v in values]
+        for a in arrays:
+            a.attach_grad()
+        with autograd.record():
+            ys, last = fn(*arrays)
+            loss = (ys * ys).sum() + last.sum()
+        loss.backward()
+        return [a.grad.asnumpy() for a in arrays]
+    eager = grads(input_weight_model(True))
+    compiled = grads(kiln.hybridize(input_weight_model(True), backend="c"))
+    kinds = [f.kind for hoisted, _ in plans for h in hoisted for f in h.factors]
+    assert plans and "copy" not in kinds, kinds
+    for a, b in zip(compiled, eager):
+        onp.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)

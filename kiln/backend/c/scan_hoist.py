@@ -18,6 +18,10 @@ so results match the per-step loop within float rounding, not bit for bit.
 """
 from .loops import ctype
 
+# memory the loop may take for stacks of rows it copies (a reversed layer's gradient rows);
+# rows the forward or the result keep anyway cost nothing
+MAX_STACK_BYTES = 1 << 28
+
 
 class Factor:
     """Where one factor's rows come from: kind 'history' (carried k, row i), 'xs' (sequence
@@ -99,6 +103,10 @@ def plan(g, n, nx, n_inv, length, reverse, grad_offsets):
             factors = [Factor("copy", ("input", n + f.index), f.node) if f.kind == "xs" else
                        Factor("copy", ("output", f.node), f.node) if f.kind == "xsgrad" else
                        f for f in factors]
+        stacks = {Stacks._key(f): length * f.row_bytes for h in hoisted + [Hoisted(k, form,
+                  factors)] for f in h.factors if f.kind == "copy"}
+        if sum(stacks.values()) > MAX_STACK_BYTES:
+            continue     # a long sequence: the per-step sum needs no stack
         hoisted.append(Hoisted(k, form, factors))
     for h in hoisted:       # the step no longer computes the per-step product (a placeholder
                             # the loop never reads stands in its output place) ...
