@@ -36,6 +36,16 @@ def test_matmul_then_wider_cast():
     assert_equal_everywhere(f, arr(1, 3), arr(3, 6))
 
 
+@pytest.mark.parametrize("operand", ["a.T.astype('int32')", "a.astype('int32')"])
+def test_no_gradient_through_an_integer_matmul_operand(operand):
+    """Fuzz seed 56 #277: eagerly, a transposed integer operand took the weight-gradient
+    shortcut of a transposed matrix and got a float gradient through the cast to int, which
+    the generic path (and compiled code) gives none."""
+    def f(a):
+        return a @ eval(operand)
+    assert_equal_everywhere(f, arr(3, 3))
+
+
 @pytest.mark.parametrize("op", ["matmul", "dot", "inner", "batch_dot"])
 def test_matmul_family_then_comparison(op):
     def f(a, w):

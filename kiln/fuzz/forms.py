@@ -310,7 +310,9 @@ def recurrent(s):
     s.blocks += 1
     name = f"blk{s.blocks}"
     layer = s.choice(["rnn.RNN", "rnn.GRU", "rnn.LSTM"])
-    prelude = [f"{name} = {layer}(2, input_size={k})", f"npx.random.seed({s.blocks})",
+    layers, both = s.choice([1, 2]), s.choice([False, True])
+    prelude = [f"{name} = {layer}(2, input_size={k}, num_layers={layers}, "
+               f"bidirectional={both})", f"npx.random.seed({s.blocks})",
                f"{name}.initialize(init.Uniform(0.5))"]
     return f"{s.new()} = {name}({x}.reshape(({x}.shape[0], 1, {k})))", prelude
 

@@ -50,7 +50,7 @@ def _matmul_grad(g, out, a, b):
         # b is a transposed view (Dense's weight.T): its gradient made in that layout, so
         # the transpose's gradient hands the weight a C-ordered array, not a view its
         # store has to copy across the cache (0.3-0.5 s per 4096 x 6400 weight)
-        gb = _swap_last(matmul(_swap_last(g), a))
+        gb = sum_to(_swap_last(matmul(_swap_last(g), a)), b)   # (dtype: None for integers)
     else:
         gb = sum_to(matmul(_swap_last(a), g), b)
     return ga, gb
