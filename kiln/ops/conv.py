@@ -70,14 +70,37 @@ def contiguous_grad(g):
     return g
 
 
-def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1, channels_last=False):
+def _eager_both(g, x, w, a):
+    """Both halves of the gradient at once, eagerly on oneDNN: the two primitives read one
+    converted copy of g instead of converting it each. None where that does not apply
+    (tracing, a gradient recorded for a higher order, channels_last, no oneDNN)."""
+    from .. import autograd
+    from ..ndarray import ndarray
+    if (autograd.is_recording() or a.get("channels_last")
+            or any(v._node is not None for v in (g, x, w))):
+        return None
+    both = _dnnl().conv_backward(g._data, x._data, w._data, a["stride"], a["dilation"],
+                                 a["pad"], a["groups"])
+    if both is None:
+        return None
+    return tuple(ndarray._wrap(v.astype(x.dtype, copy=False)) for v in both)
+
+
+def conv_grads(g, x, w, a):
+    """The gradients of conv(x, w, **a) in x and w, each None where autograd needs none."""
     from ..autograd import input_needed
-    a = _attrs(stride, dilation, pad, groups, channels_last)
     if input_needed(0) and input_needed(1):
         g = contiguous_grad(g)
-    in_shape = cl.spatial(x.shape, channels_last)
+        both = _eager_both(g, x, w, a)
+        if both is not None:
+            return both
+    in_shape = cl.spatial(x.shape, a.get("channels_last", False))
     return (conv_grad_data(g, w, in_shape=in_shape, **a) if input_needed(0) else None,
             conv_grad_weight(x, g, kernel=tuple(w.shape[2:]), **a) if input_needed(1) else None)
+
+
+def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1, channels_last=False):
+    return conv_grads(g, x, w, _attrs(stride, dilation, pad, groups, channels_last))
 
 
 def _dnnl():

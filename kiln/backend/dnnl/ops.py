@@ -27,8 +27,10 @@ def _i64(values):
 
 def _op(key, make):
     """The cached op for `key`; call with _lock held (an op may be evicted and freed)."""
-    op = _ops.get(key)
-    if op is None:
+    op = _ops.pop(key, None)
+    if op is not None:
+        _ops[key] = op          # the most recently used last: evicted last
+    else:
         lib = shim()
         op = make(lib)
         if not op:
@@ -139,6 +141,25 @@ def conv_backward_weights(x, g, w_shape, stride, dilation, pad, groups):
     gw = _np.empty(w_shape, _np.float32)
     _run(_conv_op(2, x.shape, w_shape, g.shape, stride, dilation, pad, groups), (x, g, gw))
     return gw
+
+
+def conv_backward(g, x, w, stride, dilation, pad, groups):
+    """(data gradient, weights gradient) of conv(x, w) for the output gradient g, both
+    computed from one copy of g in oneDNN's layout (kd_conv_backward), or None."""
+    if not _usable(stride, g, x, w):
+        return None
+    g, x, w = _f32(g), _f32(x), _f32(w)
+    gx = _np.empty(x.shape, _np.float32)
+    gw = _np.empty(w.shape, _np.float32)
+    geometry = (x.shape, w.shape, g.shape, stride, dilation, pad, groups)
+    ptrs = (ctypes.c_void_p * 5)(*[a.ctypes.data for a in (g, w, x, gx, gw)])
+    lib = shim()
+    with _lock:
+        data = _op(*_conv_op(1, *geometry))
+        rc = lib.kd_conv_backward(data, _op(*_conv_op(2, *geometry)), ptrs)
+    if rc != 0:
+        raise KilnError(f"oneDNN failed: {lib.kd_error().decode()}")
+    return gx, gw
 
 
 def _pool_op(which, kind, x_shape, y_shape, kernel, stride, pad):

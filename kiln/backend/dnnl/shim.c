@@ -256,18 +256,28 @@ int64_t kd_arg_size(kd_op *op, int i) {
 
 static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps);
 
-int kd_run(kd_op *op, void *const *ptrs, const int64_t *stamps) {
-  /* an op made for one thread runs on one: some of oneDNN's kernels (gemm:jit) read the
-     OpenMP thread count when they run, not when they are made, and in kiln's pool
-     blocks they then each started a team (the seed MLP at batch 64: 145-194 us a call
-     against 108 us) */
+/* The OpenMP thread count for a call of op; returns the caller's, for kd_op_leave.
+   An op made for one thread runs on one: some of oneDNN's kernels (gemm:jit) read the
+   OpenMP thread count when they run, not when they are made, and in kiln's pool
+   blocks they then each started a team (the seed MLP at batch 64: 145-194 us a call
+   against 108 us) */
+static int kd_op_enter(const kd_op *op) {
   int before = omp_get_max_threads();
   if (op->threads) { if (op->threads != before) omp_set_num_threads(op->threads); }
   else kd_enter();
+  return before;
+}
+
+static void kd_op_leave(int before) {
+  if (omp_get_max_threads() != before) omp_set_num_threads(before);
+}
+
+int kd_run(kd_op *op, void *const *ptrs, const int64_t *stamps) {
+  int before = kd_op_enter(op);
   pthread_mutex_lock(&op->lock);
   int rc = kd_run_locked(op, ptrs, stamps);
   pthread_mutex_unlock(&op->lock);
-  if (omp_get_max_threads() != before) omp_set_num_threads(before);
+  kd_op_leave(before);
   return rc;
 }
 
@@ -276,17 +286,23 @@ static int kd_kept(const kd_arg *a, const int64_t *stamps, int i) {
   return !a->output && stamps && stamps[i];
 }
 
-static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
-  dnnl_exec_arg_t exec[KD_MAX_ARGS + 1];
-  int n = 0;
+/* Bytes of the calling thread's buffer one call of op takes (its scratchpad and the copies
+   it does not keep); skip: an argument the caller has already converted (-1: none). */
+static size_t kd_need(const kd_op *op, const int64_t *stamps, int skip) {
   size_t need = op->scratch_size;
   for (int i = 0; i < op->nargs; i++)
-    if (op->args[i].lib && !kd_kept(&op->args[i], stamps, i)) need += op->args[i].lib_size;
-  char *transient = need ? kd_transient(need) : 0;
-  if (need && !transient) {
-    snprintf(kd_message, sizeof kd_message, "out of memory (%zu bytes for oneDNN)", need);
-    return -1;
-  }
+    if (i != skip && op->args[i].lib && !kd_kept(&op->args[i], stamps, i))
+      need += op->args[i].lib_size;
+  return need;
+}
+
+/* One call of op with its transient copies carved out of `transient` (kd_need bytes).
+   ready: argument `skip` is already in the primitive's layout there (a copy the caller
+   made once for two ops); it is neither reordered nor given a buffer. */
+static int kd_exec(kd_op *op, void *const *ptrs, const int64_t *stamps, int skip,
+                   void *ready, char *transient) {
+  dnnl_exec_arg_t exec[KD_MAX_ARGS + 1];
+  int n = 0;
   if (op->scratch) {
     KD_TRY(dnnl_memory_set_data_handle(op->scratch, transient));
     transient += op->scratch_size;
@@ -294,7 +310,10 @@ static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
   for (int i = 0; i < op->nargs; i++) {
     kd_arg *a = &op->args[i];
     KD_TRY(dnnl_memory_set_data_handle(a->user, ptrs[i]));
-    if (a->lib && !kd_kept(a, stamps, i)) {
+    if (i == skip) {
+      KD_TRY(dnnl_memory_set_data_handle(a->lib, ready));
+      a->last_ptr = 0;
+    } else if (a->lib && !kd_kept(a, stamps, i)) {
       KD_TRY(dnnl_memory_set_data_handle(a->lib, transient));
       transient += a->lib_size;
       a->last_ptr = 0;              /* the kept copy, if any, is older than this call */
@@ -306,7 +325,7 @@ static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
       }
       KD_TRY(dnnl_memory_set_data_handle(a->lib, a->lib_buf));
     }
-    if (a->lib && !a->output) {
+    if (a->lib && !a->output && i != skip) {
       int64_t stamp = stamps ? stamps[i] : 0;
       if (!(stamp && stamp == a->last_stamp && ptrs[i] == a->last_ptr)) {
         dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, a->user}, {DNNL_ARG_TO, a->lib}};
@@ -332,6 +351,20 @@ static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
   return 0;
 fail:
   return -1;
+}
+
+static char *kd_transient_or_fail(size_t need) {
+  char *transient = need ? kd_transient(need) : 0;
+  if (need && !transient)
+    snprintf(kd_message, sizeof kd_message, "out of memory (%zu bytes for oneDNN)", need);
+  return transient;
+}
+
+static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
+  size_t need = kd_need(op, stamps, -1);
+  char *transient = kd_transient_or_fail(need);
+  if (need && !transient) return -1;
+  return kd_exec(op, ptrs, stamps, -1, 0, transient);
 }
 
 static void kd_dims(dnnl_dims_t out, int n, const int64_t *in, int64_t minus) {
