@@ -103,6 +103,13 @@ def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1, channels_last=Fals
     return conv_grads(g, x, w, _attrs(stride, dilation, pad, groups, channels_last))
 
 
+def recording():
+    """Is this eager call part of a training step (autograd recording)? Its forward then
+    runs on oneDNN's training kernel, as MXNet's does."""
+    from .. import autograd
+    return autograd.is_recording()
+
+
 def _dnnl():
     from ..backend.dnnl import ops
     return ops
@@ -120,7 +127,8 @@ def _eval(decomposition, *arrays, **attrs):
 @cl.kernel((0,), True)
 def conv(x, w, stride, dilation, pad, groups=1):
     shape = _conv_rule(x, w, stride, dilation, pad, groups)[0]
-    y = _dnnl().conv_forward(x, w, shape, stride, dilation, pad, groups)
+    y = _dnnl().conv_forward(x, w, shape, stride, dilation, pad, groups,
+                             training=recording())
     if y is None:
         y = _eval(conv_by_windows, x, w, stride=stride, dilation=dilation, pad=pad,
                   groups=groups)

@@ -11,7 +11,8 @@ import numpy as _np
 
 from . import channels_last as cl
 from .elementwise import relu_grad
-from .conv import contiguous_grad, conv, conv_grads, conv_by_windows, _conv_rule, _attrs
+from .conv import (contiguous_grad, conv, conv_grads, conv_by_windows, recording, _conv_rule,
+                   _attrs)
 from .registry import register
 from ..base import op_error
 
@@ -39,7 +40,8 @@ def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels
 def conv_bias(x, w, b, stride, dilation, pad, groups=1, relu=False):
     from ..backend.dnnl import ops
     shape = _rule(x, w, b, stride, dilation, pad, groups)[0]
-    y = ops.conv_forward(x, w, shape, stride, dilation, pad, groups, b=b, relu=relu)
+    y = ops.conv_forward(x, w, shape, stride, dilation, pad, groups, b=b, relu=relu,
+                         training=recording())
     if y is not None:
         return y
     y = conv.impl(x, w, stride=stride, dilation=dilation, pad=pad, groups=groups)

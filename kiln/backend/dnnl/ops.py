@@ -82,17 +82,18 @@ def channels_first(shape):
     return (shape[0], shape[-1]) + tuple(shape[1:-1])
 
 
-BIAS, RELU = 1, 4      # the shim's KD_BIAS, KD_RELU
+BIAS, RELU, TRAINING = 1, 4, 8      # the shim's KD_BIAS, KD_RELU, KD_TRAINING
 
 
 def make_conv(lib, which, x_shape, w_shape, y_shape, stride, dilation, pad, groups,
-              channels_last=False, bias=False, relu=False):
+              channels_last=False, bias=False, relu=False, training=False):
     """A new shim op (an address, 0 on failure): 0 forward, 1 data gradient, 2 weights'.
     Shapes are NCHW; channels_last: the activations lie (N, *S, C) in memory; bias, relu:
-    the forward op takes a bias (x, w, b, y) and applies ReLU to its output."""
+    the forward op takes a bias (x, w, b, y) and applies ReLU to its output; training:
+    the forward op is oneDNN's training kernel (cheaper reorders of NCHW activations)."""
     lo, hi = _pads(pad)
     flags = ((CHANNELS_LAST if channels_last else 0) | (BIAS if bias else 0)
-             | (RELU if relu else 0))
+             | (RELU if relu else 0) | (TRAINING if training else 0))
     return lib.kd_conv(which, len(stride), _i64(x_shape), _i64(w_shape), _i64(y_shape),
                        _i64(stride), _i64(dilation), _i64(lo), _i64(hi), groups, flags)
 
@@ -106,22 +107,25 @@ def make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad, channels_
 
 
 def _conv_op(which, x_shape, w_shape, y_shape, stride, dilation, pad, groups, bias=False,
-             relu=False):
+             relu=False, training=False):
     key = ("conv", which, x_shape, w_shape, y_shape, stride, dilation, pad, groups, bias,
-           relu)
+           relu, training)
     return key, lambda lib: make_conv(lib, which, x_shape, w_shape, y_shape, stride,
-                                      dilation, pad, groups, bias=bias, relu=relu)
+                                      dilation, pad, groups, bias=bias, relu=relu,
+                                      training=training)
 
 
-def conv_forward(x, w, y_shape, stride, dilation, pad, groups, b=None, relu=False):
-    """conv(x, w), plus the bias b (F,) and then ReLU when given: one pass over the output."""
+def conv_forward(x, w, y_shape, stride, dilation, pad, groups, b=None, relu=False,
+                 training=False):
+    """conv(x, w), plus the bias b (F,) and then ReLU when given: one pass over the output.
+    training: on oneDNN's training kernel (a step whose backward follows, as MXNet does)."""
     if not _usable(stride, x, w, *(() if b is None else (b,))):
         return None
     x, w = _f32(x), _f32(w)
     y = _np.empty(y_shape, _np.float32)
     args = (x, w, y) if b is None else (x, w, _f32(b), y)
     _run(_conv_op(0, x.shape, w.shape, y_shape, stride, dilation, pad, groups,
-                  bias=b is not None, relu=relu), args)
+                  bias=b is not None, relu=relu, training=training), args)
     return y
 
 
