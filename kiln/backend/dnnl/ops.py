@@ -10,6 +10,7 @@ import threading
 import numpy as _np
 
 from ...base import KilnError
+from . import derived
 from .library import shim
 
 _ops = {}
@@ -171,9 +172,30 @@ def _pool_op(which, kind, x_shape, y_shape, kernel, stride, pad):
     return key, lambda lib: make_pool(lib, which, kind, x_shape, y_shape, kernel, stride, pad)
 
 
-def pool_forward(x, kind, y_shape, kernel, stride, pad):
+def _workspace_key(kind, y_shape, kernel, stride, pad):
+    return ("pool workspace", kind, y_shape, kernel, stride, pad)
+
+
+def _pool_with_workspace(x, kind, y_shape, kernel, stride, pad):
+    """Max pooling's forward that also writes where each maximum was: (y, workspace)."""
+    fwd = _pool_op(1, kind, x.shape, y_shape, kernel, stride, pad)
+    y = _np.empty(y_shape, _np.float32)
+    lib = shim()
+    with _lock:
+        ws = _np.empty(lib.kd_arg_size(_op(*fwd), 2), _np.uint8)
+    _run(fwd, (x, y, ws))
+    return y, ws
+
+
+def pool_forward(x, kind, y_shape, kernel, stride, pad, training=False):
+    """training (a step whose backward follows): max pooling keeps its workspace with x
+    (derived.py), so the backward need not run the forward again to get it."""
     if not _usable(stride, x):
         return None
+    if training and kind == "max":
+        y, ws = _pool_with_workspace(_f32(x), kind, y_shape, kernel, stride, pad)
+        derived.put(x, _workspace_key(kind, y_shape, kernel, stride, pad), ws)
+        return y
     x = _f32(x)
     y = _np.empty(y_shape, _np.float32)
     _run(_pool_op(0, kind, x.shape, y_shape, kernel, stride, pad), (x, y))
@@ -181,19 +203,18 @@ def pool_forward(x, kind, y_shape, kernel, stride, pad):
 
 
 def pool_backward(g, x, kind, kernel, stride, pad):
-    """The gradient with respect to x; max pooling first reruns the forward pass to get
-    oneDNN's record of where each maximum was."""
+    """The gradient with respect to x; max pooling takes oneDNN's record of where each
+    maximum was from its forward, or runs the forward again to make it."""
     if not _usable(stride, g, x):
         return None
+    ws = None
+    if kind == "max":
+        ws = derived.get(x, _workspace_key(kind, tuple(g.shape), kernel, stride, pad))
     g, x = _f32(g), _f32(x)
     gx = _np.empty(x.shape, _np.float32)
     if kind == "max":
-        fwd = _pool_op(1, kind, x.shape, g.shape, kernel, stride, pad)
-        y = _np.empty(g.shape, _np.float32)
-        lib = shim()
-        with _lock:
-            ws = _np.empty(lib.kd_arg_size(_op(*fwd), 2), _np.uint8)
-        _run(fwd, (x, y, ws))
+        if ws is None:
+            ws = _pool_with_workspace(x, kind, g.shape, kernel, stride, pad)[1]
         _run(_pool_op(2, kind, x.shape, g.shape, kernel, stride, pad), (g, ws, gx))
     else:
         _run(_pool_op(2, kind, x.shape, g.shape, kernel, stride, pad), (g, gx))

@@ -1,0 +1,53 @@
+"""Values oneDNN derives from an eager array, kept while the array lives, unwritten.
+
+An eager training step asks oneDNN for the same derived value more than once: max
+pooling's backward needs the workspace (where each maximum was) that its forward made,
+and the op used to run the forward again to get it. The op that makes such a value files
+it here under the NumPy array it came from; a later op on the same array takes it instead
+of making it again. An entry goes when its array dies (a weakref callback), and is not
+served after any write kiln counts (kiln/writes.py: in-place operators, setitem, optimizer
+updates), so a value is never older than the array it stands for.
+"""
+import threading
+import weakref
+
+from ... import writes
+
+_kept = {}          # id(array) -> (weak reference to it, {key: (generation, value)})
+_lock = threading.Lock()
+
+
+def get(array, key):
+    """The value filed under (array, key), or None."""
+    with _lock:
+        entry = _kept.get(id(array))
+        if entry is None or entry[0]() is not array:
+            return None
+        got = entry[1].get(key)
+    if got is None or got[0] != writes.generation():
+        return None
+    return got[1]
+
+
+def put(array, key, value):
+    """File value under (array, key) until the array dies or kiln writes."""
+    generation = writes.generation()
+    with _lock:
+        entry = _kept.get(id(array))
+        if entry is None or entry[0]() is not array:
+            ref = weakref.ref(array, lambda r, i=id(array): _drop(i, r))
+            entry = _kept[id(array)] = (ref, {})
+        entry[1][key] = (generation, value)
+
+
+def _drop(i, ref):
+    with _lock:
+        entry = _kept.get(i)
+        if entry is not None and entry[0] is ref:
+            del _kept[i]
+
+
+def size():
+    """Arrays with kept values (tests)."""
+    with _lock:
+        return len(_kept)

@@ -1,0 +1,95 @@
+"""Values kept with eager arrays (kiln/backend/dnnl/derived.py): max pooling's workspace
+from a recorded forward serves its backward. A kept value must never be served for an
+array that kiln wrote into since, nor outlive its array."""
+import gc
+
+import numpy as onp
+import pytest
+
+import kiln
+from kiln import autograd, np, npx
+from kiln.backend import dnnl
+from kiln.backend.dnnl import derived
+
+pytestmark = pytest.mark.skipif(not dnnl.available(), reason="oneDNN not installed")
+
+
+def test_kept_value_is_served_until_a_write_or_the_arrays_death():
+    a = onp.zeros(4, onp.float32)
+    derived.put(a, "k", 1)
+    assert derived.get(a, "k") == 1
+    assert derived.get(a, "other") is None
+    assert derived.get(onp.zeros(4, onp.float32), "k") is None
+    before = derived.size()
+    x = np.ones(3)
+    x[0] = 5.0                      # a counted write: every kept value is stale now
+    assert derived.get(a, "k") is None
+    derived.put(a, "k", 2)
+    assert derived.get(a, "k") == 2
+    del a
+    gc.collect()
+    assert derived.size() == before - 1
+
+
+def _pool_step(x, grad_of_x=True):
+    with autograd.record():
+        y = npx.pooling(x, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="max")
+        loss = (y * y).sum()
+    loss.backward()
+    return y.asnumpy(), x.grad.asnumpy().copy()
+
+
+def test_max_pool_backward_takes_the_forwards_workspace(monkeypatch):
+    from kiln.backend.dnnl import ops
+    made = []
+    real = ops._pool_with_workspace
+    monkeypatch.setattr(ops, "_pool_with_workspace", lambda *a: made.append(1) or real(*a))
+    rng = onp.random.default_rng(0)
+    xv = rng.standard_normal((4, 16, 13, 13)).astype("float32")
+    xv[0, 0, :3, :3] = 1.0          # ties: the first maximum of a window takes the gradient
+    x = np.array(xv)
+    x.attach_grad()
+    y, gx = _pool_step(x)
+    assert len(made) == 1           # made once, in the forward, not again in the backward
+    with dnnl.library.disabled():
+        y0, gx0 = _pool_step(x)
+    onp.testing.assert_array_equal(y, y0)
+    onp.testing.assert_allclose(gx, gx0, rtol=1e-6, atol=1e-6)
+
+
+def test_max_pool_backward_after_a_write_into_its_input():
+    """x written between forward and backward: the backward must see the new values, as
+    it did when it always ran the forward again."""
+    rng = onp.random.default_rng(1)
+    x = np.array(rng.standard_normal((2, 8, 9, 9)).astype("float32"))
+    x.attach_grad()
+    with autograd.record():
+        y = npx.pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max")
+    x[:] = np.array(rng.standard_normal((2, 8, 9, 9)).astype("float32"))
+    y.backward()
+    got = x.grad.asnumpy().copy()
+    with dnnl.library.disabled():
+        with autograd.record():
+            y = npx.pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max")
+        y.backward()
+    # both backwards read x as it is now
+    onp.testing.assert_array_equal(got, x.grad.asnumpy())
+
+
+def test_pool_training_step_equals_hybridized():
+    from kiln.gluon import nn
+    net = nn.Sequential()
+    net.add(nn.Conv2D(8, kernel_size=3, padding=1, activation="relu"),
+            nn.MaxPool2D(pool_size=3, strides=2, padding=1), nn.Dense(3))
+    net.initialize(kiln.init.Xavier())
+    x = np.array(onp.random.default_rng(2).standard_normal((4, 3, 10, 10)).astype("float32"))
+
+    def grads():
+        with autograd.record():
+            loss = (net(x) ** 2).sum()
+        loss.backward()
+        return [p.grad().asnumpy().copy() for p in net.collect_params().values()]
+    eager = grads()
+    net.hybridize()
+    for a, b in zip(eager, grads()):
+        onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
