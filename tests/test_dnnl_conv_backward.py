@@ -180,3 +180,71 @@ def test_second_order_gradient_keeps_the_recorded_path():
             z = (gx * gx).sum()
         z.backward()
     onp.testing.assert_allclose(got, w.grad.asnumpy(), rtol=1e-3, atol=1e-3)
+
+
+class _Branches(kiln.gluon.nn.Block):
+    """One activation read by three convolutions (a GoogLeNet block's branches)."""
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2D(16, kernel_size=3, padding=1, activation="relu")
+        self.a = nn.Conv2D(8, kernel_size=1, activation="relu")
+        self.b = nn.Conv2D(8, kernel_size=3, padding=1)
+        self.c = nn.Conv2D(8, kernel_size=5, padding=2, strides=2, use_bias=False)
+
+    def forward(self, x):
+        t = self.stem(x)
+        return (self.a(t) * self.b(t)).sum() + (self.c(t) ** 2).sum()
+
+
+def _branch_grads(net, x):
+    with autograd.record():
+        loss = net(x)
+    loss.backward()
+    return [p.grad().asnumpy().copy() for p in net.collect_params().values()] + [
+        x.grad.asnumpy().copy()]
+
+
+def test_an_activations_blocked_copy_serves_every_convolution_that_reads_it(monkeypatch):
+    ops = _ops()
+    reused = []
+    real = ops._held
+
+    def spy(key, op, keep):
+        held, fill, made = real(key, op, keep)
+        reused.extend(i for i in keep if held[i] and not fill >> i & 1)
+        return held, fill, made
+    monkeypatch.setattr(ops, "_held", spy)
+    net = _Branches()
+    net.initialize(kiln.init.Xavier())
+    x = np.array(onp.random.default_rng(6).standard_normal((4, 3, 10, 10)).astype("float32"))
+    x.attach_grad()
+    got = _branch_grads(net, x)
+    assert reused           # later convolutions and the weight gradients read a kept copy
+    with dnnl.library.disabled():
+        want = _branch_grads(net, x)
+    for a, b in zip(got, want):
+        onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    net.hybridize()
+    for a, b in zip(got, _branch_grads(net, x)):
+        onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_write_between_forward_and_backward_is_seen_by_the_weight_gradient():
+    """The weight gradient reads x as it is at backward time, as it did before copies
+    were kept: a kept copy of the old x must not be served."""
+    rng = onp.random.default_rng(7)
+    x = np.array(rng.standard_normal((2, 16, 8, 8)).astype("float32"))
+    w = np.array(rng.standard_normal((16, 16, 3, 3)).astype("float32"))
+    w.attach_grad()
+    with autograd.record():
+        y = kiln.npx.convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=16,
+                                 no_bias=True)
+    x[:] = np.array(rng.standard_normal((2, 16, 8, 8)).astype("float32"))
+    y.backward(np.ones(y.shape))
+    got = w.grad.asnumpy().copy()
+    with dnnl.library.disabled():
+        with autograd.record():
+            y = kiln.npx.convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=16,
+                                     no_bias=True)
+        y.backward(np.ones(y.shape))
+    onp.testing.assert_allclose(got, w.grad.asnumpy(), rtol=1e-4, atol=1e-3)

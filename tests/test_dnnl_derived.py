@@ -93,3 +93,21 @@ def test_pool_training_step_equals_hybridized():
     net.hybridize()
     for a, b in zip(eager, grads()):
         onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_stale_values_are_let_go_at_the_next_filing():
+    """An array kept past its step (a batch the caller holds) keeps no stale value alive."""
+    import weakref
+    held = onp.zeros(4, onp.float32)
+
+    class Value:
+        pass
+    value = Value()
+    ref = weakref.ref(value)
+    derived.put(held, "k", value)
+    del value
+    x = np.ones(3)
+    x[0] = 2.0                      # a counted write
+    derived.put(onp.zeros(2, onp.float32), "other", 1)
+    gc.collect()
+    assert ref() is None

@@ -29,10 +29,20 @@ def get(array, key):
     return got[1]
 
 
+_purged = [0]        # the generation at which stale entries were last dropped
+
+
 def put(array, key, value):
     """File value under (array, key) until the array dies or kiln writes."""
     generation = writes.generation()
     with _lock:
+        if _purged[0] != generation:
+            # an array that outlives its step (a batch the caller keeps) must not keep
+            # its stale values alive
+            _purged[0] = generation
+            for entry in _kept.values():
+                for k in [k for k, v in entry[1].items() if v[0] != generation]:
+                    del entry[1][k]
         entry = _kept.get(id(array))
         if entry is None or entry[0]() is not array:
             ref = weakref.ref(array, lambda r, i=id(array): _drop(i, r))

@@ -19,6 +19,7 @@ MAX_OPS = 512       # shapes seen by one process; past this the oldest ops are d
 
 POOL_KINDS = {"max": 0, "avg": 1, "avg_valid": 2}
 MAX_SPATIAL = 3     # oneDNN's convolutions and poolings are 1-, 2- or 3-D
+KD_MAX_ARGS = 6     # shim.c's
 
 
 def _i64(values):
@@ -55,6 +56,57 @@ def _run(spec, arrays):
         rc = lib.kd_run(_op(*spec), ptrs, None)
     if rc != 0:
         raise KilnError(f"oneDNN failed: {lib.kd_error().decode()}")
+
+
+_layouts = {}       # (op key, argument) -> kd_arg_layout as a tuple, None: no copy
+
+
+def _layout(key, op, i):
+    """The layout argument i of the op (cache key `key`) wants, as a tuple, or None when it
+    reads the caller's array as it lies; call with _lock held."""
+    got = _layouts.get((key, i), False)
+    if got is False:
+        out = (ctypes.c_int64 * 64)()
+        n = shim().kd_arg_layout(op, i, out, 64)
+        got = _layouts[(key, i)] = tuple(out[:n]) if n > 0 else None
+    return got
+
+
+def _held(key, op, keep):
+    """For keep = {argument: (the array it came from, make)}: the held copies (a ctypes
+    array of pointers), the bit mask of those to convert now, and the new ones to file
+    once the op ran. A copy in the op's layout filed with the array (derived.py) is read
+    as it is; without one, make=True converts into a new buffer, kept afterwards."""
+    held = (ctypes.c_void_p * KD_MAX_ARGS)()
+    fill, made = 0, []
+    for i, (source, make) in keep.items():
+        layout = _layout(key, op, i)
+        if layout is None:
+            continue
+        name = ("layout", layout)
+        buf = derived.get(source, name)
+        if buf is None and make:
+            buf = _np.empty(layout[0], _np.uint8)
+            fill |= 1 << i
+            made.append((source, name, buf))
+        if buf is not None:
+            held[i] = buf.ctypes.data
+    return held, fill, made
+
+
+def _run_keeping(spec, arrays, keep):
+    """_run, with copies of some inputs in the op's layout kept with their arrays (_held),
+    so the next op on the same array that wants that layout does not convert it again."""
+    ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+    lib = shim()
+    with _lock:
+        op = _op(*spec)
+        held, fill, made = _held(spec[0], op, keep)
+        rc = lib.kd_run_held(op, ptrs, held, fill)
+    if rc != 0:
+        raise KilnError(f"oneDNN failed: {lib.kd_error().decode()}")
+    for source, name, buf in made:
+        derived.put(source, name, buf)
 
 
 def spatial_ok(stride):
@@ -122,11 +174,17 @@ def conv_forward(x, w, y_shape, stride, dilation, pad, groups, b=None, relu=Fals
     training: on oneDNN's training kernel (a step whose backward follows, as MXNet does)."""
     if not _usable(stride, x, w, *(() if b is None else (b,))):
         return None
-    x, w = _f32(x), _f32(w)
+    source, x, w = x, _f32(x), _f32(w)
     y = _np.empty(y_shape, _np.float32)
     args = (x, w, y) if b is None else (x, w, _f32(b), y)
-    _run(_conv_op(0, x.shape, w.shape, y_shape, stride, dilation, pad, groups,
-                  bias=b is not None, relu=relu, training=training), args)
+    spec = _conv_op(0, x.shape, w.shape, y_shape, stride, dilation, pad, groups,
+                    bias=b is not None, relu=relu, training=training)
+    if training:
+        # x's blocked copy stays with x for the other convolutions that read it and for
+        # the weight gradients of the backward
+        _run_keeping(spec, args, {0: (source, True)})
+    else:
+        _run(spec, args)
     return y
 
 
@@ -142,9 +200,10 @@ def conv_backward_data(g, w, x_shape, stride, dilation, pad, groups):
 def conv_backward_weights(x, g, w_shape, stride, dilation, pad, groups):
     if not _usable(stride, x, g):
         return None
-    x, g = _f32(x), _f32(g)
+    source, x, g = x, _f32(x), _f32(g)
     gw = _np.empty(w_shape, _np.float32)
-    _run(_conv_op(2, x.shape, w_shape, g.shape, stride, dilation, pad, groups), (x, g, gw))
+    _run_keeping(_conv_op(2, x.shape, w_shape, g.shape, stride, dilation, pad, groups),
+                 (x, g, gw), {0: (source, False)})
     return gw
 
 
@@ -153,7 +212,7 @@ def conv_backward(g, x, w, stride, dilation, pad, groups):
     computed from one copy of g in oneDNN's layout (kd_conv_backward), or None."""
     if not _usable(stride, g, x, w):
         return None
-    g, x, w = _f32(g), _f32(x), _f32(w)
+    source, g, x, w = x, _f32(g), _f32(x), _f32(w)
     gx = _np.empty(x.shape, _np.float32)
     gw = _np.empty(w.shape, _np.float32)
     geometry = (x.shape, w.shape, g.shape, stride, dilation, pad, groups)
@@ -161,7 +220,11 @@ def conv_backward(g, x, w, stride, dilation, pad, groups):
     lib = shim()
     with _lock:
         data = _op(*_conv_op(1, *geometry))
-        rc = lib.kd_conv_backward(data, _op(*_conv_op(2, *geometry)), ptrs)
+        spec = _conv_op(2, *geometry)
+        weights = _op(*spec)
+        # x as the forward left it converted, when it did (and nothing wrote since)
+        held = _held(spec[0], weights, {0: (source, False)})[0]
+        rc = lib.kd_conv_backward(data, weights, ptrs, held[0])
     if rc != 0:
         raise KilnError(f"oneDNN failed: {lib.kd_error().decode()}")
     return gx, gw

@@ -286,21 +286,25 @@ static int kd_kept(const kd_arg *a, const int64_t *stamps, int i) {
   return !a->output && stamps && stamps[i];
 }
 
+/* held[i] (held may be 0): the caller's buffer for argument i in the primitive's layout,
+   kd_arg_layout (a copy the caller keeps or shares between ops); 0: the op's own. */
+static void *kd_held_at(void *const *held, int i) { return held ? held[i] : 0; }
+
 /* Bytes of the calling thread's buffer one call of op takes (its scratchpad and the copies
-   it does not keep); skip: an argument the caller has already converted (-1: none). */
-static size_t kd_need(const kd_op *op, const int64_t *stamps, int skip) {
+   it does not keep, nor the caller holds). */
+static size_t kd_need(const kd_op *op, const int64_t *stamps, void *const *held) {
   size_t need = op->scratch_size;
   for (int i = 0; i < op->nargs; i++)
-    if (i != skip && op->args[i].lib && !kd_kept(&op->args[i], stamps, i))
+    if (op->args[i].lib && !kd_held_at(held, i) && !kd_kept(&op->args[i], stamps, i))
       need += op->args[i].lib_size;
   return need;
 }
 
 /* One call of op with its transient copies carved out of `transient` (kd_need bytes).
-   ready: argument `skip` is already in the primitive's layout there (a copy the caller
-   made once for two ops); it is neither reordered nor given a buffer. */
-static int kd_exec(kd_op *op, void *const *ptrs, const int64_t *stamps, int skip,
-                   void *ready, char *transient) {
+   An input the caller holds (held[i]) is converted into its buffer when bit i of fill is
+   set, and otherwise read from there as it is. */
+static int kd_exec(kd_op *op, void *const *ptrs, const int64_t *stamps, void *const *held,
+                   int fill, char *transient) {
   dnnl_exec_arg_t exec[KD_MAX_ARGS + 1];
   int n = 0;
   if (op->scratch) {
@@ -310,8 +314,9 @@ static int kd_exec(kd_op *op, void *const *ptrs, const int64_t *stamps, int skip
   for (int i = 0; i < op->nargs; i++) {
     kd_arg *a = &op->args[i];
     KD_TRY(dnnl_memory_set_data_handle(a->user, ptrs[i]));
-    if (i == skip) {
-      KD_TRY(dnnl_memory_set_data_handle(a->lib, ready));
+    int ready = a->lib && kd_held_at(held, i) && !(fill >> i & 1);
+    if (a->lib && kd_held_at(held, i)) {
+      KD_TRY(dnnl_memory_set_data_handle(a->lib, held[i]));
       a->last_ptr = 0;
     } else if (a->lib && !kd_kept(a, stamps, i)) {
       KD_TRY(dnnl_memory_set_data_handle(a->lib, transient));
@@ -325,7 +330,7 @@ static int kd_exec(kd_op *op, void *const *ptrs, const int64_t *stamps, int skip
       }
       KD_TRY(dnnl_memory_set_data_handle(a->lib, a->lib_buf));
     }
-    if (a->lib && !a->output && i != skip) {
+    if (a->lib && !a->output && !ready) {
       int64_t stamp = stamps ? stamps[i] : 0;
       if (!(stamp && stamp == a->last_stamp && ptrs[i] == a->last_ptr)) {
         dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, a->user}, {DNNL_ARG_TO, a->lib}};
@@ -360,11 +365,16 @@ static char *kd_transient_or_fail(size_t need) {
   return transient;
 }
 
-static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
-  size_t need = kd_need(op, stamps, -1);
+static int kd_run_held_locked(kd_op *op, void *const *ptrs, const int64_t *stamps,
+                              void *const *held, int fill) {
+  size_t need = kd_need(op, stamps, held);
   char *transient = kd_transient_or_fail(need);
   if (need && !transient) return -1;
-  return kd_exec(op, ptrs, stamps, -1, 0, transient);
+  return kd_exec(op, ptrs, stamps, held, fill, transient);
+}
+
+static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
+  return kd_run_held_locked(op, ptrs, stamps, 0, 0);
 }
 
 static void kd_dims(dnnl_dims_t out, int n, const int64_t *in, int64_t minus) {
