@@ -129,6 +129,18 @@ def _net(activation, use_bias):
     return net
 
 
+def _equals_own_kernels_and_hybridized(got, grads, net, x):
+    """got (eager gradients on oneDNN) equals grads(net, x) on kiln's own kernels and
+    hybridized."""
+    with dnnl.library.disabled():
+        want = grads(net, x)
+    for a, b in zip(got, want):
+        onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    net.hybridize()
+    for a, b in zip(got, grads(net, x)):
+        onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
 def _grads(net, x):
     with autograd.record():
         y = net(x)
@@ -150,13 +162,7 @@ def test_eager_backward_takes_the_shared_path_and_equals_reference(monkeypatch, 
     got = _grads(net, x)
     # x has a gradient too: both convolutions take both halves at once
     assert len(calls) == 2
-    with dnnl.library.disabled():
-        want = _grads(net, x)
-    for a, b in zip(got, want):
-        onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
-    net.hybridize()
-    for a, b in zip(got, _grads(net, x)):
-        onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    _equals_own_kernels_and_hybridized(got, _grads, net, x)
 
 
 def test_second_order_gradient_keeps_the_recorded_path():
@@ -220,13 +226,7 @@ def test_an_activations_blocked_copy_serves_every_convolution_that_reads_it(monk
     x.attach_grad()
     got = _branch_grads(net, x)
     assert reused           # later convolutions and the weight gradients read a kept copy
-    with dnnl.library.disabled():
-        want = _branch_grads(net, x)
-    for a, b in zip(got, want):
-        onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
-    net.hybridize()
-    for a, b in zip(got, _branch_grads(net, x)):
-        onp.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    _equals_own_kernels_and_hybridized(got, _branch_grads, net, x)
 
 
 def test_a_write_between_forward_and_backward_is_seen_by_the_weight_gradient():
