@@ -67,6 +67,19 @@ def test_shared_copy_equals_the_two_ops_and_own_kernels(case):
     onp.testing.assert_allclose(gw, rw, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-g{c[5]}")
+def test_bias_gradient_inside_the_weights_primitive(case):
+    ops = _ops()
+    _, _, st, dl, pad, groups = case
+    x, w, g = _data(case, seed=8)
+    gx, gw, gb = ops.conv_backward(g, x, w, st, dl, pad, groups, bias=True)
+    plain = ops.conv_backward(g, x, w, st, dl, pad, groups)
+    onp.testing.assert_array_equal(gx, plain[0])
+    onp.testing.assert_allclose(gw, plain[1], rtol=1e-5, atol=1e-5)
+    want = g.astype("float64").sum(axis=tuple(i for i in range(g.ndim) if i != 1))
+    onp.testing.assert_allclose(gb, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("case", CASES[:3] + CASES[5:7], ids=lambda c: f"{c[0]}-{c[1]}")
 def test_shared_copy_matches_pytorch(case):
     torch = pytest.importorskip("torch")
@@ -155,7 +168,8 @@ def test_eager_backward_takes_the_shared_path_and_equals_reference(monkeypatch, 
     ops = _ops()
     calls = []
     real = ops.conv_backward
-    monkeypatch.setattr(ops, "conv_backward", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(ops, "conv_backward",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
     net = _net(activation, use_bias)
     x = np.array(onp.random.default_rng(4).standard_normal((4, 3, 12, 12)).astype("float32"))
     x.attach_grad()

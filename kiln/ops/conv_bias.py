@@ -30,9 +30,12 @@ def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels
     from ..autograd import input_needed
     g = relu_grad(g, out) if relu else contiguous_grad(g)
     channel = g.ndim - 1 if channels_last else 1
-    return conv_grads(g, x, w, _attrs(stride, dilation, pad, groups, channels_last)) + (
-        knp.sum(g, axis=tuple(i for i in range(g.ndim) if i != channel))
-        if input_needed(2) else None,)
+    grads = conv_grads(g, x, w, _attrs(stride, dilation, pad, groups, channels_last),
+                       bias=input_needed(2))
+    if len(grads) == 3:
+        return grads
+    return grads + (knp.sum(g, axis=tuple(i for i in range(g.ndim) if i != channel))
+                    if input_needed(2) else None,)
 
 
 @register("conv_bias", cl.rule((0,), True)(_rule), _grad)

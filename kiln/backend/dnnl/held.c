@@ -65,8 +65,8 @@ static const_dnnl_memory_desc_t kd_lib_md(const kd_arg *a) {
 static int kd_conv_backward_locked(kd_op *data, kd_op *weights, void *const *ptrs,
                                    void *held_x) {
   void *data_ptrs[3] = {ptrs[0], ptrs[1], ptrs[3]};
-  void *weights_ptrs[3] = {ptrs[2], ptrs[0], ptrs[4]};
-  void *weights_held[3] = {held_x, 0, 0};
+  void *weights_ptrs[4] = {ptrs[2], ptrs[0], ptrs[4], ptrs[5]};
+  void *weights_held[4] = {held_x, 0, 0, 0};
   kd_arg *gd = &data->args[0], *gw = &weights->args[1];
   const_dnnl_memory_desc_t md = kd_lib_md(gd), mw = kd_lib_md(gw);
   if (!md || !mw || !dnnl_memory_desc_equal(md, mw)) {
@@ -91,13 +91,14 @@ fail:
   return -1;
 }
 
-/* ptrs: gy, w, x, gx, gw (the caller's layouts, as for kd_run of each op). data and
-   weights: kd_conv ops 1 and 2 of one convolution (same shapes, attributes, flags).
+/* ptrs: gy, w, x, gx, gw, gb (the caller's layouts, as for kd_run of each op; gb, the
+   bias gradient, only when the weights op was made with KD_BIAS). data and weights:
+   kd_conv ops 1 and 2 of one convolution (same shapes, attributes, flags).
    held_x (may be 0): x already in the weights op's layout (kd_arg_layout(weights, 0)). */
 int kd_conv_backward(kd_op *data, kd_op *weights, void *const *ptrs, void *held_x) {
-  if (data->nargs != 3 || weights->nargs != 3) {
+  if (data->nargs != 3 || weights->nargs < 3 || weights->args[0].arg != DNNL_ARG_SRC) {
     snprintf(kd_message, sizeof kd_message,
-             "kd_conv_backward takes a backward-data and a backward-weights op without bias");
+             "kd_conv_backward takes a backward-data and a backward-weights op");
     return -1;
   }
   int before = kd_op_enter(data);

@@ -207,27 +207,29 @@ def conv_backward_weights(x, g, w_shape, stride, dilation, pad, groups):
     return gw
 
 
-def conv_backward(g, x, w, stride, dilation, pad, groups):
-    """(data gradient, weights gradient) of conv(x, w) for the output gradient g, both
-    computed from one copy of g in oneDNN's layout (kd_conv_backward), or None."""
+def conv_backward(g, x, w, stride, dilation, pad, groups, bias=False):
+    """(data gradient, weights gradient[, bias gradient]) of conv(x, w) (+ bias) for the
+    output gradient g, both computed from one copy of g in oneDNN's layout, the bias's
+    inside the weights' primitive (kd_conv_backward); or None."""
     if not _usable(stride, g, x, w):
         return None
     source, g, x, w = x, _f32(g), _f32(x), _f32(w)
-    gx = _np.empty(x.shape, _np.float32)
-    gw = _np.empty(w.shape, _np.float32)
+    grads = (_np.empty(x.shape, _np.float32), _np.empty(w.shape, _np.float32)) + (
+        (_np.empty(w.shape[0], _np.float32),) if bias else ())
     geometry = (x.shape, w.shape, g.shape, stride, dilation, pad, groups)
-    ptrs = (ctypes.c_void_p * 5)(*[a.ctypes.data for a in (g, w, x, gx, gw)])
+    arrays = (g, w, x) + grads + ((None,) if not bias else ())
+    ptrs = (ctypes.c_void_p * 6)(*[None if a is None else a.ctypes.data for a in arrays])
     lib = shim()
     with _lock:
         data = _op(*_conv_op(1, *geometry))
-        spec = _conv_op(2, *geometry)
+        spec = _conv_op(2, *geometry, bias=bias)
         weights = _op(*spec)
         # x as the forward left it converted, when it did (and nothing wrote since)
         held = _held(spec[0], weights, {0: (source, False)})[0]
         rc = lib.kd_conv_backward(data, weights, ptrs, held[0])
     if rc != 0:
         raise KilnError(f"oneDNN failed: {lib.kd_error().decode()}")
-    return gx, gw
+    return grads
 
 
 def _pool_op(which, kind, x_shape, y_shape, kernel, stride, pad):
