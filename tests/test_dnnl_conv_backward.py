@@ -262,3 +262,16 @@ def test_a_write_between_forward_and_backward_is_seen_by_the_weight_gradient():
                                      no_bias=True)
         y.backward(np.ones(y.shape))
     onp.testing.assert_allclose(got, w.grad.asnumpy(), rtol=1e-4, atol=1e-3)
+
+
+def test_no_copy_is_kept_past_the_limit(monkeypatch):
+    from kiln.backend.dnnl import derived
+    monkeypatch.setattr(derived, "limit_bytes", lambda: derived.held_bytes())
+    before = derived.held_bytes()
+    net = _Branches()
+    net.initialize(kiln.init.Xavier())
+    x = np.array(onp.random.default_rng(9).standard_normal((4, 3, 10, 10)).astype("float32"))
+    x.attach_grad()
+    got = _branch_grads(net, x)
+    assert derived.held_bytes() == before
+    _equals_own_kernels_and_hybridized(got, _branch_grads, net, x)

@@ -14,7 +14,26 @@ import weakref
 from ... import writes
 
 _kept = {}          # id(array) -> (weak reference to it, {key: (generation, value)})
-_lock = threading.Lock()
+_lock = threading.RLock()     # re-entered: freeing a value under it runs _release
+_bytes = [0]        # the NumPy values kept, until each is freed
+
+
+def limit_bytes():
+    """How much the kept values may hold: as much as kiln's cache of large NumPy blocks
+    (an eighth of physical memory, 256 MB to 4 GB). An eager GoogLeNet step at batch 128
+    keeps about 250 MB of blocked activations; past the limit, ops convert as they did
+    without keeping (a RegNet's step keeps gigabytes of activations already)."""
+    from ..c.array_cache import LIMIT_BYTES
+    return LIMIT_BYTES
+
+
+def held_bytes():
+    return _bytes[0]
+
+
+def _release(n):
+    with _lock:
+        _bytes[0] -= n
 
 
 def get(array, key):
@@ -40,7 +59,7 @@ def put(array, key, value):
             # an array that outlives its step (a batch the caller keeps) must not keep
             # its stale values alive
             _purged[0] = generation
-            for entry in _kept.values():
+            for entry in list(_kept.values()):
                 for k in [k for k, v in entry[1].items() if v[0] != generation]:
                     del entry[1][k]
         entry = _kept.get(id(array))
@@ -48,6 +67,10 @@ def put(array, key, value):
             ref = weakref.ref(array, lambda r, i=id(array): _drop(i, r))
             entry = _kept[id(array)] = (ref, {})
         entry[1][key] = (generation, value)
+        n = getattr(value, "nbytes", 0)
+        if n:
+            _bytes[0] += n
+            weakref.finalize(value, _release, n)
 
 
 def _drop(i, ref):

@@ -76,7 +76,8 @@ def _held(key, op, keep):
     """For keep = {argument: (the array it came from, make)}: the held copies (a ctypes
     array of pointers), the bit mask of those to convert now, and the new ones to file
     once the op ran. A copy in the op's layout filed with the array (derived.py) is read
-    as it is; without one, make=True converts into a new buffer, kept afterwards."""
+    as it is; without one, make=True converts into a new buffer, kept afterwards (while
+    the kept values stay within derived.limit_bytes())."""
     held = (ctypes.c_void_p * KD_MAX_ARGS)()
     fill, made = 0, []
     for i, (source, make) in keep.items():
@@ -85,7 +86,7 @@ def _held(key, op, keep):
             continue
         name = ("layout", layout)
         buf = derived.get(source, name)
-        if buf is None and make:
+        if buf is None and make and derived.held_bytes() + layout[0] <= derived.limit_bytes():
             buf = _np.empty(layout[0], _np.uint8)
             fill |= 1 << i
             made.append((source, name, buf))
