@@ -66,6 +66,8 @@ def _layout(key, op, i):
     reads the caller's array as it lies; call with _lock held."""
     got = _layouts.get((key, i), False)
     if got is False:
+        if len(_layouts) >= 4 * MAX_OPS:
+            _layouts.clear()        # shapes the op cache has long dropped
         out = (ctypes.c_int64 * 64)()
         n = shim().kd_arg_layout(op, i, out, 64)
         got = _layouts[(key, i)] = tuple(out[:n]) if n > 0 else None
