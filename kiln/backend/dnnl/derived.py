@@ -8,6 +8,7 @@ of making it again. An entry goes when its array dies (a weakref callback), and 
 served after any write kiln counts (kiln/writes.py: in-place operators, setitem, optimizer
 updates), so a value is never older than the array it stands for.
 """
+import contextlib
 import threading
 import weakref
 
@@ -36,8 +37,30 @@ def _release(n):
         _bytes[0] -= n
 
 
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def suspended():
+    """Neither serve nor keep values on this thread: for programs that rewrite their
+    buffers on each call without a counted write (kiln/backend/numpy_exec.py), where an
+    array's identity says nothing of its contents."""
+    before = getattr(_local, "off", False)
+    _local.off = True
+    try:
+        yield
+    finally:
+        _local.off = before
+
+
+def active():
+    return not getattr(_local, "off", False)
+
+
 def get(array, key):
     """The value filed under (array, key), or None."""
+    if not active():
+        return None
     with _lock:
         entry = _kept.get(id(array))
         if entry is None or entry[0]() is not array:
@@ -53,6 +76,8 @@ _purged = [0]        # the generation at which stale entries were last dropped
 
 def put(array, key, value):
     """File value under (array, key) until the array dies or kiln writes."""
+    if not active():
+        return
     generation = writes.generation()
     with _lock:
         if _purged[0] != generation:

@@ -82,7 +82,7 @@ def _held(key, op, keep):
     the kept values stay within derived.limit_bytes())."""
     held = (ctypes.c_void_p * KD_MAX_ARGS)()
     fill, made = 0, []
-    for i, (source, make) in keep.items():
+    for i, (source, make) in keep.items() if derived.active() else ():
         layout = _layout(key, op, i)
         if layout is None:
             continue
