@@ -17,13 +17,22 @@ be served weights as they were before.
 """
 _counter = None     # a ctypes integer the C runtime reads; None until the runtime starts
 _bump = None        # the runtime's atomic increment of it
+_generation = 0     # the same count for Python's own caches (kiln/backend/dnnl/derived.py)
 
 
 def arrays_written():
     """Note that some array kiln can see has changed: call after the write."""
+    global _generation
+    _generation += 1
     bump = _bump
     if bump is not None:
         bump()
+
+
+def generation():
+    """A number that changes with every counted write (whether or not the C runtime runs);
+    a value derived from arrays at one generation is current while it stays."""
+    return _generation
 
 
 def counter():

@@ -190,13 +190,17 @@ class NumpyProgram:
             return self._call(inputs, params)
 
     def _call(self, inputs, params):
+        from .dnnl import derived
         vals = self.vals
         for s, v in zip(self.input_slots, inputs):
             vals[s] = v
         for s, v in zip(self.param_slots, params):
             vals[s] = v
-        for step in self.steps:
-            step()
+        # the kernels' inputs include buffers rewritten on every call: what oneDNN derives
+        # from an array (derived.py) must not be kept with them
+        with derived.suspended():
+            for step in self.steps:
+                step()
         return [_np.array(vals[s], copy=True) for s in self.output_slots]
 
 

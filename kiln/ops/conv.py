@@ -70,14 +70,47 @@ def contiguous_grad(g):
     return g
 
 
-def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1, channels_last=False):
+def _eager_all(g, x, w, a, bias):
+    """The gradients in x and w (and the bias's when bias), eagerly on oneDNN at once: the
+    primitives read one converted copy of g instead of converting it each, and the bias's
+    is summed inside the weights' primitive. None where that does not apply (tracing, a
+    gradient recorded for a higher order, channels_last, no oneDNN)."""
+    from .. import autograd
+    from ..ndarray import ndarray
+    if (autograd.is_recording() or a.get("channels_last")
+            or any(v._node is not None for v in (g, x, w))):
+        return None
+    grads = _dnnl().conv_backward(g._data, x._data, w._data, a["stride"], a["dilation"],
+                                  a["pad"], a["groups"], bias=bias)
+    if grads is None:
+        return None
+    return tuple(ndarray._wrap(v.astype(x.dtype, copy=False)) for v in grads)
+
+
+def conv_grads(g, x, w, a, bias=False):
+    """The gradients of conv(x, w, **a) in x and w, each None where autograd needs none.
+    bias: the convolution adds a bias, whose gradient autograd needs; it comes third when
+    the eager path gave it, and is the caller's to sum otherwise."""
     from ..autograd import input_needed
-    a = _attrs(stride, dilation, pad, groups, channels_last)
     if input_needed(0) and input_needed(1):
         g = contiguous_grad(g)
-    in_shape = cl.spatial(x.shape, channels_last)
+        grads = _eager_all(g, x, w, a, bias)
+        if grads is not None:
+            return grads
+    in_shape = cl.spatial(x.shape, a.get("channels_last", False))
     return (conv_grad_data(g, w, in_shape=in_shape, **a) if input_needed(0) else None,
             conv_grad_weight(x, g, kernel=tuple(w.shape[2:]), **a) if input_needed(1) else None)
+
+
+def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1, channels_last=False):
+    return conv_grads(g, x, w, _attrs(stride, dilation, pad, groups, channels_last))
+
+
+def recording():
+    """Is this eager call part of a training step (autograd recording)? Its forward then
+    runs on oneDNN's training kernel, as MXNet's does."""
+    from .. import autograd
+    return autograd.is_recording()
 
 
 def _dnnl():
@@ -97,7 +130,8 @@ def _eval(decomposition, *arrays, **attrs):
 @cl.kernel((0,), True)
 def conv(x, w, stride, dilation, pad, groups=1):
     shape = _conv_rule(x, w, stride, dilation, pad, groups)[0]
-    y = _dnnl().conv_forward(x, w, shape, stride, dilation, pad, groups)
+    y = _dnnl().conv_forward(x, w, shape, stride, dilation, pad, groups,
+                             training=recording())
     if y is None:
         y = _eval(conv_by_windows, x, w, stride=stride, dilation=dilation, pad=pad,
                   groups=groups)

@@ -11,8 +11,8 @@ import numpy as _np
 
 from . import channels_last as cl
 from .elementwise import relu_grad
-from .conv import (contiguous_grad, conv, conv_grad_data, conv_grad_weight, conv_by_windows,
-                   _conv_rule, _attrs)
+from .conv import (contiguous_grad, conv, conv_grads, conv_by_windows, recording, _conv_rule,
+                   _attrs)
 from .registry import register
 from ..base import op_error
 
@@ -29,13 +29,13 @@ def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels
     from .. import np as knp
     from ..autograd import input_needed
     g = relu_grad(g, out) if relu else contiguous_grad(g)
-    a = _attrs(stride, dilation, pad, groups, channels_last)
     channel = g.ndim - 1 if channels_last else 1
-    return (conv_grad_data(g, w, in_shape=cl.spatial(x.shape, channels_last), **a)
-            if input_needed(0) else None,
-            conv_grad_weight(x, g, kernel=tuple(w.shape[2:]), **a) if input_needed(1) else None,
-            knp.sum(g, axis=tuple(i for i in range(g.ndim) if i != channel))
-            if input_needed(2) else None)
+    grads = conv_grads(g, x, w, _attrs(stride, dilation, pad, groups, channels_last),
+                       bias=input_needed(2))
+    if len(grads) == 3:
+        return grads
+    return grads + (knp.sum(g, axis=tuple(i for i in range(g.ndim) if i != channel))
+                    if input_needed(2) else None,)
 
 
 @register("conv_bias", cl.rule((0,), True)(_rule), _grad)
@@ -43,7 +43,8 @@ def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels
 def conv_bias(x, w, b, stride, dilation, pad, groups=1, relu=False):
     from ..backend.dnnl import ops
     shape = _rule(x, w, b, stride, dilation, pad, groups)[0]
-    y = ops.conv_forward(x, w, shape, stride, dilation, pad, groups, b=b, relu=relu)
+    y = ops.conv_forward(x, w, shape, stride, dilation, pad, groups, b=b, relu=relu,
+                         training=recording())
     if y is not None:
         return y
     y = conv.impl(x, w, stride=stride, dilation=dilation, pad=pad, groups=groups)

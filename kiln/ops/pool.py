@@ -19,7 +19,7 @@ import numpy as _np
 from . import channels_last as cl
 from .registry import register
 from .window import _check
-from .conv import _eval, _dnnl
+from .conv import _eval, _dnnl, recording
 from ..base import op_error
 
 KINDS = ("max", "avg", "avg_valid")
@@ -49,7 +49,7 @@ def _pool_grad(g, out, x, kind, kernel, stride, pad, channels_last=False):
 @cl.kernel((0,), True)
 def pool(x, kind, kernel, stride, pad):
     shape = _pool_rule(x, kind, kernel, stride, pad)[0]
-    y = _dnnl().pool_forward(x, kind, shape, kernel, stride, pad)
+    y = _dnnl().pool_forward(x, kind, shape, kernel, stride, pad, training=recording())
     if y is None:
         y = _eval(pool_by_windows, x, kind=kind, kernel=kernel, stride=stride, pad=pad)
     return y

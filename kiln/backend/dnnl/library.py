@@ -20,9 +20,9 @@ _forced_off = []
 
 WHEEL = "onednn-cpu-gomp"
 HEADERS_WHEEL = "onednn-devel-cpu-gomp"
-# compiled as one library, in this order: matmul.c and elementwise.c build their ops with
-# shim.c's machinery
-SOURCES = ("shim.c", "matmul.c", "elementwise.c")
+# compiled as one library, in this order: the files after shim.c build and run their ops
+# with its machinery
+SOURCES = ("shim.c", "matmul.c", "elementwise.c", "held.c")
 
 
 def _wheel_file(dist, suffix):
@@ -116,6 +116,12 @@ def _load():
     shim.kd_last_impl.restype = ctypes.c_char_p
     shim.kd_run.restype = ctypes.c_int
     shim.kd_run.argtypes = [P, P, P]
+    shim.kd_conv_backward.restype = ctypes.c_int
+    shim.kd_conv_backward.argtypes = [P, P, P, P]
+    shim.kd_run_held.restype = ctypes.c_int
+    shim.kd_run_held.argtypes = [P, P, P, ctypes.c_int]
+    shim.kd_arg_layout.restype = ctypes.c_int
+    shim.kd_arg_layout.argtypes = [P, ctypes.c_int, I64, ctypes.c_int]
     shim.kd_arg_size.restype = ctypes.c_int64
     shim.kd_arg_size.argtypes = [P, ctypes.c_int]
     shim.kd_free.argtypes = [P]

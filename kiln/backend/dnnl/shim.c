@@ -256,18 +256,28 @@ int64_t kd_arg_size(kd_op *op, int i) {
 
 static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps);
 
-int kd_run(kd_op *op, void *const *ptrs, const int64_t *stamps) {
-  /* an op made for one thread runs on one: some of oneDNN's kernels (gemm:jit) read the
-     OpenMP thread count when they run, not when they are made, and in kiln's pool
-     blocks they then each started a team (the seed MLP at batch 64: 145-194 us a call
-     against 108 us) */
+/* The OpenMP thread count for a call of op; returns the caller's, for kd_op_leave.
+   An op made for one thread runs on one: some of oneDNN's kernels (gemm:jit) read the
+   OpenMP thread count when they run, not when they are made, and in kiln's pool
+   blocks they then each started a team (the seed MLP at batch 64: 145-194 us a call
+   against 108 us) */
+static int kd_op_enter(const kd_op *op) {
   int before = omp_get_max_threads();
   if (op->threads) { if (op->threads != before) omp_set_num_threads(op->threads); }
   else kd_enter();
+  return before;
+}
+
+static void kd_op_leave(int before) {
+  if (omp_get_max_threads() != before) omp_set_num_threads(before);
+}
+
+int kd_run(kd_op *op, void *const *ptrs, const int64_t *stamps) {
+  int before = kd_op_enter(op);
   pthread_mutex_lock(&op->lock);
   int rc = kd_run_locked(op, ptrs, stamps);
   pthread_mutex_unlock(&op->lock);
-  if (omp_get_max_threads() != before) omp_set_num_threads(before);
+  kd_op_leave(before);
   return rc;
 }
 
@@ -276,17 +286,27 @@ static int kd_kept(const kd_arg *a, const int64_t *stamps, int i) {
   return !a->output && stamps && stamps[i];
 }
 
-static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
-  dnnl_exec_arg_t exec[KD_MAX_ARGS + 1];
-  int n = 0;
+/* held[i] (held may be 0): the caller's buffer for argument i in the primitive's layout,
+   kd_arg_layout (a copy the caller keeps or shares between ops); 0: the op's own. */
+static void *kd_held_at(void *const *held, int i) { return held ? held[i] : 0; }
+
+/* Bytes of the calling thread's buffer one call of op takes (its scratchpad and the copies
+   it does not keep, nor the caller holds). */
+static size_t kd_need(const kd_op *op, const int64_t *stamps, void *const *held) {
   size_t need = op->scratch_size;
   for (int i = 0; i < op->nargs; i++)
-    if (op->args[i].lib && !kd_kept(&op->args[i], stamps, i)) need += op->args[i].lib_size;
-  char *transient = need ? kd_transient(need) : 0;
-  if (need && !transient) {
-    snprintf(kd_message, sizeof kd_message, "out of memory (%zu bytes for oneDNN)", need);
-    return -1;
-  }
+    if (op->args[i].lib && !kd_held_at(held, i) && !kd_kept(&op->args[i], stamps, i))
+      need += op->args[i].lib_size;
+  return need;
+}
+
+/* One call of op with its transient copies carved out of `transient` (kd_need bytes).
+   An input the caller holds (held[i]) is converted into its buffer when bit i of fill is
+   set, and otherwise read from there as it is. */
+static int kd_exec(kd_op *op, void *const *ptrs, const int64_t *stamps, void *const *held,
+                   int fill, char *transient) {
+  dnnl_exec_arg_t exec[KD_MAX_ARGS + 1];
+  int n = 0;
   if (op->scratch) {
     KD_TRY(dnnl_memory_set_data_handle(op->scratch, transient));
     transient += op->scratch_size;
@@ -294,7 +314,11 @@ static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
   for (int i = 0; i < op->nargs; i++) {
     kd_arg *a = &op->args[i];
     KD_TRY(dnnl_memory_set_data_handle(a->user, ptrs[i]));
-    if (a->lib && !kd_kept(a, stamps, i)) {
+    int ready = a->lib && kd_held_at(held, i) && !(fill >> i & 1);
+    if (a->lib && kd_held_at(held, i)) {
+      KD_TRY(dnnl_memory_set_data_handle(a->lib, held[i]));
+      a->last_ptr = 0;
+    } else if (a->lib && !kd_kept(a, stamps, i)) {
       KD_TRY(dnnl_memory_set_data_handle(a->lib, transient));
       transient += a->lib_size;
       a->last_ptr = 0;              /* the kept copy, if any, is older than this call */
@@ -306,7 +330,7 @@ static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
       }
       KD_TRY(dnnl_memory_set_data_handle(a->lib, a->lib_buf));
     }
-    if (a->lib && !a->output) {
+    if (a->lib && !a->output && !ready) {
       int64_t stamp = stamps ? stamps[i] : 0;
       if (!(stamp && stamp == a->last_stamp && ptrs[i] == a->last_ptr)) {
         dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, a->user}, {DNNL_ARG_TO, a->lib}};
@@ -334,6 +358,25 @@ fail:
   return -1;
 }
 
+static char *kd_transient_or_fail(size_t need) {
+  char *transient = need ? kd_transient(need) : 0;
+  if (need && !transient)
+    snprintf(kd_message, sizeof kd_message, "out of memory (%zu bytes for oneDNN)", need);
+  return transient;
+}
+
+static int kd_run_held_locked(kd_op *op, void *const *ptrs, const int64_t *stamps,
+                              void *const *held, int fill) {
+  size_t need = kd_need(op, stamps, held);
+  char *transient = kd_transient_or_fail(need);
+  if (need && !transient) return -1;
+  return kd_exec(op, ptrs, stamps, held, fill, transient);
+}
+
+static int kd_run_locked(kd_op *op, void *const *ptrs, const int64_t *stamps) {
+  return kd_run_held_locked(op, ptrs, stamps, 0, 0);
+}
+
 static void kd_dims(dnnl_dims_t out, int n, const int64_t *in, int64_t minus) {
   for (int i = 0; i < n; i++) out[i] = in[i] - minus;
 }
@@ -343,10 +386,15 @@ static void kd_dims(dnnl_dims_t out, int n, const int64_t *in, int64_t minus) {
    (gy,w,gx), 2 backward weights (x,gy,gw,[gb]). dilation is kiln's (1 = dense).
    flags: KD_BIAS, KD_CHANNELS_LAST (x, y and their gradients stored channels-last; the
    primitive then works on them in place, where with plain NCHW oneDNN's kernels want a
-   blocked copy of each), KD_RELU (forward: y = relu(conv + bias), a post-op). */
+   blocked copy of each), KD_RELU (forward: y = relu(conv + bias), a post-op),
+   KD_TRAINING (forward: the training kernel, as for a backward pass; on plain NCHW
+   activations oneDNN then picks a blocked layout, whose reorders cost less than the
+   channels-last ones of its inference kernel: six of GoogLeNet's convolutions at batch
+   128 took 236 ms against 295 ms, reorders included, on 2 AVX-512 cores). */
 #define KD_BIAS 1
 #define KD_CHANNELS_LAST 2
 #define KD_RELU 4
+#define KD_TRAINING 8
 static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
                const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
                const int64_t *pad_hi, int64_t groups, int flags) {
@@ -384,7 +432,8 @@ static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t 
     KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
   }
   KD_TRY(dnnl_convolution_forward_primitive_desc_create(&fwd, kd_engine,
-      which == 0 ? dnnl_forward_inference : dnnl_forward_training, dnnl_convolution_direct,
+      which == 0 && !(flags & KD_TRAINING) ? dnnl_forward_inference : dnnl_forward_training,
+      dnnl_convolution_direct,
       xa, wa, ba, ya, st, dl, pl, ph, attr));
   if (which == 0) {
     pd = fwd; fwd = 0;
