@@ -140,34 +140,44 @@ void kd_bn_rows_apply(const float *x, int64_t outer, int64_t c, int64_t inner,
     }
 }
 
-/* The gradient of y = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta, from the forward
-   pass's mean and var: dx, and dgamma, dbeta (C each). */
+/* The gradient of y = (x - mean(x)) / sqrt(var(x) + eps) * gamma + beta: dx, and dgamma,
+   dbeta (C each). One pass over x and g for every sum (x's statistics, shifted as in
+   kd_bn_rows_stats, with sum(g) and sum(g * (x - shift))), one for dx. work: 4 * C. */
 void kd_bn_rows_backward(const float *x, const float *g, int64_t outer, int64_t c,
-                         int64_t inner, const float *mean, const float *var,
-                         const float *gamma, float eps, float *dx, float *dgamma,
-                         float *dbeta, double *work) {
-  double *sg = work, *sgd = work + c;
+                         int64_t inner, const float *gamma, float eps, float *dx,
+                         float *dgamma, float *dbeta, double *work) {
+  double *s1 = work, *s2 = work + c, *sg = work + 2 * c, *sgd = work + 3 * c;
   int64_t m = outer * inner;
-  for (int64_t j = 0; j < c; j++) sg[j] = sgd[j] = 0;
+  for (int64_t j = 0; j < 4 * c; j++) work[j] = 0;
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < c; j++) {
       const float *xr = x + (o * c + j) * inner, *gr = g + (o * c + j) * inner;
-      float mu = mean[j];
-      double a = 0, b = 0;
-#pragma omp simd reduction(+:a, b)
-      for (int64_t i = 0; i < inner; i++) { a += gr[i]; b += (double)gr[i] * (xr[i] - mu); }
-      sg[j] += a; sgd[j] += b;
+      double shift = x[j * inner], a = 0, b = 0, e = 0, f = 0;
+#pragma omp simd reduction(+:a, b, e, f)
+      for (int64_t i = 0; i < inner; i++) {
+        double d = (double)xr[i] - shift;
+        a += d; b += d * d; e += gr[i]; f += gr[i] * d;
+      }
+      s1[j] += a; s2[j] += b; sg[j] += e; sgd[j] += f;
     }
   for (int64_t j = 0; j < c; j++) {
-    double r = 1.0 / sqrt((double)var[j] + eps);
-    dgamma[j] = (float)(sgd[j] * r);
+    double dm = s1[j] / m, v = s2[j] / m - dm * dm;
+    if (!(v > 0) && v == v) v = 0;
+    float var = (float)v;
+    double r = 1.0 / sqrt((double)var + eps), k = gamma[j] * r;
+    double pg1 = sgd[j] - dm * sg[j];           /* sum(g * (x - mean)) */
+    dgamma[j] = (float)(pg1 * r);
     dbeta[j] = (float)sg[j];
+    /* the per-channel coefficients of dx = g * k + (x - mean) * a + b, kept in work */
+    double pg0 = sg[j];
+    s1[j] = (float)(dm + x[j * inner]);          /* the mean, as kd_bn_rows_stats rounds it */
+    s2[j] = k;
+    sg[j] = -k * r * r * pg1 / m;
+    sgd[j] = -k * pg0 / m;
   }
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < c; j++) {
-      double r = 1.0 / sqrt((double)var[j] + eps), k = gamma[j] * r;
-      float kf = (float)k, af = (float)(-k * r * r * sgd[j] / m), bf = (float)(-k * sg[j] / m);
-      float mu = mean[j];
+      float mu = (float)s1[j], kf = (float)s2[j], af = (float)sg[j], bf = (float)sgd[j];
       const float *xr = x + (o * c + j) * inner, *gr = g + (o * c + j) * inner;
       float *dr = dx + (o * c + j) * inner;
 #pragma omp simd

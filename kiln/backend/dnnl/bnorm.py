@@ -33,8 +33,9 @@ def stats(x, view):
     outer, c, inner = view
     x = _c(x)
     mean, var = _np.empty(c, F32), _np.empty(c, F32)
+    work = _np.empty(2 * c)     # held here: a temporary's address would be freed memory
     shim().kd_bn_rows_stats(x.ctypes.data, outer, c, inner, mean.ctypes.data,
-                            var.ctypes.data, _np.empty(2 * c).ctypes.data)
+                            var.ctypes.data, work.ctypes.data)
     return mean, var
 
 
@@ -75,13 +76,13 @@ def backward(x, g, gamma, eps, view):
     recomputed (the forward pass keeps nothing full-size)."""
     outer, c, inner = view
     x, g, gamma = _c(x), _c(g), _c(gamma)
-    mean, var = stats(x, view)
     dx, dgamma, dbeta = _np.empty(x.shape, F32), _np.empty(c, F32), _np.empty(c, F32)
     if inner > 1:
+        work = _np.empty(4 * c)
         shim().kd_bn_rows_backward(x.ctypes.data, g.ctypes.data, outer, c, inner,
-                                   mean.ctypes.data, var.ctypes.data, gamma.ctypes.data, eps,
-                                   dx.ctypes.data, dgamma.ctypes.data, dbeta.ctypes.data,
-                                   _np.empty(2 * c).ctypes.data)
+                                   gamma.ctypes.data, eps, dx.ctypes.data,
+                                   dgamma.ctypes.data, dbeta.ctypes.data, work.ctypes.data)
     else:
+        mean, var = stats(x, view)
         _run(_bn_op(2, outer, c, eps), (x, mean, var, g, gamma, dx, dgamma, dbeta))
     return dx, dgamma, dbeta

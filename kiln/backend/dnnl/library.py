@@ -118,7 +118,7 @@ def _load():
     i64, f32 = ctypes.c_int64, ctypes.c_float
     shim.kd_bn_rows_stats.argtypes = [P, i64, i64, i64, P, P, P]
     shim.kd_bn_rows_apply.argtypes = [P, i64, i64, i64, P, P, P, P, f32, P]
-    shim.kd_bn_rows_backward.argtypes = [P, P, i64, i64, i64, P, P, P, f32, P, P, P, P]
+    shim.kd_bn_rows_backward.argtypes = [P, P, i64, i64, i64, P, f32, P, P, P, P]
     for name in ("kd_bn_rows_stats", "kd_bn_rows_apply", "kd_bn_rows_backward"):
         getattr(shim, name).restype = None
     shim.kd_last_impl.restype = ctypes.c_char_p
