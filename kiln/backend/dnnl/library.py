@@ -21,8 +21,8 @@ _forced_off = []
 WHEEL = "onednn-cpu-gomp"
 HEADERS_WHEEL = "onednn-devel-cpu-gomp"
 # compiled as one library, in this order: matmul.c, elementwise.c and bnorm.c build their
-# ops with shim.c's machinery
-SOURCES = ("shim.c", "matmul.c", "elementwise.c", "bnorm.c")
+# ops with shim.c's machinery; activation.c is plain loops
+SOURCES = ("shim.c", "matmul.c", "elementwise.c", "bnorm.c", "activation.c")
 
 
 def _wheel_file(dist, suffix):
@@ -119,7 +119,10 @@ def _load():
     shim.kd_bn_rows_stats.argtypes = [P, i64, i64, i64, P, P, P]
     shim.kd_bn_rows_apply.argtypes = [P, i64, i64, i64, P, P, P, P, f32, P]
     shim.kd_bn_rows_backward.argtypes = [P, P, i64, i64, i64, P, f32, P, P, P, P]
-    for name in ("kd_bn_rows_stats", "kd_bn_rows_apply", "kd_bn_rows_backward"):
+    shim.kd_leaky_forward.argtypes = [P, i64, f32, P]
+    shim.kd_leaky_backward.argtypes = [P, P, i64, f32, P]
+    for name in ("kd_bn_rows_stats", "kd_bn_rows_apply", "kd_bn_rows_backward",
+                 "kd_leaky_forward", "kd_leaky_backward"):
         getattr(shim, name).restype = None
     shim.kd_last_impl.restype = ctypes.c_char_p
     shim.kd_run.restype = ctypes.c_int
