@@ -10,6 +10,10 @@
 batch_norm_train keeps nothing full-size for its gradient: the backward pass recomputes
 the statistics (one pass over x; in a traced graph CSE shares them with the forward
 pass's running-statistic update) and then needs one reduction pass and one output pass.
+
+Float32 NumPy arrays go to the oneDNN shim (kiln/backend/dnnl/bnorm.py) where it is loaded:
+the kernels below, and in eager mode (outside create_graph and tracing) batch_norm_train's
+whole gradient as one fused backward (_eager_train_grad).
 """
 import math
 import threading
