@@ -10,6 +10,10 @@
 batch_norm_train keeps nothing full-size for its gradient: the backward pass recomputes
 the statistics (one pass over x; in a traced graph CSE shares them with the forward
 pass's running-statistic update) and then needs one reduction pass and one output pass.
+
+Float32 NumPy arrays go to the oneDNN shim (kiln/backend/dnnl/bnorm.py) where it is loaded:
+the kernels below, and in eager mode (outside create_graph and tracing) batch_norm_train's
+whole gradient as one fused backward (_eager_train_grad).
 """
 import math
 import threading
@@ -19,6 +23,13 @@ import numpy as _np
 
 from .registry import register
 from ..base import op_error
+
+
+def _fast(*arrays):
+    """kiln/backend/dnnl/bnorm.py when it can take these NumPy arrays (float32, the shim
+    loaded), else None."""
+    from ..backend.dnnl import bnorm
+    return bnorm if bnorm.usable(*arrays) else None
 
 
 def _layout(op, x, axis):
@@ -104,6 +115,9 @@ def _stats_grad(g, out, x, axis):
 @register("batch_norm_stats", _stats_rule, _stats_grad)
 def batch_norm_stats(x, axis):
     _stats_rule(x, axis)
+    fast = _fast(x)
+    if fast is not None:
+        return _np.stack(fast.stats(x, _layout("batch_norm_stats", x, axis)))
     red = _red(x, axis)
     m = x.size // x.shape[axis]
     mean = _np.add.reduce(x, axis=red, keepdims=True) / m
@@ -123,6 +137,9 @@ def _train_rule(x, gamma, beta, eps, axis):
 def _train_grad(g, out, x, gamma, beta, eps, axis):
     from .. import np as knp
     from ..autograd import input_needed
+    eager = _eager_train_grad(g, x, gamma, eps, axis)
+    if eager is not None:
+        return tuple(v if input_needed(i) else None for i, v in enumerate(eager))
     stats = batch_norm_stats(x, axis=axis)
     pg = batch_norm_param_grad(g, x, stats, axis=axis)
     dx = (batch_norm_data_grad(g, x, stats, pg, gamma, eps=eps, axis=axis)
@@ -130,6 +147,24 @@ def _train_grad(g, out, x, gamma, beta, eps, axis):
     dgamma = pg[1] / knp.sqrt(stats[1] + eps) if input_needed(1) else None
     dbeta = pg[0] if input_needed(2) else None
     return dx, dgamma, dbeta
+
+
+def _eager_train_grad(g, x, gamma, eps, axis):
+    """(dx, dgamma, dbeta) in one fused backward pass on the shim (bnorm.py) for concrete
+    float32 arrays outside create_graph and tracing, else None (the rule then composes
+    the three recordable primitives)."""
+    from .. import autograd
+    from ..graph import trace
+    from ..ndarray import ndarray
+    if (autograd.is_recording() or trace.current() is not None
+            or any(a._node is not None for a in (g, x, gamma))):
+        return None
+    fast = _fast(g._data, x._data, gamma._data)
+    if fast is None or tuple(g.shape) != tuple(x.shape):
+        return None
+    view = _layout("batch_norm_train", x._data, axis)
+    return tuple(ndarray._wrap(v) for v in fast.backward(x._data, g._data, gamma._data,
+                                                          float(eps), view))
 
 
 def _scale_shift(mean, var, gamma, beta, eps):
@@ -141,6 +176,12 @@ def _scale_shift(mean, var, gamma, beta, eps):
 @register("batch_norm_train", _train_rule, _train_grad)
 def batch_norm_train(x, gamma, beta, eps, axis):
     _train_rule(x, gamma, beta, eps, axis)
+    fast = _fast(x, gamma, beta)
+    if fast is not None:
+        y, mean, var = fast.train(x, gamma, beta, float(eps),
+                                  _layout("batch_norm_train", x, axis))
+        _last_train.stats = (weakref.ref(x), mean, var)
+        return y
     red = _red(x, axis)
     m = x.size // x.shape[axis]
     mean = _np.add.reduce(x, axis=red, keepdims=True) / m
@@ -175,6 +216,10 @@ def normalize_values(x, mean, var, gamma, beta, eps, axis):
     """(x - mean) / sqrt(var + eps) * gamma + beta with per-channel NumPy vectors, as
     in-place passes over cache-sized row blocks: one trip through memory, not four. The
     centring comes first, so a mean large against the spread does not cancel."""
+    fast = _fast(x, mean, var, gamma, beta)
+    if fast is not None:
+        return fast.infer(x, mean, var, gamma, beta, float(eps),
+                          _layout("batch_norm", x, axis))
     b = _bshape(x, axis)
     mean = mean.reshape(b)
     scale = (gamma / _np.sqrt(var + eps)).astype(x.dtype, copy=False).reshape(b)

@@ -20,9 +20,9 @@ _forced_off = []
 
 WHEEL = "onednn-cpu-gomp"
 HEADERS_WHEEL = "onednn-devel-cpu-gomp"
-# compiled as one library, in this order: the files after shim.c build and run their ops
-# with its machinery
-SOURCES = ("shim.c", "matmul.c", "elementwise.c", "held.c")
+# compiled as one library, in this order: matmul.c, elementwise.c, held.c and bnorm.c
+# build and run their ops with shim.c's machinery; activation.c is plain loops
+SOURCES = ("shim.c", "matmul.c", "elementwise.c", "held.c", "bnorm.c", "activation.c")
 
 
 def _wheel_file(dist, suffix):
@@ -113,6 +113,17 @@ def _load():
                                ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
     shim.kd_elementwise.restype = P
     shim.kd_elementwise.argtypes = [ctypes.c_int, ctypes.c_int64]
+    shim.kd_bnorm.restype = P
+    shim.kd_bnorm.argtypes = [ctypes.c_int, ctypes.c_int, I64, ctypes.c_float]
+    i64, f32 = ctypes.c_int64, ctypes.c_float
+    shim.kd_bn_rows_stats.argtypes = [P, i64, i64, i64, P, P, P]
+    shim.kd_bn_rows_apply.argtypes = [P, i64, i64, i64, P, P, P, P, f32, P]
+    shim.kd_bn_rows_backward.argtypes = [P, P, i64, i64, i64, P, f32, P, P, P, P]
+    shim.kd_leaky_forward.argtypes = [P, i64, f32, P]
+    shim.kd_leaky_backward.argtypes = [P, P, i64, f32, P]
+    for name in ("kd_bn_rows_stats", "kd_bn_rows_apply", "kd_bn_rows_backward",
+                 "kd_leaky_forward", "kd_leaky_backward"):
+        getattr(shim, name).restype = None
     shim.kd_last_impl.restype = ctypes.c_char_p
     shim.kd_run.restype = ctypes.c_int
     shim.kd_run.argtypes = [P, P, P]
