@@ -15,6 +15,7 @@ pytestmark = pytest.mark.skipif(not dnnl.available(), reason="oneDNN not install
 
 
 def test_kept_value_is_served_until_a_write_or_the_arrays_death():
+    gc.collect()       # arrays of earlier tests must not die (and leave) while this one counts
     a = onp.zeros(4, onp.float32)
     derived.put(a, "k", 1)
     assert derived.get(a, "k") == 1

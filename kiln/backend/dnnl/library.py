@@ -20,9 +20,10 @@ _forced_off = []
 
 WHEEL = "onednn-cpu-gomp"
 HEADERS_WHEEL = "onednn-devel-cpu-gomp"
-# compiled as one library, in this order: matmul.c, elementwise.c, held.c and bnorm.c
-# build and run their ops with shim.c's machinery; activation.c is plain loops
-SOURCES = ("shim.c", "matmul.c", "elementwise.c", "held.c", "bnorm.c", "activation.c")
+# compiled as one library, in this order: pool.c, matmul.c, elementwise.c, held.c and
+# bnorm.c build and run their ops with shim.c's machinery; activation.c is plain loops
+SOURCES = ("shim.c", "pool.c", "matmul.c", "elementwise.c", "held.c", "bnorm.c",
+           "activation.c")
 
 
 def _wheel_file(dist, suffix):
