@@ -79,6 +79,19 @@ def projected_input_model(reverse):
     return f
 
 
+def grads_of(fn, values, loss):
+    """fn's outputs and the gradient of loss(outputs) with respect to every value."""
+    arrays = [np.array(v) for v in values]
+    for a in arrays:
+        a.attach_grad()
+    with autograd.record():
+        outs = fn(*arrays)
+        total = loss(outs)
+    total.backward()
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    return [o.asnumpy() for o in outs] + [a.grad.asnumpy() for a in arrays]
+
+
 @pytest.mark.parametrize("model", [input_weight_model, projected_input_model])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_invariant_gradients_summed_after_the_loop(model, reverse, monkeypatch):
@@ -99,18 +112,12 @@ def test_invariant_gradients_summed_after_the_loop(model, reverse, monkeypatch):
     values = [rng.normal(size=s).astype("float32")
               for s in ((5, 2, 4), (2, 3), (4, 3), (3, 3), (3,))]
 
-    def run2(fn):
-        arrays = [np.array(v) for v in values]
-        for a in arrays:
-            a.attach_grad()
-        with autograd.record():
-            ys, last = fn(*arrays)
-            loss = (ys * ys).sum() + (last * 0.3).sum()
-        loss.backward()
-        return [ys.asnumpy(), last.asnumpy()] + [a.grad.asnumpy() for a in arrays]
-    eager = run2(model(reverse))
+    def loss(outs):
+        ys, last = outs
+        return (ys * ys).sum() + (last * 0.3).sum()
+    eager = grads_of(model(reverse), values, loss)
     fn = kiln.hybridize(model(reverse), backend="c")
-    compiled = run2(fn)
+    compiled = grads_of(fn, values, loss)
     assert_compiled(fn._cached)
     forms = sorted(h.form for plan in plans for h in plan)
     assert forms.count("matmul") == (2 if model is input_weight_model else 1), forms
@@ -140,19 +147,10 @@ def test_gradient_reaching_only_the_step_outputs_is_passed_as_a_window(backend, 
     def f(xs, h, w, u, b):
         ys, _ = projected_input_model(reverse)(xs, h, w, u, b)
         return ys
-
-    def grads(fn):
-        arrays = [np.array(v) for v in values]
-        for a in arrays:
-            a.attach_grad()
-        with autograd.record():
-            loss = (fn(*arrays) * np.array(onp.linspace(-1, 1, 36, dtype="float32")
-                                           .reshape(6, 2, 3))).sum()
-        loss.backward()
-        return [a.grad.asnumpy() for a in arrays]
-    eager = grads(f)
+    head = np.array(onp.linspace(-1, 1, 36, dtype="float32").reshape(6, 2, 3))
+    eager = grads_of(f, values, lambda ys: (ys * head).sum())
     fn = kiln.hybridize(f, backend=backend)
-    compiled = grads(fn)
+    compiled = grads_of(fn, values, lambda ys: (ys * head).sum())
     windows = [n.attrs.get("g_window") for e in fn._cached.entries.values()
                for n in e.grad[0].graph.nodes if n.op == "scan_grad"]
     assert windows and all(windows), "the incoming gradient was not passed as a window"
@@ -203,17 +201,11 @@ def test_no_stack_past_the_memory_limit_and_the_same_values(monkeypatch):
     values = [rng.normal(size=s).astype("float32")
               for s in ((5, 2, 4), (2, 3), (4, 3), (3, 3), (3,))]
 
-    def grads(fn):
-        arrays = [np.array(v) for v in values]
-        for a in arrays:
-            a.attach_grad()
-        with autograd.record():
-            ys, last = fn(*arrays)
-            loss = (ys * ys).sum() + last.sum()
-        loss.backward()
-        return [a.grad.asnumpy() for a in arrays]
-    eager = grads(input_weight_model(True))
-    compiled = grads(kiln.hybridize(input_weight_model(True), backend="c"))
+    def loss(outs):
+        ys, last = outs
+        return (ys * ys).sum() + last.sum()
+    eager = grads_of(input_weight_model(True), values, loss)
+    compiled = grads_of(kiln.hybridize(input_weight_model(True), backend="c"), values, loss)
     kinds = [f.kind for hoisted, _ in plans for h in hoisted for f in h.factors]
     assert plans and "copy" not in kinds, kinds
     for a, b in zip(compiled, eager):

@@ -3,6 +3,7 @@ import numpy as _np
 
 from ..base import KilnError
 from .ir import Node
+from . import alias_paths
 
 
 class ParamEntry:
@@ -93,8 +94,7 @@ def push(ctx):
 def pop():
     ctx = _stack.pop()
     if not _stack:       # the outermost trace ended: its path-dependent marks with it
-        from .alias_paths import clear
-        clear()
+        alias_paths.clear()
     return ctx
 
 

@@ -256,12 +256,17 @@ _ROW_BLOCK = 256     # accumulators on the stack: 2 KB of doubles
 
 
 def _leading_reduction(node, ptr, rows, cols, acc_t, init):
-    """A sum or product over the leading axes (a bias gradient: the batch's rows summed).
-    Walking down each column reads one element per row, a cache line apart; this walks the
-    rows, a block of columns at a time, in the same order of operations per element."""
-    T, X = ctype(node.dtype), ctype(node.inputs[0].dtype)
-    sym = "+" if node.op == "sum" else "*"
-    x, out = ptr(node.inputs[0]), ptr(node)
+    """A sum or product over the leading axes (a bias gradient: the batch's rows summed)."""
+    return rows_reduced(ptr(node.inputs[0]), ptr(node), ctype(node.inputs[0].dtype),
+                        ctype(node.dtype), rows, cols, acc_t, init,
+                        "+" if node.op == "sum" else "*")
+
+
+def rows_reduced(x, out, X, T, rows, cols, acc_t="double", init="0", sym="+"):
+    """C: out[j] = x[0, j] sym x[1, j] sym ... over `rows` rows of `cols` elements (C pointer
+    expressions of element types X and T), accumulated in acc_t. Walking down each column
+    reads one element per row, a cache line apart; this walks the rows, a block of columns
+    at a time, in the same order of operations per element."""
     return f"""  for (int64_t c0 = 0; c0 < {cols}; c0 += {_ROW_BLOCK}) {{
     int64_t width = {cols} - c0 < {_ROW_BLOCK} ? {cols} - c0 : {_ROW_BLOCK};
     {acc_t} acc[{_ROW_BLOCK}];

@@ -16,6 +16,7 @@ sequence operand (row t), or a stack the loop fills with a copy of the row after
 The summation order changes (one long dot product per element instead of T partial sums),
 so results match the per-step loop within float rounding, not bit for bit.
 """
+from .kernels import rows_reduced
 from .loops import ctype
 
 # memory the loop may take for stacks of rows it copies (a reversed layer's gradient rows);
@@ -133,10 +134,6 @@ class Stacks:
                 if f.kind == "copy" and key not in self.stack:
                     self.stack[key] = em.new_buffer(length * f.row_bytes)
         self.out_slots = out_slots
-        self.scratch = {}
-        for h in hoisted:
-            if h.form == "sum":
-                self.scratch[h.k] = em.new_buffer(8 * h.factors[0].node.shape[1])
 
     @staticmethod
     def _key(f):
@@ -174,13 +171,5 @@ class Stacks:
                 lines.append(f"  kiln_gemm_{T}(1, 0, {a}, {b}, {rows}, 1, {bases[0]}, {a}, "
                              f"{bases[1]}, {b}, 0, {out});")
                 continue
-            cols = h.factors[0].node.shape[1]
-            lines.append(f"""  {{ /* the rows of every step summed, in double as the sum op does */
-    double *acc = (double *)P[{self.scratch[h.k]}];
-    const {T} *x = {bases[0]};
-    for (int64_t j = 0; j < {cols}; j++) acc[j] = 0;
-    for (int64_t r = 0; r < {rows}; r++)
-      for (int64_t j = 0; j < {cols}; j++) acc[j] += (double)x[r * {cols} + j];
-    for (int64_t j = 0; j < {cols}; j++) {out}[j] = ({T})acc[j];
-  }}""")
+            lines.append(rows_reduced(bases[0], out, T, T, rows, h.factors[0].node.shape[1]))
         return lines
