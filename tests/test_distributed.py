@@ -219,14 +219,14 @@ def test_shared_window_layout_keeps_counters_and_buckets_on_their_own_cache_line
     assert offsets[1] >= offsets[0] + 24616 and offsets[2] >= offsets[1] + 1605632
     assert size % 4096 == 0 and size >= offsets[2] + 10
     header = shared.header_bytes(3)
-    # a line of statistics, then three counters per bucket, each on a line of its own
-    indices = {shared.counter_index(b, w) for b in range(shared.MIN_BUCKETS) for w in range(3)}
-    assert min(indices) * 8 == shared.LINE and len(indices) == 3 * shared.MIN_BUCKETS
+    # a line of statistics and the call counter, then a counter per bucket on its own line
+    indices = {shared.counter_index(b) for b in range(shared.MIN_BUCKETS)}
+    assert min(indices) * 8 == shared.LINE and len(indices) == shared.MIN_BUCKETS
     assert all(i * 8 % shared.LINE == 0 and i * 8 < header for i in indices)
+    assert shared.CALLS * 8 < shared.LINE
     win = shared.Window(None, 0, header + 2 * size, 3, size)
-    data, results = win.offsets([24616, 1605632, 10])
-    assert data == [header + o for o in offsets]               # the data zone, then
-    assert results == [header + size + o for o in offsets]     # the result zone
+    assert win.offsets([24616, 1605632, 10]) == [header + o for o in offsets]
+    assert win.header + 2 * win.zone_bytes <= header + 2 * size    # both data zones fit
     assert win.fits(2, size) and not win.fits(2, size + 4096)
     assert not win.fits(shared.MIN_BUCKETS + 1, size)
     assert not shared.enabled()                              # one process: no window

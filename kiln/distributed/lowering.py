@@ -96,17 +96,19 @@ def allreduce_op(x, op="mean"):
     return allreduce(x, _handle_array(), op=op)
 
 
-def start_op(x, op="mean", table=None, bucket=-1, offset=0):
+def start_op(x, op="mean", table=None, bucket=-1, offset=0, zone=0):
     """The first half of allreduce_op: post the message (see kiln/ops/collective.py).
-    With a table from with_window, `bucket` numbers this message's counters and `offset` is
-    where its data lies in each rank's region of the window."""
+    With a table from with_window, `bucket` numbers this message's counter, `offset` is
+    where its data lies in each rank's region of the window in even calls, and `zone` how
+    much further it lies in odd calls."""
     from ..ops.collective import allreduce_start
-    return allreduce_start(x, _handle_array(table), op=op, bucket=bucket, offset=offset)
+    return allreduce_start(x, _handle_array(table), op=op, bucket=bucket, offset=offset,
+                           zone=zone)
 
 
-def wait_op(started, after=(), op="mean", table=None, bucket=-1, offset=0, result=0):
+def wait_op(started, after=(), op="mean", table=None, bucket=-1, offset=0, zone=0):
     """The second half: the reduced value of a start_op, scheduled after `after`; through
-    a window, `result` is where the sum lies in rank 0's region."""
+    a window, the sum of the ranks' copies where start_op put them."""
     from ..ops.collective import allreduce_wait
     return allreduce_wait(started, _handle_array(table), *after, op=op, bucket=bucket,
-                          offset=offset, result=result)
+                          offset=offset, zone=zone)

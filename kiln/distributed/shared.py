@@ -4,31 +4,28 @@ When every rank runs on one machine, a compiled training step sums its gradients
 MPI, through a window of shared memory (MPI_Win_allocate_shared) with one region per rank:
 - each rank computes a bucket of gradients straight into its own region (or copies them
   there) and raises its `ready` flag;
-- once every rank's flag is up, the ranks split the bucket's sum between them: each takes
-  the next chunk not yet taken (a shared counter), sums that chunk of every rank's copy in
-  rank order into the bucket's result, and counts it finished. A rank that arrives early
-  (a faster core, a peer that another process held up) takes more chunks. Summed in rank
-  order by whoever takes it, every element has the same bits on every rank;
-- when every chunk is finished, the result is the step's summed gradient: the update reads
-  it where it lies, in rank 0's region.
+- once every rank's flag is up, the sum is read where the copies lie: the loop that reads
+  the summed gradient (the optimizer's update) reads every rank's copy and adds them in
+  rank order, so the sum costs neither a pass of its own nor a buffer, and every element
+  has the same bits on every rank. A wait whose value something other than such a loop
+  reads sums the copies into its own buffer first (kiln/backend/c/shared_reduce.py).
 On one machine both cores are busy computing, so the reduction's memory traffic is real
-work: each rank sums only its share of the buffer, once, and nothing is copied back.
+work: a separate summing pass wrote a buffer that the update then read again.
 
-Why no rank overwrites what a peer still reads: a rank writes its next copy of a bucket
-only after its own wait of the previous step saw every chunk finished (every peer done
-reading), and it writes a result chunk only after every rank's `ready` of this step, which
-each rank raises only after it finished the previous step (and the update that read the
-previous result). So the flags are step counters (only their own rank writes them) and the
-chunk counters carry the step number in their upper bits; nothing needs resetting.
+Why no rank overwrites what a peer still reads: a region has two data zones, and a
+program's call writes the zone of its parity (a call counter in the rank's first line,
+which counts the calls of every program using the window; every rank makes the same calls,
+so their counters agree). A peer reads this rank's zone of call c during call c only. This
+rank writes that zone again in call c + 2, after its waits of call c + 1 saw every peer's
+`ready` of call c + 1, which a peer raises only after it finished call c. So the flags are
+step counters (only their own rank writes them); nothing needs resetting.
 
 A region is laid out as: a line of this rank's statistics (seconds waiting for peers,
-seconds summing), three counters per bucket (`ready`, `claimed`, `finished`, one per cache
-line), then a data zone (the rank's copy of each bucket) and a result zone (the sums; only
-rank 0's is used), every bucket at a cache-line boundary. Programs traced later reuse a
-window whose zones are large enough (every rank traces alike, so every rank reuses alike);
-data and results never share a zone, since a peer may still read one program's result
-while this rank starts the next program's buckets. The C is in
-kiln/backend/c/shared_reduce.py.
+seconds summing into a buffer) and its call counter, a `ready` counter per bucket (one per
+cache line), then the two data zones (the rank's copy of each bucket in even and in odd
+calls), every bucket at a cache-line boundary. Programs traced later reuse a window whose
+zones are large enough (every rank traces alike, so every rank reuses alike).
+The C is in kiln/backend/c/shared_reduce.py.
 
 KILN_DIST_SHM=0 keeps MPI's path (to compare, or on a system where shared windows fail).
 """
@@ -40,7 +37,7 @@ from . import comm as _comm
 from .faults import wait
 
 LINE = 64             # bytes: one counter per cache line, data aligned to lines
-COUNTERS = 3          # per bucket: ready, claimed, finished
+CALLS = 7             # int64 index, in a region's first line, of the rank's call counter
 MIN_BUCKETS = 64      # counters reserved in every window, so later programs can reuse it
 _windows = []         # the windows must outlive every program that points into them
 _unusable = []        # windows MPI did not space evenly: kept, never used
@@ -53,10 +50,10 @@ def enabled():
     return _comm.node().Get_size() == _comm.size()
 
 
-def counter_index(bucket, which):
-    """Index (in int64) into a region of counter `which` (0 ready, 1 claimed, 2 finished)
-    of `bucket`; line 0 holds the statistics."""
-    return (1 + COUNTERS * bucket + which) * (LINE // 8)
+def counter_index(bucket):
+    """Index (in int64) into a region of the `ready` counter of `bucket`; line 0 holds the
+    statistics and the call counter."""
+    return (1 + bucket) * (LINE // 8)
 
 
 def zone(sizes):
@@ -69,7 +66,7 @@ def zone(sizes):
 
 
 def header_bytes(buckets):
-    return -(-LINE * (1 + COUNTERS * max(buckets, MIN_BUCKETS)) // 4096) * 4096
+    return -(-LINE * (1 + max(buckets, MIN_BUCKETS)) // 4096) * 4096
 
 
 class Window:
@@ -85,14 +82,14 @@ class Window:
         return buckets <= self.buckets and zone_bytes <= self.zone_bytes
 
     def offsets(self, sizes):
-        """(data offset, result offset) of each bucket in a region of this window."""
+        """Offset of each bucket in a region's first data zone (the second is zone_bytes
+        further)."""
         inside, _ = zone(sizes)
-        return ([self.header + o for o in inside],
-                [self.header + self.zone_bytes + o for o in inside])
+        return [self.header + o for o in inside]
 
 
 def window(sizes):
-    """(Window, data offsets, result offsets) for buckets of `sizes` bytes: a window made
+    """(Window, data offsets) for buckets of `sizes` bytes: a window made
     before when one fits, else a new zeroed one; None if MPI did not space the regions
     evenly. Every rank must call it at the same point (a compiled step is traced on every
     rank alike); the waits in it are bounded, as every collective's."""
@@ -102,8 +99,7 @@ def window(sizes):
         found = _allocate(len(sizes), zone_bytes)
         if found is None:
             return None
-    data, results = found.offsets(sizes)
-    return found, data, results
+    return found, found.offsets(sizes)
 
 
 def _allocate(buckets, zone_bytes):
@@ -114,7 +110,7 @@ def _allocate(buckets, zone_bytes):
     wait(node.Ibarrier(), "shared window")
     win = MPI.Win.Allocate_shared(region, 1, comm=node)
     mine, _ = win.Shared_query(node.Get_rank())
-    _np.frombuffer(mine, _np.uint8)[:header] = 0     # counters start at step 0
+    _np.frombuffer(mine, _np.uint8)[:header] = 0     # counters start at step 0, call 0
     starts = [_address(win.Shared_query(r)[0]) for r in range(node.Get_size())]
     wait(node.Ibarrier(), "shared window")     # every header zeroed before any is read
     stride = starts[1] - starts[0] if len(starts) > 1 else region
@@ -132,8 +128,9 @@ def _statistics(w):
 
 
 def statistics():
-    """(seconds waiting for the other ranks, seconds summing) of this rank's compiled
-    allreduces through shared windows, since the last reset_statistics()."""
+    """(seconds waiting for the other ranks, seconds summing into a buffer) of this rank's
+    compiled allreduces through shared windows, since the last reset_statistics(). A sum
+    read inside the update's loop is part of that loop's time, not of either."""
     total = _np.zeros(2)
     for w in _windows:
         total += _statistics(w)[:2]

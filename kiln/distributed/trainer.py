@@ -72,20 +72,20 @@ def _allreduce_traced(trainer, ctx):
     # sum, then scale each gradient: the scaling fuses into the optimizer's loop that reads
     # the gradient anyway, instead of being one more pass over every message
     share = 1.0 / _comm.size()
-    table, offsets, results = _shared_window(grads)
+    table, offsets, zone = _shared_window(grads)
     bucket = (lambda k: {}) if table is None else (
-        lambda k: {"table": table, "bucket": k, "offset": offsets[k]})
-    result = (lambda k: {}) if table is None else (lambda k: {"result": results[k]})
+        lambda k: {"table": table, "bucket": k, "offset": offsets[k], "zone": zone})
     summed = reduce_symbols(grads, lambda flat, k: start_op(flat, "sum", **bucket(k)),
                             lambda started, after, k: wait_op(started, after, "sum",
-                                                              **bucket(k), **result(k)))
+                                                              **bucket(k)))
     averaged = [g * share for g in summed]
     trainer._reduced_grads = (ctx, {i: g for (i, _), g in zip(pairs, averaged)})
 
 
 def _shared_window(grads):
-    """(handle table, data offset and result offset of each bucket) of a shared window
-    for this step's buckets (shared.py), or Nones when the ranks do not share one machine."""
+    """(handle table, offset of each bucket in a region's first data zone, bytes from the
+    first data zone to the second) of a shared window for this step's buckets (shared.py),
+    or Nones when the ranks do not share one machine."""
     if not shared.enabled():
         return None, None, None
     sizes = [sum(grads[i].size * _np.dtype(grads[i].dtype).itemsize for i in b)
@@ -93,8 +93,8 @@ def _shared_window(grads):
     found = shared.window(sizes)
     if found is None:
         return None, None, None
-    win, offsets, results = found
-    return with_window(win.base, win.stride), offsets, results
+    win, offsets = found
+    return with_window(win.base, win.stride), offsets, win.zone_bytes
 
 
 def traced_grad(trainer, i, param):

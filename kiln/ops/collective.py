@@ -14,8 +14,9 @@ With one process every op here is the identity.
   passes its value on. `after` only orders the schedule: the wait runs after those nodes
   (the other buckets' starts), which are otherwise unused. With `bucket` >= 0 and a handle
   table holding a shared window (kiln/distributed/shared.py), the compiled pair reduces
-  through that window instead of MPI: `bucket` numbers the message's counters, `offset`
-  is where its data lies in each rank's region and the wait's `result` where the sum goes.
+  through that window instead of MPI: `bucket` numbers the message's counter, `offset`
+  is where its data lies in each rank's region in even calls and `zone` how much further
+  it lies in odd calls.
 """
 import numpy as _np
 
@@ -57,27 +58,27 @@ def allreduce(x, handles, op="mean"):
     return _reduce_now(x, handles, op)
 
 
-def _start_rule(x, handles, op="mean", bucket=-1, offset=0):
+def _start_rule(x, handles, op="mean", bucket=-1, offset=0, zone=0):
     return _allreduce_rule(x, handles, op, "allreduce_start")
 
 
-def _start_grad(g, out, x, handles, op="mean", bucket=-1, offset=0):
+def _start_grad(g, out, x, handles, op="mean", bucket=-1, offset=0, zone=0):
     return _allreduce_grad(g, out, x, handles, op)
 
 
 @register("allreduce_start", _start_rule, _start_grad)
-def allreduce_start(x, handles, op="mean", bucket=-1, offset=0):
+def allreduce_start(x, handles, op="mean", bucket=-1, offset=0, zone=0):
     return _reduce_now(x, handles, op)
 
 
-def _wait_rule(started, handles, *after, op="mean", bucket=-1, offset=0, result=0):
+def _wait_rule(started, handles, *after, op="mean", bucket=-1, offset=0, zone=0):
     return _allreduce_rule(started, handles, op, "allreduce_wait")
 
 
-def _wait_grad(g, out, started, handles, *after, op="mean", bucket=-1, offset=0, result=0):
+def _wait_grad(g, out, started, handles, *after, op="mean", bucket=-1, offset=0, zone=0):
     return (g, None) + (None,) * len(after)
 
 
 @register("allreduce_wait", _wait_rule, _wait_grad)
-def allreduce_wait(started, handles, *after, op="mean", bucket=-1, offset=0, result=0):
+def allreduce_wait(started, handles, *after, op="mean", bucket=-1, offset=0, zone=0):
     return _np.array(started, copy=True)

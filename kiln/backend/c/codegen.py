@@ -143,6 +143,8 @@ class Emitter:
         self.functions = []      # C text of static helper functions, callees first
         self.naive_bytes = 0
         self.param_writes = {}   # id(output node) -> parameter slot it is computed into
+        self.window_sums = {}    # id(allreduce_wait) -> slots of each rank's copy, summed
+                                 # where read (shared_reduce.window_slots)
 
     def add_slot(self, entry):
         self.slots.append(entry)
@@ -251,7 +253,9 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
     if top:
         em.param_writes = param_writes(graph, steps, storage, param_slots)
         slot_of.update(em.param_writes)
-        in_window, body = shared_reduce.window_slots(em, graph, steps, storage)
+        from ...distributed import comm
+        in_window, body, em.window_sums = shared_reduce.window_slots(em, graph, steps, storage,
+                                                                     comm.size())
         slot_of.update(in_window)
     heavy.pair_max_pools(em, [s.sink for s in steps if s.kind == "heavy"])
     chained = set()        # steps already run inside a dense chain (dense_chain.py)
@@ -272,7 +276,7 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         body.append(f"  /* {s.kind}: {', '.join(n.op for n in s.nodes)} -> {s.sink.name} */")
         body.append("  {")   # each step in its own scope: its local names never clash
         if s.kind == "fused":
-            body.append(_fused(s, ptr))
+            body.append(_fused(s, ptr, em.window_sums))
         elif s.kind == "matmul" and (t := dense_chain.partner(
                 steps, k, is_alias, storage, ptr, em.param_writes if top else {})) is not None:
             chained.add(id(t))
@@ -336,25 +340,40 @@ def _alias_source(node):
     return node.inputs[0] if node.op in ("reshape", "transpose") else node
 
 
-def _fused_parts(step, ptr):
-    """(operands, body) of an elementwise chain: the output first, then every input from
-    outside the chain, with strides over the output's shape; body(offset expressions)
-    gives the statements computing one element."""
-    out = step.sink
+def _external_inputs(step):
     members = {id(n) for n in step.nodes}
     ext = []
     for n in step.nodes:
         for i in n.inputs:
             if id(i) not in members and all(i is not e for e in ext):
                 ext.append(i)
+    return ext
+
+
+def _fused_parts(step, ptr, sums=None, named=None):
+    """(operands, body) of an elementwise chain: the output first, then every input from
+    outside the chain, with strides over the output's shape; body(offset expressions)
+    gives the statements computing one element. sums: {id(input): table slots of the
+    ranks' copies} for inputs that are a sum over ranks read where the copies lie
+    (shared_reduce.py): the loop adds them, in rank order, as it reads them. named:
+    {id(input): C name} for inputs read once before the loop."""
+    out = step.sink
+    sums, named = sums or {}, named or {}
+    ext = [i for i in _external_inputs(step) if id(i) not in named]
     operands = [Operand(ptr(out), 0, contiguous_strides(out.shape))]
+    reads = []      # per input of ext: its operands' positions
     for i in ext:
-        operands.append(Operand(ptr(i), 0, broadcast_strides(i.shape, out.shape)))
+        strides = broadcast_strides(i.shape, out.shape)
+        pointers = [f"(({ctype(i.dtype)} *)P[{k}])" for k in sums[id(i)]] \
+            if id(i) in sums else [ptr(i)]
+        reads.append(range(len(operands), len(operands) + len(pointers)))
+        operands += [Operand(p, 0, strides) for p in pointers]
 
     def body(offsets):
-        lines, names = [], {}
-        for k, i in enumerate(ext):
-            names[id(i)] = f"{operands[k + 1].ptr}[{offsets[k + 1]}]"
+        lines, names = [], dict(named)
+        for i, at in zip(ext, reads):
+            loads = [f"{operands[k].ptr}[{offsets[k]}]" for k in at]
+            names[id(i)] = loads[0] if len(loads) == 1 else f"({' + '.join(loads)})"
         for k, n in enumerate(step.nodes):
             args = [names[id(i)] for i in n.inputs]
             expr = elementwise_expr(n.op, args, [i.dtype for i in n.inputs], n.dtype, n.attrs)
@@ -365,6 +384,14 @@ def _fused_parts(step, ptr):
     return operands, body
 
 
-def _fused(step, ptr):
-    operands, body = _fused_parts(step, ptr)
-    return loop_nest(step.sink.shape, operands, body)
+def _fused(step, ptr, sums=None):
+    """The loop of an elementwise chain. Its one-element inputs (a learning rate, a
+    scale) are read once before it: read through the pointer table at every element, the
+    compiler must assume the loop's stores may change them, and with a few such loads
+    besides several arrays it gives up vectorizing the loop."""
+    sums = sums or {}
+    scalars = [i for i in _external_inputs(step) if i.size == 1 and id(i) not in sums]
+    named = {id(i): f"s{k}" for k, i in enumerate(scalars)}
+    before = [f"  const {ctype(i.dtype)} s{k} = {ptr(i)}[0];" for k, i in enumerate(scalars)]
+    operands, body = _fused_parts(step, ptr, sums, named)
+    return "\n".join(before + [loop_nest(step.sink.shape, operands, body)])

@@ -135,7 +135,8 @@ def allreduce_wait(node, ptr, em):
     request = f"(void *)P[{_request_slot(em, started)}]"
     mpi = _TYPES + _poll(request) + _copy(node)
     return ("  {\n" + _head(node, started, table, ptr)
-            + _shared_or(node, lambda: shared_reduce.wait(node), mpi) + _scale(node)
+            + _shared_or(node, lambda: shared_reduce.wait(node, id(node) in em.window_sums), mpi)
+            + _scale(node)
             + "    }\n  }")
 
 
