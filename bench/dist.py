@@ -13,7 +13,8 @@ and per step (weak scaling: 2 ranks process twice the samples per step):
   and, as the machine's own ceiling, two independent 1-rank kiln jobs run at once (no
   communication: a shared cache, memory bus or uneven cores slow them as they slow 2 ranks),
   with the load average around each round. Then kiln's time per step on each rank, split
-  into computing, waiting for the other rank and summing gradients (the compiled step's
+  into computing, waiting for the other rank and summing gradients into a buffer (the
+  sums the update's loop adds as it reads them count as computing; the compiled step's
   own counters, kiln/distributed/shared.py). --sweep adds a table of kiln's 2-rank /
   1-rank ratio at other batch sizes per rank (how scaling grows with the batch).
 """
@@ -290,7 +291,8 @@ def _print(runs, configs, args):
 def _print_breakdown(runs):
     """Where kiln's step time goes, per rank: median over the rounds, in milliseconds."""
     print("\nkiln ms per step by rank (median of rounds): 1 rank | 2 ranks, each "
-          "step = compute + waiting for the other rank + summing gradients")
+          "step = compute (with the sums read inside the update) + waiting for the other "
+          "rank + summing gradients into a buffer")
     for model in MODELS:
         one = onp.median([r["per_rank"][0][0] for r in runs[(model, ("kiln", 1))]]) * 1e3
         parts = onp.median([r["per_rank"] for r in runs[(model, ("kiln", 2))]], axis=0) * 1e3

@@ -138,7 +138,8 @@ def test_the_command_line_passes_python_and_framework_to_each_section(tmp_path, 
     chapters.mkdir(parents=True)
     (chapters / "one.md").write_text(CHAPTER)
     seen = []
-    monkeypatch.setattr(tool, "write_stand_in_data", lambda scratch: None)
+    written = []
+    monkeypatch.setattr(tool, "write_stand_in_data", lambda scratch, images: written.append(images))
     monkeypatch.setattr(tool, "run_section", lambda name, script, scratch, timeout, python,
                         framework: seen.append((name, python, framework))
                         or ("pass", 1, 1, "", (None, None)))
@@ -146,6 +147,22 @@ def test_the_command_line_passes_python_and_framework_to_each_section(tmp_path, 
                "--python", "/opt/mx/bin/python", "--framework", "mxnet"])
     assert seen == [("chapter_x.one", "/opt/mx/bin/python", "mxnet")]
     assert "on mxnet (/opt/mx/bin/python)" in (tmp_path / "out" / "results.md").read_text()
+    assert written == [(60000, 10000)]
+    tool.main([str(tmp_path / "md"), "--out", str(tmp_path / "out"), "--images", "1000,250"])
+    assert written[-1] == (1000, 250)
+    with pytest.raises(SystemExit):
+        tool.main([str(tmp_path / "md"), "--out", str(tmp_path / "out"), "--images", "1000"])
+
+
+def test_smaller_stand_ins_replace_the_ones_written_before(tmp_path, monkeypatch):
+    import gzip
+    for writer in ("_write_bananas", "_write_time_machine", "_write_fra_eng"):
+        monkeypatch.setattr(tool, writer, lambda folder: None)
+    for n in (60, 20):
+        tool.write_stand_in_data(str(tmp_path), (n, 10))
+        path = tmp_path / "mxnet" / "datasets" / "fashion-mnist" / "train-labels-idx1-ubyte.gz"
+        with gzip.open(path) as f:
+            assert len(f.read()) == 8 + n      # the IDX header, then one byte per label
 
 
 def test_the_prelude_prints_step_times_and_peak_memory_that_the_table_reads(tmp_path):
@@ -166,3 +183,34 @@ def test_the_prelude_prints_step_times_and_peak_memory_that_the_table_reads(tmp_
     assert step == 0.25
     assert rss is not None and rss > 0
     assert tool.printed_measures("killed\n") == (None, None)
+
+
+def test_the_banana_stand_in_is_the_books_zip_layout(tmp_path):
+    import io
+    import zipfile
+    from PIL import Image
+    tool._write_bananas(str(tmp_path), (("bananas_train", 3), ("bananas_val", 2)))
+    with zipfile.ZipFile(tmp_path / "banana-detection.zip") as z:
+        for part, count in (("bananas_train", 3), ("bananas_val", 2)):
+            rows = z.read(f"banana-detection/{part}/label.csv").decode().split()
+            assert rows[0] == "img_name,label,xmin,ymin,xmax,ymax" and len(rows) == 1 + count
+            for row in rows[1:]:
+                name, label, *box = row.split(",")
+                image = Image.open(io.BytesIO(z.read(f"banana-detection/{part}/images/{name}")))
+                assert image.size == (256, 256) and label == "0"
+                x0, y0, x1, y1 = map(int, box)
+                assert 0 <= x0 < x1 <= 256 and 0 <= y0 < y1 <= 256
+                assert image.getpixel((x0, y0)) == (230, 200, 40)    # the banana's box
+
+
+def test_the_text_stand_ins_read_as_the_book_reads_them(tmp_path):
+    import zipfile
+    tool._write_time_machine(str(tmp_path))
+    tool._write_fra_eng(str(tmp_path), pairs=50)
+    words = (tmp_path / "timemachine.txt").read_text().split()
+    assert 31000 < len(words) < 33000
+    with zipfile.ZipFile(tmp_path / "fra-eng.zip") as z:
+        lines = z.read("fra-eng/fra.txt").decode("utf-8").split("\n")
+    pairs = [line.split("\t") for line in lines if line]
+    assert len(pairs) == 50 and all(len(p) == 2 and p[0] and p[1] for p in pairs)
+    assert all(p[0][-1] in ".!?" and p[1][-2] == "\u202f" for p in pairs)

@@ -22,8 +22,10 @@ The prelude changes nothing in the chapter's code. It
 
 Stand-in data (written once per SCRATCH, outside the timed run) has the real sizes and
 formats: Fashion-MNIST (balanced classes, as the real one) and MNIST as gzip IDX (60k/10k
-28x28), Kaggle house prices as CSV
-(1460/1459 rows, 81/80 columns).
+28x28 by default, --images for smaller ones), the banana detection set as the book's zip
+(1,000/100 PNGs of 256x256, one box each), The Time Machine's size in English-like text,
+150,000 English-French pairs as fra-eng.zip, Kaggle house prices as CSV (1460/1459 rows,
+81/80 columns).
 
 The chapter sources are someone else's: keep them and SCRATCH outside the repository.
 """
@@ -240,20 +242,104 @@ def selected(name, pattern):
     return pattern in name.rsplit(".", 1)[-1]
 
 
-def write_stand_in_data(scratch):
-    """Synthetic files of the real sizes, in the formats the book downloads."""
+def write_stand_in_data(scratch, images=(60000, 10000)):
+    """Synthetic files in the formats the book downloads: `images` (training, test) images
+    of MNIST and Fashion-MNIST (the real sizes by default), the house prices' real sizes."""
     from vision_files import write_mnist
     mx_home = os.path.join(scratch, "mxnet")
     for name, seed, balanced in (("fashion-mnist", 0, True), ("mnist", 1, False)):
         root = os.path.join(mx_home, "datasets", name)
-        if not os.path.exists(os.path.join(root, "t10k-labels-idx1-ubyte.gz")):
+        marker = os.path.join(root, "stand-in-size.txt")
+        size = f"{images[0]} {images[1]}\n"
+        written = open(marker).read() if os.path.exists(marker) else None
+        if written != size:
             # Fashion-MNIST has exactly 6,000/1,000 images of each class (the book relies
             # on it: 2,000 test images of classes 0 and 1); MNIST's counts vary
-            write_mnist(root, n_train=60000, n_test=10000, seed=seed, balanced=balanced)
+            write_mnist(root, n_train=images[0], n_test=images[1], seed=seed,
+                        balanced=balanced)
+            with open(marker, "w") as f:
+                f.write(size)
     data = os.path.join(scratch, "data")
     os.makedirs(data, exist_ok=True)
     _write_house_prices(data)
+    _write_bananas(data)
+    _write_time_machine(data)
+    _write_fra_eng(data)
     return mx_home
+
+
+def _words(rs, count, vocabulary):
+    """`count` words drawn with Zipf-like frequencies from `vocabulary`."""
+    import numpy as onp
+    p = 1.0 / onp.arange(1, len(vocabulary) + 1)
+    return [vocabulary[k] for k in rs.choice(len(vocabulary), count, p=p / p.sum())]
+
+
+def _vocabulary(rs, size, letters="abcdefghijklmnopqrstuvwxyz"):
+    return ["".join(rs.choice(list(letters), rs.randint(1, 9))) for _ in range(size)]
+
+
+def _write_time_machine(folder):
+    """The Time Machine's size (about 32,000 words in 3,200 lines of English-like text)."""
+    import numpy as onp
+    path = os.path.join(folder, "timemachine.txt")
+    if os.path.exists(path):
+        return
+    rs = onp.random.RandomState(3)
+    words = _words(rs, 32000, _vocabulary(rs, 4500))
+    lines = [" ".join(words[k:k + 10]).capitalize() + "." for k in range(0, len(words), 10)]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _write_fra_eng(folder, pairs=150000):
+    """The English-French pairs' zip (fra-eng/fra.txt: 'English<TAB>French' lines)."""
+    import zipfile
+    import numpy as onp
+    path = os.path.join(folder, "fra-eng.zip")
+    if os.path.exists(path):
+        return
+    rs = onp.random.RandomState(4)
+    english, french = _vocabulary(rs, 3000), _vocabulary(rs, 4000, "abcdeéèfghijlmnopqrstuvàç")
+    lengths = rs.randint(1, 8, pairs)
+    src, tgt = _words(rs, int(lengths.sum()), english), _words(rs, int(lengths.sum()), french)
+    marks = rs.choice([".", "!", "?"], pairs)
+    lines, at = [], 0
+    for n, mark in zip(lengths, marks):
+        sentence = (" ".join(src[at:at + n]).capitalize() + mark,
+                    " ".join(tgt[at:at + n]).capitalize() + "\u202f" + mark)
+        lines.append("\t".join(sentence))
+        at += n
+    with zipfile.ZipFile(path + ".part", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("fra-eng/fra.txt", "\n".join(lines) + "\n")
+    os.replace(path + ".part", path)
+
+
+def _write_bananas(folder, sizes=(("bananas_train", 1000), ("bananas_val", 100))):
+    """The banana detection set (object detection, SSD) as the book's zip: 256x256 PNGs,
+    one box each, listed in label.csv (img_name,label,xmin,ymin,xmax,ymax)."""
+    import io
+    import zipfile
+    import numpy as onp
+    path = os.path.join(folder, "banana-detection.zip")
+    if os.path.exists(path):
+        return
+    from PIL import Image
+    rs = onp.random.RandomState(2)
+    with zipfile.ZipFile(path + ".part", "w") as z:
+        for part, count in sizes:
+            rows = ["img_name,label,xmin,ymin,xmax,ymax"]
+            for k in range(count):
+                image = rs.randint(0, 120, (256, 256, 3)).astype(onp.uint8)
+                w, h = rs.randint(30, 90, 2)
+                x0, y0 = rs.randint(0, 256 - w), rs.randint(0, 256 - h)
+                image[y0:y0 + h, x0:x0 + w] = (230, 200, 40)
+                png = io.BytesIO()
+                Image.fromarray(image).save(png, format="PNG")
+                z.writestr(f"banana-detection/{part}/images/{k}.png", png.getvalue())
+                rows.append(f"{k}.png,0,{x0},{y0},{x0 + w},{y0 + h}")
+            z.writestr(f"banana-detection/{part}/label.csv", "\n".join(rows) + "\n")
+    os.replace(path + ".part", path)
 
 
 def _write_house_prices(folder):
@@ -372,6 +458,10 @@ def main(argv=None):
     parser.add_argument("--budget", type=float, default=300, help="seconds a section may take")
     parser.add_argument("--smoke", type=int, default=0, metavar="N",
                         help="debugging: at most N batches per epoch (times then mean nothing)")
+    parser.add_argument("--images", default="60000,10000", metavar="TRAIN,TEST",
+                        help="images in the MNIST and Fashion-MNIST stand-ins (multiples of "
+                             "10; default: the real sizes). Smaller stand-ins run whole "
+                             "chapters where the real sizes take hours on two cores")
     parser.add_argument("--framework", choices=("kiln", "mxnet"), default="kiln",
                         help="run on kiln through the alias (default), or on real MXNet")
     parser.add_argument("--python", default=sys.executable,
@@ -381,7 +471,12 @@ def main(argv=None):
     scratch = os.path.abspath(args.out)
     for sub in ("scripts", "logs", "work"):
         os.makedirs(os.path.join(scratch, sub), exist_ok=True)
-    write_stand_in_data(scratch)
+    try:
+        images = tuple(int(n) for n in args.images.split(","))
+        assert len(images) == 2 and all(n > 0 and n % 10 == 0 for n in images)
+    except (ValueError, AssertionError):
+        parser.error(f"--images takes two multiples of 10, TRAIN,TEST; got {args.images!r}")
+    write_stand_in_data(scratch, images)
     sections = []
     for root, _, files in sorted(os.walk(args.chapters)):
         for fname in sorted(files):
