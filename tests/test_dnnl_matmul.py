@@ -4,6 +4,7 @@ backend/dnnl/matmul.c).
 The size thresholds are lowered for these tests, so small shapes (fast to compile and
 check) take the oneDNN path; each test checks that they did, then compares with NumPy in
 float64, with kiln's own kernels (the library turned off) and, where installed, PyTorch."""
+import contextlib
 import shutil
 import warnings
 
@@ -236,10 +237,13 @@ def test_eager_float32_matmul_on_dnnl_matches_numpy_and_the_runtime():
     rng = onp.random.default_rng(9)
     a = rng.standard_normal((40, 90)).astype("float32")
     b = rng.standard_normal((90, 70)).astype("float32")
+    # rows (or columns) apart in a larger array: a step of a batch-major sequence
+    rows_apart = rng.standard_normal((40, 3, 90)).astype("float32")[:, 1]
+    columns_apart = rng.standard_normal((70, 2, 90)).astype("float32")[:, 0].T
     for x, y in ((a, b), (onp.asfortranarray(a), b), (a, onp.asfortranarray(b)),
-                 (onp.asfortranarray(a), onp.asfortranarray(b))):
-        got = eager_gemm._on_dnnl(x, y, int(not x.flags.c_contiguous),
-                                  int(not y.flags.c_contiguous))
+                 (onp.asfortranarray(a), onp.asfortranarray(b)), (rows_apart, b),
+                 (rows_apart, columns_apart), (rows_apart.T.T, onp.asfortranarray(b))):
+        got = eager_gemm._on_dnnl(x, y, eager_gemm._operand(x), eager_gemm._operand(y))
         assert got is not None
         want = x.astype("float64") @ y
         onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -281,3 +285,23 @@ def test_layers_split_into_blocks_see_weight_writes(rows, units):
         write()
         got = quiet(net, np.array(x)).asnumpy()
         onp.testing.assert_allclose(got, reference(net, x, "relu"), rtol=1e-4, atol=1e-4)
+
+
+def test_eager_gemm_reads_strided_rows_and_refuses_what_it_cannot():
+    from kiln.backend.c import eager_gemm
+    base = onp.zeros((5, 3, 7), "float32")
+    assert eager_gemm._operand(base[:, 1]) == (0, 21)          # rows 21 floats apart
+    assert eager_gemm._operand(base[:, 1].T) == (1, 21)
+    assert eager_gemm._operand(onp.zeros((4, 6), "float32")) == (0, 6)
+    assert eager_gemm._operand(onp.zeros((4, 6), "float32", order="F")) == (1, 4)
+    assert eager_gemm._operand(base[:, :, ::2][:, 0]) is None   # neither rows nor columns
+    assert eager_gemm._operand(base[::-1, 0]) is None          # rows in reverse
+    rng = onp.random.default_rng(11)
+    seq = rng.standard_normal((256, 32, 28)).astype("float32").transpose(1, 0, 2)  # (steps, batch, vocab), batch-major
+    w = rng.standard_normal((28, 32)).astype("float32")
+    for x in (seq[3], seq[3].T.copy().T):
+        for on_dnnl in (True, False):
+            with (contextlib.nullcontext() if on_dnnl else dnnl.disabled()):
+                got = eager_gemm.matmul(x, w)
+            assert got is not None
+            onp.testing.assert_allclose(got, x.astype("float64") @ w, rtol=1e-4, atol=1e-4)

@@ -42,12 +42,18 @@ def _sgemm():
 
 
 def _operand(x):
-    """(transposed?, leading dimension) of a 2-D float32 array, or None if neither it nor
-    its transpose is C-contiguous."""
-    if x.flags.c_contiguous:
-        return 0, x.shape[1]
-    if x.flags.f_contiguous:
-        return 1, x.shape[0]
+    """(transposed?, leading dimension) of a 2-D float32 array whose rows (or columns) are
+    contiguous, at any distance from each other; None otherwise. A row of a 3-D array
+    (`for X in inputs` over a one-hot sequence laid out batch-major) is such a matrix, and
+    NumPy's matmul of it on two busy cores waited milliseconds for OpenBLAS's threads."""
+    (rows, cols), item = x.shape, x.itemsize
+    if x.strides[0] % item or x.strides[1] % item:
+        return None
+    along_row, along_col = x.strides[0] // item, x.strides[1] // item
+    if (cols == 1 or along_col == 1) and (rows == 1 or along_row >= cols):
+        return 0, along_row if rows > 1 else cols
+    if (rows == 1 or along_row == 1) and (cols == 1 or along_col >= rows):
+        return 1, along_col if cols > 1 else rows
     return None
 
 
@@ -63,7 +69,7 @@ def matmul(a, b):
     if fa is None or fb is None:
         return None
     if m >= DNNL_MIN_ROWS:
-        c = _on_dnnl(a, b, fa[0], fb[0])
+        c = _on_dnnl(a, b, fa, fb)
         if c is not None:
             return c
     fn = _sgemm()
@@ -76,8 +82,9 @@ def matmul(a, b):
     return c
 
 
-def _on_dnnl(a, b, ta, tb):
-    """a @ b on oneDNN's matmul (ta/tb: stored transposed), or None without the library."""
+def _on_dnnl(a, b, operand_a, operand_b):
+    """a @ b on oneDNN's matmul, or None without the library; operand_*: (stored
+    transposed?, leading dimension) as _operand gives them."""
     if not _dnnl:      # imported once: an import statement costs a microsecond a call
         from ..dnnl.library import shim
         from ..dnnl.ops import _run
@@ -87,7 +94,8 @@ def _on_dnnl(a, b, ta, tb):
     if shim() is None:
         return None
     (m, k), n = a.shape, b.shape[1]
-    args = (2, (m, k), (1, m) if ta else (k, 1), (k, n), (1, k) if tb else (n, 1), n,
+    (ta, lda), (tb, ldb) = operand_a, operand_b
+    args = (2, (m, k), (1, lda) if ta else (lda, 1), (k, n), (1, ldb) if tb else (ldb, 1), n,
             0, 0, 0, 0)
     key = ("matmul",) + args
     if key in _refused:
