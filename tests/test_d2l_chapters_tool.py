@@ -214,3 +214,16 @@ def test_the_text_stand_ins_read_as_the_book_reads_them(tmp_path):
     pairs = [line.split("\t") for line in lines if line]
     assert len(pairs) == 50 and all(len(p) == 2 and p[0] and p[1] for p in pairs)
     assert all(p[0][-1] in ".!?" and p[1][-2] == "\u202f" for p in pairs)
+
+
+def test_a_chapters_own_epoch_count_is_capped():
+    cell = ("lr = 0.2\nnum_epochs, timer = 20, d2l.Timer()\nnum_epochs = 30  # again\n"
+            "def f(num_epochs=40):\n    num_epochs = 50\n")
+    got = tool.cap_epoch_assignments(cell, 2)
+    assert got == ("lr = 0.2\nnum_epochs, timer = min(20, 2), d2l.Timer()\n"
+                   "num_epochs = min(30, 2)  # again\ndef f(num_epochs=40):\n"
+                   "    num_epochs = 50\n".rstrip("\n"))
+    namespace = {"d2l": type("d2l", (), {"Timer": staticmethod(lambda: None)})}
+    exec(got, namespace)
+    assert namespace["num_epochs"] == 2
+    assert tool.cap_epoch_assignments("x = (", 2) == "x = ("     # left for the run to report

@@ -12,8 +12,9 @@ SCRATCH/results.md (a markdown table) and SCRATCH/logs/NAME.txt.
 The prelude changes nothing in the chapter's code. It
 - draws with matplotlib's Agg backend and defines `tab` (d2lbook's tab selector) as MXNet;
 - caps training at --epochs-cap epochs by wrapping d2l's entry points (`d2l.Trainer`'s
-  max_epochs and every d2l function with a `num_epochs` parameter); loops a chapter writes
-  itself run as written;
+  max_epochs and every d2l function with a `num_epochs` parameter) and by capping a
+  cell's top-level `num_epochs = N` (the count of the loops some chapters write
+  themselves); other loops a chapter writes itself run as written;
 - sets pandas (3.x) to read text columns as dtype object, and lets matplotlib's `stem`
   take `use_line_collection` (removed in 3.8), as the versions the book was written for did;
 - lets `d2l.download` return a stand-in file already in the target folder without its
@@ -227,9 +228,37 @@ def show_last_expression(cell):
     return "\n".join(lines[:start] + [f"_show((\n{expr.strip()}\n))"] + lines[end:])
 
 
+def cap_epoch_assignments(cell, cap):
+    """`num_epochs = 20` (alone or in a tuple, `num_epochs, timer = 20, d2l.Timer()`) at a
+    cell's top level becomes `min(20, cap)`: the loops a chapter writes itself (SSD's)
+    count their epochs that way."""
+    try:
+        tree = ast.parse(cell)
+    except SyntaxError:
+        return cell
+    found = []
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+            continue
+        target, value = stmt.targets[0], stmt.value
+        pairs = [(target, value)]
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) \
+                and len(target.elts) == len(value.elts):
+            pairs = list(zip(target.elts, value.elts))
+        found += [v for t, v in pairs if isinstance(t, ast.Name) and t.id == "num_epochs"
+                  and isinstance(v, ast.Constant) and type(v.value) is int]
+    lines = cell.splitlines()
+    for v in sorted(found, key=lambda v: (v.lineno, v.col_offset), reverse=True):
+        line = lines[v.lineno - 1]
+        lines[v.lineno - 1] = (line[:v.col_offset] + f"min({v.value}, {cap})"
+                               + line[v.end_col_offset:])
+    return "\n".join(lines) if found else cell
+
+
 def build_script(markdown, cap, smoke=0, framework="kiln"):
     parts = [PRELUDE.format(cap=cap, smoke=smoke, real_mxnet=framework == "mxnet")]
     for n, cell in enumerate(cells_for_mxnet(markdown)):
+        cell = cap_epoch_assignments(cell, cap)
         parts.append(f"# ---- cell {n}\n{show_last_expression(cell)}\n")
     return "\n".join(parts)
 
