@@ -156,7 +156,8 @@ def test_the_command_line_passes_python_and_framework_to_each_section(tmp_path, 
 
 def test_smaller_stand_ins_replace_the_ones_written_before(tmp_path, monkeypatch):
     import gzip
-    for writer in ("_write_bananas", "_write_time_machine", "_write_fra_eng"):
+    for writer in ("_write_bananas", "_write_time_machine", "_write_fra_eng",
+                   "_write_banana_photo"):
         monkeypatch.setattr(tool, writer, lambda folder: None)
     for n in (60, 20):
         tool.write_stand_in_data(str(tmp_path), (n, 10))
@@ -190,6 +191,8 @@ def test_the_banana_stand_in_is_the_books_zip_layout(tmp_path):
     import zipfile
     from PIL import Image
     tool._write_bananas(str(tmp_path), (("bananas_train", 3), ("bananas_val", 2)))
+    tool._write_banana_photo(str(tmp_path / "img"))
+    assert Image.open(tmp_path / "img" / "banana.jpg").size == (256, 256)
     with zipfile.ZipFile(tmp_path / "banana-detection.zip") as z:
         for part, count in (("bananas_train", 3), ("bananas_val", 2)):
             rows = z.read(f"banana-detection/{part}/label.csv").decode().split()

@@ -24,9 +24,9 @@ The prelude changes nothing in the chapter's code. It
 Stand-in data (written once per SCRATCH, outside the timed run) has the real sizes and
 formats: Fashion-MNIST (balanced classes, as the real one) and MNIST as gzip IDX (60k/10k
 28x28 by default, --images for smaller ones), the banana detection set as the book's zip
-(1,000/100 PNGs of 256x256, one box each), The Time Machine's size in English-like text,
-150,000 English-French pairs as fra-eng.zip, Kaggle house prices as CSV (1460/1459 rows,
-81/80 columns).
+(1,000/100 PNGs of 256x256, one box each) and the book's img/banana.jpg, The Time
+Machine's size in English-like text, 150,000 English-French pairs as fra-eng.zip, Kaggle
+house prices as CSV (1460/1459 rows, 81/80 columns).
 
 The chapter sources are someone else's: keep them and SCRATCH outside the repository.
 """
@@ -294,7 +294,21 @@ def write_stand_in_data(scratch, images=(60000, 10000)):
     _write_bananas(data)
     _write_time_machine(data)
     _write_fra_eng(data)
+    _write_banana_photo(os.path.join(scratch, "img"))
     return mx_home
+
+
+def _write_banana_photo(folder):
+    """The book's img/banana.jpg, which SSD's last cells detect bananas in."""
+    path = os.path.join(folder, "banana.jpg")
+    if os.path.exists(path):
+        return
+    import numpy as onp
+    from PIL import Image
+    os.makedirs(folder, exist_ok=True)
+    image = onp.random.RandomState(5).randint(0, 120, (256, 256, 3)).astype(onp.uint8)
+    image[90:160, 60:190] = (230, 200, 40)
+    Image.fromarray(image).save(path, format="JPEG")
 
 
 def _words(rs, count, vocabulary):
