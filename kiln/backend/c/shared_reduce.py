@@ -5,8 +5,9 @@ window first counts its call (the rank's call counter: its parity picks the data
 Start puts this rank's copy of the bucket in its region (unless the gradients were
 computed there) and raises its `ready` counter to this step's number. Wait returns once
 every rank is ready. The sum is read where the copies lie: a fused loop reading the wait's
-value adds every rank's copy in rank order (`summed`, used by codegen._fused_parts), so
-the optimizer's update reads the ranks' gradients once and nothing writes the sum. A wait
+value adds every rank's copy in rank order (the slots window_slots gives for it, read by
+codegen._fused_parts), so the optimizer's update reads the ranks' gradients once and
+nothing writes the sum. A wait
 whose value anything else reads (a slice of a bucket of small gradients, a kernel) sums
 the copies into its own buffer. Only a rank itself writes its own counters and
 statistics; release stores and acquire loads order the data around them. Every wait on a
