@@ -1,4 +1,5 @@
-"""tools/d2l_chapters.py: which cells of a chapter source run, and the prelude's epoch cap.
+"""tools/d2l_chapters.py: which cells of a chapter source run, and the prelude's epoch cap;
+tools/d2l_stand_ins.py: the stand-in data it writes.
 
 The chapters here are made up for the test (the book's sources are not part of kiln)."""
 import os
@@ -9,6 +10,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools"))
 import d2l_chapters as tool  # noqa: E402
+import d2l_stand_ins as stand_ins  # noqa: E402
 
 CHAPTER = '''Some prose.
 
@@ -158,9 +160,9 @@ def test_smaller_stand_ins_replace_the_ones_written_before(tmp_path, monkeypatch
     import gzip
     for writer in ("_write_bananas", "_write_time_machine", "_write_fra_eng",
                    "_write_banana_photo"):
-        monkeypatch.setattr(tool, writer, lambda folder: None)
+        monkeypatch.setattr(stand_ins, writer, lambda folder: None)
     for n in (60, 20):
-        tool.write_stand_in_data(str(tmp_path), (n, 10))
+        stand_ins.write_stand_in_data(str(tmp_path), (n, 10))
         path = tmp_path / "mxnet" / "datasets" / "fashion-mnist" / "train-labels-idx1-ubyte.gz"
         with gzip.open(path) as f:
             assert len(f.read()) == 8 + n      # the IDX header, then one byte per label
@@ -190,8 +192,8 @@ def test_the_banana_stand_in_is_the_books_zip_layout(tmp_path):
     import io
     import zipfile
     from PIL import Image
-    tool._write_bananas(str(tmp_path), (("bananas_train", 3), ("bananas_val", 2)))
-    tool._write_banana_photo(str(tmp_path / "img"))
+    stand_ins._write_bananas(str(tmp_path), (("bananas_train", 3), ("bananas_val", 2)))
+    stand_ins._write_banana_photo(str(tmp_path / "img"))
     assert Image.open(tmp_path / "img" / "banana.jpg").size == (256, 256)
     with zipfile.ZipFile(tmp_path / "banana-detection.zip") as z:
         for part, count in (("bananas_train", 3), ("bananas_val", 2)):
@@ -208,8 +210,8 @@ def test_the_banana_stand_in_is_the_books_zip_layout(tmp_path):
 
 def test_the_text_stand_ins_read_as_the_book_reads_them(tmp_path):
     import zipfile
-    tool._write_time_machine(str(tmp_path))
-    tool._write_fra_eng(str(tmp_path), pairs=50)
+    stand_ins._write_time_machine(str(tmp_path))
+    stand_ins._write_fra_eng(str(tmp_path), pairs=50)
     words = (tmp_path / "timemachine.txt").read_text().split()
     assert 31000 < len(words) < 33000
     with zipfile.ZipFile(tmp_path / "fra-eng.zip") as z:
