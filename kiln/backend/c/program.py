@@ -23,6 +23,12 @@ from . import build, heavy
 from .codegen import generate
 from .fastcall import caller_type
 from .runtime import runtime
+from .shared_reduce import NO_WINDOW
+
+# what a failing kiln_run's return code says, after the code itself
+_FAILURES = {heavy.DNNL_FAILED: ", in oneDNN",
+             NO_WINDOW: ": it sums gradients in the ranks' shared window, and its MPI handle "
+                        "table points at none"}
 
 # on the Python path, inputs up to this many bytes are copied into a fixed buffer
 COPY_INPUT_BYTES = 1 << 16
@@ -218,7 +224,7 @@ class CProgram:
         rc = self._run(self._table_addr)
         if rc != 0:
             raise KilnError(f"C backend: the program {self.graph.name} failed (code {rc}"
-                            f"{', in oneDNN' if rc == heavy.DNNL_FAILED else ''})")
+                            f"{_FAILURES.get(rc, '')})")
         if self._fixed_outputs is not None:
             results = [None if v is None else v.copy() for v in self._fixed_outputs]
         else:
