@@ -20,7 +20,8 @@ import harness  # noqa: E402
 import cnn_models  # noqa: E402
 
 import kiln  # noqa: E402
-from kiln import np, gluon, init, autograd  # noqa: E402
+from kiln import np, gluon, init
+from kiln import autograd  # noqa: E402
 from kiln.fit import make_step  # noqa: E402
 
 LR = 0.05

@@ -187,7 +187,8 @@ def _cases(runtime):
     if runtime == "torch":
         return torch_cases(), lambda: None
     if runtime == "kiln":
-        from kiln import np, npx, autograd
+        from kiln import np, npx
+        from kiln import autograd
         from kiln.gluon import nn, rnn
         return array_cases(np, npx, autograd, nn, rnn), lambda: None
     import warnings

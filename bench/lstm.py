@@ -20,7 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 import kiln  # noqa: E402
-from kiln import np, autograd  # noqa: E402
+from kiln import np
+from kiln import autograd  # noqa: E402
 from kiln.gluon import rnn  # noqa: E402
 
 STEPS, BATCH, INPUT, HIDDEN, LAYERS = 35, 32, 256, 256, 2

@@ -1,18 +1,27 @@
-"""kiln: write a model imperatively, hybridize it, and run it as a compiled program."""
+"""kiln: write a model imperatively, hybridize it, and run it as a compiled program.
+
+This module is a face: the names users reach as `kiln.X`. The code lives in the packages
+(ARCHITECTURE.md has the map); `kiln.nd`, `kiln.image`, `kiln.autograd` and the other
+public module paths whose files live in a package resolve through kiln/mx/alias.py.
+"""
 __version__ = "0.1.0"
 
 from . import ops  # noqa: F401  (registers every primitive)
-from .base import KilnError, MXNetError  # noqa: F401
-from .context import Context, Device, cpu, gpu, cpu_pinned, num_gpus, current_context  # noqa
-from . import np, npx, autograd  # noqa: F401
+from ._core.base import KilnError, MXNetError  # noqa: F401
+from ._core.context import Context, Device, cpu, gpu, cpu_pinned, num_gpus, current_context  # noqa
+from ._core import autograd  # noqa: F401
+from . import np, npx  # noqa: F401
 from .np import random  # noqa: F401  (mx.random.seed / mx.random.uniform)
-from . import ndarray, symbol  # noqa: F401  (the `F` namespaces of hybrid_forward)
-from . import ndarray as nd, symbol as sym  # noqa: F401,E402  (MXNet 1.x's names)
-from . import init, gluon, optimizer, lr_scheduler  # noqa: F401,E402
-from .graph.cached import hybridize  # noqa: F401,E402
-from .graph.explain import explain  # noqa: F401,E402
-from .fit import fit  # noqa: F401,E402
-from . import distributed  # noqa: F401,E402  (MPI only when launched under mpiexec)
+from . import init, gluon, optimizer  # noqa: F401
+from .optimizer import lr_scheduler  # noqa: F401
+from .graph.cached import hybridize  # noqa: F401
+from .graph.explain import explain  # noqa: F401
+from .fit import fit  # noqa: F401
+from . import distributed  # noqa: F401  (MPI only when launched under mpiexec)
+# MXNet 1.x's namespaces, and the `F` of hybrid_forward (kiln/mx: nothing below imports it)
+from .mx import nd, sym, alias as _alias  # noqa: E402
+ndarray, symbol = nd, sym
+_alias.install_paths()
 
 
 def _install_array_cache():
@@ -28,8 +37,9 @@ _install_array_cache()
 
 
 def __getattr__(name):
-    # optional-dependency modules load on first use: kiln.onnx (onnx), kiln.image (Pillow)
-    if name in ("onnx", "image", "mod", "io", "model", "callback"):
-        import importlib
-        return importlib.import_module("." + name, __name__)
+    # public modules load on first use: kiln.onnx (onnx), kiln.image (Pillow), and the
+    # faces of modules that live in a package (kiln.base, kiln.metric, ...: mx/alias.py)
+    import importlib
+    if name in ("onnx", "io") or f"kiln.{name}" in _alias.FACES or f"kiln.{name}" in _alias.MOVED:
+        return importlib.import_module(f"kiln.{name}")
     raise AttributeError(f"module 'kiln' has no attribute {name!r}")

@@ -20,7 +20,7 @@ COMMANDS = {
     "onnx": ("kiln.export.commands", "onnx_main", "convert an exported model to ONNX"),
     "fuzz": ("kiln.fuzz.run", "main",
              "differential fuzzing: random programs, eager vs both backends (--minutes N)"),
-    "mxnet": ("kiln.mxnet_alias", "main", "run a script written for MXNet with `mxnet` = kiln"),
+    "mxnet": ("kiln.mx.alias", "main", "run a script written for MXNet with `mxnet` = kiln"),
 }
 
 

@@ -177,7 +177,7 @@ def main(argv=None):
 
 
 def _run(args):
-    from kiln.base import KilnError
+    from kiln._core.base import KilnError
     start = time.perf_counter()
     mode = "eager" if args.eager else "compiled"
     print(f"kiln demo: 8x8 digits, {args.optimizer} lr={args.lr}, batch {args.batch_size}, "

@@ -11,7 +11,7 @@ over the ranks, and only rank 0 shows progress and logs.
 """
 import time
 
-from . import autograd
+from ._core import autograd
 from .graph.cached import hybridize
 
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as _np
 
-from .base import KilnError, where_in_user_code
+from ._core.base import KilnError, where_in_user_code
 
 _REGISTRY = {}
 
@@ -330,7 +330,7 @@ class Load:
 
     def __init__(self, param, default_init=None, verbose=False):
         if isinstance(param, str):
-            from .nd_api import load
+            from .mx.nd.functions import load
             param = load(param)
         if not isinstance(param, dict):
             raise KilnError(f"init.Load: expected a file of named arrays or a dict, got "

@@ -24,12 +24,12 @@ def export_model(sym, params, in_shapes=None, in_types="float32", onnx_file_path
 
     import numpy as _np
 
-    from .base import KilnError
+    from ._core.base import KilnError
     from .gluon.symbol_block import SymbolBlock
-    from .nd_api import load, save
-    from .ndarray import ndarray
-    from .sym_graph import Symbol
-    from .sym_json import load as load_symbol
+    from .mx.nd.functions import load, save
+    from ._core.ndarray import ndarray
+    from .mx.sym.symbol import Symbol
+    from .mx.sym.serialization import load as load_symbol
     in_shapes = in_shapes if in_shapes is not None else input_shape
     in_types = input_type if input_type is not None else in_types
     if dynamic:

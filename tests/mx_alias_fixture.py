@@ -2,7 +2,7 @@
 undone after the test. Import it into a test module: `from mx_alias_fixture import mx`."""
 import pytest
 
-from kiln import mxnet_alias
+from kiln.mx import alias as mxnet_alias
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ import numpy as onp
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kiln import aligned, autograd, gluon, np
+from kiln._core import aligned, autograd
+from kiln import gluon, np
 from kiln.backend.c import build
 from kiln.gluon import nn
 

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import kiln
-from kiln import np, npx, autograd
+from kiln import np, npx
+from kiln import autograd
 from kiln.base import KilnError
 from kiln.backend.c import build
 from kiln.ops import REGISTRY

@@ -7,7 +7,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np, npx, autograd
+from kiln import np, npx
+from kiln import autograd
 from kiln.backend.c import build, control
 
 from conftest import to_np

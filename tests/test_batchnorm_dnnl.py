@@ -6,7 +6,8 @@ hybridized network."""
 import numpy as onp
 import pytest
 
-from kiln import autograd, gluon, np, npx
+from kiln import autograd
+from kiln import gluon, np, npx
 from kiln.backend.dnnl import library as dnnl
 from conftest import assert_close
 

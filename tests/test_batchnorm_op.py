@@ -3,7 +3,8 @@ composed formula it replaced, PyTorch's batch_norm, and on both compiled backend
 import numpy as onp
 import pytest
 
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 from kiln.base import KilnError
 from kiln.fuzz.compare import compare
 from conftest import assert_close

@@ -5,7 +5,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import io as kio, mod as kmod, sym
+from kiln import io as kio, sym
+from kiln import mod as kmod
 
 
 def _sym_gen(steps):

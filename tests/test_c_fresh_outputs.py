@@ -5,7 +5,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np, npx, autograd
+from kiln import np, npx
+from kiln import autograd
 from kiln.backend.c import build
 from kiln.backend.c.program import CProgram, FRESH_OUTPUT_BYTES
 from kiln.gluon import nn

@@ -8,7 +8,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, np
+from kiln import autograd
+from kiln import np
 from kiln.backend.c import build
 
 

@@ -11,7 +11,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np, npx, autograd
+from kiln import np, npx
+from kiln import autograd
 from kiln.fuzz.compare import compare
 
 R = onp.random.default_rng(16)

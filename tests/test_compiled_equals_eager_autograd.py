@@ -6,7 +6,8 @@ import contextlib
 import numpy as onp
 import pytest
 
-from kiln import np, autograd
+from kiln import np
+from kiln import autograd
 from test_compiled_equals_eager import arr, assert_equal_everywhere
 
 

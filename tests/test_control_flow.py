@@ -11,7 +11,8 @@ import pytest
 from hypothesis import example, given, settings, strategies as st, HealthCheck
 
 import kiln
-from kiln import np, npx, autograd
+from kiln import np, npx
+from kiln import autograd
 from kiln.gluon import nn
 from kiln.graph.fallback import HybridizeFallbackWarning
 from conftest import to_np

@@ -5,7 +5,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np, autograd, gluon
+from kiln import np, gluon
+from kiln import autograd
 from kiln.fit import make_step
 from kiln.gluon import nn
 

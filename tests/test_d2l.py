@@ -16,7 +16,7 @@ for _module in ("pandas", "matplotlib", "requests", "IPython", "matplotlib_inlin
 pytest.importorskip("PIL", reason="transforms.Resize needs Pillow (image extra)")
 
 import kiln  # noqa: E402
-from kiln import mxnet_alias  # noqa: E402
+from kiln.mx import alias as mxnet_alias  # noqa: E402
 
 from vision_files import write_mnist  # noqa: E402
 

@@ -6,7 +6,8 @@ import os
 import numpy as onp
 import pytest
 
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 
 npx.set_np()
 

@@ -9,7 +9,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, gluon, np, distributed as dist
+from kiln import autograd
+from kiln import gluon, np, distributed as dist
 from kiln.base import KilnError
 from kiln.distributed import buckets
 from kiln.gluon import nn

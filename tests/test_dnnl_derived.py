@@ -7,7 +7,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 from kiln.backend import dnnl
 from kiln.backend.dnnl import derived
 

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import kiln
-from kiln import np, autograd
+from kiln import np
+from kiln import autograd
 from kiln.backend import dnnl
 from kiln.backend.c import build, dnnl_dense
 from kiln.gluon import nn

@@ -3,7 +3,8 @@ stay as clear (bench/eager_ops.py measures what they save)."""
 import numpy as onp
 import pytest
 
-from kiln import np, autograd
+from kiln import np
+from kiln import autograd
 from kiln.base import KilnError, normalize_axis
 from kiln.ops.rules import broadcast_shapes
 

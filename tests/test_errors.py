@@ -4,7 +4,8 @@ import os
 import numpy as onp
 import pytest
 
-from kiln import np, npx, autograd, KilnError, MXNetError
+from kiln import np, npx, KilnError, MXNetError
+from kiln import autograd
 
 THIS_FILE = os.path.basename(__file__)
 

@@ -7,7 +7,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np, autograd
+from kiln import np
+from kiln import autograd
 from kiln.gluon import nn
 from kiln.graph.fallback import HybridizeError, HybridizeFallbackWarning
 from conftest import to_np

@@ -8,7 +8,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np, autograd, gluon
+from kiln import np, gluon
+from kiln import autograd
 from kiln.gluon import nn
 
 from export_models import build

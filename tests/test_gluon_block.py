@@ -3,7 +3,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, np, npx, init
+from kiln import autograd
+from kiln import np, npx, init
 from kiln.gluon import nn, Block, HybridBlock
 from kiln.graph import trace
 

@@ -8,7 +8,8 @@ import os
 import numpy as onp
 import pytest
 
-from kiln import autograd, gluon, np
+from kiln import autograd
+from kiln import gluon, np
 from kiln.base import KilnError
 from kiln.gluon.contrib import cnn
 

@@ -6,7 +6,8 @@ import os
 import numpy as onp
 import pytest
 
-from kiln import autograd, np
+from kiln import autograd
+from kiln import np
 from kiln.base import KilnError
 from kiln.gluon import rnn as grnn
 from kiln.gluon.contrib import rnn

@@ -2,7 +2,8 @@
 import numpy as onp
 import pytest
 
-from kiln import autograd, np, npx, init
+from kiln import autograd
+from kiln import np, npx, init
 from kiln.gluon import nn
 
 npx.set_np()

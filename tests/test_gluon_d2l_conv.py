@@ -1,7 +1,8 @@
 """The d2l book's (MXNet edition) convolution chapters, with `mxnet` -> `kiln`."""
 import numpy as onp
 
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 from kiln.gluon import nn
 
 npx.set_np()

@@ -6,7 +6,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, gluon, np
+from kiln import autograd
+from kiln import gluon, np
 from kiln.base import KilnError
 from kiln.gluon.contrib.estimator import (Estimator, BatchEnd, EpochEnd, CheckpointHandler,
                                           EarlyStoppingHandler, LoggingHandler)

@@ -2,7 +2,8 @@
 import numpy as onp
 import pytest
 
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 from kiln.gluon import nn
 
 torch = pytest.importorskip("torch")

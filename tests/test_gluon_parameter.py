@@ -3,7 +3,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, np, init
+from kiln import autograd
+from kiln import np, init
 from kiln.gluon import Parameter, Constant, nn
 from kiln.gluon.parameter import ParameterNotInitializedError, DeferredInitializationError
 

@@ -3,7 +3,8 @@ and gradients; valid_length, merge_outputs, the modifier and container cells."""
 import numpy as onp
 import pytest
 
-from kiln import np, autograd
+from kiln import np
+from kiln import autograd
 from kiln.gluon import rnn
 
 pytestmark = pytest.mark.filterwarnings("ignore::kiln.graph.capture.KilnTraceWarning")

@@ -13,7 +13,8 @@ import math
 import numpy as onp
 import pytest
 
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 from kiln.ops import REGISTRY
 from kiln.ops.collective import HANDLE_SLOTS
 from kiln.ops.rules import is_float

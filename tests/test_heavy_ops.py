@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kiln
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 from kiln.backend import dnnl
 from kiln.base import KilnError
 from kiln.gluon import nn

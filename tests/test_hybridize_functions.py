@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import kiln
-from kiln import np, npx, autograd
+from kiln import np, npx
+from kiln import autograd
 from kiln.base import SymbolicValueError
 from kiln.graph.fallback import HybridizeError
 

@@ -5,7 +5,8 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 
 import kiln
 import kiln.graph.fallback
-from kiln import np, npx, autograd, gluon, init
+from kiln import np, npx, gluon, init
+from kiln import autograd
 from kiln.gluon import nn
 
 
@@ -51,11 +52,11 @@ def test_seed_hybridnet_prints_ndarray_then_symbol_once(capsys):
     x = np.random.normal(size=(1, 3))
     eager = net(x).asnumpy()
     out = capsys.readouterr().out
-    assert "module 'kiln.ndarray'" in out and "kiln.symbol" not in out
+    assert "module 'kiln.mx.nd'" in out and "kiln.mx.sym" not in out
     net.hybridize()
     hybrid = net(x).asnumpy()
     out = capsys.readouterr().out
-    assert "module 'kiln.symbol'" in out
+    assert "module 'kiln.mx.sym'" in out
     assert "_Symbol data" in out and "_Symbol" in out.split("result")[1]
     assert out.count("module F") == 1
     onp.testing.assert_allclose(hybrid, eager, rtol=1e-5, atol=1e-6)

@@ -3,7 +3,8 @@ where(x > 0, x, x * slope), forward and backward, eager and compiled, and PyTorc
 import numpy as onp
 import pytest
 
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 from kiln.gluon import nn
 from conftest import assert_close
 

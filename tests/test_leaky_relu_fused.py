@@ -4,7 +4,8 @@ composite under create_graph, and the hybridized block."""
 import numpy as onp
 import pytest
 
-from kiln import autograd, gluon, np, npx
+from kiln import autograd
+from kiln import gluon, np, npx
 from kiln.backend.dnnl import library as dnnl
 from conftest import assert_close
 

@@ -9,7 +9,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, np
+from kiln import autograd
+from kiln import np
 from kiln.gluon.model_zoo import vision
 from kiln.gluon.model_zoo.model_store import get_model_file
 

@@ -7,7 +7,9 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import callback, io, metric, mod, model, sym
+from kiln import callback, mod, model
+from kiln import io, sym
+from kiln.gluon import metric
 from kiln.base import KilnError
 
 

@@ -7,7 +7,7 @@ import types
 import pytest
 
 import kiln
-from kiln import mxnet_alias
+from kiln.mx import alias as mxnet_alias
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_command_runs_an_unmodified_script(tmp_path):
     out = subprocess.run([sys.executable, "-m", "kiln", "mxnet", str(script), "--epochs", "1"],
                          capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "kiln.ndarray ['--epochs', '1']"
+    assert out.stdout.strip() == "kiln._core.ndarray ['--epochs', '1']"
 
 
 def test_submodules_of_module_namespaces_import(tmp_path):
@@ -95,5 +95,5 @@ def test_submodules_of_module_namespaces_import(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=str(tmp_path), env=_env())
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["kiln.nd_contrib", "kiln.nd_linalg", "kiln.nd_contrib",
-                                  "kiln.nd_random", "missing", "mxnet.ndarray.nosuch"]
+    assert out.stdout.split() == ["kiln.mx.nd.contrib", "kiln.mx.nd.linalg",
+                                  "kiln.mx.nd.contrib", "kiln.mx.nd.random", "missing", "mxnet.ndarray.nosuch"]

@@ -10,7 +10,8 @@ import pytest
 
 import kiln
 import kiln.metric  # noqa: F401  (loads on first use)
-from kiln import autograd, gluon, np as knp
+from kiln import autograd
+from kiln import gluon, np as knp
 from kiln.base import KilnError
 from kiln.gluon import loss as gloss
 from kiln.gluon.contrib import nn as cnn

@@ -4,7 +4,8 @@ import math
 import numpy as onp
 import pytest
 
-from kiln import metric, nd, np
+from kiln.gluon import metric
+from kiln import nd, np
 from kiln.base import KilnError
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import kiln
 from kiln import sym
-from kiln.mxnet_ops import OPS
+from kiln.mx.ops import OPS
 import mxnet_ops_more_cases as more_cases
 
 P = {"pos": True}   # inputs drawn positive (log, sqrt, ...)
@@ -157,7 +157,7 @@ def test_backward_equals_finite_differences(name):
 
 
 def _build(name, variables, attrs):
-    from kiln.sym_graph import call_op
+    from kiln.mx.sym.symbol import call_op
     if OPS[name].variadic:
         return call_op(name, tuple(variables), attrs)
     names = OPS[name].input_names(attrs)

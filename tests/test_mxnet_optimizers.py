@@ -65,7 +65,8 @@ def test_sgld_is_a_half_step_plus_noise_of_variance_lr():
 
 
 def test_trainer_runs_new_optimizers_and_compiled_step_refuses():
-    from kiln import autograd, gluon, np as knp
+    from kiln import autograd
+    from kiln import gluon, np as knp
     net = gluon.nn.Dense(2, in_units=3)
     net.initialize()
     trainer = gluon.Trainer(net.collect_params(), "lamb", {"learning_rate": 0.1})

@@ -52,9 +52,9 @@ def test_seed_003_whole(tmp_path, monkeypatch):
     out = ns["out"][0].asnumpy()
     np.testing.assert_allclose(out, exported(ns["x"]).asnumpy(), rtol=1e-5, atol=1e-6)
     printed = _run(cell(text, "class HybridNet(nn.HybridBlock):"), ns)
-    assert "F: <module 'kiln.ndarray'" in printed and "hidden:" in printed
+    assert "F: <module 'kiln.mx.nd'" in printed and "hidden:" in printed
     printed = _run(cell(text, "net.hybridize()", after="可以看出F使用的是命令式编程ndarray类"), ns)
-    assert "F: <module 'kiln.symbol'" in printed
+    assert "F: <module 'kiln.mx.sym'" in printed
 
 
 def test_seed_003_params_load_into_fresh_network(tmp_path, monkeypatch):
@@ -138,7 +138,7 @@ def test_seed_000_mxnet_cells(tmp_path, monkeypatch):
         pytest.importorskip(module, reason="`from d2l import mxnet` imports it (dev extra)")
     import sys
     import matplotlib
-    from kiln import mxnet_alias
+    from kiln.mx import alias as mxnet_alias
     matplotlib.use("Agg")
     # the book's library for MXNet, on kiln through the alias; the seed's
     # `from d2l import mxnet` reads `from d2l import kiln` once mxnet is replaced by kiln
@@ -165,4 +165,4 @@ def test_seed_000_mxnet_cells(tmp_path, monkeypatch):
     assert "module F:" in printed
     printed = _run(cell(text, "net.hybridize()", after="net = HybridNet()",
                         last_line="net(x)"), ns)
-    assert "kiln.symbol" in printed
+    assert "kiln.mx.sym" in printed

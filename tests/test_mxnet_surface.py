@@ -7,7 +7,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, gluon, np, npx
+from kiln import autograd
+from kiln import gluon, np, npx
 from kiln.gluon import nn
 
 

@@ -5,7 +5,8 @@ ones check gradients against finite differences and hybridized against eager."""
 import numpy as onp
 import pytest
 
-from kiln import autograd, nd
+from kiln import autograd
+from kiln import nd
 from kiln.fuzz.compare import compare
 from conftest import assert_close, wrap
 from test_nd_more import check_grad

@@ -5,7 +5,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, nd
+from kiln import autograd
+from kiln import nd
 from kiln.fuzz.compare import compare
 from conftest import assert_close, wrap
 

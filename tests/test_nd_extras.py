@@ -7,7 +7,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, nd
+from kiln import autograd
+from kiln import nd
 from conftest import assert_close
 
 X = [[0.5, -0.2, 0.1], [0.3, 0.9, -1.0]]

@@ -7,7 +7,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, nd, np, npx
+from kiln import autograd
+from kiln import nd, np, npx
 from kiln.fuzz.compare import compare
 from conftest import assert_close, numeric_grad, to_np, wrap
 

@@ -8,7 +8,7 @@ import pytest
 
 import kiln
 from kiln import nd
-from kiln.nd_contrib_proposal import base_anchors
+from kiln.mx.nd.contrib.proposal import base_anchors
 from conftest import assert_close
 
 F = onp.load(os.path.join(os.path.dirname(__file__), "fixtures", "proposal", "proposal.npz"))

@@ -4,7 +4,8 @@ printed them, sampling and gradients (data and grid) equal to PyTorch's grid_sam
 import numpy as onp
 import pytest
 
-from kiln import autograd, nd
+from kiln import autograd
+from kiln import nd
 from kiln.fuzz.compare import compare
 from conftest import assert_close, wrap
 

@@ -2,7 +2,8 @@
 import numpy as onp
 import pytest
 
-from kiln import np, autograd, KilnError
+from kiln import np, KilnError
+from kiln import autograd
 from conftest import assert_close, to_np
 
 

@@ -3,7 +3,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, np
+from kiln import autograd
+from kiln import np
 
 
 @pytest.mark.parametrize("name", ["arcsin", "arccos", "arctan"])

@@ -5,7 +5,8 @@ functions (bincount, histogram, ...) compare to NumPy at the end."""
 import numpy as onp
 import pytest
 
-from kiln import autograd, np
+from kiln import autograd
+from kiln import np
 from kiln.fuzz.compare import compare
 from conftest import assert_close, numeric_grad, to_np, wrap
 from np_more_cases import CASES

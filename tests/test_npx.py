@@ -2,7 +2,8 @@
 import numpy as onp
 import pytest
 
-from kiln import np, npx, autograd, KilnError
+from kiln import np, npx, KilnError
+from kiln import autograd
 from conftest import assert_close, to_np
 
 R = onp.random.default_rng(11)

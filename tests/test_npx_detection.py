@@ -5,7 +5,8 @@ import math
 import numpy as onp
 import pytest
 
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 
 
 def _prior_reference(h, w, sizes, ratios, steps=(-1, -1), offsets=(0.5, 0.5), clip=False):

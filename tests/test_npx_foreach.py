@@ -6,7 +6,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 
 
 def _graph_ops(fn):

@@ -6,7 +6,8 @@ import os
 import numpy as onp
 import pytest
 
-from kiln import autograd, np, npx
+from kiln import autograd
+from kiln import np, npx
 from kiln.base import KilnError
 
 FIXTURE = onp.load(os.path.join(os.path.dirname(__file__), "fixtures", "detection",

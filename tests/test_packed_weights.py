@@ -10,7 +10,8 @@ import warnings
 import numpy as onp
 import pytest
 
-from kiln import np, autograd, gluon, writes
+from kiln import np, gluon
+from kiln import autograd, writes
 from kiln.backend import dnnl
 from kiln.backend.c import build
 from kiln.gluon import nn

@@ -3,7 +3,8 @@ decomposition that runs without oneDNN (eager and compiled), and their gradients
 import numpy as onp
 import pytest
 
-from kiln import autograd, np
+from kiln import autograd
+from kiln import np
 from kiln.gluon import nn
 from kiln.ops.pool import pool_by_windows, pool_grad_by_windows
 

@@ -162,7 +162,7 @@ def test_corrupt_files_are_clear_errors(tmp_path):
 
 
 def test_mxnet_alias_reaches_recordio():
-    import kiln.mxnet_alias as alias
+    import kiln.mx.alias as alias
     fresh = alias.install()
     try:
         import mxnet as mx

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln import mod as kmod, rnn, sym
+from kiln import mod as kmod, rnn
+from kiln import sym
 
 from io_fixture import fixture_path
 

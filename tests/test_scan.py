@@ -7,7 +7,8 @@ import pytest
 
 import kiln
 from kiln.backend.c import build as c_build
-from kiln import np, autograd
+from kiln import np
+from kiln import autograd
 from kiln.gluon.rnn import time_loop
 from test_backend_c_control import assert_compiled
 

@@ -7,7 +7,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np, npx, autograd
+from kiln import np, npx
+from kiln import autograd
 from kiln.backend import dnnl
 from kiln.backend.c import build
 from kiln.graph.cached import cached_function_of

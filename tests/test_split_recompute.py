@@ -5,7 +5,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np, autograd
+from kiln import np
+from kiln import autograd
 from kiln.graph.cached import cached_function_of
 from kiln.graph.ir import Graph, Node
 from kiln.graph.split import split_forward_backward

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln import autograd, nd, sym
+from kiln import autograd
+from kiln import nd, sym
 from kiln.gluon import nn
 
 

@@ -2,7 +2,9 @@
 import numpy as onp
 import pytest
 
-from kiln import autograd, np, optimizer, lr_scheduler
+from kiln import autograd
+from kiln import np, optimizer
+from kiln import lr_scheduler
 from kiln.base import KilnError
 from kiln.gluon.parameter import Parameter
 from kiln.gluon.trainer import Trainer

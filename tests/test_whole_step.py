@@ -3,7 +3,8 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np, gluon, init, lr_scheduler
+from kiln import np, gluon, init
+from kiln import lr_scheduler
 from kiln.fit import make_step as fit_step
 from kiln.base import KilnError
 from kiln.gluon import nn

@@ -1,7 +1,7 @@
 """Backends that run optimized graphs. `select` picks one by name or KILN_BACKEND."""
 import os
 
-from ..base import KilnError
+from .._core.base import KilnError
 
 
 class _NumpyBackend:

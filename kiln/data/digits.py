@@ -7,9 +7,9 @@ every machine sees the same 1438 training and 359 test images.
 """
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 from ..gluon.data.dataset import ArrayDataset
-from ..ndarray import ndarray
+from .._core.ndarray import ndarray
 
 TEST_FRACTION = 0.2
 _SPLIT_SEED = 20240601  # fixed forever: changing it changes everyone's test set

@@ -15,7 +15,7 @@ from .lowering import allreduce_op  # noqa: F401
 def DistributedTrainer(params, optimizer, optimizer_params=None, compression=None,
                        gradient_predivide_factor=1.0, prefix=None, num_groups=0):
     """Horovod's hvd.DistributedTrainer: a gluon.Trainer with kvstore='horovod'."""
-    from ..base import KilnError
+    from .._core.base import KilnError
     from ..gluon.trainer import Trainer
     if compression not in (None, "none") and type(compression).__name__ != "NoneCompressor":
         raise KilnError("DistributedTrainer: gradient compression is not supported")

@@ -5,8 +5,8 @@ with one process each is the identity. Every wait is bounded (faults.wait).
 """
 import numpy as _np
 
-from ..base import KilnError
-from ..writes import arrays_written
+from .._core.base import KilnError
+from .._core.writes import arrays_written
 from . import comm as _comm
 from .faults import wait
 
@@ -59,7 +59,7 @@ def broadcast(x, root=0):
 
 def allgather(x):
     """A new array: every rank's `x` concatenated along the first axis, in rank order."""
-    from ..ndarray import ndarray
+    from .._core.ndarray import ndarray
     data = _np.ascontiguousarray(getattr(x, "_data", x))
     if _comm.size() == 1:
         return ndarray._wrap(data.copy())

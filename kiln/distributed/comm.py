@@ -7,7 +7,7 @@ never imported, so kiln works the same without the `dist` extra.
 """
 import os
 
-from ..base import KilnError
+from .._core.base import KilnError
 
 # environment variables by which launchers announce the job size: MPICH/Intel MPI (Hydra,
 # PMI), Open MPI, MVAPICH

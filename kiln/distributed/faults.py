@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from ..base import KilnError
+from .._core.base import KilnError
 
 DEFAULT_TIMEOUT = 300.0
 ABORT_CODE = 70

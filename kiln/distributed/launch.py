@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from ..base import KilnError
+from .._core.base import KilnError
 
 
 @functools.lru_cache(maxsize=None)

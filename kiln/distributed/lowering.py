@@ -20,7 +20,7 @@ import ctypes.util
 
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 from ..ops.collective import HANDLE_SLOTS
 from . import comm as _comm, faults
 
@@ -86,7 +86,7 @@ def with_window(base, stride):
 
 
 def _handle_array(table=None):
-    from ..ndarray import ndarray
+    from .._core.ndarray import ndarray
     return ndarray._wrap(handles() if table is None else table)
 
 

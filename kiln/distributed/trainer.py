@@ -8,9 +8,9 @@ traced training step the averaging becomes allreduce ops of the compiled program
 """
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 from ..graph import trace
-from ..writes import arrays_written
+from .._core.writes import arrays_written
 from . import comm as _comm, shared
 from .buckets import average_buffers, plan, reduce_symbols
 from .collectives import allreduce_buffer, broadcast

@@ -14,7 +14,7 @@ import math
 
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 
 # the dtypes an exported graph may use; parsing by table, never np.dtype(user string)
 DTYPES = {name: _np.dtype(name) for name in (

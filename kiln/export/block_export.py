@@ -10,7 +10,7 @@ matching (windows -> reshape -> matmul = Conv) also relies on this unrewritten f
 import numpy as _np
 
 from .. import __version__
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from ..graph.ir import Graph
 from ..ops.registry import REGISTRY
 from .params import params_path, write_params
@@ -30,9 +30,9 @@ def _latest_signature(block):
 
 def _as_args(block, example_inputs):
     """Hybridize (if needed) and run the block once on the examples, so shapes are known."""
-    from .. import autograd
+    from .._core import autograd
     from ..graph.cached import cached_function_of
-    from ..ndarray import ndarray, as_array
+    from .._core.ndarray import ndarray, as_array
     args = tuple(a if isinstance(a, ndarray) else as_array(a) for a in example_inputs)
     if not getattr(block, "_hybrid_active", False):
         block.hybridize()
@@ -46,7 +46,7 @@ def inference_graph(block, example_inputs=None):
 
     Without example inputs, the signature of the block's latest hybridized call is used."""
     from ..graph.tree import unflatten
-    from ..ndarray import ndarray
+    from .._core.ndarray import ndarray
     if example_inputs is not None:
         cached, args = _as_args(block, example_inputs)
     else:

@@ -12,7 +12,7 @@ import sys
 
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 
 
 def _friendly(fn):
@@ -102,7 +102,7 @@ def run_main(argv):
     if len(a.input) != len(sym.inputs):
         raise KilnError(f"the model takes {len(sym.inputs)} inputs ({sym.input_names}); "
                         f"got {len(a.input)} --input files")
-    from ..ndarray import ndarray
+    from .._core.ndarray import ndarray
     args = []
     for path in a.input:
         try:

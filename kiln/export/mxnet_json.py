@@ -16,9 +16,9 @@ Nodes of kiln's own registry ("kiln:matmul") carry typed attribute values.
 """
 import json
 
-from ..base import KilnError
-from ..mxnet_ops import OPS, parse_attr
-from ..sym_graph import KILN_PREFIX, Symbol, SymNode, nodes_of
+from .._core.base import KilnError
+from ..mx.ops import OPS, parse_attr
+from ..mx.sym.symbol import KILN_PREFIX, Symbol, SymNode, nodes_of
 from ..ops.registry import REGISTRY
 from . import attrs as tattrs
 from .symbol import MAX_NODES, read_capped

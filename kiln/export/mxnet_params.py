@@ -22,7 +22,7 @@ import struct
 
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 from ..npx.io import write_bytes_atomic
 from .symbol import MAX_PARAMS_FILE_BYTES, MAX_RANK, MAX_TENSOR_ELEMENTS, read_capped
 

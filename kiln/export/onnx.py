@@ -10,7 +10,7 @@ import os
 
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 from .onnx_ops import lowering
 
 # ONNX IR version per opset that onnxruntime accepts (IR 8 covers opsets up to 17)

@@ -7,7 +7,7 @@ to the type kiln computes in wherever they differ.
 """
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 
 INT64_MIN = -(1 << 63)
 

@@ -11,7 +11,7 @@ import zipfile
 
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 from ..npx.io import write_npz_atomic
 from .symbol import CONST_PREFIX, MAX_TENSOR_ELEMENTS
 

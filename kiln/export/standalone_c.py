@@ -17,7 +17,7 @@ import os
 
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 from .loaded import load_model, to_graph
 
 _F32 = _np.dtype(_np.float32)

@@ -16,8 +16,8 @@ import warnings
 
 import numpy as onp
 
-from .. import autograd
-from ..ndarray import ndarray
+from .._core import autograd
+from .._core.ndarray import ndarray
 from ..graph.cached import hybridize
 from ..graph.tree import flatten
 

@@ -22,7 +22,7 @@ def __getattr__(name):
     if name == "SymbolBlock":
         return importlib.import_module(".symbol_block", __name__).SymbolBlock
     if name == "tensor_types":     # MXNet's (Symbol, NDArray), for isinstance checks
-        from ..ndarray import ndarray
-        from ..sym_graph import Symbol
+        from .._core.ndarray import ndarray
+        from ..mx.sym.symbol import Symbol
         return (Symbol, ndarray)
     raise AttributeError(f"module 'kiln.gluon' has no attribute {name!r}")

@@ -10,9 +10,10 @@ import re
 import weakref
 from collections import OrderedDict
 
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from ..graph import trace
 from ..graph.cached import MISS
+from . import f_namespace
 from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
 
@@ -376,8 +377,7 @@ class HybridBlock(Block):
         if type(self).hybrid_forward is HybridBlock.hybrid_forward:
             raise NotImplementedError(f"{type(self).__name__} must define forward() or "
                                       "hybrid_forward()")
-        from .. import ndarray as eager_f, symbol as traced_f
-        F = traced_f if trace.current() is not None else eager_f
+        F = f_namespace.current()
         params = {key: p.data() for key, p in self._reg_params.items()}
         params.update(kwargs)
         return _forward(self, "hybrid_forward", (F, x) + args, params)

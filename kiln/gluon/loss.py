@@ -8,7 +8,7 @@ axis except `batch_axis`.
 import numpy as _np
 
 from .. import np as knp, npx
-from ..base import KilnError
+from .._core.base import KilnError
 from .block import HybridBlock
 from ..npx import fused_softmax
 
@@ -34,7 +34,7 @@ def _batch_mean(loss, batch_axis):
 
 
 def _as_array(x):
-    from ..ndarray import ndarray, as_array
+    from .._core.ndarray import ndarray, as_array
     return x if isinstance(x, ndarray) or x is None else as_array(x)
 
 

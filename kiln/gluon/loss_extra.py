@@ -11,7 +11,7 @@ import math
 import numpy as _np
 
 from .. import np as knp, npx
-from ..base import KilnError
+from .._core.base import KilnError
 from .loss import Loss, _apply_weighting, _reshape_like, _batch_mean, _as_array
 
 _NEG = -1e30    # log(0) that stays finite, so log-sum-exp gradients are 0, not NaN

@@ -9,15 +9,15 @@ Parameter shapes come from the params file, or are inferred from the first input
 """
 from collections import OrderedDict
 
-from ..base import KilnError, where_in_user_code
-from ..ndarray import ndarray
-from ..sym_run import evaluate, _as_array, infer_shape, check_sizes
+from .._core.base import KilnError, where_in_user_code
+from .._core.ndarray import ndarray
+from ..mx.sym.evaluation import evaluate, _as_array, infer_shape, check_sizes
 from .parameter import Parameter
 from .symbol_block import SymbolBlock
 
 
 def _input_names(inputs):
-    from ..sym_graph import Symbol
+    from ..mx.sym.symbol import Symbol
     if inputs is None:
         return None
     if isinstance(inputs, (str, Symbol)):
@@ -36,7 +36,7 @@ class MXSymbolBlock(SymbolBlock):
     def __init__(self, outputs, inputs=None, params=None):
         from .block import HybridBlock
         HybridBlock.__init__(self)
-        from ..sym_graph import Group, Symbol
+        from ..mx.sym.symbol import Group, Symbol
         if isinstance(outputs, (list, tuple)):
             outputs = Group(list(outputs))
         if not isinstance(outputs, Symbol):
@@ -61,7 +61,7 @@ class MXSymbolBlock(SymbolBlock):
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):
-        from ..mod.params import read_entries, split_prefixed
+        from ..mx.mod.params import read_entries, split_prefixed
         args, aux = split_prefixed(read_entries(filename), set(), str(filename))
         entries = {**args, **aux}
         entries = {k: v for k, v in entries.items() if not k.startswith("__const__.")

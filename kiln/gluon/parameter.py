@@ -12,12 +12,12 @@ import warnings
 
 import numpy as _np
 
-from .. import aligned, autograd
-from ..base import KilnError, normalize_dtype, where_in_user_code
-from ..context import Context, cpu, check_usable
+from .._core import aligned, autograd
+from .._core.base import KilnError, normalize_dtype, where_in_user_code
+from .._core.context import Context, cpu, check_usable
 from ..graph import trace
-from ..ndarray import ndarray, as_array
-from ..writes import arrays_written
+from .._core.ndarray import ndarray, as_array
+from .._core.writes import arrays_written
 
 
 class ParameterNotInitializedError(KilnError, RuntimeError):

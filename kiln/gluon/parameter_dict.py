@@ -7,7 +7,7 @@ an unowned one keyed by structural names ('0.weight', 'features.2.bias').
 import re
 from collections import OrderedDict
 
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from .parameter import Parameter, Constant
 
 
@@ -82,7 +82,7 @@ class ParameterDict(OrderedDict):
     reset_device = reset_ctx
 
     def list_ctx(self):
-        from ..context import cpu
+        from .._core.context import cpu
         return [cpu()]
 
     def cast(self, dtype):

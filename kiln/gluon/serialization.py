@@ -6,7 +6,7 @@ initialized (the shapes come from the file).
 """
 from collections import OrderedDict
 
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from ..npx.io import write_npz_atomic
 
 _KIND_KEY = "__kiln_kind__"   # written by npx.save; not a parameter

@@ -14,8 +14,8 @@ from collections import OrderedDict
 
 import numpy as _np
 
-from ..base import KilnError, where_in_user_code
-from ..ndarray import ndarray
+from .._core.base import KilnError, where_in_user_code
+from .._core.ndarray import ndarray
 from ..ops.registry import REGISTRY
 from .block import HybridBlock
 from .parameter import Parameter
@@ -26,7 +26,7 @@ class SymbolBlock(HybridBlock):
 
     def __new__(cls, *args, **kwargs):
         # MXNet's SymbolBlock(outputs, inputs) over a user Symbol (mxnet_symbol_block.py)
-        from ..sym_graph import Symbol
+        from ..mx.sym.symbol import Symbol
         first = args[0] if args else kwargs.get("outputs")
         if cls is SymbolBlock and (isinstance(first, Symbol) or isinstance(first, list)
                                    and first and isinstance(first[0], Symbol)):
@@ -63,7 +63,7 @@ class SymbolBlock(HybridBlock):
         from ..export.symbol import read_symbol
         from ..export.mxnet_json import read_text, is_mxnet_text
         if is_mxnet_text(read_text(symbol_file)):
-            from ..sym_json import load
+            from ..mx.sym.serialization import load
             from .mxnet_symbol_block import MXSymbolBlock
             block = MXSymbolBlock(load(symbol_file), input_names)
         else:

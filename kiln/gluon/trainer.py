@@ -9,11 +9,12 @@ there is one device and nothing to reduce.
 """
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 from ..graph import trace
-from .. import aligned, optimizer as _opt
+from .._core import aligned
+from .. import optimizer as _opt
 from ..npx.io import write_npz_atomic, read_npz
-from ..writes import arrays_written
+from .._core.writes import arrays_written
 
 _FORMAT = "kiln-trainer-states-v1"
 

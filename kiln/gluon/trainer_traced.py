@@ -13,7 +13,7 @@ is fixed when the step is traced.
 """
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 from ..graph import trace
 from ..graph.state import StateVar
 from ..optimizer.base import preprocess_grad

@@ -1,5 +1,5 @@
 """Gluon helpers: Block.summary, split_data / split_and_load, clip_global_norm, download."""
-from ..base import KilnError
+from .._core.base import KilnError
 
 
 def _count(block):
@@ -65,7 +65,7 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
 
 
 def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
-    from ..ndarray import as_array
+    from .._core.ndarray import as_array
     data = as_array(data)
     if not isinstance(ctx_list, (list, tuple)):
         ctx_list = [ctx_list]
@@ -81,8 +81,8 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     before scaling (a Python float, or an array when check_isfinite=False, as in MXNet)."""
     import math
     import numpy as _onp
-    from ..ndarray import ndarray
-    from ..writes import arrays_written
+    from .._core.ndarray import ndarray
+    from .._core.writes import arrays_written
     if not arrays:
         raise KilnError("clip_global_norm: expected a non-empty list of arrays")
     bufs = [a._concrete("clip_global_norm") for a in arrays]

@@ -19,7 +19,7 @@ _marked = {}
 def mark(originals, results, same_on_paths, where, what, label):
     """Mark results[k] and originals[k] when same_on_paths[k] (one bool per path: did that
     path leave the original object in place?) is neither all true nor all false."""
-    from ..ndarray import ndarray
+    from .._core.ndarray import ndarray
     for k, (orig, result, same) in enumerate(zip(originals, results, same_on_paths)):
         if not isinstance(orig, ndarray) or not isinstance(result, ndarray) or result is orig:
             continue

@@ -7,9 +7,9 @@ graph, built from the registry's gradient rules and optimized like the forward.
 """
 import numpy as _np
 
-from .. import autograd
-from ..ndarray import ndarray
-from ..writes import arrays_written
+from .._core import autograd
+from .._core.ndarray import ndarray
+from .._core.writes import arrays_written
 from . import trace
 from .capture import capture
 from .passes import optimize

@@ -8,9 +8,9 @@ import warnings
 
 import numpy as _np
 
-from .. import autograd
-from ..base import user_frame
-from ..ndarray import ndarray, as_array
+from .._core import autograd
+from .._core.base import user_frame
+from .._core.ndarray import ndarray, as_array
 from . import trace
 from .ir import Graph, Node
 from .tree import flatten, unflatten

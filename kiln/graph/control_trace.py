@@ -7,10 +7,10 @@ anything else (None, a module, a string) must be the same object on every path.
 """
 import numpy as _np
 
-from ..base import DEFAULT_FLOAT, user_frame
+from .._core.base import DEFAULT_FLOAT, user_frame
 from . import alias_paths
 from .convert_runtime import GraphBreak, UNDEF
-from ..ndarray import ndarray, as_array
+from .._core.ndarray import ndarray, as_array
 from .ir import Node
 from .subgraph import Subgraph, trace_in_subcontext, union_captures
 
@@ -215,7 +215,7 @@ def _refuse_random(graphs, n_outputs, what, where):
 def _refuse_random_gradients(graphs, operands, what, where):
     """The gradient of a branch or loop re-evaluates its body, which would draw new random
     numbers (dropout) and so differentiate a different function: run such code eagerly."""
-    from .. import autograd
+    from .._core import autograd
     if not autograd.is_recording() or not any(a._tape is not None for a in operands):
         return
     if any(_has_random(g) for g in graphs):

@@ -7,8 +7,8 @@ while hybridize traces.
 """
 import types
 
-from ..base import KilnError, SymbolicValueError
-from ..ndarray import ndarray
+from .._core.base import KilnError, SymbolicValueError
+from .._core.ndarray import ndarray
 from . import trace
 
 

@@ -8,7 +8,7 @@ construct, reason, file:line) and `watched` (captured constants that trigger a r
 import warnings
 from collections import Counter
 
-from .. import autograd
+from .._core import autograd
 from .ir import Graph
 
 CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")

@@ -11,7 +11,7 @@ hybridized child compiles on its own, so only the breaking level runs op by op.
 import os
 import warnings
 
-from ..base import KilnError, SymbolicValueError, user_frame
+from .._core.base import KilnError, SymbolicValueError, user_frame
 from . import guards
 from .convert_runtime import GraphBreak
 

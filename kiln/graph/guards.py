@@ -29,7 +29,7 @@ def _global_loads(code):
 
 def _snapshot(value):
     """(kind, reference, copy) for a value worth watching, else None."""
-    from ..ndarray import ndarray
+    from .._core.ndarray import ndarray
     if type(value) in _SCALARS or isinstance(value, _np.number):
         return ("value", value, None)
     if isinstance(value, ndarray):

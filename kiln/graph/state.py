@@ -5,7 +5,7 @@ a Parameter, `data()` gives the eager array outside a trace and a symbolic stand
 one; an in-place write to the stand-in becomes a state output that the compiled program
 copies back into the buffer after each call. Eager and compiled code share the buffer.
 """
-from ..ndarray import ndarray
+from .._core.ndarray import ndarray
 from . import trace
 
 

@@ -12,8 +12,8 @@ derived from one -- its gradient graph, its NumPy program -- are cached on the o
 """
 import threading
 
-from .. import autograd
-from ..ndarray import ndarray
+from .._core import autograd
+from .._core.ndarray import ndarray
 from . import trace
 from .ir import Graph, Node
 
@@ -66,7 +66,7 @@ class SubTraceContext(trace.TraceContext):
             if value._node is not None:
                 return self.symbol_input(value)
             return self.constant(value._data)
-        from ..ndarray import as_array
+        from .._core.ndarray import as_array
         return self.constant(as_array(value)._data)
 
 
@@ -115,7 +115,7 @@ def replay(graph, arrays, known=None):
     known: {id(node): symbolic array} -- nodes whose value is given (a loop's forward kept
     it): the op is still recorded, so gradients flow through it, but later nodes read the
     given value, and the recomputation is dead code unless a gradient rule needs it."""
-    from ..dispatch import apply
+    from .._core.dispatch import apply
     from ..ops.registry import REGISTRY
     env = {id(n): a for n, a in zip(graph.inputs, arrays)}
     known = known or {}

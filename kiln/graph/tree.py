@@ -1,7 +1,7 @@
 """Flattening nested call arguments and results into array leaves plus a static structure."""
 import numpy as _np
 
-from ..ndarray import ndarray
+from .._core.ndarray import ndarray
 
 
 class Leaf:

@@ -3,7 +3,7 @@ from collections import namedtuple
 
 import numpy as _np
 
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 
 
 class DataDesc(namedtuple("DataDesc", ["name", "shape"])):

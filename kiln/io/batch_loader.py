@@ -6,8 +6,8 @@ previous batch's rows in its unfilled slots (pad says how many), as MXNet's reus
 """
 import numpy as _np
 
-from ..base import KilnError, where_in_user_code
-from ..ndarray import ndarray
+from .._core.base import KilnError, where_in_user_code
+from .._core.ndarray import ndarray
 from .base import BatchHoldingIter, DataBatch, DataDesc
 
 

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as _np
 
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from .batch_loader import BatchLoaderIter
 
 _DTYPES = {"float32": _np.float32, "int32": _np.int32, "int64": _np.int64}

@@ -7,7 +7,7 @@ iterator's generator; they cannot reproduce MXNet's C++ one.
 """
 import numpy as _np
 
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from .hls import hls_to_rgb, rgb_to_hls
 from .linear_resize import resize_linear
 

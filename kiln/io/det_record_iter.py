@@ -9,7 +9,7 @@ values past the first 4 (auto: the longest label in the file).
 """
 import numpy as _np
 
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from .det_augment import DetRecordAugmenter
 from .record_file import RecordFileIter
 from .record_iter import _IGNORED, _channel_values

@@ -4,8 +4,8 @@ import os
 
 import numpy as _np
 
-from ..base import KilnError, where_in_user_code
-from ..ndarray import ndarray
+from .._core.base import KilnError, where_in_user_code
+from .._core.ndarray import ndarray
 from .base import BatchHoldingIter, DataBatch, DataDesc
 from .batch_loader import positive_int
 

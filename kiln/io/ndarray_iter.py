@@ -2,8 +2,8 @@
 roll-over semantics."""
 import numpy as _np
 
-from ..base import KilnError, where_in_user_code
-from ..ndarray import ndarray
+from .._core.base import KilnError, where_in_user_code
+from .._core.ndarray import ndarray
 from .base import DataBatch, DataDesc, DataIter
 
 

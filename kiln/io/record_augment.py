@@ -11,7 +11,7 @@ import math
 
 import numpy as _np
 
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from .linear_resize import resize_linear
 
 _DEFAULTS = dict(resize=-1, rand_crop=False, random_resized_crop=False, max_rotate_angle=0,

@@ -4,7 +4,7 @@ import os
 
 import numpy as _np
 
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from .batch_loader import positive_int
 from .record_file import RecordFileIter
 from .record_augment import RecordAugmenter
@@ -36,7 +36,7 @@ def read_image_list(path, label_width):
 
 def _read_mean_image(path, shape):
     """The (C, H, W) mean image of an nd.save file (MXNet's key 'mean_img')."""
-    from ..nd_api import load
+    from ..mx.nd.functions import load
     saved = load(path)
     mean = saved.get("mean_img") if isinstance(saved, dict) else (saved[0] if saved else None)
     if mean is None or tuple(mean.shape) != shape:
@@ -109,7 +109,7 @@ class ImageRecordIter(RecordFileIter):
         """As MXNet does when mean_img does not exist: average one augmented pass over the
         records and save it there (nd.save, key 'mean_img')."""
         import logging
-        from ..nd_api import array, save
+        from ..mx.nd.functions import array, save
         logging.info("ImageRecordIter: computing the mean image into %s", path)
         total = _np.zeros(self._shape, _np.float64)
         for row in range(self.num_rows):

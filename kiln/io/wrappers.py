@@ -1,5 +1,5 @@
 """Iterators over other iterators: ResizeIter and PrefetchingIter, as in MXNet 1.x."""
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from .base import BatchHoldingIter, DataBatch, DataDesc
 
 

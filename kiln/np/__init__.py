@@ -1,7 +1,7 @@
 """kiln.np: the NumPy-compatible array API (MXNet's `mxnet.np`)."""
 import numpy as _onp
 
-from ..ndarray import ndarray
+from .._core.ndarray import ndarray
 from .creation import (array, asarray, full, zeros, ones, empty, zeros_like, ones_like,  # noqa
                        full_like, empty_like, arange, linspace, logspace, eye, identity,
                        meshgrid, tril, triu)

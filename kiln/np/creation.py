@@ -1,10 +1,10 @@
 """Array creation. As in MXNet, floats default to float32 and arange/linspace too."""
 import numpy as _np
 
-from ..base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
-from ..ndarray import ndarray, as_array
+from .._core.base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
+from .._core.ndarray import ndarray, as_array
 from ..ops.creation import full as _full_prim
-from ..context import check_usable
+from .._core.context import check_usable
 
 
 def _shape(op, shape):

@@ -6,8 +6,8 @@ import string
 
 import numpy as _np
 
-from ..base import op_error, KilnError
-from ..dispatch import to_operands
+from .._core.base import op_error, KilnError
+from .._core.dispatch import to_operands
 from .manipulation import reshape, transpose, broadcast_to
 from .math import sum, matmul
 from .more_arrays import diagonal

@@ -1,7 +1,7 @@
 """Text I/O of kiln.np (MXNet's np.genfromtxt and friends), read and written by NumPy."""
 import numpy as _onp
 
-from ..ndarray import ndarray
+from .._core.ndarray import ndarray
 
 
 def _wrap(result):

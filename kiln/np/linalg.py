@@ -1,8 +1,8 @@
 """kiln.np.linalg."""
 import numpy as _np
 
-from ..base import op_error, KilnError
-from ..ndarray import ndarray
+from .._core.base import op_error, KilnError
+from .._core.ndarray import ndarray
 from .math import sqrt, sum, abs, max, _arr, _float
 
 

@@ -4,9 +4,9 @@ import operator
 
 import numpy as _np
 
-from ..base import normalize_axis, op_error, KilnError
-from ..dispatch import to_operands
-from ..ndarray import ndarray
+from .._core.base import normalize_axis, op_error, KilnError
+from .._core.dispatch import to_operands
+from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
 
 

@@ -3,9 +3,10 @@ import builtins as _b
 
 import numpy as _np
 
-from ..base import DEFAULT_FLOAT, normalize_dtype, normalize_axes, normalize_axis, op_error
-from ..dispatch import apply, to_operands
-from ..ndarray import ndarray
+from .._core.base import (DEFAULT_FLOAT, normalize_dtype, normalize_axes, normalize_axis,
+    op_error)
+from .._core.dispatch import apply, to_operands
+from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
 from ..ops.rules import is_float
 from .manipulation import reshape, moveaxis, transpose, nonzero

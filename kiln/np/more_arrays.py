@@ -9,9 +9,9 @@ import builtins as _b
 
 import numpy as _np
 
-from ..base import normalize_axis, op_error, KilnError
-from ..dispatch import to_operands
-from ..ndarray import ndarray
+from .._core.base import normalize_axis, op_error, KilnError
+from .._core.dispatch import to_operands
+from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
 from .manipulation import (reshape, transpose, moveaxis, concatenate, broadcast_to, split,
                            expand_dims, atleast_2d)
@@ -346,7 +346,7 @@ def trapz(y, x=None, dx=1.0, axis=-1):
 
 def _window(name, fn):
     def window(M, dtype=None, ctx=None, device=None):
-        from ..base import DEFAULT_FLOAT
+        from .._core.base import DEFAULT_FLOAT
         return ndarray._wrap(fn(int(M)).astype(dtype or DEFAULT_FLOAT))
     window.__name__ = name
     window.__doc__ = f"NumPy's {name} window, in the default float (MXNet's dtype)."

@@ -7,8 +7,8 @@ float math does.
 """
 import numpy as _np
 
-from ..dispatch import to_operands
-from ..ndarray import ndarray
+from .._core.dispatch import to_operands
+from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
 from .math import (_arr, _float, _out, abs, arctan, ceil, exp, floor, log1p, sign, sqrt,
                    where, divide, power)

@@ -8,8 +8,8 @@ default float, as MXNet returns it.
 """
 import numpy as _np
 
-from ..base import DEFAULT_FLOAT
-from ..ndarray import ndarray
+from .._core.base import DEFAULT_FLOAT
+from .._core.ndarray import ndarray
 
 
 def _concrete(value, what):

@@ -3,9 +3,9 @@ import operator
 
 import numpy as _np
 
-from ..base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
-from ..ndarray import ndarray
-from ..writes import arrays_written
+from .._core.base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
+from .._core.ndarray import ndarray
+from .._core.writes import arrays_written
 from ..ops import REGISTRY as _R
 from ..ops.creation import seed as _seed, _RandomState
 

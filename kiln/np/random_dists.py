@@ -8,8 +8,8 @@ arrays: the draw then has their broadcast shape (or `size`), as in NumPy.
 """
 import numpy as _np
 
-from ..base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
-from ..ndarray import ndarray
+from .._core.base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
+from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
 from .math import log, exp, sqrt, power, maximum, _arr
 from .random import _size, _out

@@ -39,7 +39,7 @@ def foreach_as_scan(body, datas, single_data, states, single_state):
     runs it step by step."""
     from .. import np
     from ..graph.scan_trace import emit_scan
-    from ..ndarray import ndarray
+    from .._core.ndarray import ndarray
     if not states or not all(isinstance(a, ndarray) for a in list(datas) + list(states)):
         return None
     state_dtype = states[0].dtype

@@ -4,7 +4,7 @@ Eagerly (or with a Python-valued condition) they are plain Python. While hybridi
 and the condition is a symbol, cond and while_loop become graph ops with subgraphs
 (kiln/ops/control.py); foreach becomes a `scan` node (kiln/npx/_foreach_scan.py).
 """
-from ..base import KilnError, where_in_user_code
+from .._core.base import KilnError, where_in_user_code
 from ..graph.convert_runtime import symbolic
 
 
@@ -64,7 +64,7 @@ def _eager_while(cond, func, states, max_iterations, split, single_state):
     stacked = []
     if not outputs and max_iterations:
         # no step ran: one probe step (discarded) gives the shapes of the zero outputs
-        from .. import autograd
+        from .._core import autograd
         with autograd.pause():
             probe, _ = split(func(*states))
         stacked = [np.zeros((max_iterations,) + tuple(o.shape), dtype=o.dtype) for o in probe]
@@ -136,7 +136,8 @@ def foreach(body, data, init_states):
 
 
 def _foreach_steps(body, datas, single_data, states, single_state):
-    from .. import autograd, np
+    from .._core import autograd
+    from .. import np
     from ..gluon.rnn.time_loop import _Rows
     length = datas[0].shape[0]
     # one tape entry per data array for all its rows (row by row would be T^2 work)

@@ -8,8 +8,8 @@ import math
 
 import numpy as _np
 
-from ..base import op_error
-from ..ndarray import ndarray
+from .._core.base import op_error
+from .._core.ndarray import ndarray
 from .. import np as knp
 from .nn import _arr
 

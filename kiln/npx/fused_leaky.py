@@ -8,9 +8,9 @@ tape keeps only y. create_graph, tracing and other dtypes keep the composite.
 """
 import numpy as _np
 
-from .. import autograd
+from .._core import autograd
 from .. import np as knp
-from ..ndarray import ndarray
+from .._core.ndarray import ndarray
 from .fused_softmax import concrete_float
 
 

@@ -12,8 +12,8 @@ second derivatives still flow). Tracing and other dtypes keep the composites.
 """
 import numpy as _np
 
-from .. import autograd
-from ..ndarray import ndarray
+from .._core import autograd
+from .._core.ndarray import ndarray
 from .. import np as knp
 
 FAST_FLOATS = (_np.dtype(_np.float32), _np.dtype(_np.float64))

@@ -9,8 +9,8 @@ import zipfile
 
 import numpy as _np
 
-from ..base import KilnError
-from ..ndarray import ndarray
+from .._core.base import KilnError
+from .._core.ndarray import ndarray
 
 _KIND_KEY = "__kiln_kind__"
 

@@ -3,8 +3,8 @@ shape_array and cast, over registry primitives (gather_nd is a take on the flatt
 leading axes, so its gradient is take's)."""
 import numpy as _np
 
-from ..base import op_error, KilnError
-from ..ndarray import ndarray
+from .._core.base import op_error, KilnError
+from .._core.ndarray import ndarray
 from ..np.more_math import erf, erfinv, gamma, gammaln  # noqa: F401
 from ..np.math import _arr
 
@@ -35,7 +35,7 @@ def gather_nd(data, indices):
 
 def slice(data, begin, end, step=None):
     """MXNet's slice: per-axis begin/end/step, None for the whole axis."""
-    from ..mxnet_ops import OPS
+    from ..mx.ops import OPS
     return OPS["slice"].fn(_arr(data), begin=tuple(begin), end=tuple(end),
                            step=tuple(step) if step is not None else ())
 

@@ -16,8 +16,8 @@ Where kiln differs from MXNet 1.9.1 (documented in the README):
 """
 import numpy as _np
 
-from ..base import op_error
-from ..ndarray import ndarray
+from .._core.base import op_error
+from .._core.ndarray import ndarray
 from .nn import _arr
 
 _F32 = _np.float32

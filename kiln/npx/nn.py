@@ -8,10 +8,10 @@ import math
 
 import numpy as _np
 
-from .. import autograd
-from ..base import DEFAULT_FLOAT, normalize_axis, op_error, KilnError, normalize_dtype
-from ..dispatch import to_operands
-from ..ndarray import ndarray
+from .._core import autograd
+from .._core.base import DEFAULT_FLOAT, normalize_axis, op_error, KilnError, normalize_dtype
+from .._core.dispatch import to_operands
+from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
 from .. import np as knp
 from . import fused_leaky, fused_softmax

@@ -1,10 +1,10 @@
 """Normalization layers' functions of npx: batch_norm (training statistics and running
 averages, an eager inference shortcut), layer_norm and group_norm."""
-from .. import autograd
+from .._core import autograd
 from .. import np as knp
-from ..base import normalize_axis
-from ..dispatch import to_operands
-from ..ndarray import ndarray
+from .._core.base import normalize_axis
+from .._core.dispatch import to_operands
+from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
 from . import fused_softmax
 

@@ -22,7 +22,7 @@ import weakref
 import numpy as _np
 
 from .registry import register
-from ..base import op_error
+from .._core.base import op_error
 
 
 def _fast(*arrays):
@@ -136,7 +136,7 @@ def _train_rule(x, gamma, beta, eps, axis):
 
 def _train_grad(g, out, x, gamma, beta, eps, axis):
     from .. import np as knp
-    from ..autograd import input_needed
+    from .._core.autograd import input_needed
     eager = _eager_train_grad(g, x, gamma, eps, axis)
     if eager is not None:
         return tuple(v if input_needed(i) else None for i, v in enumerate(eager))
@@ -153,9 +153,9 @@ def _eager_train_grad(g, x, gamma, eps, axis):
     """(dx, dgamma, dbeta) in one fused backward pass on the shim (bnorm.py) for concrete
     float32 arrays outside create_graph and tracing, else None (the rule then composes
     the three recordable primitives)."""
-    from .. import autograd
+    from .._core import autograd
     from ..graph import trace
-    from ..ndarray import ndarray
+    from .._core.ndarray import ndarray
     if (autograd.is_recording() or trace.current() is not None
             or any(a._node is not None for a in (g, x, gamma))):
         return None

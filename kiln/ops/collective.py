@@ -20,7 +20,7 @@ With one process every op here is the identity.
 """
 import numpy as _np
 
-from ..base import op_error
+from .._core.base import op_error
 from .registry import register
 
 REDUCTIONS = ("sum", "mean")

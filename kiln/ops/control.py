@@ -32,7 +32,7 @@ from .registry import register, REGISTRY
 def _pred_value(pred):
     p = _np.asarray(pred)
     if p.size != 1:
-        from ..base import KilnError
+        from .._core.base import KilnError
         raise KilnError(f"cond: the condition must have one element, got shape {p.shape}")
     return bool(p.reshape(()))
 

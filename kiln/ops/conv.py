@@ -17,7 +17,7 @@ import numpy as _np
 from . import channels_last as cl
 from .registry import register
 from .window import window_out_size, _check
-from ..base import op_error
+from .._core.base import op_error
 
 
 def _attrs_ok(op, nsp, stride, dilation, pad, groups):
@@ -63,9 +63,9 @@ def _attrs(stride, dilation, pad, groups, channels_last):
 def contiguous_grad(g):
     """g in C order, made once for both halves of a convolution's gradient: eagerly, a
     strided g (a slice of a concatenation's gradient, in GoogLeNet) was copied by each."""
-    from .. import autograd
+    from .._core import autograd
     if g._node is None and not autograd.is_recording() and not g._data.flags.c_contiguous:
-        from ..ndarray import ndarray
+        from .._core.ndarray import ndarray
         return ndarray._wrap(_np.ascontiguousarray(g._data))
     return g
 
@@ -75,8 +75,8 @@ def _eager_all(g, x, w, a, bias):
     primitives read one converted copy of g instead of converting it each, and the bias's
     is summed inside the weights' primitive. None where that does not apply (tracing, a
     gradient recorded for a higher order, channels_last, no oneDNN)."""
-    from .. import autograd
-    from ..ndarray import ndarray
+    from .._core import autograd
+    from .._core.ndarray import ndarray
     if (autograd.is_recording() or a.get("channels_last")
             or any(v._node is not None for v in (g, x, w))):
         return None
@@ -91,7 +91,7 @@ def conv_grads(g, x, w, a, bias=False):
     """The gradients of conv(x, w, **a) in x and w, each None where autograd needs none.
     bias: the convolution adds a bias, whose gradient autograd needs; it comes third when
     the eager path gave it, and is the caller's to sum otherwise."""
-    from ..autograd import input_needed
+    from .._core.autograd import input_needed
     if input_needed(0) and input_needed(1):
         g = contiguous_grad(g)
         grads = _eager_all(g, x, w, a, bias)
@@ -109,7 +109,7 @@ def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1, channels_last=Fals
 def recording():
     """Is this eager call part of a training step (autograd recording)? Its forward then
     runs on oneDNN's training kernel, as MXNet's does."""
-    from .. import autograd
+    from .._core import autograd
     return autograd.is_recording()
 
 
@@ -120,8 +120,8 @@ def _dnnl():
 
 def _eval(decomposition, *arrays, **attrs):
     """Run a decomposition eagerly on NumPy values: kiln's own kernels."""
-    from .. import autograd
-    from ..ndarray import ndarray
+    from .._core import autograd
+    from .._core.ndarray import ndarray
     with autograd.pause():
         return decomposition(*[ndarray._wrap(a) for a in arrays], **attrs)._data
 

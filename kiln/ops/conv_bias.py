@@ -14,7 +14,7 @@ from .elementwise import relu_grad
 from .conv import (contiguous_grad, conv, conv_grads, conv_by_windows, recording, _conv_rule,
                    _attrs)
 from .registry import register
-from ..base import op_error
+from .._core.base import op_error
 
 
 def _rule(x, w, b, stride, dilation, pad, groups=1, relu=False):
@@ -27,7 +27,7 @@ def _rule(x, w, b, stride, dilation, pad, groups=1, relu=False):
 
 def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels_last=False):
     from .. import np as knp
-    from ..autograd import input_needed
+    from .._core.autograd import input_needed
     g = relu_grad(g, out) if relu else contiguous_grad(g)
     channel = g.ndim - 1 if channels_last else 1
     grads = conv_grads(g, x, w, _attrs(stride, dilation, pad, groups, channels_last),

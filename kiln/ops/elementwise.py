@@ -106,11 +106,11 @@ def relu_grad(g, out):
     """ReLU's gradient from its output: g where out > 0, else 0 (NaN included: 0, as the
     compiled backward's mask gives). Eagerly, on large float32 arrays, one oneDNN pass on
     its threads (NumPy: a mask, then a product)."""
-    from .. import autograd
+    from .._core import autograd
     if (g._node is None and out._node is None and not autograd.is_recording()
             and g.dtype == _np.float32):
         from ..backend.dnnl import ops
-        from ..ndarray import ndarray
+        from .._core.ndarray import ndarray
         fast = ops.relu_backward(g._data, out._data)
         if fast is not None:
             if _np.isnan(out._data.max(initial=0.0)):
@@ -267,7 +267,7 @@ def _where_grad(g, out, c, a, b):
     # g * c is where(c, g, g * 0) to the bit (an inf or NaN gradient too: g * 0 either
     # way), and a multiply costs a fifth of NumPy's where on large arrays, whose loop
     # branches on every element (LeakyReLU's gradient in DCGAN)
-    from ..autograd import input_needed
+    from .._core.autograd import input_needed
     if c.dtype != _np.bool_:
         c = cast(c, dtype=_np.dtype(_np.bool_))
     return (None, sum_to(g * c, a) if input_needed(1) else None,

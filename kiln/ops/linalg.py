@@ -4,7 +4,7 @@ import numpy as _np
 from .registry import register
 from .rules import broadcast_shapes
 from .util import sum_to
-from ..base import op_error
+from .._core.base import op_error
 
 
 def _matmul_rule(a, b):
@@ -38,7 +38,7 @@ def _prod(dims):
 
 
 def _matmul_grad(g, out, a, b):
-    from ..autograd import input_needed
+    from .._core.autograd import input_needed
     ga = sum_to(matmul(g, _swap_last(b)), a) if input_needed(0) else None
     if not input_needed(1):
         gb = None

@@ -20,7 +20,7 @@ from . import channels_last as cl
 from .registry import register
 from .window import _check
 from .conv import _eval, _dnnl, recording
-from ..base import op_error
+from .._core.base import op_error
 
 KINDS = ("max", "avg", "avg_valid")
 
@@ -120,7 +120,7 @@ def _first_max_mask(x, kernel, stride, pad):
 def _valid_counts(x, kernel, stride, pad):
     """(1, *O, 1): how many input elements each window covers (padding excluded)."""
     from .. import np as knp
-    from ..ndarray import ndarray
+    from .._core.ndarray import ndarray
     ones = ndarray._wrap(_np.ones((1, 1) + tuple(x.shape[2:]), x.dtype))
     return knp.sum(_window_columns(ones, kernel, stride, pad, 0.0), axis=-1)
 

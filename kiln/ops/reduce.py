@@ -3,7 +3,7 @@ import numpy as _np
 
 from .registry import register
 from .rules import reduce_shape
-from ..base import normalize_axis, op_error
+from .._core.base import normalize_axis, op_error
 
 
 def _expand_back(g, x, axis, keepdims):

@@ -43,7 +43,7 @@ _dispatch = []
 def _apply():
     # dispatch imports the array type, which imports this module: bind on first use
     if not _dispatch:
-        from ..dispatch import apply
+        from .._core.dispatch import apply
         _dispatch.append(apply)
     return _dispatch[0]
 
@@ -63,5 +63,5 @@ def get(name):
     try:
         return REGISTRY[name]
     except KeyError:
-        from ..base import KilnError
+        from .._core.base import KilnError
         raise KilnError(f"unknown op {name!r}; kiln knows: {', '.join(sorted(REGISTRY))}") from None

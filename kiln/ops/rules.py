@@ -1,7 +1,7 @@
 """Shape/dtype rules shared by families of primitives."""
 import numpy as _np
 
-from ..base import DEFAULT_FLOAT, DTypeError, KilnError, op_error, normalize_axes
+from .._core.base import DEFAULT_FLOAT, DTypeError, KilnError, op_error, normalize_axes
 
 _FLOATS = (_np.dtype(_np.float16), _np.dtype(_np.float32), _np.dtype(_np.float64))
 

@@ -3,7 +3,7 @@ import numpy as _np
 
 from .registry import register
 from .util import sum_to
-from ..base import op_error, normalize_axis, KilnError
+from .._core.base import op_error, normalize_axis, KilnError
 from .rules import broadcast_shapes
 
 

@@ -13,7 +13,7 @@ import numpy as _np
 
 from .registry import register
 from .rules import unary_float, binary_promote, unary_same, is_float, DEFAULT_FLOAT
-from ..base import op_error, DTypeError
+from .._core.base import op_error, DTypeError
 
 
 def _float_in(x):

@@ -8,7 +8,7 @@ gradients of any order without rules of their own.
 import numpy as _np
 
 from .registry import register
-from ..base import op_error
+from .._core.base import op_error
 
 
 def window_out_size(size, k, stride, dilation, pad_lo, pad_hi):

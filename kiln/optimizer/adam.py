@@ -13,7 +13,7 @@ and on kiln symbols inside a compiled training step.
 """
 import math
 
-from .. import aligned
+from .._core import aligned
 from .base import Optimizer, register
 
 

@@ -6,7 +6,7 @@ it (MXNet 2.x's order; with wd=0, as in the book, 1.x and 2.x agree). The update
 operators (`** 0.5` for the square root), so they run on NumPy buffers eagerly and on kiln
 symbols inside a compiled training step.
 """
-from .. import aligned
+from .._core import aligned
 from .base import Optimizer, register
 
 

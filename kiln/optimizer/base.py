@@ -12,8 +12,8 @@ Parameter (Gluon) or set by `set_lr_mult` / `set_wd_mult`.
 """
 import numpy as _np
 
-from ..base import KilnError
-from ..writes import arrays_written
+from .._core.base import KilnError
+from .._core.writes import arrays_written
 
 _REGISTRY = {}
 

@@ -11,8 +11,8 @@ import math
 
 import numpy as _np
 
-from ..base import KilnError
-from .. import aligned
+from .._core.base import KilnError
+from .._core import aligned
 from .base import Optimizer, register
 from .sgd import SGD
 

@@ -12,7 +12,7 @@ updates NumPy buffers eagerly and kiln symbols inside a compiled training step. 
 may be Python floats or 0-d arrays; whether weight decay or momentum is used at all is
 decided by the optimizer's configuration.
 """
-from .. import aligned
+from .._core import aligned
 from .base import Optimizer, register
 
 

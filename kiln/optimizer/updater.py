@@ -9,7 +9,7 @@ import json
 
 import numpy as _np
 
-from ..base import KilnError
+from .._core.base import KilnError
 from .base import _as_numpy
 
 _FORMAT = "kiln-updater-states-v1"

@@ -2,7 +2,8 @@
 equal 1 process that accumulates gradients over the same two half-batches."""
 import pytest
 
-from kiln import autograd, gluon, distributed as dist
+from kiln import autograd
+from kiln import gluon, distributed as dist
 
 from common import (OPTIMIZERS, mlp, batches, train_on_ranks, values, same_on_every_rank,
                     assert_close)

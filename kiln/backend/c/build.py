@@ -15,7 +15,7 @@ import tempfile
 import threading
 import warnings
 
-from ...base import KilnError
+from ..._core.base import KilnError
 
 # No reassociation by default: with -fassociative-math GCC rewrites (g + h) - h into g,
 # which turns eager's NaN (h = inf) into a finite number. The dot-product loops that need

@@ -18,7 +18,7 @@ import threading
 
 import numpy as _np
 
-from ...base import KilnError
+from ..._core.base import KilnError
 from .dnnl_dense import DNNL_MIN_ROWS
 from .kernels import GEMM_BLAS_MIN_FLOPS
 

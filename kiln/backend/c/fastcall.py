@@ -281,8 +281,8 @@ def dispatcher():
     module = _get()
     if not module:
         return None
-    from ... import autograd
-    from ...ndarray import ndarray
+    from ..._core import autograd
+    from ..._core.ndarray import ndarray
     _install_block_call(module)
     return module.Dispatcher(ndarray, autograd._state, ndarray._FRESH)
 

@@ -11,7 +11,7 @@ import weakref
 
 import numpy as _np
 
-from ...base import KilnError
+from ..._core.base import KilnError
 
 OPS = ("conv", "conv_bias", "conv_grad_data", "conv_grad_weight", "pool", "pool_grad")
 
@@ -177,7 +177,7 @@ def uses_heavy(slots):
 def bind(lib, program):
     """Point a loaded program at the shim and kiln's write counter."""
     from ..dnnl.library import shim
-    from ... import writes
+    from ..._core import writes
     sh = shim()
     counter = writes.counter()
     lib.kiln_set_dnnl.argtypes = [ctypes.c_void_p, ctypes.c_void_p]

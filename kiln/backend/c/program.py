@@ -14,9 +14,9 @@ import weakref
 
 import numpy as _np
 
-from ...base import KilnError
+from ..._core.base import KilnError
 from ...graph.passes import debug_level
-from ... import aligned, writes
+from ..._core import aligned, writes
 from ...graph.ir import Graph
 from ...ops.registry import REGISTRY
 from . import build, heavy

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from . import build, packed
 from .blas import find_blas
-from ... import writes
+from ..._core import writes
 
 # below this many multiply-adds a gemm runs in one BLAS call on the calling thread
 PARALLEL_MIN_MADDS = 1 << 20

@@ -12,7 +12,7 @@ import contextlib
 import threading
 import weakref
 
-from ... import writes
+from ..._core import writes
 
 _kept = {}          # id(array) -> (weak reference to it, {key: (generation, value)})
 _lock = threading.RLock()     # re-entered: freeing a value under it runs _release

@@ -9,7 +9,7 @@ import threading
 
 import numpy as _np
 
-from ...base import KilnError
+from ..._core.base import KilnError
 from . import derived
 from .library import shim
 

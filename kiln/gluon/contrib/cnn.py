@@ -12,7 +12,7 @@ traces; the sampling gathers K * Ho * Wo points per channel.
 import numpy as _np
 
 from ... import np as knp, npx
-from ...base import KilnError
+from ..._core.base import KilnError
 from ..block import HybridBlock
 from ..nn.activations import Activation
 from ..parameter import Parameter

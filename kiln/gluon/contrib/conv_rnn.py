@@ -7,7 +7,7 @@ gluon.rnn. `input_shape` is one sample's (C, spatial...), as in MXNet; channels-
 layouts (NCW, NCHW, NCDHW) only.
 """
 from ... import np as knp, npx
-from ...base import KilnError
+from ..._core.base import KilnError
 from ..parameter import Parameter
 from ..rnn.cell_math import activation_fn
 from ..rnn.rnn_cell import HybridRecurrentCell

@@ -1,5 +1,5 @@
 """MXNet's gluon.contrib.data: IntervalSampler."""
-from ...base import KilnError
+from ..._core.base import KilnError
 from ..data import Sampler
 
 

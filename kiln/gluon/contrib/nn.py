@@ -7,7 +7,7 @@ rank normalizes over its own batch, as BatchNorm does there. kiln has no sparse 
 SparseEmbedding is an Embedding whose gradient is dense.
 """
 from ... import np as knp
-from ...base import KilnError
+from ..._core.base import KilnError
 from ..nn.basic_layers import Concatenate, HybridConcatenate, Embedding, Identity  # noqa
 from ..nn.norm_layers import BatchNorm
 from ..block import HybridBlock

@@ -4,7 +4,7 @@ from ... import np as knp, npx
 from ..parameter import Parameter
 from ..rnn.container_cells import ModifierCell, BidirectionalCell
 from ..rnn.rnn_cell import HybridRecurrentCell
-from ...base import KilnError
+from ..._core.base import KilnError
 
 
 class LSTMPCell(HybridRecurrentCell):

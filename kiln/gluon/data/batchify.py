@@ -7,8 +7,8 @@ inside a small marker and become kiln arrays again on arrival.
 """
 import numpy as _np
 
-from ...base import KilnError
-from ...ndarray import ndarray
+from ..._core.base import KilnError
+from ..._core.ndarray import ndarray
 
 
 def _as_numpy(x):

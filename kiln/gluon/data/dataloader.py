@@ -12,7 +12,7 @@ import multiprocessing.pool
 import signal
 import weakref
 
-from ...base import KilnError
+from ..._core.base import KilnError
 from .batchify import default_batchify_fn, to_wire, from_wire
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 

@@ -1,7 +1,7 @@
 """Datasets (MXNet's gluon.data): indexable collections of samples, lazily transformable."""
 import numpy as _np
 
-from ...base import KilnError
+from ..._core.base import KilnError
 
 
 class Dataset:
@@ -113,7 +113,7 @@ class ArrayDataset(Dataset):
 
     def _field(self, k, idx):
         if self._wrap[k]:
-            from ...ndarray import ndarray
+            from ..._core.ndarray import ndarray
             return ndarray._wrap(_np.asarray(self._data[k][idx]))
         return self._data[k][idx]
 
@@ -123,5 +123,5 @@ class ArrayDataset(Dataset):
         return tuple(self._field(k, idx) for k in range(len(self._data)))
 
 def _is_eager_kiln(a):
-    from ...ndarray import ndarray
+    from ..._core.ndarray import ndarray
     return isinstance(a, ndarray) and a._node is None and isinstance(a._data, _np.ndarray)

@@ -4,7 +4,7 @@ Random order comes from kiln's own generator, so `kiln.np.random.seed(n)` makes 
 reproducible along with everything else.
 """
 
-from ...base import KilnError
+from ..._core.base import KilnError
 
 
 class Sampler:

@@ -7,7 +7,7 @@ accepts a file in the right format whose sum differs (a local stand-in), as for 
 import os
 import zipfile
 
-from ...base import KilnError
+from ..._core.base import KilnError
 from ..data.vision.dataset_files import REPO_URL, _verify_enabled, data_dir
 
 # MXNet's published sums for the files kiln's zoo can build

@@ -1,7 +1,7 @@
 """Activation layers: thin HybridBlocks over kiln.npx functions."""
 from ... import npx
 from ... import init as kinit
-from ...base import KilnError
+from ..._core.base import KilnError
 from ..block import HybridBlock
 from ..parameter import Parameter
 

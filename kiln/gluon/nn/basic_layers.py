@@ -1,6 +1,7 @@
 """Containers and basic layers: Sequential, Dense, Dropout, Flatten, Embedding, Lambda..."""
 from ... import np as knp, npx
-from ...base import KilnError, where_in_user_code
+from ..._core.base import KilnError, where_in_user_code
+from .. import f_namespace
 from ..block import Block, HybridBlock, _deref
 from ..parameter import Parameter
 from .activations import Activation
@@ -211,9 +212,7 @@ class HybridLambda(HybridBlock):
             raise KilnError(f"HybridLambda: expected a function or its name, got {function!r}")
 
     def forward(self, *args):
-        from ...graph import trace
-        from ... import ndarray as eager_f, symbol as traced_f
-        F = traced_f if trace.current() is not None else eager_f
+        F = f_namespace.current()
         return self._func(F, *args)
 
     def __repr__(self):

@@ -1,7 +1,7 @@
 """Convolution, transposed convolution and pooling layers (channels-first layouts only)."""
 from ... import npx
 from ...npx.nn import convolution_relu
-from ...base import KilnError, where_in_user_code
+from ..._core.base import KilnError, where_in_user_code
 from ..block import HybridBlock
 from ..parameter import Parameter
 from .activations import Activation

@@ -2,7 +2,7 @@
 import numpy as _np
 
 from ... import np as knp, npx
-from ...base import KilnError
+from ..._core.base import KilnError
 from ..block import HybridBlock
 from .norm_layers import BatchNorm
 

@@ -1,6 +1,6 @@
 """Normalization layers: BatchNorm, LayerNorm, GroupNorm, InstanceNorm."""
 from ... import npx
-from ...base import KilnError, where_in_user_code
+from ..._core.base import KilnError, where_in_user_code
 from ..block import HybridBlock
 from ..parameter import Parameter
 

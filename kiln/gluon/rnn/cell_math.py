@@ -29,7 +29,7 @@ def activation_fn(act, what):
     try:
         return _ACTIVATIONS[act]
     except KeyError:
-        from ...base import KilnError, where_in_user_code
+        from ..._core.base import KilnError, where_in_user_code
         raise KilnError(f"{what}: unknown activation {act!r}; expected one of "
                         f"{', '.join(sorted(_ACTIVATIONS))} or a function"
                         f"{where_in_user_code()}") from None

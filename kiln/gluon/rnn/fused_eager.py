@@ -14,13 +14,13 @@ itself recorded (no create_graph through it).
 """
 import numpy as _np
 
-from ... import autograd
+from ..._core import autograd
 from ...backend.c import eager_gemm
 from ...backend.c.dnnl_dense import _new_op as new_matmul_op
 from ...backend.dnnl.library import shim
 from ...backend.dnnl.ops import _run as _run_dnnl
-from ...base import KilnError
-from ...ndarray import ndarray
+from ..._core.base import KilnError
+from ..._core.ndarray import ndarray
 
 SUPPORTED_DTYPES = (_np.dtype(_np.float32), _np.dtype(_np.float64))
 

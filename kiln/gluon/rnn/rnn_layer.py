@@ -21,7 +21,7 @@ Calling a layer with states returns (output, new_states) with states a list ([h]
 time loop is one `scan` node of the compiled program (time_loop.py).
 """
 from ... import np as knp, npx
-from ...base import KilnError, where_in_user_code
+from ..._core.base import KilnError, where_in_user_code
 from ..block import HybridBlock
 from ..parameter import Parameter
 from ...graph import trace

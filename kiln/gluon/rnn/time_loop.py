@@ -4,7 +4,8 @@ Eagerly it is a Python loop over `step`. While hybridize traces, `step` is trace
 the body of a `scan` node (kiln/ops/scan.py), so the compiled program loops over time
 itself, for any length, and its gradient runs the body's gradient in reverse.
 """
-from ... import autograd, np as knp
+from ..._core import autograd
+from ... import np as knp
 from ...graph import trace
 
 

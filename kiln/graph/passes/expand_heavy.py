@@ -30,8 +30,8 @@ def expand_heavy_ops(graph, keep=lambda node: False):
     ops = _decompositions()
     if not any(n.op in ops and not keep(n) for n in graph.nodes):
         return graph
-    from ... import autograd
-    from ...ndarray import ndarray
+    from ..._core import autograd
+    from ..._core.ndarray import ndarray
     ctx = trace.TraceContext(graph.name + "_expanded")
 
     def replace(node, inputs):

@@ -1,5 +1,5 @@
 """How the Estimator runs one batch: split it over the contexts, forward, loss, backward."""
-from .... import autograd
+from ...._core import autograd
 from ...utils import split_and_load
 
 

@@ -11,9 +11,9 @@ import logging
 import sys
 import warnings
 
-from ....base import KilnError
-from ....context import Context, cpu
-from .... import metric as _metric
+from ...._core.base import KilnError
+from ...._core.context import Context, cpu
+from ... import metric as _metric
 from ...data import DataLoader
 from ...loss import Loss, SoftmaxCrossEntropyLoss
 from .batch_processor import BatchProcessor

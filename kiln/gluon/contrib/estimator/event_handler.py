@@ -11,8 +11,8 @@ import os
 import time
 import warnings
 
-from ....base import KilnError
-from .... import metric as _metric
+from ...._core.base import KilnError
+from ... import metric as _metric
 
 
 class EventHandler:

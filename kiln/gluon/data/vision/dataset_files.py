@@ -14,7 +14,7 @@ import zlib
 
 import numpy as _np
 
-from ....base import KilnError
+from ...._core.base import KilnError
 
 REPO_URL = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/"
 

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as _np
 
-from ....base import KilnError
+from ...._core.base import KilnError
 from ..dataset import Dataset
 from .dataset_files import ensure_files, read_cifar_batch, read_idx, resolve_root
 
@@ -29,7 +29,7 @@ class _DownloadedDataset(Dataset):
         return len(self._label)
 
     def __getitem__(self, idx):
-        from ....ndarray import ndarray
+        from ...._core.ndarray import ndarray
         data = ndarray._wrap(_np.ascontiguousarray(self._data[idx]))
         label = ndarray._wrap(_np.asarray(self._label[idx]))
         if self._transform is not None:
@@ -158,7 +158,7 @@ class ImageFolderDataset(Dataset):
         return len(self.items)
 
     def __getitem__(self, idx):
-        from .... import image
+        from ....mx import image
         filename, label = self.items[idx]
         img = image.imread(filename, self._flag)
         if self._transform is not None:

@@ -4,9 +4,9 @@ RandomCrop (MXNet 2's, with optional padding).
 """
 import numpy as _np
 
-from ....base import KilnError
-from .... import image as _image
-from ....image_rotate import imrotate
+from ...._core.base import KilnError
+from ....mx import image as _image
+from ....mx.image.rotate import imrotate
 from .transforms import Transform, _check_image, _per_image, _size_pair, rng, to_numpy, wrap
 
 

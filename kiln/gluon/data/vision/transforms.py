@@ -8,10 +8,10 @@ import math
 
 import numpy as _np
 
-from ....base import KilnError, normalize_dtype
-from ....ndarray import ndarray
+from ...._core.base import KilnError, normalize_dtype
+from ...._core.ndarray import ndarray
 from ....ops.creation import _RandomState
-from .... import image as _image
+from ....mx import image as _image
 
 
 def to_numpy(x, what):

@@ -1,6 +1,6 @@
 """MXNet's model_zoo.vision networks that kiln builds: ResNet v1/v2, VGG, AlexNet, DenseNet,
 Inception v3, MobileNet v1/v2 and SqueezeNet."""
-from ....base import KilnError
+from ...._core.base import KilnError
 from .resnet import (ResNetV1, ResNetV2, BasicBlockV1, BasicBlockV2, BottleneckV1,  # noqa
                      BottleneckV2, get_resnet, resnet18_v1, resnet34_v1, resnet50_v1,
                      resnet101_v1, resnet152_v1, resnet18_v2, resnet34_v2, resnet50_v2,

@@ -1,0 +1,150 @@
+"""Views and in-place writes for arrays that are graph nodes or on the autograd tape.
+
+Eager kiln follows NumPy: a slice, `reshape`, `.T`, `expand_dims`, `squeeze` or `split`
+shares memory with its source, so a write through either is seen by both. An eager array
+gets that from NumPy itself. A symbolic array (while hybridize traces) or a recorded one
+(inside autograd.record()) is a value, not memory, and an in-place op on it rebinds the
+array object to a new value. This module keeps the NumPy semantics for them:
+
+- a view op applied to such an array links the result to its source (`ViewLink`), when
+  NumPy would return a view there (decided by running the op's own eager kernel on a
+  stand-in array of the same layout, so the rule is NumPy's: a reshape of a transposed
+  array is a copy);
+- a write into a linked view becomes a write into its source (a `slice_assign`, or the
+  inverse reshape/transpose), and every live view of a written array is recomputed from
+  the new value, recursively, so all of them see the write.
+
+The whole chain is made of ordinary primitives, so it is traced, compiled and
+differentiated like any other code. `broadcast_to` gives a read-only view (and so does
+any view of it): it sees writes into its source, and a write into it detaches it (eager
+copies it first).
+"""
+import weakref
+
+import numpy as _np
+
+VIEW_OPS = frozenset(("reshape", "transpose", "slice", "broadcast_to"))
+
+
+class ViewLink:
+    """What an array is a view of (None for a root), and its own live views."""
+    __slots__ = ("base", "prim", "attrs", "shadow", "views", "detached")
+
+    def __init__(self, base, prim, attrs, shadow, detached=False):
+        self.base, self.prim, self.attrs, self.shadow = base, prim, attrs, shadow
+        self.views = []      # weak references to arrays linked to this one
+        self.detached = detached    # x.detach(): the same memory, no gradient
+
+
+def _link_of(array):
+    link = array._view
+    if link is None:
+        link = array._view = ViewLink(None, None, None, None)
+    if link.shadow is None and array._node is not None:
+        # a stand-in with the array's layout: np.empty commits no memory until written
+        link.shadow = _np.empty(array.shape, array.dtype)
+    return link
+
+
+def note_view(prim, source, attrs, out):
+    """`out = prim(source)` was just made while tracing or recording: link it when NumPy
+    would have returned a view (an eager array here: when the kernel's result shares
+    memory with its input)."""
+    if out.size == 0:
+        return
+    base = _link_of(source)
+    if out._node is None:
+        shadow = None
+        shares = source._node is None and _np.may_share_memory(out._data, source._data)
+    else:
+        shadow = prim.impl(base.shadow, **attrs)
+        shares = _np.may_share_memory(shadow, base.shadow)
+    if not shares:
+        return
+    out._view = ViewLink(source, prim, attrs, shadow)
+    if len(base.views) >= 16:      # a long-lived array viewed on every training step
+        base.views = [r for r in base.views if r() is not None]
+    base.views.append(weakref.ref(out))
+
+
+def note_detach(source, out):
+    """`out = source.detach()` shares source's memory (as in MXNet and PyTorch): while
+    tracing or recording, link it as an identity view that never carries a gradient."""
+    from ..ops.registry import REGISTRY
+    base = _link_of(source)
+    out._view = ViewLink(source, REGISTRY["reshape"], {"shape": tuple(source.shape)},
+                         base.shadow, detached=True)
+    base.views.append(weakref.ref(out))
+
+
+def write(target, new):
+    """`target` now holds `new` (same shape and dtype): through its source when it is a
+    writable view, then into every live view of what was written."""
+    link = target._view
+    if link is not None and link.base is not None:
+        if _read_only(target):
+            _detach(target)
+        else:
+            write(link.base, _scatter_back(link, new))
+            return
+    _set(target, new)
+    _refresh_views(target)
+
+
+def _read_only(array):
+    """A broadcast view, or any view of one, is read-only in NumPy."""
+    link = array._view
+    while link is not None and link.base is not None:
+        if link.prim.name == "broadcast_to":
+            return True
+        link = link.base._view
+    return False
+
+
+def _set(target, new):
+    target._data, target._node = new._data, new._node
+    target._tape, target._tidx = new._tape, new._tidx
+
+
+def _detach(array):
+    link = array._view
+    base_link = link.base._view
+    if base_link is not None:
+        base_link.views = [r for r in base_link.views if r() is not None and r() is not array]
+    array._view = None
+
+
+def _refresh_views(array):
+    link = array._view
+    if link is None or not link.views:
+        return
+    live = []
+    for ref in list(link.views):   # recomputing a view links a temporary: not kept
+        view = ref()
+        if view is None or view._view is None or view._view.base is not array:
+            continue
+        live.append(ref)
+        saved = view._view
+        _set(view, saved.prim(array, **saved.attrs))
+        view._view = saved
+        if saved.detached:
+            view._tape = None
+        if view._node is not None and saved.shadow is None:
+            saved.shadow = _np.empty(view.shape, view.dtype)
+        _refresh_views(view)
+    link.views = live
+
+
+def _scatter_back(link, value):
+    """The view's source with the view's elements replaced by `value`."""
+    from ..ops.shape import slice_assign, reshape, transpose
+    base = link.base
+    name = link.prim.name
+    if name == "reshape":
+        return reshape(value, shape=tuple(base.shape))
+    if name == "transpose":
+        inverse = tuple(int(i) for i in _np.argsort(link.attrs["axes"]))
+        return transpose(value, axes=inverse)
+    if name == "slice":
+        return slice_assign(base, value, **link.attrs)
+    raise AssertionError(f"no write-back rule for view op {name}")

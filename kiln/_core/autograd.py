@@ -1,0 +1,303 @@
+"""Tape-based reverse-mode autodiff with MXNet's API.
+
+Every op applied while recording, to an input that needs a gradient, leaves a TapeNode.
+backward() walks the nodes in reverse topological order and calls each node's gradient
+function, which is written with kiln ops: so a backward pass can itself be recorded
+(create_graph=True) or traced into a graph by hybridize.
+"""
+import contextlib
+
+from .base import KilnError, where_in_user_code, postorder
+
+
+class _State:
+    recording = False
+    training = False
+
+
+_state = _State()
+
+
+def is_recording():
+    return _state.recording
+
+
+def is_training():
+    return _state.training
+
+
+def set_recording(flag):
+    prev, _state.recording = _state.recording, bool(flag)
+    return prev
+
+
+def set_training(flag):
+    prev, _state.training = _state.training, bool(flag)
+    return prev
+
+
+class _scope(contextlib.ContextDecorator):
+    """Set recording/training (None: leave as is) inside a `with` block, or a function it
+    decorates. A class, not a generator: entered on every recorded step, it costs a third."""
+    __slots__ = ("recording", "training", "saved")
+
+    def __init__(self, recording, training):
+        self.recording, self.training = recording, training
+        self.saved = []      # a stack: one object may be entered again inside itself
+
+    def __enter__(self):
+        self.saved.append((_state.recording, _state.training))
+        if self.recording is not None:
+            _state.recording = self.recording
+        if self.training is not None:
+            _state.training = self.training
+        return None
+
+    def __exit__(self, *exc):
+        _state.recording, _state.training = self.saved.pop()
+        return False
+
+
+def record(train_mode=True):
+    """Record ops for differentiation; `train_mode` also switches layers to training."""
+    return _scope(True, train_mode)
+
+
+def pause(train_mode=False):
+    return _scope(False, train_mode)
+
+
+def train_mode():
+    return _scope(None, True)
+
+
+def predict_mode():
+    return _scope(None, False)
+
+
+class Leaf:
+    """The tape entry of an array that had attach_grad() called: gradients stop here."""
+    __slots__ = ("array",)
+    in_refs = ()
+
+    def __init__(self, array):
+        self.array = array
+
+    @property
+    def out_avals(self):   # a leaf is its own single output (x.backward() on a leaf works)
+        return ((self.array.shape, self.array.dtype),)
+
+
+class TapeNode:
+    """One recorded op: how to turn output gradients into input gradients."""
+    __slots__ = ("name", "backward", "in_refs", "out_avals", "sparse")
+
+    def __init__(self, name, backward, in_refs, out_avals, sparse=False):
+        self.sparse = sparse        # backward() takes None for an output no head reached
+        self.name = name
+        self.backward = backward
+        self.in_refs = in_refs      # per input: (tape entry, output index) or None
+        self.out_avals = out_avals  # per output: (shape, dtype)
+
+
+_wanted = []     # per running gradient rule: which of its inputs' gradients are used
+
+
+def input_needed(k):
+    """Inside a gradient rule: is the gradient of input k used? A rule may return None for
+    an unused one instead of computing it (a convolution's gradient in its input image)."""
+    return not _wanted or _wanted[-1][k]
+
+
+# What the tape keeps alive for a gradient rule that does not read it, so an activation
+# dies when no rule needs it (eager CNNs: batch norm's output feeds a ReLU, whose rule
+# reads only its own output; a residual sum feeds one too):
+#   rules that read only the output (relu: g where out > 0) keep no inputs,
+#   rules that never read the output keep no output.
+GRAD_FROM_OUTPUT = frozenset({"relu", "exp", "sigmoid", "tanh", "sqrt"})
+GRAD_WITHOUT_OUTPUT = frozenset({"add", "subtract", "multiply", "matmul", "conv", "pool",
+                                 "batch_norm_train", "concatenate"})
+
+
+def record_primitive(prim, inputs, attrs, out):
+    """Put one primitive application on the tape (the caller checked that it is needed)."""
+    in_refs = tuple([(a._tape, a._tidx) if a._tape is not None else None for a in inputs])
+    saved_in = ((None,) * len(inputs) if prim.name in GRAD_FROM_OUTPUT
+                else tuple([a._alias() for a in inputs]))
+    wanted = tuple([r is not None for r in in_refs])
+    grad = prim.grad
+
+    def backward(out_grads):
+        # the saved output is on the tape too (exp's rule is g * out), so create_graph
+        # differentiates through it
+        _wanted.append(wanted)
+        try:
+            grads = grad(out_grads[0], saved_out, *saved_in, **attrs)
+        finally:
+            _wanted.pop()
+        if len(grads) != len(saved_in):
+            raise KilnError(f"{prim.name}: gradient rule returned {len(grads)} gradients "
+                            f"for {len(saved_in)} inputs")
+        return grads
+
+    node = TapeNode(prim.name, backward, in_refs, ((out.shape, out.dtype),))
+    out._tape, out._tidx = node, 0
+    saved_out = None if prim.name in GRAD_WITHOUT_OUTPUT else out._alias()
+
+
+def record_custom(name, inputs, outputs, backward, sparse=False):
+    """Put a multi-output function (a compiled graph, a custom Function) on the tape."""
+    in_refs = tuple((a._tape, a._tidx) if a._tape is not None else None for a in inputs)
+    node = TapeNode(name, backward, in_refs, tuple((o.shape, o.dtype) for o in outputs),
+                    sparse)
+    for i, o in enumerate(outputs):
+        o._tape, o._tidx = node, i
+    return node
+
+
+def _topological(heads):
+    return postorder(list(heads), lambda n: [r[0] for r in n.in_refs if r is not None])
+
+
+_retaining = []     # per running backward pass: is its tape kept for another (retain_graph)?
+
+
+def retaining():
+    """Inside a gradient rule: may the tape be walked again after this pass? (A compiled
+    backward then keeps the activations it was given intact.) True outside a pass."""
+    return _retaining[-1] if _retaining else True
+
+
+def _run_backward(heads, head_grads, retain_graph, create_graph):
+    """Propagate gradients; returns {id(leaf): gradient} for every reached leaf."""
+    _retaining.append(bool(retain_graph))
+    try:
+        return _propagate(heads, head_grads, retain_graph, create_graph)
+    finally:
+        _retaining.pop()
+
+
+def _propagate(heads, head_grads, retain_graph, create_graph):
+    from .ndarray import ndarray, full_like
+    from ..np import zeros
+    roots = []
+    grads = {}
+    for h, hg in zip(heads, head_grads):
+        if h._tape is None:
+            raise KilnError("cannot differentiate: the array was not computed from arrays "
+                            "with attach_grad() inside autograd.record()" + where_in_user_code())
+        if hg is None:
+            hg = full_like(h, 1)
+        elif not isinstance(hg, ndarray):
+            from ..np import array
+            hg = array(hg, dtype=h.dtype)
+        slot = grads.setdefault(id(h._tape), [None] * len(h._tape.out_avals))
+        slot[h._tidx] = hg if slot[h._tidx] is None else slot[h._tidx] + hg
+        roots.append(h._tape)
+    leaf_grads = {}
+    with _scope(create_graph, None):
+        for node in reversed(_topological(roots)):
+            out_grads = grads.pop(id(node), None)
+            if out_grads is None:
+                continue
+            if isinstance(node, Leaf):
+                leaf_grads[id(node)] = (node, out_grads[0])
+                continue
+            if node.backward is None:
+                raise KilnError("backward through the same graph a second time; pass "
+                                "retain_graph=True to the first backward()" + where_in_user_code())
+            if not node.sparse:
+                out_grads = [g if g is not None else zeros(shape, dtype=dt)
+                             for g, (shape, dt) in zip(out_grads, node.out_avals)]
+            in_grads = node.backward(out_grads)
+            if not retain_graph:
+                node.backward = None
+            for ref, g in zip(node.in_refs, in_grads):
+                if ref is None or g is None:
+                    continue
+                slot = grads.setdefault(id(ref[0]), [None] * len(ref[0].out_avals)
+                                        if not isinstance(ref[0], Leaf) else [None])
+                slot[ref[1]] = g if slot[ref[1]] is None else slot[ref[1]] + g
+    return leaf_grads
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create_graph=False):
+    """Compute the gradients of `heads` and store them in the .grad of each leaf."""
+    heads, head_grads = _as_lists(heads, head_grads)
+    with _scope(None, train_mode):
+        found = _run_backward(heads, head_grads, retain_graph, create_graph)
+    for leaf, g in found.values():
+        leaf.array._store_grad(g, create_graph)
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
+         train_mode=True):
+    """Return the gradients of `heads` with respect to `variables` (without touching .grad)."""
+    heads, head_grads = _as_lists(heads, head_grads)
+    single = not isinstance(variables, (list, tuple))
+    variables = [variables] if single else list(variables)
+    for v in variables:
+        if not isinstance(v._tape, Leaf):
+            raise KilnError("autograd.grad: every variable needs attach_grad() before "
+                            "recording" + where_in_user_code())
+    if retain_graph is None:
+        retain_graph = create_graph
+    with _scope(None, train_mode):
+        found = _run_backward(heads, head_grads, retain_graph, create_graph)
+    from ..np import zeros_like
+    out = []
+    for v in variables:
+        hit = found.get(id(v._tape))
+        out.append(hit[1] if hit is not None else zeros_like(v))
+    return out[0] if single else out
+
+
+def _as_lists(heads, head_grads):
+    if not isinstance(heads, (list, tuple)):
+        heads = [heads]
+        head_grads = [head_grads]
+    elif head_grads is None:
+        head_grads = [None] * len(heads)
+    return list(heads), list(head_grads)
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    if not isinstance(variables, (list, tuple)):
+        variables, gradients = [variables], [gradients]
+    reqs = grad_reqs if isinstance(grad_reqs, (list, tuple)) else [grad_reqs] * len(variables)
+    for v, g, r in zip(variables, gradients, reqs):
+        v.attach_grad(r)
+        v._grad = g
+
+
+class Function:
+    """A user-defined differentiable function (MXNet's autograd.Function).
+
+    Subclasses implement forward(*inputs) and backward(*output_grads) on kiln arrays.
+    """
+
+    def __init__(self):
+        self._saved = ()
+
+    def save_for_backward(self, *arrays):
+        self._saved = arrays
+
+    @property
+    def saved_tensors(self):
+        return self._saved
+
+    def __call__(self, *inputs):
+        with pause(train_mode=is_training()):
+            outputs = self.forward(*inputs)
+        single = not isinstance(outputs, (list, tuple))
+        outs = [outputs] if single else list(outputs)
+        if is_recording() and any(a._tape is not None for a in inputs):
+            outs = [o._alias() for o in outs]
+
+            def backward_fn(out_grads):
+                with pause():
+                    gs = self.backward(*out_grads)
+                return list(gs) if isinstance(gs, (list, tuple)) else [gs]
+
+            record_custom(type(self).__name__, inputs, outs, backward_fn)
+        return outs[0] if single else tuple(outs)

@@ -1,0 +1,147 @@
+"""Errors, dtype defaults and the user-line lookup shared by every module."""
+import os
+import sys
+
+import numpy as _np
+
+DEFAULT_FLOAT = _np.dtype(_np.float32)
+DEFAULT_INT = _np.dtype(_np.int64)
+SUPPORTED_DTYPES = tuple(_np.dtype(t) for t in (
+    _np.float16, _np.float32, _np.float64, _np.int8, _np.uint8, _np.int32, _np.int64, _np.bool_))
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # kiln/
+
+
+class Shaped:
+    """ndim and size derived from .shape: graph nodes and the abstract values shape rules
+    read (a shape rule takes anything with .shape and .dtype)."""
+    __slots__ = ()
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+class KilnError(Exception):
+    """Base class for every error kiln raises on bad user input."""
+
+
+class ShapeError(KilnError, ValueError):
+    pass
+
+
+class DTypeError(KilnError, TypeError):
+    pass
+
+
+class KilnIndexError(KilnError, IndexError):
+    pass
+
+
+class SymbolicValueError(KilnError, TypeError):
+    """A concrete value was asked of a symbolic array while tracing."""
+
+
+MXNetError = KilnError  # code written for MXNet catches this name
+
+
+def postorder(roots, children):
+    """Every node reachable from `roots`, each after all of its children(node): the
+    iterative depth-first order that graphs (inputs first) and the autograd tape use."""
+    order, seen = [], set()
+    stack = [(n, False) for n in reversed(roots)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for child in reversed(children(node)):
+            if id(child) not in seen:
+                stack.append((child, False))
+    return order
+
+
+def user_frame():
+    """The innermost stack frame outside the kiln package, as (file, line, code)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(_PACKAGE_DIR + os.sep):
+            line = frame.f_lineno
+            code = ""
+            try:
+                import linecache
+                code = linecache.getline(path, line).strip()
+            except Exception:  # pragma: no cover - best effort only
+                pass
+            return path, line, code
+        frame = frame.f_back
+    return None
+
+
+def where_in_user_code():
+    found = user_frame()
+    if found is None:
+        return ""
+    path, line, code = found
+    text = f"\n  at {path}:{line}"
+    if code:
+        text += f"\n    {code}"
+    return text
+
+
+def op_error(op, message, kind=ShapeError):
+    """Build an error naming the op and the user's line (always a KilnError)."""
+    if kind is IndexError:
+        kind = KilnIndexError
+    return kind(f"{op}: {message}{where_in_user_code()}")
+
+
+def normalize_dtype(dtype, default=None):
+    if dtype is None:
+        return default
+    if isinstance(dtype, str) and dtype in ("float", "float_"):
+        return DEFAULT_FLOAT
+    try:
+        dt = _np.dtype(dtype)
+    except TypeError as exc:
+        raise DTypeError(f"unknown dtype {dtype!r}{where_in_user_code()}") from exc
+    if dt not in SUPPORTED_DTYPES:
+        raise DTypeError(
+            f"dtype {dt} is not supported; expected one of "
+            f"{', '.join(str(d) for d in SUPPORTED_DTYPES)}{where_in_user_code()}")
+    return dt
+
+
+def normalize_axis(op, axis, ndim):
+    """One axis, checked and made non-negative."""
+    if type(axis) is int and -ndim <= axis < ndim:     # the common case, on most ops
+        return axis % ndim
+    if not isinstance(axis, (int, _np.integer)) or isinstance(axis, bool):
+        raise op_error(op, f"axis must be an int, got {axis!r}", KilnError)
+    if not -ndim <= axis < max(ndim, 1):
+        raise op_error(op, f"axis {axis} is out of bounds for an array of {ndim} dimensions")
+    return int(axis) % max(ndim, 1)
+
+
+def normalize_axes(op, axis, ndim):
+    """None (all axes), an int or a tuple of ints, as a sorted tuple."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (list, tuple)):
+        axes = tuple(normalize_axis(op, a, ndim) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise op_error(op, f"repeated axis in {tuple(axis)}")
+        return tuple(sorted(axes))
+    return (normalize_axis(op, axis, ndim),)

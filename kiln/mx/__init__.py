@@ -1,0 +1,13 @@
+"""MXNet 1.x: everything only code written for MXNet 1.x needs, as packages by topic.
+
+`nd` and `sym` (the NDArray and Symbol namespaces, also the `F` of hybrid_forward), `mod`
+(Module), `image`, `recordio`, `callback`, `model`, `monitor`, `operator`, `profiler`,
+`visualization`, `kvstore`, `test_utils`, the op-name tables (`ops`) and the `mxnet` alias
+(`alias`). It builds on kiln's packages below it; nothing below imports it (an
+import-linter contract in pyproject.toml checks that). Users reach it through kiln's
+public paths (`kiln.nd`, `kiln.image`, `import mxnet`), which alias.py resolves.
+"""
+from . import nd, sym
+from ..gluon import f_namespace
+
+f_namespace.use(nd, sym)    # gluon's hybrid_forward(F, x) gets MXNet 1.x's namespaces

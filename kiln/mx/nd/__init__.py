@@ -1,0 +1,14 @@
+"""`kiln.nd` / `kiln.ndarray`: MXNet 1.x's NDArray namespace, and the eager `F` of
+hybrid_forward(F, x).
+
+The array class is kiln's one array type (kiln/_core/ndarray.py). Names resolve on first
+use (f_namespace.py): MXNet 1.x's functions and operator names (functions.py, the op table
+in kiln/mx/ops), then npx and np, so F.relu, F.np.sum and F.FullyConnected all work.
+"""
+from ..._core.ndarray import ndarray, ndarray as NDArray, as_array  # noqa: F401
+from ..f_namespace import namespace_attr
+from . import contrib, linalg, random, utils, optimizer_ops  # noqa: F401  (mx.nd.random, ...)
+
+
+def __getattr__(name):
+    return namespace_attr(__name__, name)

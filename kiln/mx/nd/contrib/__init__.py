@@ -1,0 +1,48 @@
+"""MXNet 1.x's `nd.contrib` (also `F.contrib` in hybrid_forward): the detection ops under
+their 1.x names. They are npx's functions (kiln/npx/detection.py, kiln/npx/multibox.py)."""
+from ....npx.detection import multibox_prior as MultiBoxPrior  # noqa: F401
+from ....npx.multibox import (multibox_target as MultiBoxTarget,
+    multibox_detection as MultiBoxDetection)
+from ....npx.nn import arange_like  # noqa: F401,E402
+from ....npx.control_flow import cond, while_loop, foreach  # noqa: F401,E402
+from .boxes import (box_iou, box_nms, box_non_maximum_suppression, bipartite_matching,
+    box_encode, box_decode)
+from .attention import (interleaved_matmul_selfatt_qk, interleaved_matmul_selfatt_valatt,
+    interleaved_matmul_encdec_qk, interleaved_matmul_encdec_valatt)
+from .proposal import Proposal, MultiProposal  # noqa: F401,E402
+from .resize import BilinearResize2D, AdaptiveAvgPooling2D, PSROIPooling, ROIAlign
+from ..optimizer_ops import adamw_update, mp_adamw_update, multi_adamw_update  # noqa
+from ...ops.ctc import CTCLoss  # noqa: F401,E402
+ctc_loss = CTCLoss
+from .misc import (boolean_mask, index_array, index_copy, div_sqrt_dim, quadratic, allclose,
+    isnan, isinf, isfinite, round_ste, sign_ste, gradientmultiplier, rand_zipfian)
+
+
+def SyncBatchNorm(*args, **kwargs):
+    """One process holds the whole batch: MXNet's BatchNorm (the key/ndev attributes are
+    accepted and unused)."""
+    from ..functions import mx_function
+    for k in ("key", "ndev"):
+        kwargs.pop(k, None)
+    return mx_function("BatchNorm")(*args, **kwargs)
+
+
+def BatchNormWithReLU(*args, **kwargs):
+    from ..functions import mx_function
+    from ....npx import relu
+    return relu(mx_function("BatchNorm")(*args, **kwargs))
+
+
+def SparseEmbedding(*args, **kwargs):
+    from ..functions import mx_function
+    return mx_function("Embedding")(*args, **kwargs)
+
+
+def DeformableConvolution(*args, **kwargs):
+    from ..functions import mx_function
+    return mx_function("DeformableConvolution")(*args, **kwargs)
+
+
+def ModulatedDeformableConvolution(*args, **kwargs):
+    from ..functions import mx_function
+    return mx_function("ModulatedDeformableConvolution")(*args, **kwargs)

@@ -1,0 +1,212 @@
+"""MXNet 1.x's NDArray namespace (`kiln.nd`, `kiln.ndarray`), mapped onto kiln.
+
+`kiln.ndarray` stays the module of kiln's one array type; its module-level lookups (and
+kiln.symbol's, the `F` of hybrid_forward) come here first (f_namespace.py), then to npx
+and np. Where MXNet 1.x and its numpy interface differ, these follow 1.x: float32 arrays by
+default, `shape=` in random functions, `concat(*arrays, dim=1)`, `dot` over the last and
+first axes, `save`/`load` in MXNet's binary format.
+
+The MXNet op names (FullyConnected, Activation, ...) are the entries of kiln/mxnet_ops.py;
+called with Symbols they build a symbol node, called with arrays they compute.
+"""
+import numpy as _np
+
+from ... import np as knp
+from ..._core.base import KilnError, where_in_user_code
+from ..ops import OPS
+from ..._core.ndarray import ndarray
+
+NDArray = ndarray
+
+
+def _dtype(dtype):
+    return _np.dtype(dtype or "float32")
+
+
+def array(source_array, ctx=None, dtype=None):
+    if isinstance(source_array, ndarray):
+        return source_array.astype(dtype or source_array.dtype)
+    return ndarray._wrap(_np.array(source_array, dtype=_dtype(dtype)))
+
+
+def zeros(shape, ctx=None, dtype=None, **_):
+    return knp.zeros(shape, dtype=_dtype(dtype))
+
+
+def ones(shape, ctx=None, dtype=None, **_):
+    return knp.ones(shape, dtype=_dtype(dtype))
+
+
+def empty(shape, ctx=None, dtype=None):
+    return zeros(shape, ctx, dtype)
+
+
+def full(shape, val, ctx=None, dtype=None, **_):
+    return knp.full(shape, val, dtype=_dtype(dtype))
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
+    out = knp.arange(start, stop, step, dtype=_dtype(dtype))
+    return knp.repeat(out, int(repeat)) if int(repeat) > 1 else out
+
+
+def zeros_like(data, **_):
+    return knp.zeros_like(data)
+
+
+def ones_like(data, **_):
+    return knp.ones_like(data)
+
+
+def waitall():
+    """kiln computes synchronously; nothing is pending."""
+
+
+def _named_values(data, what):
+    if isinstance(data, ndarray):
+        return [data._concrete(what)], None
+    if isinstance(data, dict):
+        for k in data:
+            if not isinstance(k, str):
+                raise KilnError(f"{what}: dict keys must be strings, got {k!r}"
+                                + where_in_user_code())
+        return [v._concrete(what) for v in data.values()], list(data)
+    if isinstance(data, (list, tuple)):
+        return [v._concrete(what) for v in data], None
+    raise KilnError(f"{what}: expected an NDArray, a list or a dict of them, got "
+                    f"{type(data).__name__}" + where_in_user_code())
+
+
+def save(fname, data):
+    """MXNet's binary NDArray format, which MXNet itself loads (export/mxnet_params.py)."""
+    from ...export import mxnet_params
+    arrays, names = _named_values(data, "nd.save")
+    mxnet_params.write(fname, arrays, names)
+
+
+def load(fname):
+    """A dict (named file) or list of arrays, from MXNet's binary format or kiln's npz."""
+    from ...export import mxnet_params
+    try:
+        with open(fname, "rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise KilnError(f"nd.load: cannot read {fname}: {exc}") from None
+    if not mxnet_params.is_mxnet_params(head):
+        from ...npx.io import load as npz_load
+        return npz_load(fname)
+    arrays, names = mxnet_params.read(fname)
+    arrays = [ndarray._wrap(a) for a in arrays]
+    return dict(zip(names, arrays)) if names is not None else arrays
+
+
+def nansum(data, axis=None, keepdims=False, exclude=False, **_):
+    """MXNet 1.x's nd.nansum: the sum over `axis` counting NaN as zero (`exclude`: over
+    every axis but those)."""
+    data = knp.asarray(data)
+    if exclude:
+        keep = {a % data.ndim for a in ((axis,) if isinstance(axis, int) else axis or ())}
+        axis = tuple(a for a in range(data.ndim) if a not in keep)
+    return knp.sum(knp.where(knp.isnan(data), knp.zeros_like(data), data), axis=axis,
+                   keepdims=keepdims)
+
+
+def concat(*data, dim=1, **kw):
+    return mx_function("Concat")(*data, dim=dim, **kw)
+
+
+# ---- MXNet ops by name: symbols build nodes, arrays compute -------------------------------
+
+_functions = {}
+
+
+def _is_symbol(value):
+    from ..sym.symbol import Symbol
+    return isinstance(value, Symbol)
+
+
+def mx_function(name):
+    fn = _functions.get(name)
+    if fn is not None:
+        return fn
+    op = OPS[name]
+
+    def call(*args, **kwargs):
+        if op.variadic and len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        if any(_is_symbol(a) for a in args) or any(_is_symbol(v) for v in kwargs.values()):
+            from ..sym.symbol import call_op
+            return call_op(name, args, kwargs)
+        kwargs.pop("name", None)
+        out = kwargs.pop("out", None)
+        # NumPy arrays and lists in input positions become arrays; later ones are attrs
+        n_inputs = len(args) if op.variadic else len(op.input_names(kwargs))
+        args = tuple(knp.asarray(a) if k < n_inputs and isinstance(a, (_np.ndarray, list))
+                     else a for k, a in enumerate(args))
+        result = op.fn(*args, **kwargs)
+        return result if out is None else _write_out(name, result, out)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"MXNet's {name} (kiln/mxnet_ops.py), on arrays or Symbols."
+    _functions[name] = call
+    return call
+
+
+def _write_out(name, result, out):
+    """MXNet's `out=`: the result is written into the given array(s), which are returned."""
+    results = list(result) if isinstance(result, (list, tuple)) else [result]
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(outs) != len(results) or not all(isinstance(o, ndarray) for o in outs):
+        raise KilnError(f"nd.{name}: out= must be {len(results)} array(s), one per output, "
+                        f"got {type(out).__name__}" + where_in_user_code())
+    for o, r in zip(outs, results):
+        if tuple(o.shape) != tuple(r.shape):
+            raise KilnError(f"nd.{name}: out= has shape {tuple(o.shape)}, the result has "
+                            f"{tuple(r.shape)}" + where_in_user_code())
+        o[...] = r
+    return out
+
+
+def lookup(name):
+    """An nd-namespace name, or None (the caller then tries npx and np)."""
+    if name == "random":
+        from . import random as nd_random
+        return nd_random
+    if name == "contrib":
+        from . import contrib as nd_contrib
+        return nd_contrib
+    if name in _PUBLIC:
+        return _PUBLIC[name]
+    if name == "linalg" or name.startswith("linalg_"):
+        from . import linalg as nd_linalg
+        return nd_linalg if name == "linalg" else getattr(nd_linalg, name[7:], None)
+    if name.startswith("random_pdf_"):
+        from .random import pdf as nd_random_pdf
+        return getattr(nd_random_pdf, name, None)
+    if name.startswith(("random_", "sample_")) or name in ("uniform", "normal"):
+        from .random.samplers import FLAT
+        if name in FLAT:
+            return FLAT[name]
+    if name == "shuffle":
+        from .random import shuffle
+        return shuffle
+    if "_update" in name or name == "multi_lars":
+        from . import optimizer_ops as nd_optimizer_ops
+        if name in nd_optimizer_ops.NAMES and name not in nd_optimizer_ops.CONTRIB:
+            return getattr(nd_optimizer_ops, name)
+    if name in ("numpy", "numpy_extension"):        # mx.nd.numpy: the np functions
+        from ... import np as _knp, npx as _knpx
+        return _knp if name == "numpy" else _knpx
+    from . import utils as nd_extras
+    if name in nd_extras.NAMES:
+        return getattr(nd_extras, name)
+    if name in ("SliceChannel", "split"):
+        from ..ops.sequence import SliceChannel
+        return SliceChannel
+    if name in OPS and not name.startswith("_"):
+        return mx_function(name)
+    return None
+
+
+_PUBLIC = {n: globals()[n] for n in ("NDArray array zeros ones empty full arange zeros_like "
+                                     "ones_like waitall save load concat nansum").split()}

@@ -1,0 +1,78 @@
+"""MXNet's fused RNN operator (`nd.RNN`, `sym.RNN`): a stack of rnn_relu/rnn_tanh/lstm/gru
+layers, one or two directions, with every weight in one flat `parameters` vector.
+
+The vector is MXNet's (and cuDNN's) packing: all weights, then all biases; within each,
+layer by layer, direction by direction (left then right), i2h before h2h. The cell math
+and the time loop are gluon.rnn's (cell_math.step, time_loop.run: a compiled loop when
+hybridized), so this op and the gluon layers compute the same thing.
+"""
+import numpy as _np
+
+from ... import np as knp, npx as knpx
+from ..._core.base import KilnError
+from . import _op
+from ...gluon.rnn import time_loop
+from ...gluon.rnn.cell_math import GATES, step
+
+
+def _unpack(parameters, mode, num_layers, dirs, input_size, hidden):
+    """{(layer, direction): (i2h_w, h2h_w, i2h_b, h2h_b)} from the flat vector."""
+    gates = GATES[mode]
+    shapes, k = [], 0
+    for kind in ("weight", "bias"):
+        for layer in range(num_layers):
+            width = input_size if layer == 0 else hidden * dirs
+            for d in range(dirs):
+                for part in ("i2h", "h2h"):
+                    cols = (width if part == "i2h" else hidden,) if kind == "weight" else ()
+                    shape = (gates * hidden,) + cols
+                    shapes.append(((layer, d, part, kind), shape, k))
+                    k += int(_np.prod(shape))
+    if parameters.shape != (k,):
+        raise KilnError(f"RNN: parameters must be a vector of {k} values for mode={mode!r}, "
+                        f"{num_layers} layer(s), {dirs} direction(s), input size {input_size} "
+                        f"and state size {hidden}; got shape {tuple(parameters.shape)}")
+    found = {key: knp.reshape(parameters[start:start + int(_np.prod(shape))], shape)
+             for key, shape, start in shapes}
+    return {(layer, d): tuple(found[(layer, d, p, kind)] for kind in ("weight", "bias")
+                              for p in ("i2h", "h2h"))
+            for layer in range(num_layers) for d in range(dirs)}
+
+
+@_op("RNN", ("data", "parameters", "state", "state_cell", "sequence_length"))
+def RNN(data, parameters, state, state_cell=None, sequence_length=None, state_size=0,
+        num_layers=1, bidirectional=False, mode="lstm", p=0.0, state_outputs=False,
+        use_sequence_length=False, projection_size=None, **_):
+    if mode not in GATES:
+        raise KilnError(f"RNN: mode must be one of {', '.join(GATES)}, got {mode!r}")
+    if projection_size or use_sequence_length:
+        raise KilnError("RNN: projection_size and use_sequence_length are not supported")
+    if mode == "lstm" and state_cell is None:
+        raise KilnError("RNN: mode='lstm' needs state_cell")
+    dirs, hidden, layers = 2 if bidirectional else 1, int(state_size), int(num_layers)
+    weights = _unpack(parameters, mode, layers, dirs, data.shape[2], hidden)
+    x, h_out, c_out = data, [], []
+    for layer in range(layers):
+        outs = []
+        for d in range(dirs):
+            k = layer * dirs + d
+            i2h_w, h2h_w, i2h_b, h2h_b = weights[(layer, d)]
+            steps, batch, features = x.shape
+            xs = knpx.fully_connected(knp.reshape(x, (steps * batch, features)), i2h_w, i2h_b,
+                                      num_hidden=i2h_w.shape[0])
+            xs = knp.reshape(xs, (steps, batch, i2h_w.shape[0]))
+            states = [state[k]] + ([state_cell[k]] if mode == "lstm" else [])
+            y, last = time_loop.run(
+                lambda x_t, s, w=h2h_w, b=h2h_b: step(mode, x_t, s, w, b), xs, states,
+                reverse=d == 1)
+            outs.append(y)
+            h_out.append(last[0])
+            if mode == "lstm":
+                c_out.append(last[1])
+        x = outs[0] if dirs == 1 else knp.concatenate(outs, axis=-1)
+        if p and layer < layers - 1:
+            x = knpx.dropout(x, p=float(p))
+    if not state_outputs:
+        return x
+    result = [x, knp.stack(h_out)]
+    return result + [knp.stack(c_out)] if mode == "lstm" else result

@@ -1,0 +1,272 @@
+"""MXNet 1.x's tensor operators (arithmetic, scalar ops, reductions, shapes, indexing) by
+their MXNet names, mapped onto kiln.np / kiln.npx; see mxnet_ops.py for the table."""
+import numpy as _np
+
+from ... import np as knp, npx as knpx
+from ..._core.base import KilnError
+from . import _op, _DTYPE_FLAGS
+
+
+# ---- arithmetic ----------------------------------------------------------------------------
+
+def _binary(names, fn):
+    _op(names, ("lhs", "rhs"))(lambda lhs, rhs, **_: fn(lhs, rhs))
+
+
+_binary("elemwise_add _plus _add broadcast_add broadcast_plus _npi_add", knp.add)
+_binary("elemwise_sub _minus _sub broadcast_sub broadcast_minus _npi_subtract", knp.subtract)
+_binary("elemwise_mul _mul broadcast_mul _npi_multiply", knp.multiply)
+_binary("elemwise_div _div broadcast_div _npi_true_divide", knp.divide)
+_binary("_power broadcast_power _npi_power", knp.power)
+_binary("_maximum broadcast_maximum _npi_maximum", knp.maximum)
+_binary("_minimum broadcast_minimum _npi_minimum", knp.minimum)
+
+
+def _scalar(names, fn):
+    _op(names)(lambda data, scalar=0.0, **_: fn(data, float(scalar)))
+
+
+_scalar("_plus_scalar _PlusScalar _npi_add_scalar", lambda x, s: x + s)
+_scalar("_minus_scalar _MinusScalar _npi_subtract_scalar", lambda x, s: x - s)
+_scalar("_rminus_scalar _RMinusScalar _npi_rsubtract_scalar", lambda x, s: s - x)
+_scalar("_mul_scalar _MulScalar _npi_multiply_scalar", lambda x, s: x * s)
+_scalar("_div_scalar _DivScalar _npi_true_divide_scalar", lambda x, s: x / s)
+_scalar("_rdiv_scalar _RDivScalar _npi_rtrue_divide_scalar", lambda x, s: s / x)
+_scalar("_power_scalar _PowerScalar _npi_power_scalar", lambda x, s: x ** s)
+_scalar("_rpower_scalar _RPowerScalar _npi_rpower_scalar", lambda x, s: s ** x)
+_scalar("_maximum_scalar", knp.maximum)
+_scalar("_minimum_scalar", knp.minimum)
+
+for _name in ("relu sigmoid".split()):
+    _op(_name)(lambda data, _f=getattr(knpx, _name), **_: _f(data))
+for _name in ("tanh exp log sqrt square abs negative sin cos floor ceil sign "
+              "reciprocal log1p expm1".split()):
+    _op(_name + " _npi_" + _name)(lambda data, _f=getattr(knp, _name), **_: _f(data))
+
+
+@_op("rsqrt")
+def rsqrt(data, **_):
+    return 1.0 / knp.sqrt(data)
+
+
+@_op("_copy identity _np_copy")
+def _copy(data, **_):
+    return data + 0
+
+
+@_op("BlockGrad stop_gradient")
+def BlockGrad(data, **_):
+    return knpx.stop_gradient(data)
+
+
+@_op("clip")
+def clip(data, a_min=None, a_max=None, **_):
+    return knp.clip(data, a_min, a_max)
+
+
+@_op("Cast cast")
+def Cast(data, dtype="float32", **_):
+    return data.astype(_DTYPE_FLAGS.get(str(dtype), dtype))
+
+
+@_op("add_n ElementWiseSum", variadic=True)
+def add_n(*args, **_):
+    out = args[0]
+    for a in args[1:]:
+        out = out + a
+    return out
+
+
+# ---- reductions and shapes -----------------------------------------------------------------
+
+def _axis(axis):
+    if axis is None or axis == ():
+        return None
+    return tuple(axis) if isinstance(axis, (tuple, list)) else int(axis)
+
+
+def _reduce(names, fn):
+    def run(data, axis=None, keepdims=False, exclude=False, **_):
+        ax = _axis(axis)
+        if exclude and ax is not None:
+            drop = {a % data.ndim for a in (ax if isinstance(ax, tuple) else (ax,))}
+            ax = tuple(i for i in range(data.ndim) if i not in drop)
+        return fn(data, axis=ax, keepdims=bool(keepdims))
+    _op(names)(run)
+
+
+_reduce("sum sum_axis _np_sum", knp.sum)
+_reduce("mean _npi_mean", knp.mean)
+_reduce("max max_axis _np_max", knp.max)
+_reduce("min min_axis _np_min", knp.min)
+_reduce("prod _np_prod", knp.prod)
+
+
+@_op("argmax")
+def argmax(data, axis=None, keepdims=False, **_):
+    return knp.argmax(data, axis=axis, keepdims=keepdims).astype("float32")
+
+
+@_op("dot", ("lhs", "rhs"))
+def dot(lhs, rhs, transpose_a=False, transpose_b=False, **_):
+    a = knp.transpose(lhs) if transpose_a else lhs
+    b = knp.transpose(rhs) if transpose_b else rhs
+    if a.ndim > 2 or b.ndim > 2:   # MXNet: last axis of a against first axis of b
+        return knp.tensordot(a, b, axes=1)
+    return knp.dot(a, b)
+
+
+@_op("batch_dot", ("lhs", "rhs"))
+def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, **_):
+    return knpx.batch_dot(lhs, rhs, transpose_a, transpose_b)
+
+
+def mx_reshape_target(in_shape, shape, reverse=False):
+    """MXNet 1.x Reshape's special codes: 0 copy, -1 infer, -2 copy the rest, -3 merge two,
+    -4 split one into the next two."""
+    src, spec = list(in_shape), list(shape)
+    if reverse:
+        src, spec = src[::-1], spec[::-1]
+    out, i, k = [], 0, 0
+    while k < len(spec):
+        s = int(spec[k])
+        if s == 0:
+            out.append(src[i]); i += 1
+        elif s == -1:
+            out.append(-1); i += 1
+        elif s == -2:
+            out.extend(src[i:]); i = len(src)
+        elif s == -3:
+            out.append(src[i] * src[i + 1]); i += 2
+        elif s == -4:
+            a, b = int(spec[k + 1]), int(spec[k + 2])
+            a = src[i] // b if a == -1 else a
+            b = src[i] // a if b == -1 else b
+            out.extend([a, b]); i += 1; k += 2
+        else:
+            out.append(s); i += 1
+        k += 1
+    return tuple(out[::-1] if reverse else out)
+
+
+@_op("Reshape reshape")
+def Reshape(data, shape=None, reverse=False, **_):
+    return knp.reshape(data, mx_reshape_target(data.shape, shape, reverse))
+
+
+@_op("_npx_reshape _np_reshape")
+def _np_reshape(data, newshape=None, reverse=False, order="C", **_):
+    return knp.reshape(data, mx_reshape_target(data.shape, newshape, reverse))
+
+
+@_op("transpose _np_transpose")
+def transpose(data, axes=None, **_):
+    return knp.transpose(data, _axis(axes))
+
+
+@_op("expand_dims")
+def expand_dims(data, axis=0, **_):
+    return knp.expand_dims(data, int(axis))
+
+
+@_op("squeeze _np_squeeze")
+def squeeze(data, axis=None, **_):
+    return knp.squeeze(data, _axis(axis))
+
+
+@_op("Concat concat _npi_concatenate", variadic=True)
+def Concat(*args, dim=1, axis=None, num_args=None, **_):
+    return knp.concatenate(list(args), axis=int(dim if axis is None else axis))
+
+
+@_op("stack _npi_stack", variadic=True)
+def stack(*args, axis=0, num_args=None, **_):
+    return knp.stack(list(args), axis=int(axis))
+
+
+@_op("slice_axis")
+def slice_axis(data, axis=0, begin=0, end=None, **_):
+    index = [slice(None)] * data.ndim
+    index[int(axis)] = slice(int(begin), None if end is None else int(end))
+    return data[tuple(index)]
+
+
+@_op("slice crop")
+def slice_(data, begin=(), end=(), step=(), **_):
+    index = []
+    for k in range(data.ndim):
+        b = begin[k] if k < len(begin) else None
+        e = end[k] if k < len(end) else None
+        st = step[k] if k < len(step) else None
+        index.append(slice(b, e, st))
+    return data[tuple(index)]
+
+
+@_op("broadcast_to")
+def broadcast_to(data, shape=(), **_):
+    if len(shape) != data.ndim:   # MXNet: same rank; 0 keeps the input's size
+        raise KilnError(f"broadcast_to: shape {tuple(shape)} has {len(shape)} dimensions, "
+                        f"the input of shape {tuple(data.shape)} has {data.ndim}")
+    target = tuple(d if t == 0 else t for d, t in zip(data.shape, shape))
+    return knp.broadcast_to(data, target)
+
+
+@_op("broadcast_like", ("lhs", "rhs"))
+def broadcast_like(lhs, rhs, **_):
+    return knp.broadcast_to(lhs, rhs.shape)
+
+
+@_op("zeros_like")
+def zeros_like(data, **_):
+    return knp.zeros_like(data)
+
+
+@_op("ones_like")
+def ones_like(data, **_):
+    return knp.ones_like(data)
+
+
+@_op("where", ("condition", "x", "y"))
+def where(condition, x, y, **_):
+    return knp.where(condition != 0, x, y)
+
+
+@_op("take", ("a", "indices"))
+def take(a, indices, axis=0, mode="clip", **_):
+    return knp.take(a, indices.astype("int64"), axis=int(axis), mode=mode)
+
+
+@_op("pick", ("data", "index"))
+def pick(data, index, axis=-1, keepdims=False, mode="clip", **_):
+    return knpx.pick(data, index, axis=axis, keepdims=keepdims, mode=mode)
+
+
+@_op("one_hot", ("indices",))
+def one_hot(indices, depth=1, on_value=1.0, off_value=0.0, dtype="float32", **_):
+    return knpx.one_hot(indices.astype("int64"), int(depth), on_value, off_value, dtype)
+
+
+@_op("tile")
+def tile(data, reps=(), **_):
+    return knp.tile(data, tuple(reps))
+
+
+@_op("repeat")
+def repeat(data, repeats=1, axis=None, **_):
+    return knp.repeat(data, int(repeats), axis=None if axis is None else int(axis))
+
+
+@_op("reverse flip")
+def reverse(data, axis=0, **_):
+    return knp.flip(data, axis=_axis(axis))
+
+
+@_op("smooth_l1")
+def smooth_l1(data, scalar=1.0, **_):
+    return knpx.smooth_l1(data, scalar=float(scalar))
+
+
+@_op("_kiln_constant", ())
+def _kiln_constant(value=0.0, shape=(), dtype="float32", **_):
+    """sym.Constant: a value stored in the symbol itself."""
+    return knp.array(_np.asarray(value, dtype=dtype).reshape(tuple(shape)))

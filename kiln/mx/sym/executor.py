@@ -1,0 +1,164 @@
+"""MXNet 1.x's Executor: a symbol bound to argument, gradient and auxiliary arrays.
+
+forward(is_train=True) records the symbol's walk (sym_run.evaluate) on kiln's autograd
+tape; backward() takes the gradients with the registry's rules and writes them into
+grad_dict as each argument's grad_req says ('write', 'add' or 'null').
+forward(is_train=False) runs the symbol compiled (sym.compile: kiln's passes and backend).
+"""
+from collections import OrderedDict
+
+import numpy as _np
+
+from ..._core import autograd
+from ..._core.base import KilnError, where_in_user_code
+from ..._core.ndarray import ndarray
+from .evaluation import evaluate, infer_shape_strict, infer_type, compile_symbols, _as_array
+
+
+def _named(names, values, what):
+    if values is None:
+        return {}
+    if isinstance(values, dict):
+        return dict(values)
+    values = list(values)
+    if len(values) != len(names):
+        raise KilnError(f"bind: {what} has {len(values)} arrays for {len(names)} names "
+                        f"{names}" + where_in_user_code())
+    return dict(zip(names, values))
+
+
+class Executor:
+    def __init__(self, symbol, arg_dict, grad_dict, grad_req, aux_dict):
+        self._symbol = symbol
+        self.arg_dict = OrderedDict((n, arg_dict[n]) for n in symbol.list_arguments())
+        self.grad_dict = OrderedDict((n, grad_dict.get(n)) for n in symbol.list_arguments())
+        self.aux_dict = OrderedDict((n, aux_dict[n]) for n in symbol.list_auxiliary_states())
+        self._grad_req = grad_req
+        self.outputs = []
+        self._leaves = None
+        self._compiled = None
+
+    # ---- construction ------------------------------------------------------------------------
+    @staticmethod
+    def _reqs(symbol, grad_req):
+        names = symbol.list_arguments()
+        if isinstance(grad_req, str):
+            reqs = {n: grad_req for n in names}
+        else:
+            reqs = _named(names, grad_req, "grad_req")
+            reqs = {n: reqs.get(n, "null") for n in names}
+        for n, r in reqs.items():
+            if r not in ("write", "add", "null"):
+                raise KilnError(f"bind: grad_req for {n!r} must be 'write', 'add' or "
+                                f"'null', got {r!r}" + where_in_user_code())
+        return reqs
+
+    @classmethod
+    def simple_bind(cls, symbol, grad_req="write", type_dict=None, shapes=None):
+        arg_shapes, _, aux_shapes = infer_shape_strict(symbol, **(shapes or {}))
+        arg_types, _, aux_types = infer_type(symbol, **(type_dict or {}))
+        names, aux = symbol.list_arguments(), symbol.list_auxiliary_states()
+        args = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in zip(names, arg_shapes,
+                                                                        arg_types)}
+        reqs = cls._reqs(symbol, grad_req)
+        grads = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in
+                 zip(names, arg_shapes, arg_types) if reqs[n] != "null"}
+        auxs = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in zip(aux, aux_shapes,
+                                                                        aux_types)}
+        return cls(symbol, args, grads, reqs, auxs)
+
+    @classmethod
+    def bind(cls, symbol, args, args_grad=None, grad_req="write", aux_states=None):
+        names, aux = symbol.list_arguments(), symbol.list_auxiliary_states()
+        arg_dict = {n: _as_array(v, n) for n, v in _named(names, args, "args").items()}
+        missing = [n for n in names if n not in arg_dict]
+        if missing:
+            raise KilnError(f"bind: no array for argument(s) {missing}" + where_in_user_code())
+        grads = {n: _as_array(v, n) for n, v in _named(names, args_grad, "args_grad").items()}
+        reqs = cls._reqs(symbol, grad_req if args_grad is not None else "null")
+        aux_dict = {n: _as_array(v, n) for n, v in _named(aux, aux_states, "aux").items()}
+        if len(aux_dict) != len(aux):
+            raise KilnError(f"bind: the symbol needs auxiliary states {aux}"
+                            + where_in_user_code())
+        return cls(symbol, arg_dict, grads, reqs, aux_dict)
+
+    # ---- running -----------------------------------------------------------------------------
+    def _set_inputs(self, kwargs):
+        for name, value in kwargs.items():
+            if name not in self.arg_dict:
+                raise KilnError(f"forward: {name!r} is not an argument "
+                                f"({list(self.arg_dict)})" + where_in_user_code())
+            target = self.arg_dict[name]
+            value = _as_array(value, name)
+            if value.shape != target.shape:
+                raise KilnError(f"forward: {name!r} must have shape {target.shape}, got "
+                                f"{value.shape}" + where_in_user_code())
+            target[...] = value
+
+    def forward(self, is_train=False, **kwargs):
+        self._set_inputs(kwargs)
+        if not is_train:
+            self._leaves = None
+            if self._compiled is None:
+                self._compiled = compile_symbols(self._symbol)
+            values = {**self.arg_dict, **self.aux_dict}
+            self.outputs = self._compiled(**{n: values[n] for n in self._compiled.names})
+            return self.outputs
+        leaves = {}
+        for name, array in self.arg_dict.items():
+            leaf = array._alias()
+            leaf._tape = None
+            if self._grad_req[name] != "null":
+                leaf.attach_grad()
+            leaves[name] = leaf
+        feed = {**leaves, **self.aux_dict}
+        with autograd.record():
+            self.outputs = evaluate(self._symbol._heads, lambda n, _h: feed[n.name])
+        self._leaves = leaves
+        return self.outputs
+
+    def backward(self, out_grads=None, is_train=True):
+        if self._leaves is None:
+            raise KilnError("backward: call forward(is_train=True) first"
+                            + where_in_user_code())
+        if out_grads is not None and not isinstance(out_grads, (list, tuple)):
+            out_grads = [out_grads]
+        if out_grads is not None:
+            out_grads = [_as_array(g, "out_grads") for g in out_grads]
+        names = [n for n, r in self._grad_req.items() if r != "null"]
+        grads = autograd.grad(self.outputs, [self._leaves[n] for n in names],
+                              head_grads=out_grads, retain_graph=True)
+        for name, g in zip(names, grads):
+            target = self.grad_dict.get(name)
+            if target is None:
+                continue
+            if self._grad_req[name] == "add":
+                target[...] = target + g
+            else:
+                target[...] = g
+
+    # ---- MXNet's conveniences ----------------------------------------------------------------
+    @property
+    def arg_arrays(self):
+        return list(self.arg_dict.values())
+
+    @property
+    def grad_arrays(self):
+        return list(self.grad_dict.values())
+
+    @property
+    def aux_arrays(self):
+        return list(self.aux_dict.values())
+
+    @property
+    def output_dict(self):
+        return OrderedDict(zip(self._symbol.list_outputs(), self.outputs))
+
+    def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
+        for table, params in ((self.arg_dict, arg_params), (self.aux_dict, aux_params or {})):
+            for name, value in params.items():
+                if name in table:
+                    table[name][...] = _as_array(value, name)
+                elif not allow_extra_params:
+                    raise KilnError(f"copy_params_from: {name!r} is not a parameter of the "
+                                    "symbol" + where_in_user_code())

@@ -1,0 +1,340 @@
+"""The symbol a user builds (MXNet 1.x `mx.sym`): a shape-free expression graph.
+
+A Symbol names outputs of SymNodes. A node is a variable (MXNet's op "null") or an MXNet op
+from kiln/mxnet_ops.py, or a kiln registry primitive ("kiln:matmul", what a kiln export
+holds). Shapes are not needed to build one; they are inferred when it is given shapes or
+values (sym_run.py), by tracing the node functions into kiln's graph IR, the same graph
+a hybridized block traces to.
+"""
+import itertools
+from collections import defaultdict
+
+from ..._core.base import KilnError, postorder, where_in_user_code
+from ..ops import OPS, lookup
+from ..attribute import scoped_attrs
+from ..name import scoped_name
+
+KILN_PREFIX = "kiln:"
+_counters = defaultdict(itertools.count)
+
+
+def auto_name(hint):
+    return f"{hint}{next(_counters[hint])}"
+
+
+class SymNode:
+    __slots__ = ("op", "name", "inputs", "attrs", "var_attrs", "num_outputs", "grad_of")
+
+    def __init__(self, op, name, inputs=(), attrs=None, var_attrs=None, num_outputs=1,
+                 grad_of=None):
+        self.op = op                        # None for a variable
+        self.name = name
+        self.inputs = list(inputs)          # (SymNode, output index)
+        self.attrs = dict(attrs or {})      # typed op attributes
+        self.var_attrs = dict(var_attrs or {})   # __shape__, __dtype__, __init__, ...
+        self.num_outputs = num_outputs
+        self.grad_of = grad_of              # (heads Symbol, wrt names) of a gradient node
+
+    @property
+    def is_var(self):
+        return self.op is None
+
+    def aux_inputs(self):
+        """Indices of the inputs that are auxiliary states (BatchNorm's moving stats)."""
+        if self.is_var or self.op.startswith(KILN_PREFIX) or self.grad_of is not None:
+            return set()
+        op = OPS[self.op]
+        names = op.input_names(self.attrs)
+        return {k for k, n in enumerate(names) if n in op.aux and k < len(self.inputs)}
+
+
+def nodes_of(heads):
+    return postorder([n for n, _ in heads], lambda n: [i for i, _ in n.inputs])
+
+
+class Symbol:
+    """One or more outputs of a symbolic program (MXNet's Symbol)."""
+
+    __array_priority__ = 200.0
+
+    def __init__(self, heads):
+        self._heads = list(heads)           # [(SymNode, output index)]
+
+    # ---- identity ----------------------------------------------------------------------------
+    @property
+    def name(self):
+        if len(self._heads) != 1:
+            return None
+        return self._heads[0][0].name
+
+    def __repr__(self):
+        if len(self._heads) == 1:
+            return f"<Symbol {self.name}>"
+        return f"<Symbol group [{', '.join(self.list_outputs())}]>"
+
+    def __iter__(self):
+        return (Symbol([h]) for h in self._heads)
+
+    def __len__(self):
+        return len(self._heads)
+
+    def __getitem__(self, index):
+        if isinstance(index, str):
+            for k, name in enumerate(self.list_outputs()):
+                if name == index:
+                    return Symbol([self._heads[k]])
+            raise KilnError(f"symbol has no output named {index!r}; it has "
+                            f"{self.list_outputs()}")
+        return Symbol([self._heads[index]])
+
+    def attr(self, key):
+        node = self._heads[0][0]
+        value = node.var_attrs.get(key, node.attrs.get(key))
+        return None if value is None else str(value)
+
+    def list_attr(self):
+        node = self._heads[0][0]
+        return {**{k: str(v) for k, v in node.attrs.items()},
+                **{k: str(v) for k, v in node.var_attrs.items()}}
+
+    # ---- inspecting --------------------------------------------------------------------------
+    def _nodes(self):
+        return nodes_of(self._heads)
+
+    def _aux_ids(self):
+        aux = set()
+        for n in self._nodes():
+            for k in n.aux_inputs():
+                aux.add(id(n.inputs[k][0]))
+        return aux
+
+    def list_arguments(self):
+        aux = self._aux_ids()
+        return [n.name for n in self._nodes() if n.is_var and id(n) not in aux]
+
+    def list_auxiliary_states(self):
+        aux = self._aux_ids()
+        return [n.name for n in self._nodes() if n.is_var and id(n) in aux]
+
+    def list_inputs(self):
+        return [n.name for n in self._nodes() if n.is_var]
+
+    def list_outputs(self):
+        out = []
+        for node, k in self._heads:
+            if node.is_var:
+                out.append(node.name)
+            elif node.num_outputs == 1:
+                out.append(f"{node.name}_output")
+            else:
+                out.append(f"{node.name}_output{k}")
+        return out
+
+    def get_internals(self):
+        heads = []
+        for n in self._nodes():
+            heads.extend((n, k) for k in range(n.num_outputs))
+        return Symbol(heads)
+
+    def get_children(self):
+        node = self._heads[0][0]
+        return Symbol(list(node.inputs)) if node.inputs else None
+
+    # ---- arithmetic ---------------------------------------------------------------------------
+    def _binary(self, other, op, scalar_op, reverse=False):
+        if isinstance(other, Symbol):
+            a, b = (other, self) if reverse else (self, other)
+            return apply_op(op, [a, b], {})
+        if isinstance(other, (int, float)):
+            return apply_op(scalar_op, [self], {"scalar": float(other)})
+        return NotImplemented
+
+    def __add__(self, o):
+        return self._binary(o, "elemwise_add", "_plus_scalar")
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._binary(o, "elemwise_sub", "_minus_scalar")
+
+    def __rsub__(self, o):
+        return self._binary(o, "elemwise_sub", "_rminus_scalar", reverse=True)
+
+    def __mul__(self, o):
+        return self._binary(o, "elemwise_mul", "_mul_scalar")
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        return self._binary(o, "elemwise_div", "_div_scalar")
+
+    def __rtruediv__(self, o):
+        return self._binary(o, "elemwise_div", "_rdiv_scalar", reverse=True)
+
+    def __pow__(self, o):
+        return self._binary(o, "_power", "_power_scalar")
+
+    def __rpow__(self, o):
+        return self._binary(o, "_power", "_rpower_scalar", reverse=True)
+
+    def __neg__(self):
+        return apply_op("negative", [self], {})
+
+    def __bool__(self):
+        raise KilnError("a Symbol has no truth value before it is evaluated"
+                        + where_in_user_code())
+
+    # ---- methods MXNet puts on Symbol ---------------------------------------------------------
+    def reshape(self, *shape, **kw):
+        shape = kw.pop("shape", shape[0] if len(shape) == 1 else shape)
+        return apply_op("Reshape", [self], {"shape": tuple(shape), **kw})
+
+    def flatten(self):
+        return apply_op("Flatten", [self], {})
+
+    def _no_value(self, what):
+        raise KilnError(f"Symbol {self.name!r} has no {what} before it is bound: shapes "
+                        "come from infer_shape/bind. To get a Gluon block's graph as a "
+                        "Symbol, call sym.from_block(net, example_input) instead of "
+                        "net(symbol)" + where_in_user_code())
+
+    shape = property(lambda self: self._no_value("shape"))
+    dtype = property(lambda self: self._no_value("dtype"))
+    ndim = property(lambda self: self._no_value("ndim"))
+
+    def __getattr__(self, name):
+        # sym.relu(), sym.sum(axis=1), ... : the MXNet ops as methods
+        if name.startswith("_") or name not in OPS:
+            raise AttributeError(name)
+        return lambda *a, **kw: call_op(name, (self,) + a, kw)
+
+    # ---- running, saving, differentiating: see sym_run.py and sym_json.py -------------------
+    def tojson(self):
+        from .serialization import to_json
+        return to_json(self)
+
+    def save(self, fname, remove_amp_cast=True):
+        from .serialization import save
+        save(self, fname)
+
+    def infer_shape(self, *args, **kwargs):
+        from .evaluation import infer_shape
+        return infer_shape(self, *args, **kwargs)
+
+    infer_shape_partial = infer_shape
+
+    def infer_type(self, *args, **kwargs):
+        from .evaluation import infer_type
+        return infer_type(self, *args, **kwargs)
+
+    def eval(self, ctx=None, **kwargs):
+        from .evaluation import evaluate_eager
+        return evaluate_eager(self, kwargs)
+
+    def bind(self, ctx=None, args=None, args_grad=None, grad_req="write", aux_states=None,
+             **_):
+        from .executor import Executor
+        return Executor.bind(self, args, args_grad, grad_req, aux_states)
+
+    def simple_bind(self, ctx=None, grad_req="write", type_dict=None, **shapes):
+        from .executor import Executor
+        return Executor.simple_bind(self, grad_req, type_dict, shapes)
+
+    def grad(self, wrt):
+        from .evaluation import gradient_symbols
+        return gradient_symbols(self, wrt)
+
+    def compile(self, backend=None):
+        from .evaluation import compile_symbols
+        return compile_symbols([self], backend)
+
+
+# ---- building ----------------------------------------------------------------------------
+
+def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
+        stype=None, **kwargs):
+    if not isinstance(name, str):
+        raise KilnError(f"sym.var: the name must be a string, got {type(name).__name__}"
+                        + where_in_user_code())
+    va = scoped_attrs(attr)
+    if shape is not None:
+        va["__shape__"] = tuple(shape)
+    if dtype is not None:
+        va["__dtype__"] = dtype if isinstance(dtype, str) else __import__("numpy").dtype(
+            dtype).name
+    if init is not None:
+        va["__init__"] = init if isinstance(init, str) else init.dumps()
+    if lr_mult is not None:
+        va["__lr_mult__"] = lr_mult
+    if wd_mult is not None:
+        va["__wd_mult__"] = wd_mult
+    return Symbol([(SymNode(None, name, var_attrs=va), 0)])
+
+
+Variable = var
+
+
+def Group(symbols):
+    heads = []
+    for s in symbols:
+        heads.extend(s._heads)
+    return Symbol(heads)
+
+
+def apply_op(op, inputs, attrs, name=None, user_attr=None, name_is_final=False):
+    """A node of MXNet op `op` over input Symbols (named through kiln/name.py's scope)."""
+    info = lookup(op)
+    heads = []
+    for s in inputs:
+        if len(s._heads) != 1:
+            raise KilnError(f"{op}: an input is a group of {len(s._heads)} outputs; pass "
+                            "one output" + where_in_user_code())
+        heads.append(s._heads[0])
+    if not name_is_final:
+        name = scoped_name(name, op.lower().lstrip("_"))
+    node = SymNode(op, name, heads, attrs, var_attrs=scoped_attrs(user_attr),
+                   num_outputs=info.num_outputs)
+    return Symbol([(node, k) for k in range(info.num_outputs)])
+
+
+def call_op(op_name, args, kwargs):
+    """`sym.FullyConnected(data=x, num_hidden=8, name='fc1')`: named inputs become nodes,
+    missing weight inputs become variables named `{name}_{input}` as MXNet makes them."""
+    info = lookup(op_name)
+    kwargs = dict(kwargs)
+    name = kwargs.pop("name", None)
+    user_attr = kwargs.pop("attr", None)
+    if info.variadic:
+        inputs = [a for a in args if isinstance(a, Symbol)]
+        attrs = {k: v for k, v in kwargs.items()}
+        return apply_op(op_name, inputs, attrs, name, user_attr)
+    attrs = {k: v for k, v in kwargs.items() if k not in info.input_names(kwargs)}
+    named = {k: v for k, v in kwargs.items() if k in info.input_names(attrs)}
+    order = info.input_names(attrs)
+    for k, a in enumerate(args):
+        if k >= len(order):
+            raise KilnError(f"{op_name}: takes inputs {order}, got {len(args)} positional "
+                            "arguments" + where_in_user_code())
+        named[order[k]] = a
+    name = scoped_name(name, op_name.lower().lstrip("_"))
+    inputs = []
+    for k, in_name in enumerate(order):
+        value = named.get(in_name)
+        if value is None:
+            if k == 0:
+                raise KilnError(f"{op_name}: missing input {in_name!r}" + where_in_user_code())
+            value = var(f"{name}_{in_name}")
+        elif isinstance(value, (int, float)):
+            raise KilnError(f"{op_name}: input {in_name!r} must be a Symbol, got "
+                            f"{value!r}" + where_in_user_code())
+        inputs.append(value)
+    return apply_op(op_name, inputs, attrs, name, user_attr, name_is_final=True)
+
+
+def Constant(value, name=None):
+    """Seed 001's `Constant(1)`: a scalar or array constant (kept in the symbol's attrs)."""
+    import numpy as np
+    arr = np.asarray(value, dtype="float32")
+    node = SymNode("_kiln_constant", name or auto_name("constant"),
+                   attrs={"value": arr.tolist(), "shape": arr.shape})
+    return Symbol([(node, 0)])
