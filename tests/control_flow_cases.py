@@ -2,7 +2,7 @@
 used by test_grad_registry.CASES: their attributes are subgraphs, built here by tracing."""
 import numpy as onp
 
-from kiln.graph.ir import Node
+from kiln._core.ir import Node
 from kiln.graph.subgraph import Subgraph, trace_in_subcontext
 from kiln.ndarray import ndarray
 

@@ -1,7 +1,7 @@
 """The conv epilogue pass (kiln/graph/passes/conv_epilogue.py) on hand-built graphs."""
 import numpy as onp
 
-from kiln.graph.ir import Graph, Node
+from kiln._core.ir import Graph, Node
 from kiln.graph.passes.conv_epilogue import fuse_conv_epilogues
 from test_layout_pass import inp, node, values, arrays_for, CONV, F32
 

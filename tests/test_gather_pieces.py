@@ -3,7 +3,7 @@ slice gradients placed into zeros becomes one concatenation with the same value,
 it cannot gather (overlaps, broadcasting terms, pieces on different axes) stay as they are."""
 import numpy as onp
 
-from kiln.graph.ir import Graph
+from kiln._core.ir import Graph
 from kiln.graph.passes.gather_pieces import gather_pieces
 from test_graph_passes import F32, inp, op, run
 

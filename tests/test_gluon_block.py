@@ -6,7 +6,7 @@ import kiln
 from kiln import autograd
 from kiln import np, npx, init
 from kiln.gluon import nn, Block, HybridBlock
-from kiln.graph import trace
+from kiln._core import trace
 
 
 class Net(nn.HybridBlock):
@@ -189,7 +189,7 @@ def test_hybrid_forward_gets_F_and_params():
     tc = trace.TraceContext()
     trace.push(tc)
     try:
-        from kiln.graph.ir import Node
+        from kiln._core.ir import Node
         x = kiln.ndarray.ndarray._from_node(tc.add(Node("input", (), {}, (2, 3), "float32")))
         y = blk(x)
     finally:
@@ -205,7 +205,7 @@ def test_deferred_init_inside_a_trace_runs_eagerly():
     tc = trace.TraceContext()
     trace.push(tc)
     try:
-        from kiln.graph.ir import Node
+        from kiln._core.ir import Node
         x = kiln.ndarray.ndarray._from_node(tc.add(Node("input", (), {}, (2, 5), "float32")))
         y = net(x)
     finally:

@@ -2,7 +2,7 @@
 import numpy as onp
 import pytest
 
-from kiln.graph.ir import Graph, Node
+from kiln._core.ir import Graph, Node
 from kiln.graph.passes import (eliminate_dead_code, fold_constants,
                                eliminate_common_subexpressions, simplify, group_elementwise,
                                plan_memory)

@@ -5,7 +5,7 @@ kernels)."""
 import numpy as onp
 import pytest
 
-from kiln.graph.ir import Graph, Node
+from kiln._core.ir import Graph, Node
 from kiln.graph.passes import optimize
 from kiln.graph.passes.layout import assign_layouts, channels_last_pays
 from kiln.backend.numpy_exec import NumpyProgram

@@ -5,7 +5,7 @@ import builtins
 
 import numpy as np
 
-from kiln.graph.ir import Graph, Node
+from kiln._core.ir import Graph, Node
 from kiln.graph.passes import memory
 
 

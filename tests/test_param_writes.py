@@ -7,7 +7,7 @@ from kiln.backend.c import build
 from kiln.backend.c.program import CProgram
 from kiln.fit import make_step
 from kiln.gluon import nn
-from kiln.graph.ir import Graph, Node
+from kiln._core.ir import Graph, Node
 
 pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler")
 F32 = onp.dtype("float32")

@@ -160,7 +160,7 @@ def test_gradient_reaching_only_the_step_outputs_is_passed_as_a_window(backend, 
 
 
 def test_a_window_that_cuts_a_piece_of_the_layout_is_not_taken():
-    from kiln.graph.ir import Graph, Node
+    from kiln._core.ir import Graph, Node
     from kiln.graph.passes.scan_grad_window import scan_grad_window
     rng = onp.random.default_rng(3)
     values = [np.array(rng.normal(size=s).astype("float32"))

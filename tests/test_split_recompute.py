@@ -8,7 +8,7 @@ import kiln
 from kiln import np
 from kiln import autograd
 from kiln.graph.cached import cached_function_of
-from kiln.graph.ir import Graph, Node
+from kiln._core.ir import Graph, Node
 from kiln.graph.split import split_forward_backward
 from kiln.gluon import nn
 

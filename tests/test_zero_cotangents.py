@@ -1,7 +1,7 @@
 """The pass that drops absent output gradients from a backward graph (no 0 * inf)."""
 import numpy as onp
 
-from kiln.graph.ir import Graph, Node
+from kiln._core.ir import Graph, Node
 from kiln.graph.passes.zero_cotangents import prune_zero_cotangents
 from kiln.backend.numpy_exec import NumpyProgram
 

@@ -23,6 +23,8 @@ import weakref
 
 import numpy as _np
 
+from .primitive import REGISTRY
+
 VIEW_OPS = frozenset(("reshape", "transpose", "slice", "broadcast_to"))
 
 
@@ -70,7 +72,6 @@ def note_view(prim, source, attrs, out):
 def note_detach(source, out):
     """`out = source.detach()` shares source's memory (as in MXNet and PyTorch): while
     tracing or recording, link it as an identity view that never carries a gradient."""
-    from ..ops.registry import REGISTRY
     base = _link_of(source)
     out._view = ViewLink(source, REGISTRY["reshape"], {"shape": tuple(source.shape)},
                          base.shadow, detached=True)
@@ -137,14 +138,13 @@ def _refresh_views(array):
 
 def _scatter_back(link, value):
     """The view's source with the view's elements replaced by `value`."""
-    from ..ops.shape import slice_assign, reshape, transpose
     base = link.base
     name = link.prim.name
     if name == "reshape":
-        return reshape(value, shape=tuple(base.shape))
+        return REGISTRY["reshape"](value, shape=tuple(base.shape))
     if name == "transpose":
         inverse = tuple(int(i) for i in _np.argsort(link.attrs["axes"]))
-        return transpose(value, axes=inverse)
+        return REGISTRY["transpose"](value, axes=inverse)
     if name == "slice":
-        return slice_assign(base, value, **link.attrs)
+        return REGISTRY["slice_assign"](base, value, **link.attrs)
     raise AssertionError(f"no write-back rule for view op {name}")

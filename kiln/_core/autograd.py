@@ -8,6 +8,7 @@ function, which is written with kiln ops: so a backward pass can itself be recor
 import contextlib
 
 from .base import KilnError, where_in_user_code, postorder
+from .primitive import REGISTRY
 
 
 class _State:
@@ -178,8 +179,7 @@ def _run_backward(heads, head_grads, retain_graph, create_graph):
 
 
 def _propagate(heads, head_grads, retain_graph, create_graph):
-    from .ndarray import ndarray, full_like
-    from ..np import zeros
+    from .ndarray import ndarray, full_like, as_array
     roots = []
     grads = {}
     for h, hg in zip(heads, head_grads):
@@ -189,8 +189,7 @@ def _propagate(heads, head_grads, retain_graph, create_graph):
         if hg is None:
             hg = full_like(h, 1)
         elif not isinstance(hg, ndarray):
-            from ..np import array
-            hg = array(hg, dtype=h.dtype)
+            hg = as_array(hg, dtype=h.dtype)
         slot = grads.setdefault(id(h._tape), [None] * len(h._tape.out_avals))
         slot[h._tidx] = hg if slot[h._tidx] is None else slot[h._tidx] + hg
         roots.append(h._tape)
@@ -207,7 +206,7 @@ def _propagate(heads, head_grads, retain_graph, create_graph):
                 raise KilnError("backward through the same graph a second time; pass "
                                 "retain_graph=True to the first backward()" + where_in_user_code())
             if not node.sparse:
-                out_grads = [g if g is not None else zeros(shape, dtype=dt)
+                out_grads = [g if g is not None else REGISTRY["full"](shape=tuple(shape), value=0, dtype=dt)
                              for g, (shape, dt) in zip(out_grads, node.out_avals)]
             in_grads = node.backward(out_grads)
             if not retain_graph:
@@ -244,11 +243,11 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         retain_graph = create_graph
     with _scope(None, train_mode):
         found = _run_backward(heads, head_grads, retain_graph, create_graph)
-    from ..np import zeros_like
+    from .ndarray import full_like
     out = []
     for v in variables:
         hit = found.get(id(v._tape))
-        out.append(hit[1] if hit is not None else zeros_like(v))
+        out.append(hit[1] if hit is not None else full_like(v, 0))
     return out[0] if single else out
 
 

@@ -52,6 +52,23 @@ class SymbolicValueError(KilnError, TypeError):
 MXNetError = KilnError  # code written for MXNet catches this name
 
 
+class GraphBreak(KilnError):
+    """Tracing met code that cannot become part of a graph; hybridize runs it eagerly."""
+
+    def __init__(self, message, construct, kind):
+        super().__init__(message)
+        self.construct = construct
+        self.kind = kind
+
+
+class ControlFlowError(GraphBreak):
+    """A branch or loop with an array test whose paths cannot be merged into one graph
+    (eager Python runs it fine, so hybridize falls back)."""
+
+    def __init__(self, message):
+        super().__init__(message, message.split(":")[0], "control-flow")
+
+
 def postorder(roots, children):
     """Every node reachable from `roots`, each after all of its children(node): the
     iterative depth-first order that graphs (inputs first) and the autograd tape use."""

@@ -8,8 +8,8 @@ import numpy as _np
 from . import autograd
 from .base import DEFAULT_FLOAT, DEFAULT_INT, KilnError, op_error
 from .ndarray import ndarray, as_array
-from ..ops.registry import REGISTRY
-from ..graph import trace
+from .primitive import REGISTRY
+from . import trace
 from .writes import arrays_written
 from .aliasing import VIEW_OPS, note_view
 
@@ -51,8 +51,7 @@ def to_operands(args):
     for a in args:
         if isinstance(a, ndarray):
             if promote and not _is_floating(a.dtype):
-                from ..ops.elementwise import cast
-                a = cast(a, dtype=DEFAULT_FLOAT)
+                a = REGISTRY["cast"](a, dtype=DEFAULT_FLOAT)
             out.append(a)
         elif isinstance(a, (bool, int, float, _np.number)):
             out.append(scalar_operand(a, like))
@@ -129,14 +128,12 @@ def inplace_binary(name, target, other):
             raise op_error(name, f"in-place result of shape {result.shape} does not fit the "
                            f"target's shape {target.shape}")
         if result.dtype != target.dtype:
-            from ..ops.elementwise import cast
-            result = cast(result, dtype=target.dtype)
+            result = REGISTRY["cast"](result, dtype=target.dtype)
         target._rebind(result)
 
 
 def apply_identity(x):
     """A copy that stays on the tape (used by ndarray.copy)."""
-    from ..ops.elementwise import cast
     if x._tape is not None and autograd._state.recording:
-        return cast(x, dtype=x.dtype)
+        return REGISTRY["cast"](x, dtype=x.dtype)
     return ndarray._wrap(_np.array(x._data, copy=True))

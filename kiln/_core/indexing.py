@@ -4,9 +4,10 @@ import operator
 import numpy as _np
 
 from . import autograd
-from ..graph import trace
-from .base import KilnError, op_error
+from . import trace
+from .base import GraphBreak, KilnError, op_error
 from .ndarray import ndarray
+from .primitive import REGISTRY
 from .writes import arrays_written
 
 
@@ -73,12 +74,11 @@ def basic_plan(shape, key):
 
 
 def _apply_basic(x, plan):
-    from ..ops.shape import slice_, reshape
     y = x
     if not plan.identity:
-        y = slice_(x, begin=plan.begin, end=plan.end, step=plan.step)
+        y = REGISTRY["slice"](x, begin=plan.begin, end=plan.end, step=plan.step)
     if plan.out_shape != plan.sliced_shape:
-        y = reshape(y, shape=plan.out_shape)
+        y = REGISTRY["reshape"](y, shape=plan.out_shape)
     return y
 
 
@@ -123,7 +123,6 @@ def getitem(x, key):
 
 
 def _advanced_getitem(x, key):
-    from ..ops.shape import take, reshape
     positions = [i for i, k in enumerate(key) if _is_advanced(k)]
     if any(k is Ellipsis or k is None for k in key):
         raise op_error("getitem", "advanced indexing combined with '...' or None is not "
@@ -141,16 +140,16 @@ def _advanced_getitem(x, key):
     dims = y.shape[axis:axis + len(arrays)]
     if len(arrays) == 1:
         _check_bounds(arrays[0], dims[0])
-        return take(y, arrays[0], axis=axis, mode="wrap")
-    from ..np import broadcast_arrays
-    arrays = broadcast_arrays(*arrays)
+        return REGISTRY["take"](y, arrays[0], axis=axis, mode="wrap")
+    shape = _np.broadcast_shapes(*[a.shape for a in arrays])
+    arrays = [REGISTRY["broadcast_to"](a, shape=shape) for a in arrays]
     flat = None
     for a, d in zip(arrays, dims):
         _check_bounds(a, d)
         a = a % d
         flat = a if flat is None else flat * d + a
     merged = y.shape[:axis] + (int(_np.prod(dims)),) + y.shape[axis + len(dims):]
-    return take(reshape(y, shape=merged), flat, axis=axis, mode="clip")
+    return REGISTRY["take"](REGISTRY["reshape"](y, shape=merged), flat, axis=axis, mode="clip")
 
 
 def _check_bounds(idx, size):
@@ -161,9 +160,7 @@ def _check_bounds(idx, size):
 
 
 def _mask_getitem(x, key, pos, mask):
-    from ..ops.shape import take, reshape
     if mask._node is not None:
-        from ..graph.convert_runtime import GraphBreak
         raise GraphBreak("getitem: a boolean mask computed by the traced code gives a "
                          "data-dependent shape, which a compiled graph cannot have (use "
                          "np.where(mask, x, 0) to stay compiled)", "x[mask]", "unsupported")
@@ -175,8 +172,8 @@ def _mask_getitem(x, key, pos, mask):
         raise op_error("getitem", f"boolean index of shape {m.shape} does not match the "
                        f"array's leading dimensions {x.shape[:m.ndim]}", IndexError)
     rest = x.shape[m.ndim:]
-    flat_x = reshape(x, shape=(int(_np.prod(m.shape)),) + rest)
-    return take(flat_x, ndarray._wrap(_np.flatnonzero(m)), axis=0, mode="clip")
+    flat_x = REGISTRY["reshape"](x, shape=(int(_np.prod(m.shape)),) + rest)
+    return REGISTRY["take"](flat_x, ndarray._wrap(_np.flatnonzero(m)), axis=0, mode="clip")
 
 
 def setitem(x, key, value):
@@ -187,13 +184,11 @@ def setitem(x, key, value):
         _eager_setitem(x, key, value)
         return
     from .dispatch import to_operands
-    from ..ops.elementwise import where, cast
-    from ..ops.shape import slice_assign, reshape, broadcast_to
     v = to_operands([x, value])[1]
     if v.dtype != x.dtype:
-        v = cast(v, dtype=x.dtype)
+        v = REGISTRY["cast"](v, dtype=x.dtype)
     if len(key_t) == 1 and isinstance(key_t[0], ndarray) and key_t[0].dtype == _np.bool_:
-        x._rebind(where(key_t[0], v, x))
+        x._rebind(REGISTRY["where"](key_t[0], v, x))
         return
     if any(_is_advanced(k) for k in key_t):
         x._rebind(_advanced_setitem(x, key_t, v))
@@ -201,12 +196,12 @@ def setitem(x, key, value):
     plan = basic_plan(x.shape, key_t)
     v = _drop_leading_ones(v, len(plan.out_shape))
     try:
-        v = broadcast_to(v, shape=plan.out_shape)
+        v = REGISTRY["broadcast_to"](v, shape=plan.out_shape)
     except KilnError:
         raise op_error("setitem", f"could not broadcast input array from shape {v.shape} "
                        f"into shape {plan.out_shape}") from None
-    v = reshape(v, shape=plan.sliced_shape)
-    x._rebind(slice_assign(x, v, begin=plan.begin, end=plan.end, step=plan.step))
+    v = REGISTRY["reshape"](v, shape=plan.sliced_shape)
+    x._rebind(REGISTRY["slice_assign"](x, v, begin=plan.begin, end=plan.end, step=plan.step))
 
 
 def _drop_leading_ones(v, ndim):
@@ -217,19 +212,15 @@ def _drop_leading_ones(v, ndim):
         k += 1
     if k == 0:
         return v
-    from ..ops.shape import reshape
-    return reshape(v, shape=v.shape[k:])
+    return REGISTRY["reshape"](v, shape=v.shape[k:])
 
 
 def _advanced_setitem(x, key, v):
     """x with x[key] = v for an integer-array index known while tracing: NumPy resolves the
     index to flat positions once (last write wins for repeated ones, as NumPy does), and
     the graph gathers v into those positions with take and where, which differentiate."""
-    from ..ops.elementwise import where
-    from ..ops.shape import take, reshape, broadcast_to
     if any(isinstance(k, ndarray) and (k._node is not None or k._tape is not None)
            for k in key):
-        from ..graph.convert_runtime import GraphBreak
         raise GraphBreak("assignment through an index array computed by the traced code: "
                          "its positions are data", "x[index_array] = value", "unsupported")
     try:
@@ -241,7 +232,7 @@ def _advanced_setitem(x, key, v):
         return x
     v = _drop_leading_ones(v, selected.ndim)
     try:
-        v = broadcast_to(v, shape=selected.shape)
+        v = REGISTRY["broadcast_to"](v, shape=selected.shape)
     except KilnError:
         raise op_error("setitem", f"could not broadcast input array from shape {v.shape} "
                        f"into shape {selected.shape}") from None
@@ -249,9 +240,9 @@ def _advanced_setitem(x, key, v):
     source[selected.ravel()] = _np.arange(selected.size)
     mask = _np.zeros(x.size, _np.bool_)
     mask[selected.ravel()] = True
-    gathered = take(reshape(v, shape=(selected.size,)), ndarray._wrap(source), axis=0,
+    gathered = REGISTRY["take"](REGISTRY["reshape"](v, shape=(selected.size,)), ndarray._wrap(source), axis=0,
                     mode="clip")
-    return where(ndarray._wrap(mask.reshape(x.shape)), reshape(gathered, shape=x.shape), x)
+    return REGISTRY["where"](ndarray._wrap(mask.reshape(x.shape)), REGISTRY["reshape"](gathered, shape=x.shape), x)
 
 
 def _numpy_key(key):

@@ -1,13 +1,15 @@
 """The NumPy-style methods of kiln's ndarray, each a thin call of the kiln.np function."""
 
-_api = None  # kiln.np, bound lazily: it imports the array type this mixin is part of
+_api = None  # kiln.np, which sits above the core and binds itself here when imported
+
+
+def bind_numpy(namespace):
+    """Make `namespace` (kiln.np) the functions these methods call."""
+    global _api
+    _api = namespace
 
 
 def _np_api():
-    global _api
-    if _api is None:
-        from .. import np as api
-        _api = api
     return _api
 
 

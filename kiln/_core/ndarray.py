@@ -12,8 +12,9 @@ from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
     where_in_user_code, normalize_dtype)
 from . import aligned
 from .context import cpu, check_usable
+from .primitive import REGISTRY
 from .writes import arrays_written
-from ..graph.alias_paths import check_write as check_path_dependent_write
+from .alias_paths import check_write as check_path_dependent_write
 
 from .methods import NumpyMethods, _np_api
 
@@ -370,8 +371,7 @@ class ndarray(NumpyMethods):
         return _np_api().matmul(o, self)
 
     def __neg__(self):
-        from ..ops.elementwise import negative
-        return negative(self)
+        return REGISTRY["negative"](self)
 
     def __pos__(self):
         return self
@@ -383,8 +383,7 @@ class ndarray(NumpyMethods):
         if self.dtype != _np.bool_:
             raise DTypeError(f"~ is supported on bool arrays only, got {self.dtype}"
                              f"{where_in_user_code()}")
-        from ..ops.elementwise import logical_not
-        return logical_not(self)
+        return REGISTRY["logical_not"](self)
 
     # in-place operators keep the object's identity (X += Y, as d2l shows with id())
     def _inplace(self, name, other):
@@ -402,8 +401,7 @@ class ndarray(NumpyMethods):
         dt = normalize_dtype(dtype)
         if dt == self.dtype and not copy:
             return self
-        from ..ops.elementwise import cast
-        return cast(self, dtype=dt)
+        return REGISTRY["cast"](self, dtype=dt)
 
     def copy(self):
         if self._node is not None:
@@ -416,8 +414,7 @@ class ndarray(NumpyMethods):
 
 def full_like(x, value):
     """A constant array shaped like `x` (a graph node when `x` is symbolic)."""
-    from ..ops.creation import full
-    return full(shape=tuple(x.shape), value=value, dtype=x.dtype)
+    return REGISTRY["full"](shape=tuple(x.shape), value=value, dtype=x.dtype)
 
 
 def as_array(value, dtype=None):
@@ -446,5 +443,5 @@ def _links_views():
     its buffer (dispatch.inplace_binary), so a view must be linked to see the write, as a
     slice is (dispatch.apply: VIEW_OPS)."""
     from . import autograd
-    from ..graph import trace
+    from . import trace
     return autograd._state.recording or trace.current() is not None

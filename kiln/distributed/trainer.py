@@ -9,7 +9,7 @@ traced training step the averaging becomes allreduce ops of the compiled program
 import numpy as _np
 
 from .._core.base import KilnError
-from ..graph import trace
+from .._core import trace
 from .._core.writes import arrays_written
 from . import comm as _comm, shared
 from .buckets import average_buffers, plan, reduce_symbols

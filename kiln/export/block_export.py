@@ -11,7 +11,7 @@ import numpy as _np
 
 from .. import __version__
 from .._core.base import KilnError, where_in_user_code
-from ..graph.ir import Graph
+from .._core.ir import Graph
 from ..ops.registry import REGISTRY
 from .params import params_path, write_params
 from .symbol import graph_to_json

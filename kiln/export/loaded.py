@@ -3,7 +3,7 @@ and (for the ONNX and C exporters) a kiln Graph rebuilt from them."""
 import numpy as _np
 
 from .._core.base import KilnError
-from ..graph.ir import Graph, Node
+from .._core.ir import Graph, Node
 from .params import match_params, read_params
 from .symbol import read_symbol
 

@@ -21,7 +21,7 @@ before anything is allocated or run, and every problem is a KilnError.
 import json
 
 from .._core.base import Shaped, KilnError
-from ..graph.ir import SOURCE_OPS
+from .._core.ir import SOURCE_OPS
 from ..ops.registry import REGISTRY
 from . import attrs as tattrs
 

@@ -34,13 +34,13 @@ def record_applied_ops():
     """Note every primitive applied (eagerly or while tracing): with the traced graphs'
     ops, this is the registry coverage the fuzzer reports (a `full` is never a traced
     node, for instance: it has no array inputs, so it becomes a constant at once)."""
-    from ..ops import registry
-    apply = registry._apply()
+    from .._core import primitive
+    apply = primitive._apply()
 
     def recording(prim, args, attrs):
         _applied.add(prim.name)
         return apply(prim, args, attrs)
-    registry._dispatch[0] = recording
+    primitive._dispatch[0] = recording
 
 
 def run_source(source, directory, name):

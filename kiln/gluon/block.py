@@ -11,7 +11,7 @@ import weakref
 from collections import OrderedDict
 
 from .._core.base import KilnError, where_in_user_code
-from ..graph import trace
+from .._core import trace
 from ..graph.cached import MISS
 from . import f_namespace
 from .parameter import Parameter, _shape_known

@@ -6,7 +6,7 @@ when it is imported (kiln/mx/__init__.py calls `use`), which `import kiln` alway
 Until then F is a plain namespace over npx and np, enough for code written for MXNet 2.x.
 """
 from .. import np as _knp, npx as _knpx
-from ..graph import trace
+from .._core import trace
 
 
 class NumpyNamespace:

@@ -15,7 +15,7 @@ import numpy as _np
 from .._core import aligned, autograd
 from .._core.base import KilnError, normalize_dtype, where_in_user_code
 from .._core.context import Context, cpu, check_usable
-from ..graph import trace
+from .._core import trace
 from .._core.ndarray import ndarray, as_array
 from .._core.writes import arrays_written
 

@@ -10,7 +10,7 @@ there is one device and nothing to reduce.
 import numpy as _np
 
 from .._core.base import KilnError
-from ..graph import trace
+from .._core import trace
 from .._core import aligned
 from .. import optimizer as _opt
 from ..npx.io import write_npz_atomic, read_npz

@@ -14,7 +14,7 @@ is fixed when the step is traced.
 import numpy as _np
 
 from .._core.base import KilnError
-from ..graph import trace
+from .._core import trace
 from ..graph.state import StateVar
 from ..optimizer.base import preprocess_grad
 

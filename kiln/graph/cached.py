@@ -10,7 +10,7 @@ import numpy as _np
 from .._core import autograd
 from .._core.ndarray import ndarray
 from .._core.writes import arrays_written
-from . import trace
+from .._core import trace
 from .capture import capture
 from .passes import optimize
 from .split import split_forward_backward

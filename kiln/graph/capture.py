@@ -11,8 +11,8 @@ import numpy as _np
 from .._core import autograd
 from .._core.base import user_frame
 from .._core.ndarray import ndarray, as_array
-from . import trace
-from .ir import Graph, Node
+from .._core import trace
+from .._core.ir import Graph, Node
 from .tree import flatten, unflatten
 
 _warned_side_effects = False

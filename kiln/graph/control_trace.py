@@ -8,21 +8,14 @@ anything else (None, a module, a string) must be the same object on every path.
 import numpy as _np
 
 from .._core.base import DEFAULT_FLOAT, user_frame
-from . import alias_paths
-from .convert_runtime import GraphBreak, UNDEF
+from .._core import alias_paths
+from .._core.base import ControlFlowError
+from .convert_runtime import UNDEF
 from .._core.ndarray import ndarray, as_array
-from .ir import Node
+from .._core.ir import Node
 from .subgraph import Subgraph, trace_in_subcontext, union_captures
 
 _NUMBER = (bool, int, float, _np.number)
-
-
-class ControlFlowError(GraphBreak):
-    """A branch or loop with an array test whose paths cannot be merged into one graph
-    (eager Python runs it fine, so hybridize falls back)."""
-
-    def __init__(self, message):
-        super().__init__(message, message.split(":")[0], "control-flow")
 
 
 class Static:
@@ -180,7 +173,7 @@ def _fresh(args):
     """Each branch's own array objects. An eager array becomes a constant node first: an
     in-place op in a branch then rebinds it (seen by _updated_in_place) instead of writing
     into memory the other branch and the caller share."""
-    from . import trace
+    from .._core import trace
     ctx = trace.current()
     return tuple(a._alias() if isinstance(a, ndarray) and (a._node is not None or ctx is None)
                  else ndarray._from_node(ctx.constant(a._data)) if isinstance(a, ndarray)
@@ -338,7 +331,7 @@ def _keep_float_width(ctx, value, start):
     loop graph the index is an int64 array, which would widen y. Keep the carried width."""
     if (value.dtype != start.dtype and value.dtype.kind == start.dtype.kind == "f"
             and value.shape == start.shape):
-        from . import trace
+        from .._core import trace
         trace.push(ctx)
         try:
             return value.astype(start.dtype)

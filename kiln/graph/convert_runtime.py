@@ -7,9 +7,9 @@ while hybridize traces.
 """
 import types
 
-from .._core.base import KilnError, SymbolicValueError
+from .._core.base import KilnError, SymbolicValueError, GraphBreak
 from .._core.ndarray import ndarray
-from . import trace
+from .._core import trace
 
 
 class _Undefined:
@@ -21,15 +21,6 @@ class _Undefined:
 
 
 UNDEF = _Undefined()
-
-
-class GraphBreak(KilnError):
-    """Tracing met code that cannot become part of a graph; hybridize runs it eagerly."""
-
-    def __init__(self, message, construct, kind):
-        super().__init__(message)
-        self.construct = construct
-        self.kind = kind
 
 
 def symbolic(value):

@@ -9,7 +9,7 @@ import warnings
 from collections import Counter
 
 from .._core import autograd
-from .ir import Graph
+from .._core.ir import Graph
 
 CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")
 

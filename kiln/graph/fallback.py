@@ -13,7 +13,7 @@ import warnings
 
 from .._core.base import KilnError, SymbolicValueError, user_frame
 from . import guards
-from .convert_runtime import GraphBreak
+from .._core.base import GraphBreak
 
 _KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -1,8 +1,9 @@
 """Emitting a `scan` node while tracing: step(x_t, states) -> (y_t, new_states) traced once
 as the loop body over the leading axis of `xs` (kiln/ops/scan.py has the op)."""
 from .._core.ndarray import ndarray, as_array
-from .control_trace import ControlFlowError, _has_random, _where
-from .ir import Node
+from .._core.base import ControlFlowError
+from .control_trace import _has_random, _where
+from .._core.ir import Node
 from .subgraph import Subgraph, trace_in_subcontext, union_captures
 
 

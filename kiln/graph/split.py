@@ -7,7 +7,7 @@ elementwise boolean residual) computed from other residuals, such as a ReLU's fr
 output, is computed again by the backward instead: a comparison fused into its reader's
 loop there rather than a value kept alive between the two programs.
 """
-from .ir import Graph, Node
+from .._core.ir import Graph, Node
 from ..ops.registry import REGISTRY
 
 

@@ -6,7 +6,7 @@ one; an in-place write to the stand-in becomes a state output that the compiled 
 copies back into the buffer after each call. Eager and compiled code share the buffer.
 """
 from .._core.ndarray import ndarray
-from . import trace
+from .._core import trace
 
 
 class StateVar:

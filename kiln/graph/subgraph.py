@@ -14,8 +14,8 @@ import threading
 
 from .._core import autograd
 from .._core.ndarray import ndarray
-from . import trace
-from .ir import Graph, Node
+from .._core import trace
+from .._core.ir import Graph, Node
 
 
 class Subgraph(Graph):

@@ -83,3 +83,13 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def array_equal(a1, a2):
     return bool(_onp.array_equal(_onp.asarray(a1), _onp.asarray(a2)))
+
+
+def _bind_array_methods():
+    # x.sum(), x.reshape(...), x @ y: the array type's methods call this namespace
+    import sys
+    from .._core import methods
+    methods.bind_numpy(sys.modules[__name__])
+
+
+_bind_array_methods()

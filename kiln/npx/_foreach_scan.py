@@ -7,7 +7,7 @@ several outputs as one flat row per step; both are unpacked by slicing.
 """
 import numpy as _np
 
-from ..graph.control_trace import ControlFlowError
+from .._core.base import ControlFlowError
 
 
 def _size(shape):

@@ -116,7 +116,7 @@ def foreach(body, data, init_states):
     compiled program loops itself and its gradient runs the body's gradient in reverse.
     That needs the states and outputs to share one dtype, the data arrays another, and no
     random op in the body; otherwise (and eagerly) the loop runs step by step."""
-    from ..graph import trace
+    from .._core import trace
     datas, single_data = _as_list(data)
     states, single_state = _as_list(init_states)
     if not datas:

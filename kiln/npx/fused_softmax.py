@@ -21,7 +21,7 @@ FAST_FLOATS = (_np.dtype(_np.float32), _np.dtype(_np.float64))
 
 def concrete_float(x):
     """An eager float32/64 array with elements, outside any trace."""
-    from ..graph import trace
+    from .._core import trace
     return (x._node is None and x.dtype in FAST_FLOATS and x._data.size > 0
             and trace.current() is None)
 

@@ -252,7 +252,7 @@ def _conv_args(data, weight, bias, stride, dilate, pad, num_group, no_bias):
 def _fusable(x, w, b):
     """Can the convolution, its bias add (and a ReLU) run as one eager conv_bias? Traced
     graphs get that fusion from the compiler (kiln/graph/passes/conv_epilogue.py)."""
-    from ..graph import trace
+    from .._core import trace
     return (b is not None and trace.current() is None and x._node is None
             and w._node is None and b._node is None and x.dtype == w.dtype == b.dtype
             and b.shape == (w.shape[0],))

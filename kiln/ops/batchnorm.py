@@ -154,7 +154,7 @@ def _eager_train_grad(g, x, gamma, eps, axis):
     float32 arrays outside create_graph and tracing, else None (the rule then composes
     the three recordable primitives)."""
     from .._core import autograd
-    from ..graph import trace
+    from .._core import trace
     from .._core.ndarray import ndarray
     if (autograd.is_recording() or trace.current() is not None
             or any(a._node is not None for a in (g, x, gamma))):

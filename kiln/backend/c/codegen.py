@@ -8,7 +8,7 @@ liveness planner the NumPy executor uses. All data pointers come from one table 
 `emit_graph` is reusable: control.py calls it for each subgraph of cond / while_loop and
 wraps the result in a static function that shares the table.
 """
-from ...graph.ir import Graph, Node
+from ..._core.ir import Graph, Node
 from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,

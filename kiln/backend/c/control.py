@@ -25,7 +25,7 @@ when two groups share a subgraph object: no call can clobber another group's val
                    from the last recorded one by re-running the body, so memory stays static
                    and only trip counts above K pay extra (quadratically in the excess).
 """
-from ...graph.ir import Graph
+from ..._core.ir import Graph
 from ...ops.registry import REGISTRY
 from .codegen import CONTROL_OPS, NotLowerable, emit_graph
 from .loops import ctype

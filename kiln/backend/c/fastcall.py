@@ -299,7 +299,7 @@ def _install_block_call(module):
             return
         _block_call_installed.append(True)
     from ...gluon.block import HybridBlock
-    from ...graph import trace
+    from ..._core import trace
     HybridBlock.__call__ = module.as_method(module.BlockCall(trace._stack))
 
 

@@ -17,7 +17,7 @@ import numpy as _np
 from ..._core.base import KilnError
 from ...graph.passes import debug_level
 from ..._core import aligned, writes
-from ...graph.ir import Graph
+from ..._core.ir import Graph
 from ...ops.registry import REGISTRY
 from . import build, heavy
 from .codegen import generate

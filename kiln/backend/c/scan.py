@@ -13,7 +13,7 @@ assignment, not a copy.
              of the result, the invariants' gradients add up, the carried gradients flow
              to the step before.
 """
-from ...graph.ir import Graph
+from ..._core.ir import Graph
 from ...ops.scan import layout, grad_dtype, saved_nodes
 from . import scan_hoist
 from .control import Sub, copy_back

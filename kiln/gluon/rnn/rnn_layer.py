@@ -24,7 +24,7 @@ from ... import np as knp, npx
 from ..._core.base import KilnError, where_in_user_code
 from ..block import HybridBlock
 from ..parameter import Parameter
-from ...graph import trace
+from ..._core import trace
 from . import fused_eager, time_loop
 from .cell_math import GATES, NUM_STATES, step
 

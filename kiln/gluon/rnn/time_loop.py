@@ -6,7 +6,7 @@ itself, for any length, and its gradient runs the body's gradient in reverse.
 """
 from ..._core import autograd
 from ... import np as knp
-from ...graph import trace
+from ..._core import trace
 
 
 class _Rows(autograd.Function):

@@ -8,7 +8,7 @@ conv's channel axis. The ReLU folds in too when the add's other readers are only
 instead, which is positive exactly where its input is. The library then writes the
 output once, instead of a conv output, a sum and a ReLU in turn.
 """
-from ..ir import Node, rewrite
+from ..._core.ir import Node, rewrite
 
 
 def _channel_axis(conv):

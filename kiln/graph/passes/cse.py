@@ -1,6 +1,6 @@
 """Common-subexpression elimination: one node per (op, inputs, attributes)."""
 from ...ops.registry import REGISTRY
-from ..ir import rewrite
+from ..._core.ir import rewrite
 
 
 def eliminate_common_subexpressions(graph):
@@ -21,6 +21,6 @@ def eliminate_common_subexpressions(graph):
 
 
 def _with_inputs(node, inputs):
-    from ..ir import Node
+    from ..._core.ir import Node
     return Node(node.op, inputs, node.attrs, node.shape, node.dtype, name=node.name,
                 value=node.value)

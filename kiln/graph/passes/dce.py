@@ -1,5 +1,5 @@
 """Dead-code elimination: keep only what the outputs need."""
-from ..ir import Graph
+from ..._core.ir import Graph
 
 
 def eliminate_dead_code(graph):

@@ -4,8 +4,8 @@ A backend that has no kernel for a heavy op runs its decomposition instead: the 
 `windows` + matmul composition the op's eager fallback runs (kiln/ops/conv.py, pool.py).
 The expansion is traced like user code, so the new nodes carry the ops' own shape rules.
 """
-from ..ir import Graph, Node, rewrite
-from .. import trace
+from ..._core.ir import Graph, Node, rewrite
+from ..._core import trace
 
 HEAVY_OPS = {}
 

@@ -2,7 +2,7 @@
 import numpy as _np
 
 from ...ops.registry import REGISTRY
-from ..ir import Node, rewrite
+from ..._core.ir import Node, rewrite
 
 # folding must not turn a cheap broadcast into a huge baked array
 MAX_FOLDED_ELEMENTS = 1 << 20

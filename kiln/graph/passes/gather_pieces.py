@@ -11,7 +11,7 @@ outside its piece are exact zeros.
 """
 import numpy as _np
 
-from ..ir import Graph, Node
+from ..._core.ir import Graph, Node
 from .fold import MAX_FOLDED_ELEMENTS
 
 

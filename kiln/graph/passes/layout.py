@@ -17,7 +17,7 @@ A transpose left where it meets anything else (a reshape before a dense layer, a
 output) is the one copy the layout change costs there. Only the permutation this pass
 introduces is moved, so the 2-D transposes of weights that matmuls read in place stay.
 """
-from ..ir import Node, rewrite
+from ..._core.ir import Node, rewrite
 
 HEAVY = {   # op -> (positions of activation inputs, is the output an activation)
     "conv": ((0,), True), "conv_grad_data": ((0,), True), "conv_grad_weight": ((0, 1), False),

@@ -11,7 +11,7 @@ C backend reads every piece of the layout inside the window from it and treats t
 as zero; the eager kernel rebuilds the full array.
 """
 from ...ops.scan import layout
-from ..ir import Node, rewrite
+from ..._core.ir import Node, rewrite
 from .gather_pieces import _is_zeros
 
 

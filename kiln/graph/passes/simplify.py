@@ -7,7 +7,7 @@ operand transposes backends read for free.
 """
 import numpy as _np
 
-from ..ir import Node, rewrite
+from ..._core.ir import Node, rewrite
 
 
 def _is_const(node, value):

@@ -8,7 +8,7 @@ say). Given the gradient inputs that are absent, this pass replaces every node t
 depends on them alone with zeros, before any arithmetic: a backward graph is linear in its
 incoming gradients, so such a node is exactly zero in eager's sense.
 """
-from ..ir import Node, rewrite
+from ..._core.ir import Node, rewrite
 
 
 def prune_zero_cotangents(graph, cotangents, absent):
@@ -37,5 +37,5 @@ def prune_zero_cotangents(graph, cotangents, absent):
     outputs = [Node("full", (), {"shape": o.shape, "value": 0, "dtype": o.dtype}, o.shape,
                     o.dtype) if id(o) in {id(a) for a in absent} else o
                for o in pruned.outputs]
-    from ..ir import Graph
+    from ..._core.ir import Graph
     return Graph(graph.inputs, graph.params, outputs, graph.name)

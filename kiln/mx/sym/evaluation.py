@@ -13,8 +13,8 @@ import numpy as _np
 
 from ..._core import autograd
 from ..._core.base import KilnError, where_in_user_code
-from ...graph import trace
-from ...graph.ir import Node
+from ..._core import trace
+from ..._core.ir import Node
 from ..ops import OPS
 from ..._core.ndarray import ndarray
 from ...ops.registry import REGISTRY

@@ -44,7 +44,7 @@ def _draw_shape(params, shape):
 
 
 def _not_tracing(op):
-    from ....graph import trace
+    from ...._core import trace
     if trace.current() is not None:
         raise KilnError(f"nd.random.{op} with these parameters draws eagerly and cannot be "
                         f"hybridized")

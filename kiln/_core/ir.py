@@ -3,7 +3,7 @@ import itertools
 
 import numpy as _np
 
-from .._core.base import Shaped, postorder
+from .base import Shaped, postorder
 
 # ops that are not computations: graph inputs, parameters and constants
 SOURCE_OPS = ("input", "param", "const")

@@ -1,7 +1,7 @@
 """The tracing context: while it is active, ops on symbolic arrays add graph nodes."""
 import numpy as _np
 
-from .._core.base import KilnError
+from .base import KilnError
 from .ir import Node
 from . import alias_paths
 
@@ -33,7 +33,7 @@ class TraceContext:
         the traced code (BatchNorm's running statistics) is visible to later reads and is
         found after tracing as a state update.
         """
-        from .._core.ndarray import ndarray
+        from .ndarray import ndarray
         hit = self.params.get(id(param))
         if hit is None:
             node = self.add(Node("param", (), {}, value.shape, value.dtype,
@@ -43,7 +43,7 @@ class TraceContext:
             # a parameter with a gradient is a leaf, so a backward() traced inside the
             # function (a whole training step) reaches it
             if getattr(value, "_tape", None) is not None:
-                from .._core.autograd import Leaf
+                from .autograd import Leaf
                 leaf = array._tape = Leaf(array)
                 array._grad_req = "write"
             hit = self.params[id(param)] = ParamEntry(param, array, node, leaf)

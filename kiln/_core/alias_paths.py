@@ -11,6 +11,8 @@ a warning, instead of compiling a write the eager program would not make.
 """
 import weakref
 
+from .base import ControlFlowError
+
 # id(array) -> (weak reference, why its identity is path-dependent); keyed by identity,
 # since an array's == is elementwise
 _marked = {}
@@ -19,7 +21,7 @@ _marked = {}
 def mark(originals, results, same_on_paths, where, what, label):
     """Mark results[k] and originals[k] when same_on_paths[k] (one bool per path: did that
     path leave the original object in place?) is neither all true nor all false."""
-    from .._core.ndarray import ndarray
+    from .ndarray import ndarray
     for k, (orig, result, same) in enumerate(zip(originals, results, same_on_paths)):
         if not isinstance(orig, ndarray) or not isinstance(result, ndarray) or result is orig:
             continue
@@ -43,7 +45,6 @@ def check_write(array):
     while seen is not None:
         entry = _marked.get(id(seen))
         if entry is not None and entry[0]() is seen:
-            from .control_trace import ControlFlowError
             raise ControlFlowError(entry[1])
         link = seen._view
         seen = link.base if link is not None else None
