@@ -85,3 +85,43 @@ def test_c_reproducers_run_clean_under_asan(tmp_path):
     assert "AddressSanitizer" not in res.stderr, res.stderr[-4000:]
     assert res.returncode == 0, res.stderr[-4000:]
     assert "clean" in res.stdout
+
+
+def test_fixed_c_runs_clean_under_asan(tmp_path):
+    """The fixed C of kiln/backend/c/csrc on its busy paths: HybridBlock.__call__ and the
+    dispatcher in C (fastcall.c, fastdispatch.c), the runtime's gemm over its thread pool
+    (runtime.c), weights packed from the second call on where MKL is the BLAS (packed.c),
+    and the array cache handing back blocks of 4 MB and more (array_cache.c)."""
+    res = run_under_asan("""
+        import os
+        os.environ.update(KILN_NUM_THREADS="2", KILN_DNNL="0")   # kiln's gemm, two threads
+        import numpy as onp, kiln
+        from kiln import np
+        from kiln.gluon import nn
+        from kiln.backend.c import array_cache, fastcall, runtime
+        rng = onp.random.default_rng(0)
+        net = nn.HybridSequential()
+        net.add(nn.Dense(512, activation="relu"), nn.Dense(64))
+        net.initialize()
+        x = np.array(rng.standard_normal((32, 384)).astype("float32"))
+        expected = net(x).asnumpy()
+        net.hybridize(backend="c")
+        for _ in range(4):
+            onp.testing.assert_allclose(net(x).asnumpy(), expected, rtol=1e-4, atol=1e-4)
+        assert fastcall.caller_type() is None or net._kiln_cached.dispatch is not None
+        rt = runtime.runtime()
+        assert not rt.sgemm_cached or rt.packs_made() > 0
+        a = rng.standard_normal((256, 512)).astype("float32")
+        b = rng.standard_normal((512, 512)).astype("float32")
+        f = kiln.hybridize(lambda a, b: np.dot(a, b), backend="c", strict=True)
+        onp.testing.assert_allclose(f(np.array(a), np.array(b)).asnumpy(), a @ b,
+                                    rtol=1e-4, atol=1e-3)
+        big = np.ones((1200, 1000))
+        for _ in range(3):
+            (big * 2).asnumpy()
+        assert array_cache.stats()["hits"] > 0
+        print("clean", rt.blas, rt.packs_made() if rt.sgemm_cached else "no packs")
+    """, tmp_path)
+    assert "AddressSanitizer" not in res.stderr, res.stderr[-4000:]
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert "clean" in res.stdout

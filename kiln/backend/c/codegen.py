@@ -12,7 +12,7 @@ from ..._core.ir import Graph, Node
 from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
-                    elementwise_expr, PRELUDE, C_TYPES)
+                    elementwise_expr, prelude, C_TYPES)
 from . import dense_chain, dnnl_dense, kernels, heavy, shared_reduce
 from .gemm_accumulate import accumulate_form
 from .param_writes import param_writes
@@ -174,8 +174,8 @@ def generate(graph):
     gen.plan = MemoryPlan(plan.buffer_of, em.capacities, em.naive_bytes, True, plan.donated)
     gen.output_slots = out_slots
     gen.param_writes = {k for k, o in enumerate(graph.outputs) if id(o) in em.param_writes}
-    extra = [heavy.PRELUDE] if heavy.uses_heavy(em.slots) else []
-    gen.source = "\n".join([PRELUDE, kernels.gemm_prelude(), *extra, *em.functions,
+    extra = [heavy.prelude()] if heavy.uses_heavy(em.slots) else []
+    gen.source = "\n".join([prelude(), kernels.gemm_prelude(), *extra, *em.functions,
                             "int kiln_run(void **P) {", *body, "  return 0;", "}", ""])
     return gen
 

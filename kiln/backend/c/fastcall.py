@@ -14,7 +14,8 @@ another array type) makes it return None, and CProgram takes its Python path, wh
 converts or raises the clear error. A Caller is also the program's lock (`with caller:`),
 shared by both paths: the table and buffers belong to one call at a time.
 
-The Dispatcher and HybridBlock.__call__ in C are in fastdispatch.py, in the same module.
+The same module holds the Dispatcher and HybridBlock.__call__ in C (fastdispatch.py
+describes them). Its C is csrc/fastcall.c, which includes csrc/fastdispatch.c.
 
 Building it needs the Python and NumPy headers; without them kiln keeps its Python paths.
 """
@@ -24,239 +25,9 @@ import os
 import sysconfig
 import threading
 
-from . import build, fastdispatch
+from . import build, fixed_source
 
 MODULE = "kiln_fastcall"
-
-_SOURCE = r"""
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-#include <numpy/arrayobject.h>
-#include <pthread.h>
-#include <string.h>
-
-int kiln_abi_version(void) { return 1; }
-
-typedef int (*run_fn)(void **);
-
-typedef struct {
-  Py_ssize_t slot;
-  int ndim, typenum;
-  int writeable;         /* the program writes this parameter in place */
-  npy_intp dims[NPY_MAXDIMS];
-  char *fixed;           /* outputs: the planned buffer */
-  npy_intp nbytes;
-} spec_t;
-
-typedef struct {
-  PyObject_HEAD
-  run_fn run;
-  void **table;
-  Py_ssize_t n_in, n_par, n_out;
-  spec_t *specs;         /* inputs, then parameters, then outputs */
-  PyObject **seen;       /* strong references to the parameter arrays bound in the table */
-  uint64_t *writes;      /* the runtime's write count (kiln/writes.py), or NULL */
-  PyObject *owner;       /* a weak reference to the CProgram owning the table and buffers */
-  pthread_mutex_t mutex;
-} Caller;
-
-static int parse_spec(PyObject *t, spec_t *s) {
-  PyObject *shape;
-  unsigned long long fixed;
-  Py_ssize_t itemsize;
-  if (!PyArg_ParseTuple(t, "nOinKi", &s->slot, &shape, &s->typenum, &itemsize, &fixed,
-                        &s->writeable))
-    return -1;
-  if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS) {
-    PyErr_SetString(PyExc_ValueError, "shape must be a tuple of at most NPY_MAXDIMS ints");
-    return -1;
-  }
-  s->ndim = (int)PyTuple_GET_SIZE(shape);
-  npy_intp n = 1;
-  for (int d = 0; d < s->ndim; d++) {
-    s->dims[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
-    if (s->dims[d] < 0) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "dim"); return -1; }
-    n *= s->dims[d];
-  }
-  s->nbytes = n * itemsize;
-  s->fixed = (char *)(uintptr_t)fixed;
-  return 0;
-}
-
-static int Caller_init(Caller *self, PyObject *args, PyObject *kw) {
-  unsigned long long run, table, writes;
-  PyObject *ins, *pars, *outs, *owner;
-  if (!PyArg_ParseTuple(args, "KKO!O!O!KO!", &run, &table, &PyTuple_Type, &ins, &PyTuple_Type,
-                        &pars, &PyTuple_Type, &outs, &writes, &_PyWeakref_RefType, &owner))
-    return -1;
-  Py_INCREF(owner);
-  Py_XSETREF(self->owner, owner);
-  self->writes = (uint64_t *)(uintptr_t)writes;
-  self->run = (run_fn)(uintptr_t)run;
-  self->table = (void **)(uintptr_t)table;
-  self->n_in = PyTuple_GET_SIZE(ins);
-  self->n_par = PyTuple_GET_SIZE(pars);
-  self->n_out = PyTuple_GET_SIZE(outs);
-  Py_ssize_t total = self->n_in + self->n_par + self->n_out;
-  self->specs = PyMem_Calloc(total ? total : 1, sizeof(spec_t));
-  self->seen = PyMem_Calloc(self->n_par ? self->n_par : 1, sizeof(PyObject *));
-  if (!self->specs || !self->seen) { PyErr_NoMemory(); return -1; }
-  for (Py_ssize_t k = 0; k < total; k++) {
-    PyObject *t = k < self->n_in ? PyTuple_GET_ITEM(ins, k)
-                : k < self->n_in + self->n_par ? PyTuple_GET_ITEM(pars, k - self->n_in)
-                : PyTuple_GET_ITEM(outs, k - self->n_in - self->n_par);
-    if (parse_spec(t, &self->specs[k]) < 0) return -1;
-  }
-  pthread_mutex_init(&self->mutex, NULL);
-  return 0;
-}
-
-static void forget(Caller *self) {
-  for (Py_ssize_t k = 0; k < self->n_par; k++) Py_CLEAR(self->seen[k]);
-}
-
-static void Caller_dealloc(Caller *self) {
-  Py_XDECREF(self->owner);
-  if (self->seen) { forget(self); PyMem_Free(self->seen); }
-  PyMem_Free(self->specs);
-  Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* the array as planned: an exact ndarray of this shape and dtype, C-contiguous, aligned */
-static int matches(PyObject *obj, const spec_t *s) {
-  if (!PyArray_CheckExact(obj)) return 0;
-  PyArrayObject *a = (PyArrayObject *)obj;
-  if (PyArray_NDIM(a) != s->ndim || PyArray_TYPE(a) != s->typenum) return 0;
-  if (!PyArray_ISNOTSWAPPED(a) || !PyArray_ISCARRAY_RO(a)) return 0;
-  if (s->writeable && !PyArray_ISWRITEABLE(a)) return 0;
-  npy_intp *dims = PyArray_DIMS(a);
-  for (int d = 0; d < s->ndim; d++) if (dims[d] != s->dims[d]) return 0;
-  return 1;
-}
-
-static void lock(Caller *self) {
-  if (pthread_mutex_trylock(&self->mutex) == 0) return;
-  Py_BEGIN_ALLOW_THREADS      /* never wait for the mutex while holding the GIL */
-  pthread_mutex_lock(&self->mutex);
-  Py_END_ALLOW_THREADS
-}
-
-static PyObject *run_held(Caller *self, PyObject *const *inputs, PyObject *const *params);
-
-/* run with these input and parameter arrays (borrowed): a new list of outputs, a new
-   reference to None when an array is not as planned or the program is gone, or NULL with
-   an error set. The CProgram owns the table and buffers the generated code uses, and is
-   held for the call: the GIL is released while the code runs, and another thread may
-   drop the last other reference to the program meanwhile. */
-static PyObject *run_core(Caller *self, PyObject *const *inputs, PyObject *const *params) {
-  PyObject *owner = PyWeakref_GetObject(self->owner);
-  if (owner == NULL) return NULL;
-  if (owner == Py_None) Py_RETURN_NONE;
-  Py_INCREF(owner);
-  PyObject *out = run_held(self, inputs, params);
-  Py_DECREF(owner);
-  return out;
-}
-
-static PyObject *run_held(Caller *self, PyObject *const *inputs, PyObject *const *params) {
-  spec_t *S = self->specs;
-  for (Py_ssize_t k = 0; k < self->n_in; k++)
-    if (!matches(inputs[k], &S[k])) Py_RETURN_NONE;
-  for (Py_ssize_t k = 0; k < self->n_par; k++) {
-    PyObject *p = params[k];
-    if (p != self->seen[k] && !matches(p, &S[self->n_in + k])) Py_RETURN_NONE;
-  }
-  PyObject *out = PyList_New(self->n_out);
-  if (out == NULL) return NULL;
-  for (Py_ssize_t k = 0; k < self->n_out; k++) {
-    spec_t *s = &S[self->n_in + self->n_par + k];
-    if (s->typenum < 0) {      /* written into its parameter by the program */
-      Py_INCREF(Py_None);
-      PyList_SET_ITEM(out, k, Py_None);
-      continue;
-    }
-    PyObject *a = PyArray_SimpleNew(s->ndim, s->dims, s->typenum);
-    if (a == NULL) { Py_DECREF(out); return NULL; }
-    PyList_SET_ITEM(out, k, a);
-  }
-  lock(self);
-  for (Py_ssize_t k = 0; k < self->n_in; k++) {
-    PyArrayObject *a = (PyArrayObject *)inputs[k];
-    self->table[S[k].slot] = S[k].nbytes ? PyArray_DATA(a) : NULL;
-  }
-  for (Py_ssize_t k = 0; k < self->n_par; k++) {
-    PyObject *p = params[k];
-    if (p == self->seen[k]) continue;
-    /* copies the runtime kept of the old parameter (packed.py) must not serve this one */
-    if (self->writes) __atomic_fetch_add(self->writes, 1, __ATOMIC_RELAXED);
-    spec_t *s = &S[self->n_in + k];
-    self->table[s->slot] = s->nbytes ? PyArray_DATA((PyArrayObject *)p) : NULL;
-    Py_INCREF(p);
-    Py_XSETREF(self->seen[k], p);   /* the reference keeps the bound pointer valid */
-  }
-  int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = self->run(self->table);
-  Py_END_ALLOW_THREADS
-  for (Py_ssize_t k = 0; k < self->n_out; k++) {
-    spec_t *s = &S[self->n_in + self->n_par + k];
-    if (s->typenum >= 0 && s->nbytes)
-      memcpy(PyArray_DATA((PyArrayObject *)PyList_GET_ITEM(out, k)), s->fixed, s->nbytes);
-  }
-  pthread_mutex_unlock(&self->mutex);
-  if (rc != 0) {
-    Py_DECREF(out);
-    PyErr_Format(PyExc_RuntimeError, "C backend: generated code returned %d", rc);
-    return NULL;
-  }
-  return out;
-}
-
-static PyObject *Caller_call(Caller *self, PyObject *args, PyObject *kw) {
-  PyObject *inputs, *params;
-  if (!PyArg_ParseTuple(args, "OO", &inputs, &params)) return NULL;
-  if (!PyList_CheckExact(inputs) || !PyList_CheckExact(params)
-      || PyList_GET_SIZE(inputs) != self->n_in || PyList_GET_SIZE(params) != self->n_par)
-    Py_RETURN_NONE;
-  /* the GIL may be released (waiting for the lock, running the program): tuples hold the
-     arrays even if another thread empties the lists meanwhile */
-  PyObject *held_in = PyList_AsTuple(inputs), *held_par = PyList_AsTuple(params);
-  PyObject *out = held_in && held_par ? run_core(self, &PyTuple_GET_ITEM(held_in, 0),
-                                                 &PyTuple_GET_ITEM(held_par, 0)) : NULL;
-  Py_XDECREF(held_in);
-  Py_XDECREF(held_par);
-  return out;
-}
-
-static PyObject *Caller_enter(Caller *self, PyObject *unused) {
-  lock(self);
-  forget(self);         /* the Python path rebinds parameters on its own */
-  Py_RETURN_NONE;
-}
-
-static PyObject *Caller_exit(Caller *self, PyObject *args) {
-  pthread_mutex_unlock(&self->mutex);
-  Py_RETURN_FALSE;
-}
-
-static PyMethodDef Caller_methods[] = {
-  {"__enter__", (PyCFunction)Caller_enter, METH_NOARGS, "hold the program's lock"},
-  {"__exit__", (PyCFunction)Caller_exit, METH_VARARGS, "release the program's lock"},
-  {NULL}
-};
-
-/* each of the module's types: made from Python, set up by Name_init, called by Name_call */
-#define KILN_TYPE(Name, methods) static PyTypeObject Name##Type = {                  \
-  PyVarObject_HEAD_INIT(NULL, 0)                                                      \
-  .tp_name = "kiln_fastcall." #Name, .tp_basicsize = sizeof(Name),                    \
-  .tp_flags = Py_TPFLAGS_DEFAULT, .tp_new = PyType_GenericNew,                        \
-  .tp_init = (initproc)Name##_init, .tp_dealloc = (destructor)Name##_dealloc,         \
-  .tp_call = (ternaryfunc)Name##_call, .tp_methods = methods}
-
-KILN_TYPE(Caller, Caller_methods);
-
-"""
 
 _module = None
 _lock = threading.Lock()
@@ -313,7 +84,7 @@ def _build():
             return None
         # -O2: glue code, and -O3 -funroll-loops added a third to its 0.5 s compile, which
         # a cold first call waits for
-        lib = build.load(_SOURCE + fastdispatch.SOURCE,
+        lib = build.load(fixed_source.text("fastcall.c"),
                          extra_flags=("-pthread", f"-I{include}", f"-I{numpy.get_include()}"),
                          opt=("-O2",))
         loader = importlib.machinery.ExtensionFileLoader(MODULE, lib._name)

@@ -12,21 +12,9 @@ import weakref
 import numpy as _np
 
 from ..._core.base import KilnError
+from . import fixed_source
 
 OPS = ("conv", "conv_bias", "conv_grad_data", "conv_grad_weight", "pool", "pool_grad")
-
-PRELUDE = r"""
-/* ---- heavy ops on oneDNN (heavy.py) ---- */
-typedef int (*kiln_dnnl_run_t)(void *, void *const *, const int64_t *);
-static kiln_dnnl_run_t kiln_dnnl_run = 0;
-static const uint64_t *kiln_dnnl_writes = 0;
-void kiln_set_dnnl(void *run, void *writes) {
-  kiln_dnnl_run = (kiln_dnnl_run_t)run; kiln_dnnl_writes = (const uint64_t *)writes;
-}
-static int64_t kiln_weight_stamp(void) {
-  return kiln_dnnl_writes ? (int64_t)__atomic_load_n(kiln_dnnl_writes, __ATOMIC_ACQUIRE) + 1 : 0;
-}
-"""
 
 DNNL_FAILED = -70       # kiln_run's return code when a oneDNN call fails
 
@@ -168,6 +156,12 @@ def emit(em, node, storage, weight_ok):
                   f"    int64_t s[{len(slots)}] = {{{', '.join(stamps)}}};",
                   f"    if (kiln_dnnl_run(P[{op}], a, s) != 0) return {DNNL_FAILED};", "  }"]
     return "\n".join(lines)
+
+
+def prelude():
+    """What a program with heavy ops declares first, csrc/heavy.h: the shim's run function
+    and write count (set by kiln_set_dnnl after loading), and the weight stamp."""
+    return fixed_source.text("heavy.h")
 
 
 def uses_heavy(slots):

@@ -48,7 +48,7 @@ def gemm_prelude():
                  "  kiln_sgemm_ptr = (kiln_sgemm_t)s; kiln_dgemm_ptr = (kiln_dgemm_t)d;\n"
                  "  kiln_parallel_ptr = (kiln_parallel_t)par;\n"
                  "  kiln_sgemm_cached_ptr = (kiln_sgemm_cached_t)cached;\n}")
-    parts.append(dot.SOURCE)
+    parts.append(dot.source())
     for T, name in (("float", "s"), ("double", "d")):
         parts.append(_gemm_function(T, name))
     parts.append(f"""
