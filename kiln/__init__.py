@@ -18,6 +18,7 @@ from .graph.cached import hybridize  # noqa: F401
 from .graph.explain import explain  # noqa: F401
 from .fit import fit  # noqa: F401
 from . import distributed  # noqa: F401  (MPI only when launched under mpiexec)
+from .gluon import trainer as _trainer  # noqa: F401,E402  (sets distributed.DistributedTrainer)
 # MXNet 1.x's namespaces, and the `F` of hybrid_forward (kiln/mx: nothing below imports it)
 from .mx import nd, sym, alias as _alias  # noqa: E402
 ndarray, symbol = nd, sym
@@ -37,9 +38,9 @@ _install_array_cache()
 
 
 def __getattr__(name):
-    # public modules load on first use: kiln.onnx (onnx), kiln.image (Pillow), and the
-    # faces of modules that live in a package (kiln.base, kiln.metric, ...: mx/alias.py)
+    # public modules load on first use: kiln.io, and the faces of modules that live in a
+    # package (kiln.onnx, kiln.image, kiln.base, kiln.metric, ...: kiln/mx/alias.py)
     import importlib
-    if name in ("onnx", "io") or f"kiln.{name}" in _alias.FACES or f"kiln.{name}" in _alias.MOVED:
+    if name == "io" or f"kiln.{name}" in _alias.FACES or f"kiln.{name}" in _alias.MOVED:
         return importlib.import_module(f"kiln.{name}")
     raise AttributeError(f"module 'kiln' has no attribute {name!r}")

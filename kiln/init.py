@@ -329,9 +329,9 @@ class Load:
     dropped), and names not there with default_init."""
 
     def __init__(self, param, default_init=None, verbose=False):
-        if isinstance(param, str):
-            from .mx.nd.functions import load
-            param = load(param)
+        if isinstance(param, str):     # MXNet's binary format (nd.save) or kiln's npz
+            from .export.mxnet_params import read_any
+            param = read_any(param, "init.Load")
         if not isinstance(param, dict):
             raise KilnError(f"init.Load: expected a file of named arrays or a dict, got "
                             f"{type(param).__name__}")

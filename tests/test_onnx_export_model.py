@@ -1,4 +1,4 @@
-"""mx.onnx.export_model (kiln/onnx.py): MXNet 1.9's signature, on files MXNet 1.9.1 itself
+"""mx.onnx.export_model (kiln/mx/onnx.py): MXNet 1.9's signature, on files MXNet 1.9.1 itself
 exported (tests/fixtures/mxnet) and on a Symbol with a dict of parameters."""
 import os
 

@@ -1,4 +1,5 @@
-"""The 8x8 handwritten digits bundled with scikit-learn, as a gluon Dataset.
+"""The 8x8 handwritten digits bundled with scikit-learn, as NumPy arrays (gluon.data.Digits
+wraps them as a Dataset).
 
 1797 images of 8x8 pixels with 17 grey levels, read from the copy inside the scikit-learn
 package: nothing is downloaded.  Features are float32 scaled to [0, 1]; labels are int32.
@@ -8,8 +9,6 @@ every machine sees the same 1438 training and 359 test images.
 import numpy as _np
 
 from .._core.base import KilnError
-from ..gluon.data.dataset import ArrayDataset
-from .._core.ndarray import ndarray
 
 TEST_FRACTION = 0.2
 _SPLIT_SEED = 20240601  # fixed forever: changing it changes everyone's test set
@@ -48,26 +47,3 @@ def load_arrays(train=True, flatten=True):
     if not flatten:
         x = x.reshape(-1, 1, 8, 8)
     return x, labels[idx].astype(_np.int32)
-
-
-class Digits(ArrayDataset):
-    """Digits(train=True, flatten=True, transform=None): samples are (features, label).
-
-    `transform(data, label) -> (data, label)` is applied per sample, as in MXNet's MNIST.
-    """
-
-    def __init__(self, train=True, flatten=True, transform=None):
-        x, y = load_arrays(train, flatten)
-        # features are kiln arrays and labels NumPy integers, as in MXNet's MNIST
-        super().__init__(ndarray._wrap(x), y)
-        self._train = train
-        self._transform = transform
-
-    def __getitem__(self, idx):
-        item = super().__getitem__(idx)
-        if self._transform is not None:
-            return self._transform(*item)
-        return item
-
-    def __repr__(self):
-        return f"Digits(train={self._train}, {len(self)} samples)"

@@ -5,21 +5,11 @@
 Each rank runs the same program on its own shard of the data; gradients are averaged
 between backward and the update. Not launched under MPI (or without mpi4py), size() is 1
 and every function here is the identity.
+
+`DistributedTrainer` (Horovod's name) is a gluon.Trainer with kvstore='horovod'; gluon sits
+above this package, so kiln/gluon/trainer.py defines it and sets it here when imported.
 """
 from .comm import init, rank, size, local_rank, is_distributed  # noqa: F401
 from .collectives import (allreduce, broadcast, allgather, barrier,  # noqa: F401
                           broadcast_parameters, sum_over_ranks)
 from .lowering import allreduce_op  # noqa: F401
-
-
-def DistributedTrainer(params, optimizer, optimizer_params=None, compression=None,
-                       gradient_predivide_factor=1.0, prefix=None, num_groups=0):
-    """Horovod's hvd.DistributedTrainer: a gluon.Trainer with kvstore='horovod'."""
-    from .._core.base import KilnError
-    from ..gluon.trainer import Trainer
-    if compression not in (None, "none") and type(compression).__name__ != "NoneCompressor":
-        raise KilnError("DistributedTrainer: gradient compression is not supported")
-    if gradient_predivide_factor != 1.0:
-        raise KilnError("DistributedTrainer: gradient_predivide_factor must be 1.0 (kiln "
-                        "averages in full precision)")
-    return Trainer(params, optimizer, optimizer_params, kvstore="horovod")

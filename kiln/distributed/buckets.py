@@ -10,6 +10,8 @@ import os
 
 import numpy as _np
 
+from .._core.primitive import REGISTRY
+
 BUCKET_BYTES = int(os.environ.get("KILN_DIST_BUCKET_BYTES", 1 << 18))
 
 
@@ -60,10 +62,10 @@ def reduce_symbols(grads, start, wait, limit=None):
     `after`. Every message is posted before the first is waited on (the first wait comes
     after all starts, each later wait after the one before), so a message posted as soon
     as its gradients exist travels while the program computes the others, as in DDP."""
-    from .. import np
+    concatenate = REGISTRY["concatenate"]
     buckets = plan(grads, limit)
     started = [start(grads[b[0]] if len(b) == 1 else
-                     np.concatenate([grads[i].reshape(-1) for i in b]), k)
+                     concatenate(*[grads[i].reshape(-1) for i in b], axis=0), k)
                for k, b in enumerate(buckets)]
     out = [None] * len(grads)
     previous = None

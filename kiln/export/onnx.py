@@ -183,8 +183,7 @@ def graph_to_onnx(graph, param_values, opset=17, name="kiln"):
 
 def _source_graph(source, example_inputs):
     """(graph, {id(param node): value}) from a block or a symbol file."""
-    from ..gluon.block import HybridBlock
-    if isinstance(source, HybridBlock):
+    if not isinstance(source, (str, os.PathLike, tuple, list)):    # a block
         from .block_export import inference_graph
         graph, _, cap = inference_graph(source, example_inputs)
         values = {id(p): cap.params[id(p)].data()._concrete("onnx export") for p in graph.params}

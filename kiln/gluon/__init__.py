@@ -23,6 +23,6 @@ def __getattr__(name):
         return importlib.import_module(".symbol_block", __name__).SymbolBlock
     if name == "tensor_types":     # MXNet's (Symbol, NDArray), for isinstance checks
         from .._core.ndarray import ndarray
-        from ..mx.sym.symbol import Symbol
-        return (Symbol, ndarray)
+        from .symbol_block import symbol_types
+        return symbol_types() + (ndarray,)
     raise AttributeError(f"module 'kiln.gluon' has no attribute {name!r}")

@@ -21,17 +21,38 @@ from .block import HybridBlock
 from .parameter import Parameter
 
 
+# Other kinds of symbol a SymbolBlock can be built from, registered by the layer that
+# defines them (kiln/mx/sym/symbol_block.py: MXNet 1.x Symbols and MXNet's symbol files),
+# since gluon sits below that layer: (symbol class, accepts(first argument), block class)
+# and (recognizes(path), load(path, input_names)).
+_SYMBOL_KINDS = []
+_FILE_FORMATS = []
+
+
+def register_symbol_kind(symbol_class, accepts, block_class):
+    """`SymbolBlock(outputs, ...)` with outputs accepted by `accepts` builds `block_class`."""
+    _SYMBOL_KINDS.append((symbol_class, accepts, block_class))
+
+
+def register_file_format(recognizes, load):
+    """`SymbolBlock.imports(path, ...)` of a file `recognizes(path)` says yes to is `load`'s."""
+    _FILE_FORMATS.append((recognizes, load))
+
+
+def symbol_types():
+    """The registered symbol classes (gluon.tensor_types lists them with the array)."""
+    return tuple(kind[0] for kind in _SYMBOL_KINDS)
+
+
 class SymbolBlock(HybridBlock):
     """A HybridBlock built from a symbol (see `SymbolBlock.imports`)."""
 
     def __new__(cls, *args, **kwargs):
-        # MXNet's SymbolBlock(outputs, inputs) over a user Symbol (mxnet_symbol_block.py)
-        from ..mx.sym.symbol import Symbol
         first = args[0] if args else kwargs.get("outputs")
-        if cls is SymbolBlock and (isinstance(first, Symbol) or isinstance(first, list)
-                                   and first and isinstance(first[0], Symbol)):
-            from .mxnet_symbol_block import MXSymbolBlock
-            return super().__new__(MXSymbolBlock)
+        if cls is SymbolBlock:
+            for _, accepts, block_class in _SYMBOL_KINDS:
+                if accepts(first):
+                    return super().__new__(block_class)
         return super().__new__(cls)
 
     def __init__(self, symbol, input_names=None):
@@ -59,13 +80,12 @@ class SymbolBlock(HybridBlock):
     def imports(symbol_file, input_names, param_file=None, ctx=None, allow_missing=False,
                 ignore_extra=False):
         """Load `symbol_file` (and its parameters) as a block; no model class needed.
-        Files written by MXNet itself load too (mxnet_symbol_block.py)."""
+        Files written by MXNet itself load too (kiln/mx/sym/symbol_block.py)."""
         from ..export.symbol import read_symbol
-        from ..export.mxnet_json import read_text, is_mxnet_text
-        if is_mxnet_text(read_text(symbol_file)):
-            from ..mx.sym.serialization import load
-            from .mxnet_symbol_block import MXSymbolBlock
-            block = MXSymbolBlock(load(symbol_file), input_names)
+        for recognizes, load in _FILE_FORMATS:
+            if recognizes(symbol_file):
+                block = load(symbol_file, input_names)
+                break
         else:
             block = SymbolBlock(read_symbol(symbol_file), input_names)
         if param_file is not None:

@@ -12,7 +12,7 @@ import numpy as _np
 from .._core.base import KilnError
 from .._core import trace
 from .._core import aligned
-from .. import optimizer as _opt
+from .. import distributed as _distributed, optimizer as _opt
 from ..npx.io import write_npz_atomic, read_npz
 from .._core.writes import arrays_written
 
@@ -177,3 +177,16 @@ class Trainer:
         self._optimizer._index_update_count = counts
         self._optimizer.num_update = int(entries["__num_update__"])
 
+
+def DistributedTrainer(params, optimizer, optimizer_params=None, compression=None,
+                       gradient_predivide_factor=1.0, prefix=None, num_groups=0):
+    """Horovod's hvd.DistributedTrainer: a gluon.Trainer with kvstore='horovod'."""
+    if compression not in (None, "none") and type(compression).__name__ != "NoneCompressor":
+        raise KilnError("DistributedTrainer: gradient compression is not supported")
+    if gradient_predivide_factor != 1.0:
+        raise KilnError("DistributedTrainer: gradient_predivide_factor must be 1.0 (kiln "
+                        "averages in full precision)")
+    return Trainer(params, optimizer, optimizer_params, kvstore="horovod")
+
+
+_distributed.DistributedTrainer = DistributedTrainer   # kiln.distributed's Horovod name

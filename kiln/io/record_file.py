@@ -11,7 +11,7 @@ from .batch_loader import BatchLoaderIter, positive_int
 
 def record_positions(path_imgrec, path_imgidx):
     """Byte offsets of the records: from the .idx file when given, else by one scan."""
-    from ..mx import recordio
+    from ..data import recordio
     if not os.path.isfile(path_imgrec):
         raise KilnError(f"ImageRecordIter: path_imgrec {path_imgrec!r} does not exist"
                         + where_in_user_code())
@@ -58,7 +58,7 @@ class RecordFileIter(BatchLoaderIter):
 
     def _record(self, row):
         """(header, payload) of row `row`."""
-        from ..mx import recordio
+        from ..data import recordio
         if self._file is None or self._file.closed:
             self._file = open(self.path_imgrec, "rb")
         self._file.seek(int(self._positions[row]))
@@ -71,7 +71,7 @@ class RecordFileIter(BatchLoaderIter):
 
     def _decode(self, payload, row):
         """The record's image as an (H, W, C) uint8 array (C from data_shape)."""
-        from ..mx import image
+        from ..data import image
         try:
             return image.imdecode(payload, 0 if self._data_shape[0] == 1 else 1).asnumpy()
         except KilnError as exc:

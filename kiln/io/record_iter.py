@@ -36,14 +36,13 @@ def read_image_list(path, label_width):
 
 def _read_mean_image(path, shape):
     """The (C, H, W) mean image of an nd.save file (MXNet's key 'mean_img')."""
-    from ..mx.nd.functions import load
-    saved = load(path)
-    mean = saved.get("mean_img") if isinstance(saved, dict) else (saved[0] if saved else None)
+    from ..export.mxnet_params import read_any
+    mean = read_any(path, "ImageRecordIter: mean_img").get("mean_img")
     if mean is None or tuple(mean.shape) != shape:
         raise KilnError(f"ImageRecordIter: mean_img {path!r} must hold one array of shape "
                         f"{shape}, got {None if mean is None else tuple(mean.shape)}"
                         + where_in_user_code())
-    return mean.asnumpy().astype(_np.float32)
+    return _np.asarray(mean, dtype=_np.float32)
 
 
 def _channel_values(kw, prefix, default):
@@ -109,12 +108,12 @@ class ImageRecordIter(RecordFileIter):
         """As MXNet does when mean_img does not exist: average one augmented pass over the
         records and save it there (nd.save, key 'mean_img')."""
         import logging
-        from ..mx.nd.functions import array, save
+        from ..export.mxnet_params import write
         logging.info("ImageRecordIter: computing the mean image into %s", path)
         total = _np.zeros(self._shape, _np.float64)
         for row in range(self.num_rows):
             total += self._augment(self._decoded(row), self._aug_rng).transpose(2, 0, 1)
-        save(path, {"mean_img": array((total / self.num_rows).astype(_np.float32))})
+        write(path, [(total / self.num_rows).astype(_np.float32)], ["mean_img"])
 
     def _read(self, rows):
         data = _np.empty((len(rows),) + self._shape, self._dtype)

@@ -8,6 +8,7 @@ import-linter contract in pyproject.toml checks that). Users reach it through ki
 public paths (`kiln.nd`, `kiln.image`, `import mxnet`), which alias.py resolves.
 """
 from . import nd, sym
+from .sym import symbol_block  # noqa: F401  (registers MXNet Symbols with gluon.SymbolBlock)
 from ..gluon import f_namespace
 
 f_namespace.use(nd, sym)    # gluon's hybrid_forward(F, x) gets MXNet 1.x's namespaces

@@ -98,10 +98,11 @@ FACES = {
     "kiln.autograd": "kiln._core.autograd", "kiln.context": "kiln._core.context",
     "kiln.base": "kiln._core.base",
     "kiln.metric": "kiln.gluon.metric", "kiln.lr_scheduler": "kiln.optimizer.lr_scheduler",
+    "kiln.recordio": "kiln.data.recordio", "kiln.onnx": "kiln.mx.onnx",
     "kiln.mxnet_alias": "kiln.mx.alias",
 }
 FACES.update({f"kiln.{name}": f"kiln.mx.{name}" for name in (
-    "image", "recordio", "callback", "model", "monitor", "operator", "profiler",
+    "image", "callback", "model", "monitor", "operator", "profiler",
     "visualization", "kvstore", "test_utils", "util", "attribute", "engine", "log", "name",
     "runtime", "rnn", "mod", "contrib")})
 
@@ -122,15 +123,18 @@ MOVED = {
     "kiln.nd_random_pdf": "kiln.mx.nd.random.pdf",
     "kiln.mxnet_ops": "kiln.mx.ops", "kiln.mxnet_ops_ctc": "kiln.mx.ops.ctc",
     "kiln.mxnet_ops_deform": "kiln.mx.ops.deformable",
-    "kiln.mxnet_ops_extra": "kiln.mx.ops.assorted", "kiln.mxnet_ops_more": "kiln.mx.ops.math",
+    "kiln.mxnet_ops_extra": "kiln.mx.ops", "kiln.mxnet_ops_more": "kiln.mx.ops.math",
     "kiln.mxnet_ops_rnn": "kiln.mx.ops.rnn", "kiln.mxnet_ops_seq": "kiln.mx.ops.sequence",
     "kiln.mxnet_ops_stn": "kiln.mx.ops.spatial_transformer",
     "kiln.mxnet_ops_tensor": "kiln.mx.ops.tensor", "kiln.f_namespace": "kiln.mx.f_namespace",
     "kiln.sym_graph": "kiln.mx.sym.symbol", "kiln.sym_json": "kiln.mx.sym.serialization",
     "kiln.sym_run": "kiln.mx.sym.evaluation", "kiln.sym_executor": "kiln.mx.sym.executor",
     "kiln.image_augment": "kiln.mx.image.augment", "kiln.image_detection": "kiln.mx.image.detection",
-    "kiln.image_iter": "kiln.mx.image.iterator", "kiln.image_rotate": "kiln.mx.image.rotate",
+    "kiln.image_iter": "kiln.mx.image.iterator", "kiln.image_rotate": "kiln.data.rotate",
     "kiln.metric_extra": "kiln.gluon.metric.correlation",
+    "kiln.gluon.mxnet_symbol_block": "kiln.mx.sym.symbol_block",
+    "kiln.export.mxnet_json": "kiln.mx.sym.mxnet_json",
+    "kiln.bench_command": "kiln.cli.bench", "kiln.export.commands": "kiln.cli.models",
 }
 
 

@@ -4,6 +4,7 @@ Eagerly (or with a Python-valued condition) they are plain Python. While hybridi
 and the condition is a symbol, cond and while_loop become graph ops with subgraphs
 (kiln/ops/control.py); foreach becomes a `scan` node (kiln/npx/_foreach_scan.py).
 """
+from .._core import autograd
 from .._core.base import KilnError, where_in_user_code
 from ..graph.convert_runtime import symbolic
 
@@ -135,13 +136,24 @@ def foreach(body, data, init_states):
     return _foreach_steps(body, datas, single_data, states, single_state)
 
 
+class Rows(autograd.Function):
+    """xs -> its rows xs[0], xs[1], ...: one tape entry whose backward stacks the rows'
+    gradients (indexing row by row would give each row a full-size gradient: T^2 work)."""
+
+    def forward(self, xs):
+        return [xs[t] for t in range(xs.shape[0])]
+
+    def backward(self, *grads):
+        from .. import np as knp
+        return knp.stack(grads)
+
+
 def _foreach_steps(body, datas, single_data, states, single_state):
     from .._core import autograd
     from .. import np
-    from ..gluon.rnn.time_loop import _Rows
     length = datas[0].shape[0]
     # one tape entry per data array for all its rows (row by row would be T^2 work)
-    rows = [_Rows()(d) if autograd.is_recording() else [d[i] for i in range(length)]
+    rows = [Rows()(d) if autograd.is_recording() else [d[i] for i in range(length)]
             for d in datas]
     outputs = []
     for i in range(length):

@@ -1,6 +1,8 @@
 """More of MXNet's `npx` functions: special functions, gather_nd, slice, nonzero,
 shape_array and cast, over registry primitives (gather_nd is a take on the flattened
 leading axes, so its gradient is take's)."""
+import builtins
+
 import numpy as _np
 
 from .._core.base import op_error, KilnError
@@ -34,10 +36,16 @@ def gather_nd(data, indices):
 
 
 def slice(data, begin, end, step=None):
-    """MXNet's slice: per-axis begin/end/step, None for the whole axis."""
-    from ..mx.ops import OPS
-    return OPS["slice"].fn(_arr(data), begin=tuple(begin), end=tuple(end),
-                           step=tuple(step) if step is not None else ())
+    """MXNet's slice: per-axis begin/end/step, None for the whole axis (axes past the
+    given ones are taken whole)."""
+    data, step = _arr(data), () if step is None else tuple(step)
+    index = []
+    for k in range(data.ndim):
+        b = begin[k] if k < len(begin) else None
+        e = end[k] if k < len(end) else None
+        st = step[k] if k < len(step) else None
+        index.append(builtins.slice(b, e, st))
+    return data[tuple(index)]
 
 
 def nonzero(a):

@@ -7,17 +7,7 @@ itself, for any length, and its gradient runs the body's gradient in reverse.
 from ..._core import autograd
 from ... import np as knp
 from ..._core import trace
-
-
-class _Rows(autograd.Function):
-    """xs -> its rows xs[0], xs[1], ...: one tape entry whose backward stacks the rows'
-    gradients (indexing row by row would give each row a full-size gradient: T^2 work)."""
-
-    def forward(self, xs):
-        return [xs[t] for t in range(xs.shape[0])]
-
-    def backward(self, *grads):
-        return knp.stack(grads)
+from ...npx.control_flow import Rows
 
 
 def run(step, xs, states, reverse=False):
@@ -26,7 +16,7 @@ def run(step, xs, states, reverse=False):
         from ...graph.scan_trace import emit_scan
         return emit_scan(step, xs, states, reverse=reverse)
     length = xs.shape[0]
-    rows = _Rows()(xs) if autograd.is_recording() else [xs[t] for t in range(length)]
+    rows = Rows()(xs) if autograd.is_recording() else [xs[t] for t in range(length)]
     ys = [None] * length
     for t in (range(length - 1, -1, -1) if reverse else range(length)):
         ys[t], states = step(rows[t], states)

@@ -10,7 +10,7 @@ import random as _pyrandom
 import numpy as _np
 
 from ..._core.base import KilnError
-from . import (_to_numpy, _wrap, center_crop, color_normalize, fixed_crop, imresize,
+from ...data.image import (_to_numpy, _wrap, center_crop, color_normalize, fixed_crop, imresize,
     random_crop, resize_short)
 
 _LUMA = _np.array([0.299, 0.587, 0.114], _np.float32)

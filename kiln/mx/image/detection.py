@@ -11,7 +11,7 @@ import random as _pyrandom
 import numpy as _np
 
 from ..._core.base import KilnError, where_in_user_code
-from . import _to_numpy, _wrap, fixed_crop
+from ...data.image import _to_numpy, _wrap, fixed_crop
 from .augment import (Augmenter, CastAug, ColorJitterAug, ColorNormalizeAug, ForceResizeAug,
     HueJitterAug, LightingAug, RandomGrayAug, ResizeAug, copyMakeBorder, _PCA_EIGVAL,
     _PCA_EIGVEC, _plain)

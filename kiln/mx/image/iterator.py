@@ -55,7 +55,7 @@ class ImageIter(DataIter):
                  part_index=0, num_parts=1, aug_list=None, imglist=None, data_name="data",
                  label_name="softmax_label", dtype="float32", last_batch_handle="pad",
                  **kwargs):
-        from .. import recordio
+        from ...data import recordio
         from .augment import CreateAugmenter
         super().__init__(batch_size)
         if not (path_imgrec or path_imglist or isinstance(imglist, list)):
@@ -126,7 +126,7 @@ class ImageIter(DataIter):
 
     def next_sample(self):
         """(label, encoded image bytes) of the next example; StopIteration at the end."""
-        from .. import recordio
+        from ...data import recordio
         if not self._allow_read:
             raise StopIteration
         if self.seq is None:
@@ -159,7 +159,7 @@ class ImageIter(DataIter):
                             + where_in_user_code()) from None
 
     def imdecode(self, s):
-        from . import imdecode
+        from ...data.image import imdecode
         try:
             return imdecode(s)
         except KilnError as exc:

@@ -10,7 +10,7 @@ import numpy as _np
 
 from ... import np as knp
 from ..._core.base import KilnError
-from . import _op
+from .table import _op
 
 _LOSS = []
 

@@ -9,7 +9,7 @@ reach the data, offsets, mask and weights.
 """
 from ... import np as knp
 from ..._core.base import KilnError
-from . import _op
+from .table import _op
 
 
 def _pair(v, default):

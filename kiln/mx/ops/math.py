@@ -6,7 +6,7 @@ import numpy as _np
 
 from ... import np as knp, npx as knpx
 from ..._core.base import KilnError
-from . import _op
+from .table import _op
 
 
 def _as_number(fn):

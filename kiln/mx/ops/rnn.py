@@ -10,7 +10,7 @@ import numpy as _np
 
 from ... import np as knp, npx as knpx
 from ..._core.base import KilnError
-from . import _op
+from .table import _op
 from ...gluon.rnn import time_loop
 from ...gluon.rnn.cell_math import GATES, step
 

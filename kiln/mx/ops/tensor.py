@@ -4,7 +4,7 @@ import numpy as _np
 
 from ... import np as knp, npx as knpx
 from ..._core.base import KilnError
-from . import _op, _DTYPE_FLAGS
+from .table import _op, _DTYPE_FLAGS
 
 
 # ---- arithmetic ----------------------------------------------------------------------------
@@ -193,13 +193,7 @@ def slice_axis(data, axis=0, begin=0, end=None, **_):
 
 @_op("slice crop")
 def slice_(data, begin=(), end=(), step=(), **_):
-    index = []
-    for k in range(data.ndim):
-        b = begin[k] if k < len(begin) else None
-        e = end[k] if k < len(end) else None
-        st = step[k] if k < len(step) else None
-        index.append(slice(b, e, st))
-    return data[tuple(index)]
+    return knpx.slice(data, begin, end, step)
 
 
 @_op("broadcast_to")

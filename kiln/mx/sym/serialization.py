@@ -7,7 +7,7 @@ parameters and constants become variables named as in the params file.
 import json
 
 from ..._core.base import KilnError
-from ...export import mxnet_json
+from . import mxnet_json
 from .symbol import KILN_PREFIX, Symbol, SymNode
 
 

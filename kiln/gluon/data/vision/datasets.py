@@ -11,7 +11,9 @@ import warnings
 import numpy as _np
 
 from ...._core.base import KilnError
-from ..dataset import Dataset
+from ...._core.ndarray import ndarray
+from ....data import digits
+from ..dataset import ArrayDataset, Dataset
 from .dataset_files import ensure_files, read_cifar_batch, read_idx, resolve_root
 
 
@@ -158,9 +160,32 @@ class ImageFolderDataset(Dataset):
         return len(self.items)
 
     def __getitem__(self, idx):
-        from ....mx import image
+        from ....data import image
         filename, label = self.items[idx]
         img = image.imread(filename, self._flag)
         if self._transform is not None:
             return self._transform(img, label)
         return img, label
+
+
+class Digits(ArrayDataset):
+    """Digits(train=True, flatten=True, transform=None): samples are (features, label).
+
+    `transform(data, label) -> (data, label)` is applied per sample, as in MXNet's MNIST.
+    """
+
+    def __init__(self, train=True, flatten=True, transform=None):
+        x, y = digits.load_arrays(train, flatten)
+        # features are kiln arrays and labels NumPy integers, as in MXNet's MNIST
+        super().__init__(ndarray._wrap(x), y)
+        self._train = train
+        self._transform = transform
+
+    def __getitem__(self, idx):
+        item = super().__getitem__(idx)
+        if self._transform is not None:
+            return self._transform(*item)
+        return item
+
+    def __repr__(self):
+        return f"Digits(train={self._train}, {len(self)} samples)"

@@ -5,8 +5,8 @@ RandomCrop (MXNet 2's, with optional padding).
 import numpy as _np
 
 from ...._core.base import KilnError
-from ....mx import image as _image
-from ....mx.image.rotate import imrotate
+from ....data import image as _image
+from ....data.rotate import imrotate
 from .transforms import Transform, _check_image, _per_image, _size_pair, rng, to_numpy, wrap
 
 

@@ -10,7 +10,7 @@ class RecordFileDataset(Dataset):
     Each item is the record's bytes. Worker processes reopen the file on first use."""
 
     def __init__(self, filename):
-        from ....mx import recordio
+        from ....data import recordio
         self.filename = os.fspath(filename)
         self.idx_file = os.path.splitext(self.filename)[0] + ".idx"
         self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
@@ -33,7 +33,7 @@ class ImageRecordDataset(RecordFileDataset):
         self._transform = transform
 
     def __getitem__(self, idx):
-        from ....mx import image, recordio
+        from ....data import image, recordio
         header, payload = recordio.unpack(super().__getitem__(idx))
         img = image.imdecode(payload, self._flag)
         if self._transform is not None:

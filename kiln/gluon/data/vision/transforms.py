@@ -11,7 +11,7 @@ import numpy as _np
 from ...._core.base import KilnError, normalize_dtype
 from ...._core.ndarray import ndarray
 from ....ops.creation import _RandomState
-from ....mx import image as _image
+from ....data import image as _image
 
 
 def to_numpy(x, what):

@@ -9,15 +9,19 @@ Parameter shapes come from the params file, or are inferred from the first input
 """
 from collections import OrderedDict
 
-from .._core.base import KilnError, where_in_user_code
-from .._core.ndarray import ndarray
-from ..mx.sym.evaluation import evaluate, _as_array, infer_shape, check_sizes
-from .parameter import Parameter
-from .symbol_block import SymbolBlock
+from ..._core.base import KilnError, where_in_user_code
+from ..._core.ndarray import ndarray
+from ...gluon.block import HybridBlock
+from ...gluon.parameter import Parameter
+from ...gluon import symbol_block
+from ...gluon.symbol_block import SymbolBlock
+from .evaluation import evaluate, _as_array, infer_shape, check_sizes
+from .symbol import Group, Symbol
+from . import serialization
+from .mxnet_json import is_mxnet_text, read_text
 
 
 def _input_names(inputs):
-    from ..mx.sym.symbol import Symbol
     if inputs is None:
         return None
     if isinstance(inputs, (str, Symbol)):
@@ -34,9 +38,7 @@ def _input_names(inputs):
 
 class MXSymbolBlock(SymbolBlock):
     def __init__(self, outputs, inputs=None, params=None):
-        from .block import HybridBlock
         HybridBlock.__init__(self)
-        from ..mx.sym.symbol import Group, Symbol
         if isinstance(outputs, (list, tuple)):
             outputs = Group(list(outputs))
         if not isinstance(outputs, Symbol):
@@ -61,7 +63,7 @@ class MXSymbolBlock(SymbolBlock):
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):
-        from ..mx.mod.params import read_entries, split_prefixed
+        from ..mod.params import read_entries, split_prefixed
         args, aux = split_prefixed(read_entries(filename), set(), str(filename))
         entries = {**args, **aux}
         entries = {k: v for k, v in entries.items() if not k.startswith("__const__.")
@@ -112,3 +114,16 @@ class MXSymbolBlock(SymbolBlock):
     def __repr__(self):
         return (f"SymbolBlock(MXNet symbol: inputs {self._inputs}, outputs "
                 f"{self._sym.list_outputs()}, {len(self._reg_params)} parameters)")
+
+
+def _is_symbol(value):
+    return isinstance(value, Symbol) or (isinstance(value, (list, tuple)) and value
+                                         and isinstance(value[0], Symbol))
+
+
+def _load_mxnet_file(symbol_file, input_names):
+    return MXSymbolBlock(serialization.load(symbol_file), input_names)
+
+
+symbol_block.register_symbol_kind(Symbol, _is_symbol, MXSymbolBlock)
+symbol_block.register_file_format(lambda path: is_mxnet_text(read_text(path)), _load_mxnet_file)

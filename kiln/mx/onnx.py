@@ -1,14 +1,11 @@
-"""kiln.onnx: export a model to ONNX (needs the optional 'onnx' package).
+"""`kiln.onnx` (MXNet's `mx.onnx`): export a model to ONNX (needs the optional 'onnx'
+package). `export` is kiln's exporter (kiln/export/onnx.py); `export_model` is MXNet 1.9's
+signature over it.
 
     kiln.onnx.export(net, [x], "model.onnx")                  # a hybridizable block
     kiln.onnx.export("model-symbol.json", [x], "model.onnx")  # an exported symbol file
 """
-
-
-def export(block_or_symbol_file, example_inputs, path, opset=17):
-    """Write an ONNX model equivalent to the block's predict-mode forward; returns path."""
-    from .export.onnx import export as _export
-    return _export(block_or_symbol_file, example_inputs, path, opset)
+from ..export.onnx import export  # noqa: F401
 
 
 def export_model(sym, params, in_shapes=None, in_types="float32", onnx_file_path="model.onnx",
@@ -24,12 +21,12 @@ def export_model(sym, params, in_shapes=None, in_types="float32", onnx_file_path
 
     import numpy as _np
 
-    from ._core.base import KilnError
-    from .gluon.symbol_block import SymbolBlock
-    from .mx.nd.functions import load, save
-    from ._core.ndarray import ndarray
-    from .mx.sym.symbol import Symbol
-    from .mx.sym.serialization import load as load_symbol
+    from .._core.base import KilnError
+    from ..gluon.symbol_block import SymbolBlock
+    from .nd.functions import load, save
+    from .._core.ndarray import ndarray
+    from .sym.symbol import Symbol
+    from .sym.serialization import load as load_symbol
     in_shapes = in_shapes if in_shapes is not None else input_shape
     in_types = input_type if input_type is not None else in_types
     if dynamic:

@@ -48,7 +48,7 @@ def inspect_main(argv):
     p.add_argument("symbol_file")
     p.add_argument("params_file", nargs="?", help="default: PATH-0000.params beside it")
     a = p.parse_args(argv)
-    from .symbol import read_symbol
+    from ..export.symbol import read_symbol
     sym = read_symbol(a.symbol_file)
     print(f"model {sym.name} (format version {sym.format_version}, "
           f"written by kiln {sym.kiln_version})")
@@ -74,7 +74,7 @@ def inspect_main(argv):
         print(f"constants: {len(sym.consts)}")
     params_file = a.params_file or _default_params(a.symbol_file)
     if params_file:
-        from .params import read_params, match_params
+        from ..export.params import read_params, match_params
         match_params(sym, read_params(params_file), params_file)
         print(f"params file {params_file}: matches ({_human(os.path.getsize(params_file))})")
     else:
@@ -133,8 +133,8 @@ def draw_main(argv):
     p.add_argument("-o", "--output", required=True,
                    help="graph.dot (no graphviz needed), or .svg/.png/.pdf (needs `dot`)")
     a = p.parse_args(argv)
-    from .symbol import read_symbol
-    from .loaded import LoadedModel, to_graph
+    from ..export.symbol import read_symbol
+    from ..export.loaded import LoadedModel, to_graph
     sym = read_symbol(a.symbol_file)
     consts = {k: _np.zeros(s.shape, s.dtype) for k, s in sym.consts}   # values not drawn
     dot = to_graph(LoadedModel(sym, {}, consts)).to_dot()
@@ -162,7 +162,7 @@ def build_c_main(argv):
     p.add_argument("params_file")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     a = p.parse_args(argv)
-    from .standalone_c import build_c
+    from ..export.standalone_c import build_c
     build_c(a.symbol_file, a.params_file, a.output)
     print(f"wrote {a.output}/ (model.c, model.h, weights.c, main.c, Makefile); "
           f"build with: make -C {a.output}")
@@ -178,7 +178,7 @@ def onnx_main(argv):
     p.add_argument("-o", "--output", required=True, metavar="MODEL.onnx")
     p.add_argument("--opset", type=int, default=17)
     a = p.parse_args(argv)
-    from .onnx import export
+    from ..export.onnx import export
     export((a.symbol_file, a.params_file), None, a.output, a.opset)
     print(f"wrote {a.output}")
     return 0

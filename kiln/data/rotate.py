@@ -7,7 +7,7 @@ import numbers
 
 import numpy as _np
 
-from ..._core.base import KilnError
+from .._core.base import KilnError
 
 _F32 = _np.float32
 
@@ -62,7 +62,7 @@ def rotate_image(img, degrees, zoom_in=False, zoom_out=False):
 
 
 def _chw_batch(src, what):
-    from ..._core.ndarray import ndarray
+    from .._core.ndarray import ndarray
     arr = src._concrete(what) if isinstance(src, ndarray) else _np.asarray(src)
     if arr.dtype != _np.float32:
         raise KilnError(f"{what} takes float32 images (C, H, W) or batches (N, C, H, W); "
@@ -76,7 +76,7 @@ def imrotate(src, rotation_degrees, zoom_in=False, zoom_out=False):
     """Rotate a float32 (C, H, W) image, or each image of an (N, C, H, W) batch, by
     rotation_degrees (a number, or one angle per image of a batch). zoom_in scales so that
     no padding shows, zoom_out so that the whole image does."""
-    from ..._core.ndarray import ndarray
+    from .._core.ndarray import ndarray
     if zoom_in and zoom_out:
         raise KilnError("image.imrotate: zoom_in and zoom_out cannot both be True")
     arr = _chw_batch(src, "image.imrotate")
@@ -101,7 +101,7 @@ def imrotate(src, rotation_degrees, zoom_in=False, zoom_out=False):
 def random_rotate(src, angle_limits, zoom_in=False, zoom_out=False):
     """imrotate by angles drawn uniformly from angle_limits=(lower, upper) degrees, one per
     image, from kiln's generator (np.random.seed)."""
-    from ...ops.creation import _RandomState
+    from ..ops.creation import _RandomState
     arr = _chw_batch(src, "image.random_rotate")
     gen = _RandomState.generator
     lower, upper = (float(v) for v in angle_limits)

@@ -9,15 +9,15 @@ import sys
 
 COMMANDS = {
     "demo": ("kiln.demo", "main", "train an MLP on the bundled 8x8 digits and report accuracy"),
-    "bench": ("kiln.bench_command", "main",
+    "bench": ("kiln.cli.bench", "main",
               "benchmarks from bench/: `bench` (seed MLP vs peers), `bench train`"),
-    "inspect": ("kiln.export.commands", "inspect_main",
+    "inspect": ("kiln.cli.models", "inspect_main",
                 "describe an exported model (PATH-symbol.json): inputs, outputs, ops, params"),
-    "run": ("kiln.export.commands", "run_main", "run an exported model on .npy inputs"),
-    "draw": ("kiln.export.commands", "draw_main", "draw an exported graph (.dot, or .svg via dot)"),
-    "build-c": ("kiln.export.commands", "build_c_main",
+    "run": ("kiln.cli.models", "run_main", "run an exported model on .npy inputs"),
+    "draw": ("kiln.cli.models", "draw_main", "draw an exported graph (.dot, or .svg via dot)"),
+    "build-c": ("kiln.cli.models", "build_c_main",
                 "write a standalone C program (model.c, Makefile) for an exported model"),
-    "onnx": ("kiln.export.commands", "onnx_main", "convert an exported model to ONNX"),
+    "onnx": ("kiln.cli.models", "onnx_main", "convert an exported model to ONNX"),
     "fuzz": ("kiln.fuzz.run", "main",
              "differential fuzzing: random programs, eager vs both backends (--minutes N)"),
     "mxnet": ("kiln.mx.alias", "main", "run a script written for MXNet with `mxnet` = kiln"),
@@ -38,7 +38,7 @@ def main(argv=None):
         print(usage())
         return 0
     if argv[0] in ("-V", "--version"):
-        from . import __version__
+        from .. import __version__
         print(f"kiln {__version__}")
         return 0
     entry = COMMANDS.get(argv[0])

@@ -9,19 +9,19 @@ Layout (1.x and 2.x alike):
      "attrs": {"mxnet_version": ["int", 10901]}}
 
 Node attributes sit under "attrs" (1.x since 0.12, and 2.x), "attr" or "param" (older
-files); every value is a string parsed by mxnet_ops.parse_attr. Nodes refer only to
+files); every value is a string parsed by kiln/mx/ops's parse_attr. Nodes refer only to
 earlier nodes, which the reader checks (no cycles, no forward references). Ops are looked
 up in kiln's MXNet table; a name it does not know is an error that names the op and node.
 Nodes of kiln's own registry ("kiln:matmul") carry typed attribute values.
 """
 import json
 
-from .._core.base import KilnError
-from ..mx.ops import OPS, parse_attr
-from ..mx.sym.symbol import KILN_PREFIX, Symbol, SymNode, nodes_of
-from ..ops.registry import REGISTRY
-from . import attrs as tattrs
-from .symbol import MAX_NODES, read_capped
+from ..._core.base import KilnError
+from ...ops.registry import REGISTRY
+from ...export import attrs as tattrs
+from ...export.symbol import MAX_NODES, read_capped
+from ..ops import OPS, parse_attr
+from .symbol import KILN_PREFIX, Symbol, SymNode, nodes_of
 
 MXNET_VERSION = 10901          # the version these files are written as (MXNet 1.9.1)
 _ATTR_KEYS = ("attrs", "attr", "param")

@@ -1,0 +1,106 @@
+"""The table of MXNet 1.x operator names (OPS), the entry each name maps to (MXOp), and
+the parser of MXNet's attribute strings. The topic modules of this package fill the table
+with `@_op(...)`; see __init__.py.
+"""
+from ..._core.base import KilnError
+
+_DTYPE_FLAGS = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8", "4": "int32",
+                "5": "int8", "6": "int64", "7": "bool"}
+
+
+class MXOp:
+    __slots__ = ("name", "fn", "inputs", "aux", "variadic", "num_outputs", "param_shapes")
+
+    def __init__(self, name, fn, inputs=("data",), aux=(), variadic=False, num_outputs=1,
+                 param_shapes=None):
+        self.name, self.fn, self.inputs, self.aux = name, fn, tuple(inputs), tuple(aux)
+        self.variadic = variadic              # takes any number of data inputs (Concat)
+        self.num_outputs = num_outputs
+        # (attrs, data shape) -> {input name: shape} for the weights MXNet infers
+        self.param_shapes = param_shapes
+
+    def input_names(self, attrs):
+        names = list(self.inputs)
+        if attrs.get("no_bias") and "bias" in names:
+            names.remove("bias")
+        if self.name in ("softmax", "log_softmax") and not attrs.get("use_length"):
+            names.remove("length")
+        if self.name == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":
+            names.remove("gamma")
+        if self.name.startswith("Sequence") and not attrs.get("use_sequence_length"):
+            names.remove("sequence_length")
+        if self.name == "RNN":
+            if attrs.get("mode", "lstm") != "lstm":
+                names.remove("state_cell")
+            if not attrs.get("use_sequence_length"):
+                names.remove("sequence_length")
+        return names + list(self.aux)
+
+
+OPS = {}
+
+
+def _op(names, inputs=("data",), **kw):
+    def register(fn):
+        for n in names.split():
+            OPS[n] = MXOp(n, fn, inputs, **kw)
+        return fn
+    return register
+
+
+def lookup(name, where=""):
+    op = OPS.get(name)
+    if op is None:
+        raise KilnError(f"{where}MXNet op {name!r} has no kiln mapping (kiln maps "
+                        f"{len(OPS)} MXNet ops; see kiln/mx/ops)")
+    return op
+
+
+# ---- attribute strings ('(3, 3)', 'False', '1e-05') -------------------------------------------
+
+def parse_attr(text, depth=0):
+    """An MXNet attribute string as a Python value, by a small grammar (never eval)."""
+    if not isinstance(text, str):
+        return text
+    if depth > 8:
+        raise KilnError(f"attribute value nests tuples too deeply: {text[:60]!r}")
+    s = text.strip()
+    if s in ("True", "true"):
+        return True
+    if s in ("False", "false"):
+        return False
+    if s in ("None", "none"):
+        return None
+    if s[:1] in "([" and s[-1:] in ")]":
+        inner = s[1:-1].strip().rstrip(",")
+        if not inner:
+            return ()
+        return tuple(parse_attr(p, depth + 1) for p in _top_level_split(inner))
+    try:
+        return int(s)
+    except ValueError:
+        pass
+    try:
+        return float(s)
+    except ValueError:
+        return s
+
+
+def _top_level_split(text):
+    parts, level, start = [], 0, 0
+    for k, c in enumerate(text):
+        if c in "([":
+            level += 1
+        elif c in ")]":
+            level -= 1
+        elif c == "," and level == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    parts.append(text[start:])
+    return parts
+
+
+def tuple_or_none(v):
+    if v is None or v == ():
+        return None
+    return tuple(int(d) for d in v) if isinstance(v, (tuple, list)) else (int(v),)
