@@ -286,7 +286,8 @@ def main(argv=None):
         names.insert(1, "MXNet")
     cases = list(medians["kiln"]) if "kiln" in medians else []
     print(f"µs per eager call, median of {rounds} round(s), one thread per runtime "
-          f"(MXNet: {'n/a, pass --mxnet-python' if 'MXNet' not in medians else 'ends each timed loop with npx.waitall()'})\n")
+          "(MXNet: " + ("n/a, pass --mxnet-python" if "MXNet" not in medians
+                        else "ends each timed loop with npx.waitall()") + ")\n")
     head = "| op | " + " | ".join(names) + " | kiln / MXNet |"
     print(head)
     print("| --- |" + " ---: |" * (len(names) + 1))

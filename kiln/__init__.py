@@ -4,7 +4,7 @@ This module is a face: the names users reach as `kiln.X`. The code lives in the 
 (ARCHITECTURE.md has the map); `kiln.nd`, `kiln.image`, `kiln.autograd` and the other
 public module paths whose files live in a package resolve through kiln/mx/alias.py.
 """
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401
 
 from . import ops  # noqa: F401  (registers every primitive)
 from ._core.base import KilnError, MXNetError  # noqa: F401

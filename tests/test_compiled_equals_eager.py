@@ -12,7 +12,6 @@ import pytest
 
 import kiln
 from kiln import np, npx
-from kiln import autograd
 from kiln.fuzz.compare import compare
 
 R = onp.random.default_rng(16)

@@ -4,7 +4,6 @@ Small stand-ins in the published file formats replace the datasets (no network h
 gzip IDX files for Fashion-MNIST, a tab-separated airfoil file, a fra-eng.zip.
 """
 import hashlib
-import os
 import zipfile
 
 import numpy as onp

@@ -39,7 +39,8 @@ def nin():
     def block(channels, k, s, p):
         blk = nn.HybridSequential()
         blk.add(nn.Conv2D(channels, k, s, p, activation="relu"),
-                nn.Conv2D(channels, 1, activation="relu"), nn.Conv2D(channels, 1, activation="relu"))
+                nn.Conv2D(channels, 1, activation="relu"),
+                nn.Conv2D(channels, 1, activation="relu"))
         return blk
     net = nn.HybridSequential()
     net.add(block(8, 5, 2, 0), nn.MaxPool2D(3, 2), block(10, 3, 1, 1), nn.GlobalAvgPool2D(),

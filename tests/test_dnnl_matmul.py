@@ -298,7 +298,8 @@ def test_eager_gemm_reads_strided_rows_and_refuses_what_it_cannot():
     assert eager_gemm._operand(base[:, :, ::2][:, 0]) is None   # neither rows nor columns
     assert eager_gemm._operand(base[::-1, 0]) is None          # rows in reverse
     rng = onp.random.default_rng(11)
-    seq = rng.standard_normal((256, 32, 28)).astype("float32").transpose(1, 0, 2)  # (steps, batch, vocab), batch-major
+    # (steps, batch, vocab), batch-major
+    seq = rng.standard_normal((256, 32, 28)).astype("float32").transpose(1, 0, 2)
     w = rng.standard_normal((28, 32)).astype("float32")
     for x in (seq[3], seq[3].T.copy().T):
         for on_dnnl in (True, False):

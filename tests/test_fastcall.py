@@ -11,7 +11,6 @@ import warnings
 import numpy as onp
 import pytest
 
-import kiln
 from kiln import np
 from kiln.backend.c import build
 from kiln.base import KilnError

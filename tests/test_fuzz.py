@@ -4,7 +4,6 @@
 in test_compiled_equals_eager.py.
 """
 import numpy as onp
-import pytest
 
 from kiln.fuzz.child import Child
 from kiln.fuzz.generate import generate

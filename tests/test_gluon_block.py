@@ -4,8 +4,8 @@ import pytest
 
 import kiln
 from kiln import autograd
-from kiln import np, npx, init
-from kiln.gluon import nn, Block, HybridBlock
+from kiln import np, init
+from kiln.gluon import nn
 from kiln._core import trace
 
 

@@ -1,6 +1,5 @@
 """The d2l book's (MXNet edition) "Builders' Guide" programs, with `mxnet` -> `kiln`."""
 import numpy as onp
-import pytest
 
 from kiln import autograd
 from kiln import np, npx, init

@@ -3,7 +3,7 @@ import numpy as onp
 import pytest
 
 from kiln import autograd
-from kiln import np, npx
+from kiln import np
 from kiln.gluon import nn
 
 torch = pytest.importorskip("torch")

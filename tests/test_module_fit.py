@@ -153,4 +153,5 @@ def test_fit_with_a_monitor_logs_its_statistics(caplog):
     assert any("fc1_weight" in line for line in lines)
     assert any("fc2_weight" in line for line in lines)
     steps = {int(line.split()[1]) for line in lines}
-    assert steps and all((step - 1) % 5 == 0 for step in steps)   # batches 1, 6, 11, ...: MXNet counts from 1
+    # batches 1, 6, 11, ...: MXNet counts from 1
+    assert steps and all((step - 1) % 5 == 0 for step in steps)

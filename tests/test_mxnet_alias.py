@@ -96,4 +96,5 @@ def test_submodules_of_module_namespaces_import(tmp_path):
                          cwd=str(tmp_path), env=_env())
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["kiln.mx.nd.contrib", "kiln.mx.nd.linalg",
-                                  "kiln.mx.nd.contrib", "kiln.mx.nd.random", "missing", "mxnet.ndarray.nosuch"]
+                                  "kiln.mx.nd.contrib", "kiln.mx.nd.random", "missing",
+                                  "mxnet.ndarray.nosuch"]

@@ -133,6 +133,7 @@ def test_kvstore_errors_and_states(mx, tmp_path):
     kv2.load_optimizer_states(str(tmp_path / "s"))
     (m1, v1), (m2, v2) = kv._updater.states["a"], kv2._updater.states["a"]
     np.testing.assert_array_equal(m1, m2)
+    np.testing.assert_array_equal(v1, v2)
     (tmp_path / "bad").write_bytes(b"not npz")
     with pytest.raises(KilnError, match="not kiln updater states"):
         kv2.load_optimizer_states(str(tmp_path / "bad"))

@@ -2,7 +2,6 @@
 output the next layer's weight gradient reads) is computed again by the backward program
 rather than returned by the forward one."""
 import numpy as onp
-import pytest
 
 import kiln
 from kiln import np

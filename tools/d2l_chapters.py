@@ -22,9 +22,9 @@ The prelude changes nothing in the chapter's code. It
   dataset loaders accept stand-ins in the real formats.
 
 Stand-in data (tools/d2l_stand_ins.py; written once per SCRATCH, outside the timed run)
-has the real sizes and formats: Fashion-MNIST (balanced classes, as the real one) and MNIST as gzip IDX (60k/10k
-28x28 by default, --images for smaller ones), the banana detection set as the book's zip
-(1,000/100 PNGs of 256x256, one box each) and the book's img/banana.jpg, The Time
+has the real sizes and formats: Fashion-MNIST (balanced classes, as the real one) and MNIST
+as gzip IDX (60k/10k 28x28 by default, --images for smaller ones), the banana detection set
+as the book's zip (1,000/100 PNGs of 256x256, one box each) and the book's img/banana.jpg, The Time
 Machine's size in English-like text, 150,000 English-French pairs as fra-eng.zip, Kaggle
 house prices as CSV (1460/1459 rows, 81/80 columns).
 
@@ -408,7 +408,8 @@ def main(argv=None):
     with open(results, "a") as f:
         f.write(f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
                 f"epochs capped at {args.epochs_cap}, on {args.framework} ({args.python})"
-                + (f", SMOKE: {args.smoke} batches per epoch" if args.smoke else "") + "\n\n" + table)
+                + (f", SMOKE: {args.smoke} batches per epoch" if args.smoke else "")
+                + "\n\n" + table)
     return 0
 
 

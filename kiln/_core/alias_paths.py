@@ -29,7 +29,8 @@ def mark(originals, results, same_on_paths, where, what, label):
             why = (f"{what}: {label(k)} is the same array as before on one path through "
                    f"the {what} and a new array on another, so an in-place write to it (or to "
                    "the array it was) reaches the other name on one path only, which one "
-                   f"compiled program cannot follow (the {what}{where.splitlines()[0] if where else ''})")
+                   f"compiled program cannot follow (the {what}"
+                   f"{where.splitlines()[0] if where else ''})")
             for a in (result, orig):
                 _marked[id(a)] = (weakref.ref(a), why)
 

@@ -206,7 +206,8 @@ def _propagate(heads, head_grads, retain_graph, create_graph):
                 raise KilnError("backward through the same graph a second time; pass "
                                 "retain_graph=True to the first backward()" + where_in_user_code())
             if not node.sparse:
-                out_grads = [g if g is not None else REGISTRY["full"](shape=tuple(shape), value=0, dtype=dt)
+                zeros = REGISTRY["full"]
+                out_grads = [g if g is not None else zeros(shape=tuple(shape), value=0, dtype=dt)
                              for g, (shape, dt) in zip(out_grads, node.out_avals)]
             in_grads = node.backward(out_grads)
             if not retain_graph:

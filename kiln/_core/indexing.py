@@ -240,9 +240,11 @@ def _advanced_setitem(x, key, v):
     source[selected.ravel()] = _np.arange(selected.size)
     mask = _np.zeros(x.size, _np.bool_)
     mask[selected.ravel()] = True
-    gathered = REGISTRY["take"](REGISTRY["reshape"](v, shape=(selected.size,)), ndarray._wrap(source), axis=0,
+    flat = REGISTRY["reshape"](v, shape=(selected.size,))
+    gathered = REGISTRY["take"](flat, ndarray._wrap(source), axis=0,
                     mode="clip")
-    return REGISTRY["where"](ndarray._wrap(mask.reshape(x.shape)), REGISTRY["reshape"](gathered, shape=x.shape), x)
+    return REGISTRY["where"](ndarray._wrap(mask.reshape(x.shape)),
+                             REGISTRY["reshape"](gathered, shape=x.shape), x)
 
 
 def _numpy_key(key):

@@ -38,7 +38,7 @@ def main(argv=None):
         print(usage())
         return 0
     if argv[0] in ("-V", "--version"):
-        from .. import __version__
+        from .._version import __version__
         print(f"kiln {__version__}")
         return 0
     entry = COMMANDS.get(argv[0])

@@ -9,7 +9,7 @@ matching (windows -> reshape -> matmul = Conv) also relies on this unrewritten f
 """
 import numpy as _np
 
-from .. import __version__
+from .._version import __version__
 from .._core.base import KilnError, where_in_user_code
 from .._core.ir import Graph
 from ..ops.registry import REGISTRY

@@ -143,7 +143,8 @@ def graph_to_onnx(graph, param_values, opset=17, name="kiln"):
     if opset < MIN_OPSET:
         raise KilnError(f"ONNX export: opset {opset} is too old; use {MIN_OPSET} or newer")
     from ..graph.passes.expand_heavy import expand_heavy_ops
-    graph = expand_heavy_ops(graph, keep=lambda n: n.op in ("conv", "pool"))   # the rest have no ONNX op
+    # conv and pool have ONNX ops; the other heavy ops are expanded into ones that do
+    graph = expand_heavy_ops(graph, keep=lambda n: n.op in ("conv", "pool"))
     em = Emitter(opset)
     helper = em.helper
     names, graph_inputs = {}, []

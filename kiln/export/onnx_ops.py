@@ -13,7 +13,9 @@ INT64_MIN = -(1 << 63)
 
 
 def _cast_to(em, name, have, want):
-    return name if _np.dtype(have) == _np.dtype(want) else em.op("Cast", [name], to=em.onnx_type(want))
+    if _np.dtype(have) == _np.dtype(want):
+        return name
+    return em.op("Cast", [name], to=em.onnx_type(want))
 
 
 def _operands(em, node, ins, dtype):

@@ -217,7 +217,7 @@ def create(s):
     x = s.pick()
     return f"{s.new()} = " + s.choice([
         f"np.ones_like({x}) * -1.0", f"np.zeros_like({x})", f"np.full({x}.shape, 2.5)",
-        f"np.ones({x}.shape, dtype='int32')", f"np.arange(4) * 0.5", f"np.eye(3)",
+        f"np.ones({x}.shape, dtype='int32')", "np.arange(4) * 0.5", "np.eye(3)",
         f"np.full_like({x}, 3)", f"np.zeros(({x}.size,))"])
 
 

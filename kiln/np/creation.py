@@ -111,7 +111,8 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
         start, stop = 0, start
     if step == 0:
         raise op_error("arange", "step must not be zero")
-    return ndarray._wrap(_np.arange(start, stop, step).astype(normalize_dtype(dtype, DEFAULT_FLOAT)))
+    dtype = normalize_dtype(dtype, DEFAULT_FLOAT)
+    return ndarray._wrap(_np.arange(start, stop, step).astype(dtype))
 
 
 @_numpy_made("linspace")

@@ -9,7 +9,7 @@ import math
 import numpy as _np
 
 from ..._core.base import KilnError
-from . import EvalMetric, _register, _host, check_label_shapes
+from .base import EvalMetric, _register, _host, check_label_shapes
 
 
 class _Confusion:
@@ -239,13 +239,3 @@ class Perplexity(EvalMetric):
         if self.num_inst == 0:
             return self.name, float("nan")
         return self.name, math.exp(self.sum_metric / self.num_inst)
-
-
-def register(klass):
-    """Class decorator: make a custom EvalMetric creatable by its lower-cased name."""
-    return _register()(klass)
-
-
-def alias(*aliases):
-    """Class decorator: make a metric creatable by these names too (and its own)."""
-    return _register(*aliases)

@@ -131,20 +131,27 @@ def mx_reshape_target(in_shape, shape, reverse=False):
     while k < len(spec):
         s = int(spec[k])
         if s == 0:
-            out.append(src[i]); i += 1
+            out.append(src[i])
+            i += 1
         elif s == -1:
-            out.append(-1); i += 1
+            out.append(-1)
+            i += 1
         elif s == -2:
-            out.extend(src[i:]); i = len(src)
+            out.extend(src[i:])
+            i = len(src)
         elif s == -3:
-            out.append(src[i] * src[i + 1]); i += 2
+            out.append(src[i] * src[i + 1])
+            i += 2
         elif s == -4:
             a, b = int(spec[k + 1]), int(spec[k + 2])
             a = src[i] // b if a == -1 else a
             b = src[i] // a if b == -1 else b
-            out.extend([a, b]); i += 1; k += 2
+            out.extend([a, b])
+            i += 1
+            k += 2
         else:
-            out.append(s); i += 1
+            out.append(s)
+            i += 1
         k += 1
     return tuple(out[::-1] if reverse else out)
 

@@ -13,9 +13,10 @@ from .proposal import Proposal, MultiProposal  # noqa: F401,E402
 from .resize import BilinearResize2D, AdaptiveAvgPooling2D, PSROIPooling, ROIAlign
 from ..optimizer_ops import adamw_update, mp_adamw_update, multi_adamw_update  # noqa
 from ...ops.ctc import CTCLoss  # noqa: F401,E402
-ctc_loss = CTCLoss
 from .misc import (boolean_mask, index_array, index_copy, div_sqrt_dim, quadratic, allclose,
     isnan, isinf, isfinite, round_ste, sign_ste, gradientmultiplier, rand_zipfian)
+
+ctc_loss = CTCLoss
 
 
 def SyncBatchNorm(*args, **kwargs):

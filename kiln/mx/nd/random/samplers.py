@@ -151,12 +151,12 @@ def _like(fn, **renames):
 
 
 def _normal(loc=0.0, scale=1.0, shape=None, dtype=None, **_):
-    from . import normal
+    from .generators import normal
     return normal(loc, scale, shape=shape, dtype=dtype)
 
 
 def _uniform(low=0.0, high=1.0, shape=None, dtype=None, **_):
-    from . import uniform
+    from .generators import uniform
     return uniform(low, high, shape=shape, dtype=dtype)
 
 

@@ -1,0 +1,35 @@
+"""nd.random's normal, uniform, randn, randint, seed and shuffle: kiln.np.random's generators
+with MXNet 1.x's `shape=` (no shape gives one value of shape (1,))."""
+from ....np import random as _r
+
+
+def _size(shape):
+    if shape is None or shape == ():
+        return (1,)     # MXNet 1.x: no shape gives one value
+    return (shape,) if isinstance(shape, int) else tuple(shape)
+
+
+def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, **_):
+    return _r.normal(loc, scale, size=_size(shape), dtype=dtype or "float32")
+
+
+def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, **_):
+    return _r.uniform(low, high, size=_size(shape), dtype=dtype or "float32")
+
+
+def randn(*shape, loc=0.0, scale=1.0, dtype=None, **_):
+    return normal(loc, scale, shape or None, dtype)
+
+
+def randint(low, high, shape=None, dtype=None, ctx=None, **_):
+    return _r.randint(low, high, size=_size(shape), dtype=dtype or "int32")
+
+
+def seed(seed_state, ctx="all"):
+    _r.seed(seed_state)
+
+
+def shuffle(data, **_):
+    out = data.copy()
+    _r.shuffle(out)
+    return out
