@@ -36,10 +36,11 @@ def _is_prose(line, in_string):
     return not any(c in before for c in "#'\"")
 
 
-def cell(text, first_line, after=None, max_lines=None, last_line=None):
+def cell(text, first_line, after=None, max_lines=None, last_line=None, keep_mxnet=False):
     """The cell starting at the line `first_line` (stripped), searched after the line
     `after` when given, ending before prose or at `last_line` (for seeds that quote
-    outputs as bare text); mxnet replaced by kiln."""
+    outputs as bare text); mxnet replaced by kiln unless `keep_mxnet` (to run the cell
+    through `python -m kiln mxnet`)."""
     lines = text.split("\n")
     start = 0
     if after is not None:
@@ -55,5 +56,4 @@ def cell(text, first_line, after=None, max_lines=None, last_line=None):
         if line.count("'''") % 2:
             in_string = not in_string
     code = textwrap.dedent("\n".join(out))
-    code = re.sub(r"\bmxnet\b", "kiln", code)
-    return code
+    return code if keep_mxnet else re.sub(r"\bmxnet\b", "kiln", code)

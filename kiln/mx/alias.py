@@ -136,6 +136,8 @@ MOVED = {
     "kiln.gluon.mxnet_symbol_block": "kiln.mx.sym.symbol_block",
     "kiln.export.mxnet_json": "kiln.mx.sym.mxnet_json",
     "kiln.bench_command": "kiln.cli.bench", "kiln.export.commands": "kiln.cli.models",
+    "kiln.graph.ir": "kiln._core.ir", "kiln.graph.trace": "kiln._core.trace",
+    "kiln.graph.alias_paths": "kiln._core.alias_paths",
 }
 
 
