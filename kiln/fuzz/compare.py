@@ -18,7 +18,7 @@ import numpy as onp
 
 from .._core import autograd
 from .._core.ndarray import ndarray
-from ..graph.cached import hybridize
+from ..hybrid.cached import hybridize
 from ..graph.tree import flatten
 
 BACKENDS = ("numpy", "c")

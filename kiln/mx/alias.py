@@ -131,6 +131,8 @@ MOVED = {
     "kiln.image_augment": "kiln.mx.image.augment", "kiln.image_detection": "kiln.mx.image.detection",
     "kiln.image_iter": "kiln.mx.image.iterator", "kiln.image_rotate": "kiln.mx.image.rotate",
     "kiln.metric_extra": "kiln.gluon.metric.correlation",
+    "kiln.graph.cached": "kiln.hybrid.cached", "kiln.graph.explain": "kiln.hybrid.explain",
+    "kiln.graph.fallback": "kiln.hybrid.fallback",
 }
 
 

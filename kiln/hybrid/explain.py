@@ -79,7 +79,7 @@ class Explanation:
 def explain(fn_or_block, *args, training=False):
     """Trace fn_or_block(*args) as hybridize would and report what happened."""
     from .cached import CachedFunction, HybridFunction, _structural_names
-    from .capture import KilnTraceWarning
+    from ..graph.capture import KilnTraceWarning
     target = fn_or_block
     if isinstance(target, HybridFunction):
         target = target.__wrapped__
@@ -115,5 +115,5 @@ def explain(fn_or_block, *args, training=False):
 
 
 def _arrays(args):
-    from .tree import flatten
+    from ..graph.tree import flatten
     return flatten(tuple(args))[0]

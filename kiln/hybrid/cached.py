@@ -11,10 +11,10 @@ from .._core import autograd
 from .._core.ndarray import ndarray
 from .._core.writes import arrays_written
 from .._core import trace
-from .capture import capture
-from .passes import optimize
-from .split import split_forward_backward
-from .tree import flatten, unflatten, ARRAY
+from ..graph.capture import capture
+from ..graph.passes import optimize
+from ..graph.split import split_forward_backward
+from ..graph.tree import flatten, unflatten, ARRAY
 
 
 MISS = object()
@@ -69,7 +69,7 @@ def _backward_for(entry, absent, backend):
     programs = entry.__dict__.setdefault("pruned", {})
     found = programs.get(absent)
     if found is None:
-        from .passes.zero_cotangents import prune_zero_cotangents
+        from ..graph.passes.zero_cotangents import prune_zero_cotangents
         bprogram, _, n_res = entry.grad
         graph = bprogram.graph
         cotangents = graph.inputs[n_res:n_res + entry.cap.n_grad_outputs]
@@ -332,7 +332,7 @@ class HybridFunction:
                                       strict=strict)
 
     def _run(self, *args):
-        from .convert import convert     # array-dependent if/while become graph ops
+        from ..graph.convert import convert     # array-dependent if/while become graph ops
         return convert(self.__wrapped__)(*args)
 
     def __call__(self, *args):
