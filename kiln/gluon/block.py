@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 from .._core.base import KilnError, where_in_user_code
 from .._core import trace
+from ..backend.c import fastcall
 from ..hybrid.cached import MISS
 from . import f_namespace
 from .parameter import Parameter, _shape_known
@@ -381,3 +382,7 @@ class HybridBlock(Block):
         params = {key: p.data() for key, p in self._reg_params.items()}
         params.update(kwargs)
         return _forward(self, "hybrid_forward", (F, x) + args, params)
+
+
+# once a compiled program has a C dispatcher, HybridBlock.__call__ runs in C (BlockCall)
+fastcall.serve_block_calls(HybridBlock)
