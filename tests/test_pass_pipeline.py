@@ -12,8 +12,14 @@ from test_layout_pass import inp, node, values, arrays_for, conv_bias_relu, CONV
 GENERIC = ["eliminate_dead_code", "fold_constants", "eliminate_common_subexpressions",
            "simplify", "gather_pieces", "scan_grad_window", "eliminate_dead_code",
            "group_elementwise"]
-ALL = lambda n: True        # noqa: E731  (every heavy op has a kernel)
-NONE = lambda n: False      # noqa: E731
+
+
+def ALL(node):       # every heavy op has a kernel
+    return True
+
+
+def NONE(node):
+    return False
 
 
 def lone_conv():
@@ -35,23 +41,23 @@ def backward_like():
     """Outputs linear in two incoming gradients, the second absent (zero)."""
     x, g0, g1 = inp((3,)), inp((3,), "g0"), inp((3,), "g1")
     out = node("add", node("multiply", g0, x), node("multiply", g1, node("exp", x)))
-    return Graph([x, g0, g1], [], [out]), dict(cotangents=[g0, g1], absent=[g1])
+    return Graph([x, g0, g1], [], [out]), {"cotangents": [g0, g1], "absent": [g1]}
 
 
 # (pipeline, graph builder, options, the passes run, in order)
 CASES = [
     ("generic", lone_conv, {}, GENERIC),
     ("pruned-backward", None, None, ["prune_zero_cotangents"] + GENERIC),
-    ("c-program", lone_conv, dict(takes=ALL),
+    ("c-program", lone_conv, {"takes": ALL},
      ["expand_heavy_ops", "channels_last_where_it_pays", "fuse_conv_epilogues"] + GENERIC),
-    ("c-program", lone_conv, dict(takes=NONE),
+    ("c-program", lone_conv, {"takes": NONE},
      ["expand_heavy_ops"] + GENERIC + ["channels_last_where_it_pays", "fuse_conv_epilogues"]),
-    ("c-program", conv_chain, dict(takes=ALL),
+    ("c-program", conv_chain, {"takes": ALL},
      ["expand_heavy_ops", "channels_last_where_it_pays"] + GENERIC + ["fuse_conv_epilogues"]),
-    ("c-joint-layout", lone_conv, dict(takes=ALL), ["channels_last_where_it_pays"]),
-    ("c-joint-layout", conv_chain, dict(takes=ALL), ["channels_last_where_it_pays"] + GENERIC),
+    ("c-joint-layout", lone_conv, {"takes": ALL}, ["channels_last_where_it_pays"]),
+    ("c-joint-layout", conv_chain, {"takes": ALL}, ["channels_last_where_it_pays"] + GENERIC),
     ("standalone-c", lone_conv, {}, ["expand_heavy_ops"] + GENERIC),
-    ("onnx", conv_chain, dict(takes=lambda n: n.op == "conv"), ["expand_heavy_ops"]),
+    ("onnx", conv_chain, {"takes": lambda n: n.op == "conv"}, ["expand_heavy_ops"]),
 ]
 
 
