@@ -12,7 +12,7 @@ over the ranks, and only rank 0 shows progress and logs.
 import time
 
 from ._core import autograd
-from .graph.cached import hybridize
+from .hybrid.cached import hybridize
 
 
 def make_step(net, loss_fn, trainer, compiled=True, backend=None):

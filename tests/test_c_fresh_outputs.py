@@ -74,7 +74,7 @@ def test_a_training_step_returns_its_activations_fresh_and_matches_eager():
     for ge, gh in zip(*results):
         onp.testing.assert_allclose(gh, ge, rtol=1e-4, atol=1e-3)
     hybrid = net
-    from kiln.graph.cached import cached_function_of
+    from kiln.hybrid.cached import cached_function_of
     entry = next(e for e in cached_function_of(hybrid).entries.values() if e.grad is not None)
     assert entry.program._fresh, "the step's activations should come back fresh"
     assert all(entry.program.buffers[b] is None for b in entry.program._fresh)
@@ -108,7 +108,7 @@ def test_a_program_with_large_working_memory_allocates_it_per_call(monkeypatch):
     for eager_call, hybrid_call in zip(*results):
         for e, h in zip(eager_call, hybrid_call):
             onp.testing.assert_allclose(h, e, rtol=1e-4, atol=1e-4)
-    from kiln.graph.cached import cached_function_of
+    from kiln.hybrid.cached import cached_function_of
     entry = next(e for e in cached_function_of(net).entries.values() if e.grad is not None)
     for program in (entry.program, entry.grad[0]):
         assert isinstance(program, CProgram)

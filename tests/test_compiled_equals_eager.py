@@ -231,7 +231,7 @@ def test_integer_array_assignment_with_traced_index_falls_back():
         return y
     x, i = arr(4), np.array([1, 3], dtype="int64")
     g = kiln.hybridize(f, backend="numpy")
-    with pytest.warns(kiln.graph.fallback.HybridizeFallbackWarning):
+    with pytest.warns(kiln.hybrid.fallback.HybridizeFallbackWarning):
         out = g(x, i)
     onp.testing.assert_array_equal(out.asnumpy(), f(x, i).asnumpy())
 
@@ -325,7 +325,7 @@ def test_boolean_mask_of_traced_mask_falls_back():
     def f(a):
         return a[a > 0] * 2
     x = np.array([1.0, -2.0, 3.0])
-    with pytest.warns(kiln.graph.fallback.HybridizeFallbackWarning):
+    with pytest.warns(kiln.hybrid.fallback.HybridizeFallbackWarning):
         out = kiln.hybridize(f, backend="numpy")(x)
     onp.testing.assert_array_equal(out.asnumpy(), [2.0, 6.0])
 

@@ -14,7 +14,7 @@ import kiln
 from kiln import np, npx
 from kiln import autograd
 from kiln.gluon import nn
-from kiln.graph.fallback import HybridizeFallbackWarning
+from kiln.hybrid.fallback import HybridizeFallbackWarning
 from conftest import to_np
 
 FAST = settings(max_examples=25, deadline=None,

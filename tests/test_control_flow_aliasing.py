@@ -10,7 +10,7 @@ import pytest
 
 import kiln
 from kiln import np
-from kiln.graph.fallback import HybridizeFallbackWarning
+from kiln.hybrid.fallback import HybridizeFallbackWarning
 
 pytestmark = pytest.mark.filterwarnings("ignore::kiln.graph.capture.KilnTraceWarning")
 

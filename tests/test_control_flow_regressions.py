@@ -11,7 +11,7 @@ from kiln.fit import make_step
 from kiln.gluon import nn
 
 pytestmark = [pytest.mark.filterwarnings("ignore::kiln.graph.capture.KilnTraceWarning"),
-              pytest.mark.filterwarnings("ignore::kiln.graph.fallback.HybridizeFallbackWarning")]
+              pytest.mark.filterwarnings("ignore::kiln.hybrid.fallback.HybridizeFallbackWarning")]
 BACKENDS = ["numpy", "c"]
 
 

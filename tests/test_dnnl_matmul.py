@@ -31,7 +31,7 @@ def small_shapes_on_dnnl(monkeypatch):
 
 
 def sources(fn):
-    from kiln.graph.cached import cached_function_of
+    from kiln.hybrid.cached import cached_function_of
     cached = fn._cached if hasattr(fn, "_cached") else cached_function_of(fn)
     return [getattr(e.program, "source", "") for e in cached.entries.values()]
 
@@ -161,7 +161,7 @@ def test_matches_pytorch():
 
 
 def test_the_packed_weight_is_kept_until_kiln_sees_a_write():
-    from kiln.graph.cached import cached_function_of
+    from kiln.hybrid.cached import cached_function_of
     rng = onp.random.default_rng(7)
     x = np.array(rng.standard_normal((16, 32)).astype("float32"))
     net = dense_net([48], None, True)

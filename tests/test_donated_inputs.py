@@ -9,7 +9,7 @@ import kiln
 from kiln import np, npx
 from kiln import autograd
 from kiln.backend.c import build
-from kiln.graph.cached import cached_function_of
+from kiln.hybrid.cached import cached_function_of
 from kiln._core.ir import Graph, Node
 from kiln.graph.passes.memory import plan_memory
 from kiln.gluon import nn

@@ -10,7 +10,7 @@ import kiln
 from kiln import np
 from kiln import autograd
 from kiln.gluon import nn
-from kiln.graph.fallback import HybridizeError, HybridizeFallbackWarning
+from kiln.hybrid.fallback import HybridizeError, HybridizeFallbackWarning
 from conftest import to_np
 
 pytestmark = pytest.mark.filterwarnings("ignore::kiln.graph.capture.KilnTraceWarning")

@@ -319,7 +319,7 @@ def test_mxnet1_style_constructor_arguments():
 
 
 def test_hybridized_matches_eager():
-    pytest.importorskip("kiln.graph.cached")
+    pytest.importorskip("kiln.hybrid.cached")
     import warnings
 
     class Block2(nn.HybridBlock):
@@ -346,7 +346,7 @@ def test_hybridized_matches_eager():
 
 
 def test_hooks_run_once_per_call_when_hybridized():
-    pytest.importorskip("kiln.graph.cached")
+    pytest.importorskip("kiln.hybrid.cached")
     import warnings
     net = nn.HybridSequential()
     net.add(nn.Dense(3, in_units=2))

@@ -4,8 +4,8 @@ import pytest
 
 from kiln._core.ir import Graph, Node
 from kiln.graph.passes import (eliminate_dead_code, fold_constants,
-                               eliminate_common_subexpressions, simplify, group_elementwise,
-                               plan_memory)
+                               eliminate_common_subexpressions, group_elementwise, plan_memory)
+from kiln.graph.passes.simplify import simplify
 from kiln.backend.numpy_exec import NumpyProgram, is_view, writes_into
 
 F32 = onp.dtype("float32")

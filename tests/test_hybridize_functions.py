@@ -7,7 +7,7 @@ import kiln
 from kiln import np, npx
 from kiln import autograd
 from kiln.base import SymbolicValueError
-from kiln.graph.fallback import HybridizeError
+from kiln.hybrid.fallback import HybridizeError
 
 UNARY = [np.tanh, npx.sigmoid, npx.relu, np.negative, np.sin, np.cos, np.square,
          lambda a: np.exp(np.tanh(a)), lambda a: np.sqrt(np.abs(a) + 1), lambda a: a * 2.5 - 1]

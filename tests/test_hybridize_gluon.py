@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import kiln
-import kiln.graph.fallback
+import kiln.hybrid.fallback
 from kiln import np, npx, gluon, init
 from kiln import autograd
 from kiln.gluon import nn
@@ -77,7 +77,7 @@ def test_seed_exercise_asnumpy_in_hybrid_forward_names_the_line():
     expected = net(x).asnumpy()
     # hybridize keeps it eager (correct result) and the warning names the line ...
     net.hybridize()
-    with pytest.warns(kiln.graph.fallback.HybridizeFallbackWarning, match="asnumpy") as rec:
+    with pytest.warns(kiln.hybrid.fallback.HybridizeFallbackWarning, match="asnumpy") as rec:
         onp.testing.assert_allclose(net(x).asnumpy(), expected, rtol=1e-6)
     import linecache
     assert linecache.getline(rec[0].filename, rec[0].lineno).strip() == "x.asnumpy()"
@@ -86,7 +86,7 @@ def test_seed_exercise_asnumpy_in_hybrid_forward_names_the_line():
     strict.initialize()
     strict(x)
     strict.hybridize(strict=True)
-    with pytest.raises(kiln.graph.fallback.HybridizeError) as info:
+    with pytest.raises(kiln.hybrid.fallback.HybridizeError) as info:
         strict(x)
     cause = info.value.__cause__
     assert isinstance(cause, kiln.base.SymbolicValueError)

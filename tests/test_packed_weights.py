@@ -46,7 +46,7 @@ def packs_made():
 
 
 def _sources(net):
-    from kiln.graph.cached import cached_function_of
+    from kiln.hybrid.cached import cached_function_of
     return [e.program.source for e in cached_function_of(net).entries.values()]
 
 
@@ -154,7 +154,7 @@ def test_a_weight_written_through_numpy_is_refused():
 
 def test_a_program_called_with_other_weight_arrays_uses_them():
     net, x = warmed()
-    from kiln.graph.cached import cached_function_of
+    from kiln.hybrid.cached import cached_function_of
     entry, = cached_function_of(net).entries.values()
     program = entry.program
     params = [p.data()._data for p in entry.params]

@@ -11,7 +11,7 @@ from kiln import np, npx
 from kiln import autograd
 from kiln.backend import dnnl
 from kiln.backend.c import build
-from kiln.graph.cached import cached_function_of
+from kiln.hybrid.cached import cached_function_of
 from kiln.gluon import nn
 
 pytestmark = [pytest.mark.skipif(not (build.available() and dnnl.available()),

@@ -6,7 +6,7 @@ import numpy as onp
 import kiln
 from kiln import np
 from kiln import autograd
-from kiln.graph.cached import cached_function_of
+from kiln.hybrid.cached import cached_function_of
 from kiln._core.ir import Graph, Node
 from kiln.graph.split import split_forward_backward
 from kiln.gluon import nn

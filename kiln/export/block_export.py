@@ -31,7 +31,7 @@ def _latest_signature(block):
 def _as_args(block, example_inputs):
     """Hybridize (if needed) and run the block once on the examples, so shapes are known."""
     from .._core import autograd
-    from ..graph.cached import cached_function_of
+    from ..hybrid.cached import cached_function_of
     from .._core.ndarray import ndarray, as_array
     args = tuple(a if isinstance(a, ndarray) else as_array(a) for a in example_inputs)
     if not getattr(block, "_hybrid_active", False):

@@ -142,9 +142,9 @@ def graph_to_onnx(graph, param_values, opset=17, name="kiln"):
     """An onnx.ModelProto for `graph`; param_values: {id(param node): NumPy array}."""
     if opset < MIN_OPSET:
         raise KilnError(f"ONNX export: opset {opset} is too old; use {MIN_OPSET} or newer")
-    from ..graph.passes.expand_heavy import expand_heavy_ops
-    # conv and pool have ONNX ops; the other heavy ops are expanded into ones that do
-    graph = expand_heavy_ops(graph, keep=lambda n: n.op in ("conv", "pool"))
+    from ..graph.passes.pipeline import run_pipeline
+    # the heavy ops other than conv and pool have no ONNX op
+    graph = run_pipeline("onnx", graph, takes=lambda n: n.op in ("conv", "pool"))
     em = Emitter(opset)
     helper = em.helper
     names, graph_inputs = {}, []

@@ -126,8 +126,7 @@ def _main_c():
 def build_c(symbol_file, param_file, out_dir):
     """Write model.c, model.h, weights.c, main.c and a Makefile into out_dir."""
     from ..backend.c.codegen import generate, NotLowerable
-    from ..graph.passes import optimize
-    from ..graph.passes.expand_heavy import expand_heavy_ops
+    from ..graph.passes.pipeline import run_pipeline
     model = load_model(symbol_file, param_file)
     graph = to_graph(model)
     for what, nodes in (("input", graph.inputs), ("output", graph.outputs)):
@@ -135,7 +134,7 @@ def build_c(symbol_file, param_file, out_dir):
             if n.dtype != _F32:
                 raise KilnError(f"build-c: {what} {n.name} is {n.dtype}; standalone C "
                                 "programs take and give float32 only")
-    graph = optimize(expand_heavy_ops(graph))     # standalone C has no kernel library
+    graph = run_pipeline("standalone-c", graph)     # standalone C has no kernel library
     from ..backend import dnnl
     try:
         with dnnl.disabled():       # nor oneDNN's matmul (backend/c/dnnl_dense.py)

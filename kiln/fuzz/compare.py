@@ -18,8 +18,8 @@ import numpy as onp
 
 from .._core import autograd
 from .._core.ndarray import ndarray
-from ..graph.cached import hybridize
 from ..graph.tree import flatten
+from ..hybrid.cached import hybridize
 
 BACKENDS = ("numpy", "c")
 

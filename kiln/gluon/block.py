@@ -12,7 +12,8 @@ from collections import OrderedDict
 
 from .._core.base import KilnError, where_in_user_code
 from .._core import trace
-from ..graph.cached import MISS
+from ..backend.c import fastcall
+from ..hybrid.cached import MISS
 from . import f_namespace
 from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
@@ -354,7 +355,7 @@ class HybridBlock(Block):
     def _run_forward(self, *args, **kwargs):
         if self._hybrid_active and trace.current() is None and not kwargs:
             try:
-                from ..graph.cached import call_hybridized
+                from ..hybrid.cached import call_hybridized
             except ImportError:
                 return self.forward(*args)
             self.__dict__["_kiln_compiling"] = True
@@ -381,3 +382,7 @@ class HybridBlock(Block):
         params = {key: p.data() for key, p in self._reg_params.items()}
         params.update(kwargs)
         return _forward(self, "hybrid_forward", (F, x) + args, params)
+
+
+# once a compiled program has a C dispatcher, HybridBlock.__call__ runs in C (BlockCall)
+fastcall.serve_block_calls(HybridBlock)

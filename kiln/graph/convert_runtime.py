@@ -8,8 +8,10 @@ while hybridize traces.
 import types
 
 from .._core.base import KilnError, SymbolicValueError, GraphBreak
-from .._core.ndarray import ndarray
+from .._core.dispatch import apply, to_operands
+from .._core.ndarray import ndarray, as_array
 from .._core import trace
+from ..ops.registry import REGISTRY
 
 
 class _Undefined:
@@ -67,14 +69,13 @@ def for_range(bounds, body_fn, values, names):
             values = tuple(body_fn(i, *values[1:]))
         return values
     from .control_trace import emit_while
-    from ..np import asarray
     start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (
         (bounds[0], bounds[1], 1) if len(bounds) == 2 else bounds)
     if symbolic(step):
         raise GraphBreak("for loop: the step of range() must be a Python number when a "
                          "bound is an array", "for ... in range(...)", "unsupported")
     step = int(step)
-    stop = asarray(stop).astype("int64")
+    stop = as_array(stop).astype("int64")
     ascending = step > 0
 
     def cond(i, *rest):
@@ -83,23 +84,22 @@ def for_range(bounds, body_fn, values, names):
     def body(i, *rest):
         return (i + step,) + tuple(body_fn(i, *rest))[1:]
 
-    counter = asarray(start).astype("int64")
+    counter = as_array(start).astype("int64")
     out = emit_while(cond, body, (counter,) + values[1:], ("<counter>",) + tuple(names[1:]),
                      what="for")
     last = out[0] - step
     previous = values[0]
     if previous is not UNDEF:
         # a loop that ran no time leaves the loop variable as it was, as in Python
-        from ..np import where
-        last = where(out[0] != counter, last, previous)
+        last, previous = to_operands([last, previous])
+        last = REGISTRY["where"](out[0] != counter, last, previous)
     return (last,) + tuple(out[1:])
 
 
 # ---- boolean operators in tests (short-circuit kept for Python values) ---------------------
 def not_(value):
     if symbolic(value):
-        from ..np import logical_not
-        return logical_not(value)
+        return REGISTRY["logical_not"](value)
     return not value
 
 
@@ -107,8 +107,7 @@ def and_(*thunks):
     value = thunks[0]()
     for thunk in thunks[1:]:
         if symbolic(value):
-            from ..np import logical_and
-            value = logical_and(value, thunk())
+            value = apply(REGISTRY["logical_and"], (value, thunk()), {})
         elif not value:
             return value
         else:
@@ -120,8 +119,7 @@ def or_(*thunks):
     value = thunks[0]()
     for thunk in thunks[1:]:
         if symbolic(value):
-            from ..np import logical_or
-            value = logical_or(value, thunk())
+            value = apply(REGISTRY["logical_or"], (value, thunk()), {})
         elif value:
             return value
         else:

@@ -138,6 +138,8 @@ MOVED = {
     "kiln.bench_command": "kiln.cli.bench", "kiln.export.commands": "kiln.cli.models",
     "kiln.graph.ir": "kiln._core.ir", "kiln.graph.trace": "kiln._core.trace",
     "kiln.graph.alias_paths": "kiln._core.alias_paths",
+    "kiln.graph.cached": "kiln.hybrid.cached", "kiln.graph.explain": "kiln.hybrid.explain",
+    "kiln.graph.fallback": "kiln.hybrid.fallback",
 }
 
 

@@ -26,6 +26,7 @@ when two groups share a subgraph object: no call can clobber another group's val
                    and only trip counts above K pay extra (quadratically in the excess).
 """
 from ..._core.ir import Graph
+from ...graph.passes.pipeline import run_pipeline
 from ...ops.registry import REGISTRY
 from .codegen import CONTROL_OPS, NotLowerable, emit_graph
 from .loops import ctype
@@ -54,8 +55,7 @@ class Sub:
     """One emitted instance of a subgraph: function name, input slots, output slots."""
 
     def __init__(self, em, graph, outputs, what):
-        from ...graph.passes import optimize
-        g = optimize(Graph(graph.inputs, [], outputs, graph.name))
+        g = run_pipeline("generic", Graph(graph.inputs, [], outputs, graph.name))
         if g.params:
             raise NotLowerable(f"subgraph {graph.name} reads parameters")
         for n in g.nodes:

@@ -58,7 +58,16 @@ def dispatcher():
     return module.Dispatcher(ndarray, autograd._state, ndarray._FRESH)
 
 
+_block_class = []            # [HybridBlock], registered by kiln.gluon.block
 _block_call_installed = []
+
+
+def serve_block_calls(block_class):
+    """Register the block class whose __call__ the C BlockCall takes over. kiln.gluon
+    registers HybridBlock when it is imported: the backend sits below gluon and does not
+    import it."""
+    with _lock:
+        _block_class[:] = [block_class]
 
 
 def _install_block_call(module):
@@ -66,12 +75,12 @@ def _install_block_call(module):
     without a Python frame. Done once, when the first dispatcher is made (no block pays it
     before any has a compiled program to run); whatever is put there later stays."""
     with _lock:
-        if _block_call_installed:
+        if _block_call_installed or not _block_class:
             return
         _block_call_installed.append(True)
-    from ...gluon.block import HybridBlock
+        block_class = _block_class[0]
     from ..._core import trace
-    HybridBlock.__call__ = module.as_method(module.BlockCall(trace._stack))
+    block_class.__call__ = module.as_method(module.BlockCall(trace._stack))
 
 
 def _build():

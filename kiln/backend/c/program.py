@@ -7,7 +7,6 @@ parameter pointers only when a parameter's array object changed, makes one ctype
 and returns fresh copies of the outputs.
 """
 import ctypes
-import os
 import sys
 import threading
 import weakref
@@ -15,7 +14,7 @@ import weakref
 import numpy as _np
 
 from ..._core.base import KilnError
-from ...graph.passes import debug_level
+from ...graph.passes.pipeline import debug_level, run_pipeline
 from ..._core import aligned, writes
 from ..._core.ir import Graph
 from ...ops.registry import REGISTRY
@@ -336,32 +335,16 @@ def compile_graph(graph):
 def _without_heavy_ops(graph):
     """Heavy ops (conv, pool) the kernel library takes are called from the generated code
     (heavy.py), channels-last between them (graph/passes/layout.py; KILN_CHANNELS_LAST=0
-    keeps NCHW); the others (no library, not float32) run their decompositions."""
-    from ...graph.passes import optimize
-    from ...graph.passes.expand_heavy import heavy_nodes, expand_heavy_ops
-    from ...graph.passes.conv_epilogue import fuse_conv_epilogues
+    keeps NCHW); the others (no library, not float32) run their decompositions: the
+    c-program pipeline (graph/passes/pipeline.py)."""
     original = graph
-    if not all(heavy.lowerable(n) for n in heavy_nodes(graph)):
-        graph = optimize(expand_heavy_ops(graph, keep=heavy.lowerable))
-    graph = _channels_last(graph)
-    fused = fuse_conv_epilogues(graph, takes=heavy.lowerable)
-    graph = graph if fused is graph else optimize(fused)
+    graph = run_pipeline("c-program", graph, takes=heavy.lowerable)
     if graph is not original:
         # the passes keep the inputs and outputs in order: the parameters' new values are
         # still written in place, and the donated inputs are the same
         graph.state_outputs = dict(original.state_outputs)
         graph.donated_inputs = getattr(original, "donated_inputs", ())
     return graph
-
-
-def _channels_last(graph):
-    """graph with the heavy ops the kernel library takes channels-last, where that pays."""
-    from ...graph.passes import optimize
-    from ...graph.passes.layout import assign_layouts, channels_last_pays
-    if os.environ.get("KILN_CHANNELS_LAST", "1") == "0":
-        return graph
-    laid = assign_layouts(graph, takes=heavy.lowerable)
-    return optimize(laid) if laid is not graph and channels_last_pays(laid) else graph
 
 
 def lay_out_joint(joint):
@@ -373,7 +356,7 @@ def lay_out_joint(joint):
     if not build.available():
         return joint
     state = getattr(joint, "state_outputs", None)
-    laid = _channels_last(joint)
+    laid = run_pipeline("c-joint-layout", joint, takes=heavy.lowerable)
     if laid is not joint and state is not None:
         laid.state_outputs = dict(state)
     return laid

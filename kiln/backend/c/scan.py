@@ -14,6 +14,7 @@ assignment, not a copy.
              to the step before.
 """
 from ..._core.ir import Graph
+from ...graph.passes.pipeline import run_pipeline
 from ...ops.scan import layout, grad_dtype, saved_nodes
 from . import scan_hoist
 from .control import Sub, copy_back
@@ -116,7 +117,6 @@ class ScanGradGroup(_ScanBase):
         from ...graph.subgraph import vjp_graph
         self.forward_out, self.g = node.inputs[-2], node.inputs[-1]
         self.n_saved = node.attrs["n_saved"]
-        from ...graph.passes import optimize
         dtype = grad_dtype(self.body)
         operands = self.carried + self.xs + self.invariants
         self.grad_offset, offset = [], 0       # byte offset in the result, or None
@@ -128,7 +128,7 @@ class ScanGradGroup(_ScanBase):
                 self.grad_offset.append(None)
         vjp = vjp_graph(self.body, tuple(range(len(self.body.outputs))),
                         saved_nodes(self.body, self.n_saved))
-        vjp = optimize(Graph(vjp.inputs, [], vjp.outputs, vjp.name))
+        vjp = run_pipeline("generic", Graph(vjp.inputs, [], vjp.outputs, vjp.name))
         n, nx = self.n, self.n_xs
         self.hoisted, outputs = scan_hoist.plan(vjp, n, nx, len(self.invariants), self.length,
                                                 self.reverse, self.grad_offset)

@@ -17,6 +17,8 @@ A transpose left where it meets anything else (a reshape before a dense layer, a
 output) is the one copy the layout change costs there. Only the permutation this pass
 introduces is moved, so the 2-D transposes of weights that matmuls read in place stay.
 """
+import os
+
 from ..._core.ir import Node, rewrite
 
 HEAVY = {   # op -> (positions of activation inputs, is the output an activation)
@@ -210,3 +212,12 @@ def channels_last_pays(laid):
             acts, act_out = HEAVY[n.op]
             switched += sum(n.inputs[k].size for k in acts) + (n.size if act_out else 0)
     return 2 * moved < switched
+
+
+def channels_last_where_it_pays(graph, takes=lambda node: True):
+    """assign_layouts(graph, takes) when that pays (channels_last_pays), else `graph`.
+    KILN_CHANNELS_LAST=0 keeps every heavy op NCHW."""
+    if os.environ.get("KILN_CHANNELS_LAST", "1") == "0":
+        return graph
+    laid = assign_layouts(graph, takes=takes)
+    return laid if laid is not graph and channels_last_pays(laid) else graph

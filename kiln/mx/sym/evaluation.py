@@ -267,7 +267,7 @@ class CompiledSymbol:
     program (kiln.hybridize of the symbol's walk: same passes, same C backend)."""
 
     def __init__(self, symbol, backend=None):
-        from ...graph.cached import HybridFunction
+        from ...hybrid.cached import HybridFunction
         self.symbol = symbol
         self.names = symbol.list_inputs()
         def symbol(*arrays):     # the traced graph's name

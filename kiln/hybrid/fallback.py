@@ -12,7 +12,7 @@ import os
 import warnings
 
 from .._core.base import KilnError, SymbolicValueError, user_frame
-from . import guards
+from ..graph import guards
 from .._core.base import GraphBreak
 
 _KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,7 +59,7 @@ def _user_frame_of(exc):
 
 def classify(exc):
     """A Break for an exception that means "cannot trace this", else None."""
-    from .convert import NOTES, failure_of
+    from ..graph.convert import NOTES, failure_of
     if isinstance(exc, GraphBreak):
         kind, construct = exc.kind, exc.construct
         reason = str(exc).split("\n")[0]

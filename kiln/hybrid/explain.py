@@ -10,6 +10,9 @@ from collections import Counter
 
 from .._core import autograd
 from .._core.ir import Graph
+from ..graph.capture import KilnTraceWarning
+from ..graph.tree import flatten
+from .cached import CachedFunction, HybridFunction, _structural_names
 
 CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")
 
@@ -78,8 +81,6 @@ class Explanation:
 
 def explain(fn_or_block, *args, training=False):
     """Trace fn_or_block(*args) as hybridize would and report what happened."""
-    from .cached import CachedFunction, HybridFunction, _structural_names
-    from .capture import KilnTraceWarning
     target = fn_or_block
     if isinstance(target, HybridFunction):
         target = target.__wrapped__
@@ -115,5 +116,4 @@ def explain(fn_or_block, *args, training=False):
 
 
 def _arrays(args):
-    from .tree import flatten
     return flatten(tuple(args))[0]

@@ -11,10 +11,12 @@ from .._core import autograd
 from .._core.ndarray import ndarray
 from .._core.writes import arrays_written
 from .._core import trace
-from .capture import capture
-from .passes import optimize
-from .split import split_forward_backward
-from .tree import flatten, unflatten, ARRAY
+from ..backend import fast_dispatcher, select
+from ..graph.capture import capture
+from ..graph.passes.pipeline import run_pipeline
+from ..graph.split import split_forward_backward
+from ..graph.tree import flatten, unflatten, ARRAY
+from .fallback import build_entry
 
 
 MISS = object()
@@ -23,7 +25,6 @@ MISS = object()
 def make_program(graph, backend, cap=None):
     """Compile `graph`; with `cap`, its outputs after the first cap.n_outputs are the new
     values of cap.state_params, which the program may write into the parameters itself."""
-    from ..backend import select
     if cap is not None and cap.state_params:
         index = {id(cap.params[id(p)]): j for j, p in enumerate(graph.params)}
         graph.state_outputs = {cap.n_outputs + k: index[id(param)]
@@ -69,12 +70,12 @@ def _backward_for(entry, absent, backend):
     programs = entry.__dict__.setdefault("pruned", {})
     found = programs.get(absent)
     if found is None:
-        from .passes.zero_cotangents import prune_zero_cotangents
         bprogram, _, n_res = entry.grad
         graph = bprogram.graph
         cotangents = graph.inputs[n_res:n_res + entry.cap.n_grad_outputs]
-        pruned = prune_zero_cotangents(graph, cotangents, [cotangents[j] for j in absent])
-        program = make_program(optimize(pruned), backend)
+        pruned = run_pipeline("pruned-backward", graph, cotangents=cotangents,
+                              absent=[cotangents[j] for j in absent])
+        program = make_program(pruned, backend)
         position = {id(p): k for k, p in enumerate(graph.params)}
         found = programs[absent] = (program, [position[id(p)] for p in program.graph.params])
     return found
@@ -127,20 +128,19 @@ class CachedFunction:
     def _build(self, args, grad_mask):
         if grad_mask is None:
             cap = capture(self.fn, args, self.name, self._names())
-            graph = optimize(cap.graph)
+            graph = run_pipeline("generic", cap.graph)
             program = make_program(graph, self.backend, cap)
             self._known_params = list(cap.params.values())
             return _Entry(cap, program, [cap.params[id(p)] for p in graph.params])
         cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask)
         cap.grad_mask = grad_mask
-        joint = optimize(cap.graph)
-        from ..backend import select
+        joint = run_pipeline("generic", cap.graph)
         if select(self.backend).name == "c":
             from ..backend.c.program import lay_out_joint
             joint = lay_out_joint(joint)
         n_fwd = cap.n_outputs + len(cap.state_params)
         fwd, bwd, n_res = split_forward_backward(joint, cap.n_inputs, n_fwd)
-        fwd, bwd = optimize(fwd), optimize(bwd)
+        fwd, bwd = run_pipeline("generic", fwd), run_pipeline("generic", bwd)
         # the residuals are the backward's alone: it may reuse their memory as they die
         bwd.donated_inputs = tuple(range(n_res))
         program = make_program(fwd, self.backend, cap)
@@ -156,7 +156,6 @@ class CachedFunction:
         key = (structure, tuple((a.shape, a.dtype) for a in arrays), training, grad_mask)
         entry = self.entries.get(key)
         if entry is None or entry.guards is not None and not entry.guards():
-            from .fallback import build_entry
             with autograd._scope(None, training):
                 entry = self.entries[key] = build_entry(self, args, grad_mask)
         return entry, arrays
@@ -219,7 +218,6 @@ class CachedFunction:
                 or cap.state_params or not entry.single or id(entry) in self._dispatched:
             return
         if self.dispatch is None:
-            from ..backend import fast_dispatcher
             self.dispatch = fast_dispatcher()
             if self.dispatch is None:
                 return
@@ -332,7 +330,7 @@ class HybridFunction:
                                       strict=strict)
 
     def _run(self, *args):
-        from .convert import convert     # array-dependent if/while become graph ops
+        from ..graph.convert import convert     # array-dependent if/while become graph ops
         return convert(self.__wrapped__)(*args)
 
     def __call__(self, *args):
