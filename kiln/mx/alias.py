@@ -136,6 +136,8 @@ MOVED = {
     "kiln.gluon.mxnet_symbol_block": "kiln.mx.sym.symbol_block",
     "kiln.export.mxnet_json": "kiln.mx.sym.mxnet_json",
     "kiln.bench_command": "kiln.cli.bench", "kiln.export.commands": "kiln.cli.models",
+    # size splits that became topic modules; the public namespace holds their names
+    "kiln.np.more_math": "kiln.np", "kiln.np.more_arrays": "kiln.np",
 }
 
 

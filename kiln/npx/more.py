@@ -7,8 +7,8 @@ import numpy as _np
 
 from .._core.base import op_error, KilnError
 from .._core.ndarray import ndarray
-from ..np.more_math import erf, erfinv, gamma, gammaln  # noqa: F401
-from ..np.math import _arr
+from ..np.special import erf, erfinv, gamma, gammaln  # noqa: F401
+from ..np._base import _arr
 
 
 def gather_nd(data, indices):
