@@ -137,7 +137,7 @@ MOVED = {
     "kiln.export.mxnet_json": "kiln.mx.sym.mxnet_json",
     "kiln.bench_command": "kiln.cli.bench", "kiln.export.commands": "kiln.cli.models",
     # size splits that became topic modules; the public namespace holds their names
-    "kiln.np.more_math": "kiln.np", "kiln.np.more_arrays": "kiln.np",
+    "kiln.np.more_math": "kiln.np", "kiln.np.more_arrays": "kiln.np", "kiln.npx.more": "kiln.npx",
 }
 
 
