@@ -138,7 +138,7 @@ MOVED = {
     "kiln.bench_command": "kiln.cli.bench", "kiln.export.commands": "kiln.cli.models",
     # size splits that became topic modules; the public namespace holds their names
     "kiln.np.more_math": "kiln.np", "kiln.np.more_arrays": "kiln.np", "kiln.npx.more": "kiln.npx",
-    "kiln.gluon.loss_extra": "kiln.gluon.loss",
+    "kiln.gluon.loss_extra": "kiln.gluon.loss", "kiln.gluon.nn.extra_layers": "kiln.gluon.nn",
 }
 
 
