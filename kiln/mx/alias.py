@@ -139,6 +139,7 @@ MOVED = {
     # size splits that became topic modules; the public namespace holds their names
     "kiln.np.more_math": "kiln.np", "kiln.np.more_arrays": "kiln.np", "kiln.npx.more": "kiln.npx",
     "kiln.gluon.loss_extra": "kiln.gluon.loss", "kiln.gluon.nn.extra_layers": "kiln.gluon.nn",
+    "kiln.optimizer.more": "kiln.optimizer",
 }
 
 
