@@ -147,7 +147,7 @@ def mx_function(name):
         return result if out is None else _write_out(name, result, out)
 
     call.__name__ = call.__qualname__ = name
-    call.__doc__ = f"MXNet's {name} (kiln/mxnet_ops.py), on arrays or Symbols."
+    call.__doc__ = f"MXNet's {name} (kiln/mx/ops), on arrays or Symbols."
     _functions[name] = call
     return call
 
