@@ -1,5 +1,5 @@
-"""Special functions: gammaln, gamma, erf, erfinv (registry primitives, kiln/ops/special.py),
-NumPy's i0 (eager) and sinc. npx re-exports the first four, as MXNet's npx has them."""
+"""Special functions: gammaln, gamma, erf and erfinv (each a registry primitive), NumPy's i0
+(eager) and sinc. npx re-exports the first four, as MXNet's npx has them."""
 import numpy as _np
 
 from .._core.ndarray import ndarray
