@@ -1,7 +1,8 @@
-"""Cases for kiln's composed NumPy functions (kiln/np/more_math.py, more_arrays.py,
-einsum.py): name -> F(kiln function, NumPy reference, inputs, ...). Used by
-test_np_more.py, which checks values against NumPy, gradients against finite differences
-(and PyTorch where it has the function) and hybridized against eager, all from this table.
+"""Cases for kiln's composed NumPy functions (kiln/np/math.py, special.py, statistics.py,
+indexing.py, manipulation.py, einsum.py, ...): name -> F(kiln function, NumPy reference,
+inputs, ...). Used by test_np_more.py, which checks values against NumPy, gradients against
+finite differences (and PyTorch where it has the function) and hybridized against eager, all
+from this table.
 """
 import numpy as onp
 import pytest

@@ -9,7 +9,9 @@ from .parameter import (Parameter, Constant, ParameterNotInitializedError,  # no
                         DeferredInitializationError)
 from .parameter_dict import ParameterDict  # noqa: F401
 from .block import Block, HybridBlock  # noqa: F401
-from . import nn  # noqa: F401
+from . import nn, parameter  # noqa: F401
+
+parameter.ParameterDict = ParameterDict      # MXNet's gluon.parameter holds it too
 
 _LAZY_MODULES = ("loss", "trainer", "data", "utils", "rnn", "model_zoo", "metric", "contrib")
 

@@ -372,11 +372,6 @@ class Constant(Parameter):
 
 tensor_types = (ndarray,)
 
-
-def __getattr__(name):
-    # MXNet's gluon.parameter also holds ParameterDict; it lives in its own module, which
-    # imports this one, so it is looked up on first use
-    if name == "ParameterDict":
-        from .parameter_dict import ParameterDict
-        return ParameterDict
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# MXNet's gluon.parameter also holds ParameterDict. It lives in parameter_dict.py, which
+# builds on this module; kiln.gluon's __init__ (always run before this module is imported)
+# sets it here.

@@ -140,6 +140,10 @@ MOVED = {
     "kiln.graph.alias_paths": "kiln._core.alias_paths",
     "kiln.graph.cached": "kiln.hybrid.cached", "kiln.graph.explain": "kiln.hybrid.explain",
     "kiln.graph.fallback": "kiln.hybrid.fallback",
+    # size splits that became topic modules; the public namespace holds their names
+    "kiln.np.more_math": "kiln.np", "kiln.np.more_arrays": "kiln.np", "kiln.npx.more": "kiln.npx",
+    "kiln.gluon.loss_extra": "kiln.gluon.loss", "kiln.gluon.nn.extra_layers": "kiln.gluon.nn",
+    "kiln.optimizer.more": "kiln.optimizer",
 }
 
 

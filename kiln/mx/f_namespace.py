@@ -1,14 +1,14 @@
 """The `F` of MXNet 1.x hybrid_forward(F, x): kiln.ndarray when eager, kiln.symbol while
 tracing. Both modules look names up here, so F.relu, F.np.sum and F.npx.relu are the very
 same registry-backed functions in either. MXNet 1.x's own names (F.FullyConnected,
-F.concat(dim=...), nd.random.normal(shape=...)) come first: see nd_api.py."""
+F.concat(dim=...), nd.random.normal(shape=...)) come first: see nd/namespace.py."""
 
 
 def namespace_attr(module_name, name):
     """Attribute lookup of the `F` modules: np and npx, then their functions."""
     if name.startswith("__"):
         raise AttributeError(name)
-    from .nd.functions import lookup
+    from .nd.namespace import lookup
     found = lookup(name)     # MXNet 1.x's names first: F is mxnet.ndarray in 1.x code
     if found is not None:
         return found

@@ -1,11 +1,7 @@
 """`mx.model.load_checkpoint` / `save_checkpoint`: a symbol file plus MXNet's params file."""
-from collections import namedtuple
-
+from .mod.base_module import BatchEndParam  # noqa: F401 (what batch-end callbacks receive)
 from .mod.module import load_checkpoint  # noqa: F401
 from .mod.params import save_param_file
-
-# what a batch-end callback receives (kiln/callback.py)
-BatchEndParam = namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
 
 
 def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True):

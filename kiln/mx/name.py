@@ -5,9 +5,17 @@ Outside any `with` block, kiln.sym names nodes from its global counters (`fullyc
 `with Prefix('net_'):` every op name, given or automatic, gets the prefix, so the weights
 that op creates are `net_fc1_weight` as in MXNet.
 """
+import itertools
 import threading
+from collections import defaultdict
 
 _local = threading.local()
+_counters = defaultdict(itertools.count)      # kiln.sym's global counters, one per hint
+
+
+def auto_name(hint):
+    """`hint` plus the next number of its global counter: `fullyconnected0`, ..."""
+    return f"{hint}{next(_counters[hint])}"
 
 
 class _CurrentManager:
@@ -59,7 +67,6 @@ class _KilnCounters(NameManager):
     def get(self, name, hint):
         if name:
             return name
-        from .sym.symbol import auto_name
         return auto_name(hint)
 
 

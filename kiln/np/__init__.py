@@ -4,33 +4,34 @@ import numpy as _onp
 from .._core.ndarray import ndarray
 from .creation import (array, asarray, full, zeros, ones, empty, zeros_like, ones_like,  # noqa
                        full_like, empty_like, arange, linspace, logspace, eye, identity,
-                       meshgrid, tril, triu)
+                       meshgrid, tril, triu, hamming, hanning, blackman)
 from .math import (negative, exp, log, sqrt, abs, absolute, sign, sin, cos, tan, tanh,  # noqa
-                   arcsin, arccos, arctan, sinh, cosh, floor, ceil, rint, round, around,
-                   logical_not, add, subtract,
-                   multiply, divide, true_divide, power, maximum, minimum, mod, remainder,
-                   equal, not_equal, less, less_equal, greater, greater_equal, logical_and,
-                   logical_or, logical_xor, square, reciprocal, log2, log10, log1p, expm1,
-                   floor_divide, clip, where, isnan, isinf, isfinite, sum, mean, average, var,
-                   std, max, min, amax, amin, prod, argmax, argmin, all, any, count_nonzero,
-                   cumsum, matmul, dot, tensordot, vdot, inner, outer)
+                   arcsin, arccos, arctan, sinh, cosh, arcsinh, arccosh, arctanh, arctan2,
+                   hypot, deg2rad, rad2deg, radians, degrees, floor, ceil, rint, round, around,
+                   fix, trunc, add, subtract, multiply, divide, true_divide, power, float_power,
+                   maximum, minimum, mod, remainder, divmod, modf, floor_divide, square,
+                   reciprocal, positive, cbrt, fabs, clip, heaviside, log2, log10, log1p,
+                   expm1, logaddexp, ldexp, frexp, signbit, copysign, equal, not_equal, less,
+                   less_equal, greater, greater_equal, logical_not, logical_and, logical_or,
+                   logical_xor, isnan, isinf, isfinite, isposinf, isneginf, nan_to_num,
+                   bitwise_and, bitwise_or, bitwise_xor, invert, bitwise_not)
+from .special import i0, sinc  # noqa: F401
+from .reductions import (sum, prod, max, min, amax, amin, argmax, argmin, all, any,  # noqa
+                         count_nonzero, cumsum, trace, diff, ediff1d, trapz)
+from .statistics import mean, average, var, std, ptp, cov, corrcoef, correlate  # noqa: F401
+from .products import matmul, dot, tensordot, vdot, inner, outer  # noqa: F401
+from .indexing import (where, take, take_along_axis, choose, select, compress,  # noqa: F401
+                       extract, nonzero, argwhere, flatnonzero, diag, diagonal, diagflat,
+                       diag_indices_from)
+from .sorting import sort, argsort, partition, msort, unique  # noqa: F401
 from .manipulation import (reshape, ravel, transpose, swapaxes, moveaxis, expand_dims,  # noqa
                            squeeze, broadcast_to, broadcast_arrays, concatenate, concat, stack,
                            vstack, hstack, column_stack, dstack, split, array_split, hsplit,
-                           vsplit, flip, fliplr, flipud, repeat, tile, take, pad, nonzero,
-                           argwhere, unique, argsort, sort, take_along_axis, diag, copy, shape,
-                           size, ndim, atleast_1d, atleast_2d)
+                           vsplit, dsplit, flip, fliplr, flipud, roll, rot90, rollaxis, repeat,
+                           tile, pad, copy, shape, size, ndim, atleast_1d, atleast_2d,
+                           atleast_3d, append, delete, insert)
+from .functional import apply_along_axis, apply_over_axes  # noqa: F401
 from .io import genfromtxt, loadtxt, savetxt  # noqa: F401
-from .more_math import (arctan2, hypot, signbit, copysign, cbrt, fabs, fix, trunc,  # noqa
-                        deg2rad, rad2deg, radians, degrees, arcsinh, arccosh, arctanh,
-                        float_power, heaviside, divmod, modf, ldexp, frexp, positive, isposinf,
-                        isneginf, nan_to_num, logaddexp, bitwise_and, bitwise_or, bitwise_xor,
-                        invert, bitwise_not, i0, sinc)
-from .more_arrays import (diff, ediff1d, diagonal, trace, diagflat, diag_indices_from,  # noqa
-                          atleast_3d, append, delete, insert, roll, rot90, rollaxis, compress,
-                          extract, flatnonzero, choose, dsplit, apply_along_axis,
-                          apply_over_axes, ptp, cov, corrcoef, correlate, trapz, hamming,
-                          hanning, blackman, select, partition, msort)
 from .einsum import einsum  # noqa: F401
 from .numpy_eager import FUNCTIONS as _EAGER, ix_, promote_types, result_type  # noqa: F401
 from .numpy_eager import min_scalar_type  # noqa: F401

@@ -144,14 +144,14 @@ def meshgrid(*xi, indexing="xy"):
 
 
 def tril(m, k=0):
-    from .math import where
+    from .indexing import where
     m = array(m, copy=False)
     mask = _np.tri(m.shape[-2], m.shape[-1], k, dtype=bool)
     return where(ndarray._wrap(mask), m, 0)
 
 
 def triu(m, k=0):
-    from .math import where
+    from .indexing import where
     m = array(m, copy=False)
     mask = _np.tri(m.shape[-2], m.shape[-1], k - 1, dtype=bool)
     return where(ndarray._wrap(mask), 0, m)
@@ -166,3 +166,18 @@ def _maybe_out(result, out):
         return result
     out[...] = result
     return out
+
+
+# ---- windows --------------------------------------------------------------------------------
+
+def _window(name, fn):
+    def window(M, dtype=None, ctx=None, device=None):
+        return ndarray._wrap(fn(int(M)).astype(dtype or DEFAULT_FLOAT))
+    window.__name__ = name
+    window.__doc__ = f"NumPy's {name} window, in the default float (MXNet's dtype)."
+    return window
+
+
+hamming = _window("hamming", _np.hamming)
+hanning = _window("hanning", _np.hanning)
+blackman = _window("blackman", _np.blackman)

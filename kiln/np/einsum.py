@@ -9,8 +9,9 @@ import numpy as _np
 from .._core.base import op_error, KilnError
 from .._core.dispatch import to_operands
 from .manipulation import reshape, transpose, broadcast_to
-from .math import sum, matmul
-from .more_arrays import diagonal
+from .indexing import diagonal
+from .products import matmul
+from .reductions import sum
 
 
 def _parse_einsum(subscripts, shapes):

@@ -3,7 +3,9 @@ import numpy as _np
 
 from .._core.base import op_error, KilnError
 from .._core.ndarray import ndarray
-from .math import sqrt, sum, abs, max, _arr, _float
+from ._base import _arr, _float
+from .math import sqrt, abs
+from .reductions import sum, max
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -71,7 +73,7 @@ def tensorsolve(a, b, axes=None):
 
 def matrix_power(a, n):
     """a @ a @ ... (n times) by repeated squaring: differentiable for n >= 0."""
-    from .math import matmul
+    from .products import matmul
     from .creation import eye
     a = _arr(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
@@ -94,7 +96,7 @@ def matrix_power(a, n):
 def multi_dot(arrays, out=None):
     """The product of a chain of matrices (first 1-d taken as a row, last as a column),
     multiplied in the order that needs the fewest flops."""
-    from .math import dot
+    from .products import dot
     arrays = [_arr(x) for x in arrays]
     if len(arrays) < 2:
         raise op_error("linalg.multi_dot", "expected at least two arrays", KilnError)

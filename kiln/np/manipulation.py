@@ -1,4 +1,5 @@
-"""Shape manipulation: reshape, transpose, stacking, splitting, and friends."""
+"""Array manipulation: reshaping, transposing, joining, splitting, tiling, flipping and
+rolling arrays, and editing them along an axis (append, delete, insert, pad)."""
 import builtins as _b
 import operator
 
@@ -8,10 +9,7 @@ from .._core.base import normalize_axis, op_error, KilnError
 from .._core.dispatch import to_operands
 from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
-
-
-def _arr(x):
-    return x if isinstance(x, ndarray) else to_operands([x])[0]
+from ._base import _arr, _gather
 
 
 def _resolve_shape(op, size, shape):
@@ -220,6 +218,10 @@ def vsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, axis=0)
 
 
+def dsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, axis=2)
+
+
 def flip(m, axis=None):
     a = _arr(m)
     axes = range(a.ndim) if axis is None else (
@@ -236,6 +238,46 @@ def fliplr(m):
 
 def flipud(m):
     return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    a = _arr(a)
+    if axis is None:
+        return reshape(roll(reshape(a, (-1,)), shift, 0), a.shape)
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    for s, ax in zip(shifts, axes):
+        ax = normalize_axis("roll", ax, a.ndim)
+        n = a.shape[ax]
+        if n:
+            a = _gather(a, (_np.arange(n) - int(s)) % n, ax)
+    return a
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    m = _arr(m)
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, axes[0]), axes[1])
+    perm = list(range(m.ndim))
+    a0, a1 = (normalize_axis("rot90", x, m.ndim) for x in axes)
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return transpose(flip(m, a1), perm)
+    return flip(transpose(m, perm), a1)
+
+
+def rollaxis(a, axis, start=0):
+    a = _arr(a)
+    axis = normalize_axis("rollaxis", axis, a.ndim)
+    start = start + a.ndim if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start) if axis != start else a
 
 
 def repeat(a, repeats, axis=None):
@@ -258,83 +300,6 @@ def tile(A, reps):
             idx = _np.tile(_np.arange(a.shape[axis]), r)
             a = _R["take"](a, ndarray._wrap(idx), axis=axis, mode="clip")
     return a
-
-
-def take(a, indices, axis=None, mode="clip", out=None):
-    a = _arr(a)
-    idx = indices if isinstance(indices, ndarray) else ndarray._wrap(
-        _np.asarray(indices, dtype=_np.int64))
-    if idx.dtype.kind not in "iu":
-        idx = idx.astype(_np.int64)
-    if axis is None:
-        a, axis = reshape(a, (-1,)), 0
-    if mode not in ("clip", "wrap", "raise"):
-        raise op_error("take", f"mode must be 'clip', 'wrap' or 'raise', got {mode!r}", KilnError)
-    r = _R["take"](a, idx, axis=normalize_axis("take", axis, a.ndim),
-                   mode="clip" if mode == "raise" else mode)
-    if out is not None:
-        out[...] = r
-        return out
-    return r
-
-
-def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
-    a = _arr(array)
-    if mode != "constant":
-        raise op_error("pad", f"only mode='constant' is supported, got {mode!r}", KilnError)
-    widths = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64), (a.ndim, 2))
-    shape = tuple(int(d + lo + hi) for d, (lo, hi) in zip(a.shape, widths))
-    from .creation import full
-    base = full(shape, constant_values, dtype=a.dtype)
-    key = tuple(slice(int(lo), int(lo) + d) for d, (lo, _) in zip(a.shape, widths))
-    base[key] = a
-    return base
-
-
-def nonzero(a):
-    a = _arr(a)
-    return tuple(ndarray._wrap(i) for i in _np.nonzero(a._concrete("nonzero()")))
-
-
-def argwhere(a):
-    return ndarray._wrap(_np.argwhere(_arr(a)._concrete("argwhere()")))
-
-
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None):
-    res = _np.unique(_arr(ar)._concrete("unique()"), return_index, return_inverse,
-                     return_counts, axis)
-    if isinstance(res, tuple):
-        return tuple(ndarray._wrap(r) for r in res)
-    return ndarray._wrap(res)
-
-
-def argsort(a, axis=-1, kind=None, order=None):
-    return ndarray._wrap(_np.argsort(_arr(a)._concrete("argsort()"), axis=axis, kind=kind))
-
-
-def sort(a, axis=-1, kind=None, order=None):
-    """Sorted values; differentiable, as a gather by the sort order."""
-    a = _arr(a)
-    order_idx = _np.argsort(a._concrete("sort()"), axis=axis, kind=kind)
-    if a.ndim == 1:
-        return _R["take"](a, ndarray._wrap(order_idx), axis=0, mode="clip")
-    return take_along_axis(a, ndarray._wrap(order_idx), axis)
-
-
-def take_along_axis(arr, indices, axis):
-    """Gather along one axis, as a one-hot product so that gradients come for free."""
-    from ..npx.nn import pick_along
-    return pick_along(_arr(arr), _arr(indices), axis)
-
-
-def diag(v, k=0):
-    a = _arr(v)
-    if k == 0 and a.ndim == 1:
-        return ndarray._wrap(_np.eye(a.shape[0], dtype=a.dtype)) * a
-    if k == 0 and a.ndim == 2:
-        idx = _np.arange(_b.min(a.shape))
-        return a[idx, idx]
-    return ndarray._wrap(_np.diag(a._concrete("diag()"), k))
 
 
 def copy(a):
@@ -365,3 +330,85 @@ def atleast_2d(*arys):
         a = _arr(a)
         res.append(reshape(a, (1,) * (2 - a.ndim) + a.shape) if a.ndim < 2 else a)
     return res[0] if len(res) == 1 else res
+
+
+def atleast_3d(*arys):
+    res = []
+    for a in arys:
+        a = _arr(a)
+        shape = {0: (1, 1, 1), 1: (1,) + a.shape + (1,), 2: a.shape + (1,)}.get(a.ndim, a.shape)
+        res.append(reshape(a, shape))
+    return res[0] if len(res) == 1 else res
+
+
+# ---- editing along an axis ------------------------------------------------------------------
+
+def append(arr, values, axis=None):
+    a, v = _arr(arr), _arr(values)
+    if axis is None:
+        return concatenate([reshape(a, (-1,)), reshape(v, (-1,))])
+    return concatenate([a, v], axis=axis)
+
+
+def _positions(op, obj, n):
+    if isinstance(obj, slice):
+        return _np.arange(n)[obj]
+    if isinstance(obj, ndarray):
+        obj = obj._concrete(f"{op}()")
+    idx = _np.asarray(obj)
+    if idx.dtype == _np.bool_:
+        return _np.nonzero(idx)[0]
+    idx = idx.astype(_np.int64)
+    if ((idx < -n) | (idx >= n)).any() if op == "delete" else ((idx < -n) | (idx > n)).any():
+        raise op_error(op, f"index {obj} is out of bounds for axis with size {n}", KilnError)
+    return _np.where(idx < 0, idx + n, idx)
+
+
+def delete(arr, obj, axis=None):
+    a = _arr(arr)
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    axis = normalize_axis("delete", axis, a.ndim)
+    keep = _np.ones(a.shape[axis], dtype=bool)
+    keep[_positions("delete", obj, a.shape[axis])] = False
+    return _gather(a, _np.nonzero(keep)[0], axis)
+
+
+def insert(arr, obj, values, axis=None):
+    """NumPy's insert; gradients flow to both arr and values."""
+    a, v = _arr(arr), _arr(values)
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    axis = normalize_axis("insert", axis, a.ndim)
+    n = a.shape[axis]
+    if v.dtype != a.dtype:
+        v = v.astype(a.dtype)
+    if v.ndim < a.ndim:
+        v = reshape(v, (1,) * (a.ndim - v.ndim) + v.shape)
+    shape = list(a.shape)
+    if isinstance(obj, (int, _np.integer)):
+        # NumPy: one index inserts a block, values' first axis laid along `axis`
+        v = moveaxis(v, 0, axis)
+        shape[axis] = v.shape[axis]
+        pos = _np.full(shape[axis], _positions("insert", [obj], n)[0])
+    else:
+        pos = _positions("insert", obj, n)
+        shape[axis] = len(pos)
+    v = broadcast_to(v, tuple(shape))
+    # an insert at i goes before old element i; inserts at one index keep their order
+    keys = _np.concatenate([_np.arange(n) * 2 + 1, pos * 2])
+    order = _np.argsort(keys, kind="stable")
+    return _gather(concatenate([a, v], axis=axis), order, axis)
+
+
+def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
+    a = _arr(array)
+    if mode != "constant":
+        raise op_error("pad", f"only mode='constant' is supported, got {mode!r}", KilnError)
+    widths = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64), (a.ndim, 2))
+    shape = tuple(int(d + lo + hi) for d, (lo, hi) in zip(a.shape, widths))
+    from .creation import full
+    base = full(shape, constant_values, dtype=a.dtype)
+    key = tuple(slice(int(lo), int(lo) + d) for d, (lo, _) in zip(a.shape, widths))
+    base[key] = a
+    return base

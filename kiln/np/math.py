@@ -1,28 +1,19 @@
-"""Elementwise math, reductions and products, mapped onto registry primitives."""
-import builtins as _b
+"""Elementwise math (NumPy's ufuncs): arithmetic, comparisons and logic, exponents and
+logarithms, trigonometric and hyperbolic functions, rounding, floating-point routines and
+bitwise operations, over registry primitives.
 
+Most are one primitive; the rest are compositions of primitives, so gradients and
+compilation come from those (the few with no composition, such as cbrt and the bitwise
+ops, are primitives of their own in kiln/ops/special.py). Integer inputs of the float
+functions compute in the default float.
+"""
 import numpy as _np
 
-from .._core.base import (DEFAULT_FLOAT, normalize_dtype, normalize_axes, normalize_axis,
-    op_error)
 from .._core.dispatch import apply, to_operands
 from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
-from ..ops.rules import is_float
-from .manipulation import reshape, moveaxis, transpose, nonzero
-
-_P = _R  # primitives by name
-
-
-def _arr(x):
-    return x if isinstance(x, ndarray) else to_operands([x])[0]
-
-
-def _out(result, out):
-    if out is None:
-        return result
-    out[...] = result
-    return out
+from ._base import _arr, _float, _out
+from .indexing import where
 
 
 def _unary(name, public=None):
@@ -92,10 +83,6 @@ def reciprocal(x, out=None):
     return _out(1.0 / _float(_arr(x)), out)
 
 
-def _float(x):
-    return x if is_float(x.dtype) else x.astype(DEFAULT_FLOAT)
-
-
 def log2(x, out=None):
     return _out(log(x) * (1.0 / _np.log(2.0)), out)
 
@@ -157,19 +144,6 @@ def clip(a, a_min=None, a_max=None, out=None):
     return _out(a, out)
 
 
-def where(condition, x=None, y=None):
-    if x is None and y is None:
-        return nonzero(condition)
-    c = _arr(condition)
-    if isinstance(x, ndarray) or not isinstance(y, ndarray):
-        x, y = to_operands([x, y])
-    else:
-        y, x = to_operands([y, x])  # a scalar x takes y's dtype
-    if c.dtype != _np.bool_:
-        c = c != 0
-    return _R["where"](c, x, y)
-
-
 def isnan(x, out=None):
     x = _arr(x)
     return _out(x != x, out)
@@ -185,196 +159,182 @@ def isfinite(x, out=None):
     return _out(logical_not(logical_or(isnan(x), isinf(x))), out)
 
 
-def sigmoid(x):
-    return _R["sigmoid"](_arr(x))
+# ---- floating-point routines and more functions of two arguments -------------------------
+
+def _pair(x1, x2):
+    a, b = to_operands([x1, x2])
+    return _float(a), _float(b)
 
 
-# ---- reductions ----------------------------------------------------------------------------
-
-def _axes(op, a, axis):
-    if axis is None:
-        return None
-    return normalize_axes(op, axis, a.ndim)
-
-
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, **kwargs):
-    a = _arr(a)
-    if dtype is not None:
-        a = a.astype(normalize_dtype(dtype))
-    r = _R["sum"](a, axis=_axes("sum", a, axis), keepdims=bool(keepdims))
-    if initial is not None:
-        r = r + initial
-    return _out(r, out)
+def arctan2(x1, x2, out=None):
+    """The angle of the point (x2, x1), in (-pi, pi], as NumPy's arctan2."""
+    y, x = _pair(x1, x2)
+    safe_x = where(x == 0, 1.0, x)
+    base = arctan(y / safe_x)
+    shifted = where(x < 0, where(_signbit(y), base - _np.pi, base + _np.pi), base)
+    zero = y * 0.0            # constants in y's dtype; y itself keeps the sign of a zero
+    on_axis = where(y == 0, where(_signbit(x), where(_signbit(y), zero - _np.pi,
+                                                     zero + _np.pi), y),
+                    sign(y) * (_np.pi / 2))
+    return _out(where(x == 0, on_axis, shifted), out)
 
 
-def _count(a, axis):
-    axes = normalize_axes("mean", axis, a.ndim)
-    n = 1
-    for i in axes:
-        n *= a.shape[i]
-    return n
+def hypot(x1, x2, out=None):
+    """sqrt(x1**2 + x2**2), scaled by the larger magnitude so it neither overflows nor
+    underflows where the plain formula would."""
+    a, b = _pair(x1, x2)
+    a, b = abs(a), abs(b)
+    big = _R["maximum"](a, b)
+    safe = where(big == 0, 1.0, big)
+    small = _R["minimum"](a, b) / safe
+    return _out(big * sqrt(1.0 + small * small), out)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-    a = _arr(a)
-    dt = normalize_dtype(dtype) if dtype is not None else (
-        a.dtype if is_float(a.dtype) else DEFAULT_FLOAT)
-    s = sum(a.astype(dt) if a.dtype != dt else a, axis=axis, keepdims=keepdims)
-    n = _count(a, axis)
-    return _out(s / n if n else s * _np.nan, out)
+def _signbit(x):
+    # -0.0 has its sign bit set: 1 / -0.0 is -inf
+    return (x < 0) | ((x == 0) & (divide(1.0, x) < 0))
 
 
-average = mean
+def signbit(x, out=None):
+    x = _arr(x)
+    if x.dtype.kind in "iub":
+        return _out(x < 0, out)
+    return _out(_signbit(x), out)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-    a = _float(_arr(a))
-    mu = mean(a, axis=axis, keepdims=True)
-    d = a - mu
-    n = _count(a, axis)
-    return _out(sum(d * d, axis=axis, keepdims=keepdims) / _b.max(n - ddof, 0), out)
+def copysign(x1, x2, out=None):
+    a, b = _pair(x1, x2)
+    mag = abs(a)
+    return _out(where(_signbit(b), -mag, mag), out)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-    return _out(sqrt(var(a, axis=axis, ddof=ddof, keepdims=keepdims)), out)
+def cbrt(x, out=None):
+    return _out(_R["cbrt"](_arr(x)), out)
 
 
-def max(a, axis=None, out=None, keepdims=False):
-    a = _arr(a)
-    return _out(_R["max"](a, axis=_axes("max", a, axis), keepdims=bool(keepdims)), out)
+def fabs(x, out=None):
+    return _out(abs(_float(_arr(x))), out)
 
 
-def min(a, axis=None, out=None, keepdims=False):
-    a = _arr(a)
-    return _out(_R["min"](a, axis=_axes("min", a, axis), keepdims=bool(keepdims)), out)
+def fix(x, out=None):
+    """Round towards zero."""
+    x = _float(_arr(x))
+    return _out(where(x < 0, ceil(x), floor(x)), out)
 
 
-amax, amin = max, min
+def trunc(x, out=None):
+    x = _arr(x)
+    if x.dtype.kind in "iub":
+        return _out(x + 0, out)
+    return _out(where(x < 0, ceil(x), floor(x)), out)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False):
-    a = _arr(a)
-    if dtype is not None:
-        a = a.astype(normalize_dtype(dtype))
-    return _out(_R["prod"](a, axis=_axes("prod", a, axis), keepdims=bool(keepdims)), out)
+def deg2rad(x, out=None):
+    return _out(_float(_arr(x)) * (_np.pi / 180.0), out)
 
 
-def _arg(name, a, axis, keepdims):
-    a = _arr(a)
-    if axis is not None:
-        axis = normalize_axis(name, axis, a.ndim)
-    return _R[name](a, axis=axis, keepdims=bool(keepdims))
+def rad2deg(x, out=None):
+    return _out(_float(_arr(x)) * (180.0 / _np.pi), out)
 
 
-def argmax(a, axis=None, out=None, keepdims=False):
-    return _out(_arg("argmax", a, axis, keepdims), out)
+radians, degrees = deg2rad, rad2deg
 
 
-def argmin(a, axis=None, out=None, keepdims=False):
-    return _out(_arg("argmin", a, axis, keepdims), out)
+def arcsinh(x, out=None):
+    return _out(_R["arcsinh"](_arr(x)), out)
 
 
-def all(a, axis=None, out=None, keepdims=False):
-    a = _arr(a)
-    # a count, not min/max: NumPy's all() of an empty array is True, not an error
-    return _out(sum((a == 0).astype(_np.int32), axis=axis, keepdims=keepdims) == 0, out)
+def arccosh(x, out=None):
+    return _out(_R["arccosh"](_arr(x)), out)
 
 
-def any(a, axis=None, out=None, keepdims=False):
-    a = _arr(a)
-    return _out(sum((a != 0).astype(_np.int32), axis=axis, keepdims=keepdims) > 0, out)
+def arctanh(x, out=None):
+    return _out(_R["arctanh"](_arr(x)), out)
 
 
-def count_nonzero(a, axis=None, keepdims=False):
-    return sum((_arr(a) != 0).astype(_np.int64), axis=axis, keepdims=keepdims)
+def float_power(x1, x2, out=None):
+    """x1 ** x2 in float64 (NumPy's float_power)."""
+    a, b = to_operands([x1, x2])
+    return _out(power(a.astype(_np.float64), b.astype(_np.float64)), out)
 
 
-def cumsum(a, axis=None, dtype=None, out=None):
-    """Cumulative sum as a product with a triangular matrix, so it is differentiable."""
-    a = _arr(a)
-    if dtype is not None:
-        a = a.astype(normalize_dtype(dtype))
-    if axis is None:
-        a, axis = reshape(a, (-1,)), 0
-    axis = normalize_axis("cumsum", axis, a.ndim)
-    n = a.shape[axis]
-    tri = ndarray._wrap(_np.triu(_np.ones((n, n), dtype=a.dtype)))
-    moved = moveaxis(a, axis, -1)
-    if moved.ndim == 1:
-        moved = reshape(moved, (1, n))
-        return _out(reshape(matmul(moved, tri), (n,)), out)
-    return _out(moveaxis(matmul(moved, tri), -1, axis), out)
+def heaviside(x1, x2, out=None):
+    """0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
+    a, b = _pair(x1, x2)
+    return _out(where(a < 0, 0.0 * a, where(a > 0, 1.0 + 0.0 * a, b + 0.0 * a)), out)
 
 
-# ---- products ------------------------------------------------------------------------------
-
-def matmul(a, b, out=None):
-    a, b = to_operands([a, b])
-    if a.ndim == 0 or b.ndim == 0:
-        raise op_error("matmul", "matmul does not take 0-d arrays; use multiply")
-    pa, pb = a.ndim == 1, b.ndim == 1
-    if pa:
-        a = reshape(a, (1, a.shape[0]))
-    if pb:
-        b = reshape(b, (b.shape[0], 1))
-    r = _R["matmul"](a, b)
-    if pa or pb:
-        shape = r.shape[:-2] + (() if pa else (r.shape[-2],)) + (() if pb else (r.shape[-1],))
-        r = reshape(r, shape)
-    return _out(r, out)
+def divmod(x1, x2, out=None):
+    return floor_divide(x1, x2), mod(x1, x2)
 
 
-def dot(a, b, out=None):
-    """NumPy's dot: matmul for 1-D/2-D, a sum over a's last and b's second-to-last axis else."""
-    a, b = to_operands([a, b])
-    if a.ndim == 0 or b.ndim == 0:
-        return _out(a * b, out)
-    if b.ndim <= 2:
-        if a.shape[-1] != b.shape[0]:
-            raise op_error("dot", f"shapes {a.shape} and {b.shape} not aligned: "
-                           f"{a.shape[-1]} (dim {a.ndim - 1}) != {b.shape[0]} (dim 0)")
-        if a.ndim <= 2:
-            return _out(matmul(a, b), out)
-        lead = a.shape[:-1]
-        r = matmul(reshape(a, (-1, a.shape[-1])), b)
-        return _out(reshape(r, lead + b.shape[1:]), out)
-    return _out(tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 2])), out)
+def modf(x, out=None):
+    whole = fix(x)
+    return _float(_arr(x)) - whole, whole
 
 
-def tensordot(a, b, axes=2):
-    a, b = to_operands([a, b])
-    if isinstance(axes, (int, _np.integer)):
-        axes_a = list(range(a.ndim - axes, a.ndim))
-        axes_b = list(range(axes))
-    else:
-        axes_a, axes_b = axes
-        axes_a = [axes_a] if isinstance(axes_a, int) else list(axes_a)
-        axes_b = [axes_b] if isinstance(axes_b, int) else list(axes_b)
-    axes_a = [normalize_axis("tensordot", x, a.ndim) for x in axes_a]
-    axes_b = [normalize_axis("tensordot", x, b.ndim) for x in axes_b]
-    for i, j in zip(axes_a, axes_b):
-        if a.shape[i] != b.shape[j]:
-            raise op_error("tensordot", f"shape mismatch for sum: {a.shape} and {b.shape} "
-                           f"along axes {axes_a} and {axes_b}")
-    free_a = [i for i in range(a.ndim) if i not in axes_a]
-    free_b = [i for i in range(b.ndim) if i not in axes_b]
-    k = int(_np.prod([a.shape[i] for i in axes_a]))
-    at = reshape(transpose(a, free_a + axes_a), (-1, k))
-    bt = reshape(transpose(b, axes_b + free_b), (k, -1))
-    shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b)
-    return reshape(matmul(at, bt), shape)
+def ldexp(x1, x2, out=None):
+    a = _float(_arr(x1))
+    return _out(a * power(2.0, _arr(x2).astype(a.dtype)), out)
 
 
-def vdot(a, b):
-    return dot(reshape(_arr(a), (-1,)), reshape(_arr(b), (-1,)))
+def frexp(x, out=None):
+    """Mantissa and exponent (eager: the exponent is an integer array)."""
+    m, e = _np.frexp(_arr(x)._concrete("frexp()"))
+    return ndarray._wrap(m), ndarray._wrap(e)
 
 
-def inner(a, b):
-    a, b = to_operands([a, b])
-    if a.ndim == 0 or b.ndim == 0:
-        return a * b
-    return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 1]))
+def positive(x, out=None):
+    return _out(_arr(x) + 0, out)
 
 
-def outer(a, b):
-    return multiply(reshape(_arr(a), (-1, 1)), reshape(_arr(b), (1, -1)))
+def isposinf(x, out=None):
+    x = _arr(x)
+    return _out(x == _np.inf, out)
+
+
+def isneginf(x, out=None):
+    x = _arr(x)
+    return _out(x == -_np.inf, out)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    x = _arr(x)
+    if x.dtype.kind != "f":
+        return x + 0
+    info = _np.finfo(x.dtype)
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    x = where(x != x, nan, x)
+    return where(x == _np.inf, hi, where(x == -_np.inf, lo, x))
+
+
+def logaddexp(x1, x2, out=None):
+    a, b = _pair(x1, x2)
+    big = _R["maximum"](a, b)
+    return _out(big + log1p(exp(-abs(a - b))), out)
+
+
+# ---- bitwise operations -----------------------------------------------------------------
+
+def _integer_binary(name):
+    prim = _R[name]
+
+    def fn(x1, x2, out=None, **kwargs):
+        a, b = to_operands([x1, x2])
+        return _out(prim(a, b), out)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} of integer or boolean arrays (primitive `{name}`)."
+    return fn
+
+
+bitwise_and = _integer_binary("bitwise_and")
+bitwise_or = _integer_binary("bitwise_or")
+bitwise_xor = _integer_binary("bitwise_xor")
+
+
+def invert(x, out=None):
+    return _out(_R["invert"](_arr(x)), out)
+
+
+bitwise_not = invert

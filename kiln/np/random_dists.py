@@ -11,7 +11,8 @@ import numpy as _np
 from .._core.base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
 from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
-from .math import log, exp, sqrt, power, maximum, _arr
+from ._base import _arr
+from .math import log, exp, sqrt, power, maximum
 from .random import _size, _out
 
 
@@ -148,6 +149,6 @@ def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None, dtype=
     shape = _size(size) + (n,)
     dt = m.dtype if m.dtype.kind == "f" else _dtype(dtype)
     z = _R["random_normal"](shape=shape, dtype=dt)
-    from .math import matmul
+    from .products import matmul
     lt = ndarray._wrap(factor.T.astype(dt))
     return m + matmul(z, lt)

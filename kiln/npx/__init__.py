@@ -9,8 +9,9 @@ from .multibox import multibox_target, multibox_detection  # noqa: F401
 from .io import save, load  # noqa: F401
 from .control_flow import cond, while_loop, foreach  # noqa: F401
 from . import random  # noqa: F401
-from .more import (erf, erfinv, gamma, gammaln, gather_nd, slice, nonzero,  # noqa: F401
-                   shape_array, cast)
+from .indexing import gather_nd, slice, nonzero  # noqa: F401
+from .conversion import shape_array, cast  # noqa: F401
+from ..np.special import erf, erfinv, gamma, gammaln  # noqa: F401
 from .._core.context import cpu, gpu, cpu_pinned, num_gpus, current_context  # noqa: F401
 from .._core.context import current_context as current_device  # noqa: F401
 from ..np import reshape  # noqa: F401

@@ -14,6 +14,7 @@ from .._core.dispatch import to_operands
 from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
 from .. import np as knp
+from ..np.indexing import pick_along
 from . import fused_leaky, fused_softmax
 from .norm import batch_norm, layer_norm, group_norm  # noqa: F401,E402
 
@@ -161,24 +162,6 @@ def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=None):
     hit = knp.expand_dims(idx.astype(_np.int64), -1) == classes
     dt = normalize_dtype(dtype, DEFAULT_FLOAT)
     return knp.where(hit, knp.full((), on_value, dtype=dt), knp.full((), off_value, dtype=dt))
-
-
-def pick_along(data, index, axis):
-    """take_along_axis: out[..., j, ...] = data[..., index[..., j, ...], ...] along `axis`."""
-    axis = normalize_axis("pick", axis, data.ndim)
-    if index.ndim != data.ndim:
-        raise op_error("take_along_axis", f"index has {index.ndim} dimensions, data has "
-                       f"{data.ndim}")
-    x = knp.moveaxis(data, axis, -1)
-    idx = knp.moveaxis(index, axis, -1)
-    lead = x.shape[:-1]
-    n = x.shape[-1]
-    idx = knp.broadcast_to(idx, lead + (idx.shape[-1],))
-    base = _np.arange(int(_np.prod(lead, dtype=_np.int64)), dtype=_np.int64).reshape(
-        lead + (1,)) * n
-    flat = ndarray._wrap(base) + knp.clip(idx.astype(_np.int64), 0, n - 1)
-    out = _R["take"](knp.reshape(x, (-1,)), flat, axis=0, mode="clip")
-    return knp.moveaxis(out, -1, axis)
 
 
 def pick(data, index, axis=-1, keepdims=False, mode="clip"):

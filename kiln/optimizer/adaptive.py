@@ -5,9 +5,16 @@ As everywhere in kiln, the gradient is rescaled, then clipped, then weight decay
 it (MXNet 2.x's order; with wd=0, as in the book, 1.x and 2.x agree). The updates use only
 operators (`** 0.5` for the square root), so they run on NumPy buffers eagerly and on kiln
 symbols inside a compiled training step.
+
+Ftrl (follow the regularized leader) and FTML (follow the moving leader), also per-coordinate
+adaptive, are MXNet 1.9.1's, with its arithmetic and order of operations, and run eagerly
+only (eager.py).
 """
+import numpy as _np
+
 from .._core import aligned
 from .base import Optimizer, register
+from .eager import _Eager, _clip, _zeros
 
 
 def _with_wd(weight, grad, s, use_wd):
@@ -105,3 +112,47 @@ class AdaDelta(Optimizer):
         acc_delta *= rho
         acc_delta += (1.0 - rho) * (delta * delta)
         weight -= s["lr"] * delta
+
+
+@register
+class Ftrl(_Eager):
+    """Follow the regularized leader (McMahan et al. 2013) with L1 strength lamda1."""
+
+    def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.lamda1, self.beta = lamda1, beta
+
+    def create_state(self, index, weight):
+        return _zeros(weight, 2)
+
+    def mx_update(self, index, weight, grad, state, lr, wd, t):
+        g = _clip(self._rescaled(grad), self.clip_gradient)
+        z, n = state
+        z += g - (_np.sqrt(n + g * g) - _np.sqrt(n)) * weight / lr
+        n += g * g
+        weight[...] = ((_np.sign(z) * self.lamda1 - z) / ((self.beta + _np.sqrt(n)) / lr + wd)
+                       * (_np.abs(z) > self.lamda1))
+
+
+@register
+class FTML(_Eager):
+    """Follow the moving leader (Zheng & Kwok 2017)."""
+
+    def __init__(self, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
+        super().__init__(**kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+
+    def create_state(self, index, weight):
+        return _zeros(weight, 3)
+
+    def mx_update(self, index, weight, grad, state, lr, wd, t):
+        g = _clip(self._rescaled(grad) + wd * weight, self.clip_gradient)
+        d, v, z = state
+        v *= self.beta2
+        v += (1.0 - self.beta2) * g * g
+        d_t = (1.0 - self.beta1 ** t) / lr * (_np.sqrt(v / (1.0 - self.beta2 ** t))
+                                              + self.epsilon)
+        z *= self.beta1
+        z += (1.0 - self.beta1) * g - (d_t - self.beta1 * d) * weight
+        d[...] = d_t
+        weight[...] = -z / d_t

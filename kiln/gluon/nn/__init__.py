@@ -8,9 +8,10 @@ from .basic_layers import (Sequential, HybridSequential, Concatenate,  # noqa: F
 from .conv_layers import (Conv1D, Conv2D, Conv3D, Conv1DTranspose, Conv2DTranspose,  # noqa
                           Conv3DTranspose, MaxPool1D, MaxPool2D, MaxPool3D, AvgPool1D,
                           AvgPool2D, AvgPool3D, GlobalMaxPool1D, GlobalMaxPool2D,
-                          GlobalMaxPool3D, GlobalAvgPool1D, GlobalAvgPool2D, GlobalAvgPool3D)
-from .norm_layers import BatchNorm, LayerNorm, GroupNorm, InstanceNorm  # noqa: F401
-from .extra_layers import BatchNormReLU, ReflectionPad2D  # noqa: F401
+                          GlobalMaxPool3D, GlobalAvgPool1D, GlobalAvgPool2D, GlobalAvgPool3D,
+                          ReflectionPad2D)
+from .norm_layers import (BatchNorm, BatchNormReLU, LayerNorm, GroupNorm,  # noqa: F401
+                          InstanceNorm)
 
 
 def __getattr__(name):

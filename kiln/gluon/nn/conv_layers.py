@@ -1,5 +1,8 @@
-"""Convolution, transposed convolution and pooling layers (channels-first layouts only)."""
-from ... import npx
+"""Convolution, transposed convolution, pooling and padding layers (channels-first layouts
+only)."""
+import numpy as _np
+
+from ... import np as knp, npx
 from ...npx.nn import convolution_relu
 from ..._core.base import KilnError, where_in_user_code
 from ..block import HybridBlock
@@ -200,3 +203,42 @@ GlobalMaxPool3D = _pool_class("GlobalMaxPool3D", 3, "max", _GlobalPool)
 GlobalAvgPool1D = _pool_class("GlobalAvgPool1D", 1, "avg", _GlobalPool)
 GlobalAvgPool2D = _pool_class("GlobalAvgPool2D", 2, "avg", _GlobalPool)
 GlobalAvgPool3D = _pool_class("GlobalAvgPool3D", 3, "avg", _GlobalPool)
+
+
+# ---- padding -------------------------------------------------------------------------------
+
+def _reflect_index(n, before, after):
+    """Indices into an axis of length n that pad it by reflection (without the edge)."""
+    if before >= n or after >= n:
+        raise KilnError(f"ReflectionPad2D: padding ({before}, {after}) must be smaller than "
+                        f"the padded axis (length {n})")
+    return _np.pad(_np.arange(n), (before, after), mode="reflect")
+
+
+class ReflectionPad2D(HybridBlock):
+    """Pads the last two axes of an NCHW input by reflection.
+
+    `padding`: an int (all four sides) or MXNet's 8-tuple of (before, after) per axis, of
+    which only the last two axes may be nonzero."""
+
+    def __init__(self, padding=0, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(padding, (int, _np.integer)):
+            padding = (0, 0, 0, 0) + (int(padding),) * 4
+        padding = tuple(int(p) for p in padding)
+        if len(padding) != 8 or any(padding[:4]) or min(padding) < 0:
+            raise KilnError(f"ReflectionPad2D: padding must be an int or 8 non-negative "
+                            f"ints with the first four zero, got {padding}")
+        self._padding = padding
+
+    def forward(self, x):
+        if x.ndim != 4:
+            raise KilnError(f"ReflectionPad2D: expected a 4-d NCHW input, got shape {x.shape}")
+        top, bottom, left, right = self._padding[4:]
+        rows = _reflect_index(x.shape[2], top, bottom)
+        cols = _reflect_index(x.shape[3], left, right)
+        x = knp.take(x, knp.array(rows), axis=2)
+        return knp.take(x, knp.array(cols), axis=3)
+
+    def __repr__(self):
+        return f"ReflectionPad2D(padding={self._padding})"

@@ -1,4 +1,4 @@
-"""Normalization layers: BatchNorm, LayerNorm, GroupNorm, InstanceNorm."""
+"""Normalization layers: BatchNorm (and BatchNormReLU), LayerNorm, GroupNorm, InstanceNorm."""
 from ... import npx
 from ..._core.base import KilnError, where_in_user_code
 from ..block import HybridBlock
@@ -70,6 +70,13 @@ class BatchNorm(_AffineNorm):
                               self.running_var.data(), eps=self._epsilon,
                               momentum=self._momentum, fix_gamma=not self._scale,
                               use_global_stats=self._use_global_stats, axis=self._axis)
+
+
+class BatchNormReLU(BatchNorm):
+    """BatchNorm followed by ReLU, with BatchNorm's parameters (MXNet fuses the two)."""
+
+    def forward(self, x):
+        return npx.relu(super().forward(x))
 
 
 class LayerNorm(_AffineNorm):

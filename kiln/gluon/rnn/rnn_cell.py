@@ -182,12 +182,9 @@ class _SequentialMixin:
             p += n
 
     def forward(self, inputs, states):
-        from .container_cells import BidirectionalCell
         new = []
         for cell, state in self._split(states):
-            if isinstance(cell, BidirectionalCell):
-                raise NotImplementedError("a BidirectionalCell cannot be stepped; use unroll")
-            inputs, state = cell(inputs, state)
+            inputs, state = cell(inputs, state)     # a BidirectionalCell raises: it only unrolls
             new += list(state)
         return inputs, new
 

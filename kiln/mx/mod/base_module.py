@@ -9,6 +9,7 @@ update_metric does; predict drops the padding.
 """
 import logging
 import time
+from collections import namedtuple
 
 import numpy as _np
 
@@ -17,6 +18,9 @@ from ...gluon import metric as kmetric
 from ..._core.base import KilnError, where_in_user_code
 from ...io import DataDesc
 from ..._core.ndarray import ndarray
+
+# what a batch-end callback receives (kiln/mx/callback.py); MXNet's mx.model.BatchEndParam
+BatchEndParam = namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
 
 
 def _as_list(obj):
@@ -68,7 +72,6 @@ class BaseModule:
 
     def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None,
               score_end_callback=None, reset=True, epoch=0, sparse_row_id_fn=None):
-        from ..model import BatchEndParam
         if not isinstance(eval_metric, kmetric.EvalMetric):
             eval_metric = kmetric.create(eval_metric)
         eval_metric.reset()
@@ -90,7 +93,6 @@ class BaseModule:
             aux_params=None, allow_missing=False, force_rebind=False, force_init=False,
             begin_epoch=0, num_epoch=None, validation_metric=None, monitor=None,
             sparse_row_id_fn=None):
-        from ..model import BatchEndParam
         if num_epoch is None:
             raise KilnError("Module.fit: give num_epoch (MXNet requires it too)"
                             + where_in_user_code())

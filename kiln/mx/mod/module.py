@@ -1,6 +1,6 @@
 """MXNet 1.x's Module: a symbol bound for inference and simple training.
 
-It keeps one Executor (sym_executor.py) for the bound shapes: forward(is_train=False)
+It keeps one Executor (kiln/mx/sym/executor.py) for the bound shapes: forward(is_train=False)
 runs the symbol compiled by kiln (the passes and backend of hybridize); training records
 on kiln's autograd tape and updates with kiln's optimizers.
 """

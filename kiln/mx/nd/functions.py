@@ -1,12 +1,12 @@
 """MXNet 1.x's NDArray namespace (`kiln.nd`, `kiln.ndarray`), mapped onto kiln.
 
 `kiln.ndarray` stays the module of kiln's one array type; its module-level lookups (and
-kiln.symbol's, the `F` of hybrid_forward) come here first (f_namespace.py), then to npx
-and np. Where MXNet 1.x and its numpy interface differ, these follow 1.x: float32 arrays by
+kiln.symbol's, the `F` of hybrid_forward) find these first (namespace.py, f_namespace.py),
+then npx and np. Where MXNet 1.x and its numpy interface differ, these follow 1.x: float32 arrays by
 default, `shape=` in random functions, `concat(*arrays, dim=1)`, `dot` over the last and
 first axes, `save`/`load` in MXNet's binary format.
 
-The MXNet op names (FullyConnected, Activation, ...) are the entries of kiln/mxnet_ops.py;
+The MXNet op names (FullyConnected, Activation, ...) are the entries of kiln/mx/ops;
 called with Symbols they build a symbol node, called with arrays they compute.
 """
 import numpy as _np
@@ -147,7 +147,7 @@ def mx_function(name):
         return result if out is None else _write_out(name, result, out)
 
     call.__name__ = call.__qualname__ = name
-    call.__doc__ = f"MXNet's {name} (kiln/mxnet_ops.py), on arrays or Symbols."
+    call.__doc__ = f"MXNet's {name} (kiln/mx/ops), on arrays or Symbols."
     _functions[name] = call
     return call
 
@@ -165,48 +165,3 @@ def _write_out(name, result, out):
                             f"{tuple(r.shape)}" + where_in_user_code())
         o[...] = r
     return out
-
-
-def lookup(name):
-    """An nd-namespace name, or None (the caller then tries npx and np)."""
-    if name == "random":
-        from . import random as nd_random
-        return nd_random
-    if name == "contrib":
-        from . import contrib as nd_contrib
-        return nd_contrib
-    if name in _PUBLIC:
-        return _PUBLIC[name]
-    if name == "linalg" or name.startswith("linalg_"):
-        from . import linalg as nd_linalg
-        return nd_linalg if name == "linalg" else getattr(nd_linalg, name[7:], None)
-    if name.startswith("random_pdf_"):
-        from .random import pdf as nd_random_pdf
-        return getattr(nd_random_pdf, name, None)
-    if name.startswith(("random_", "sample_")) or name in ("uniform", "normal"):
-        from .random.samplers import FLAT
-        if name in FLAT:
-            return FLAT[name]
-    if name == "shuffle":
-        from .random import shuffle
-        return shuffle
-    if "_update" in name or name == "multi_lars":
-        from . import optimizer_ops as nd_optimizer_ops
-        if name in nd_optimizer_ops.NAMES and name not in nd_optimizer_ops.CONTRIB:
-            return getattr(nd_optimizer_ops, name)
-    if name in ("numpy", "numpy_extension"):        # mx.nd.numpy: the np functions
-        from ... import np as _knp, npx as _knpx
-        return _knp if name == "numpy" else _knpx
-    from . import utils as nd_extras
-    if name in nd_extras.NAMES:
-        return getattr(nd_extras, name)
-    if name in ("SliceChannel", "split"):
-        from ..ops.sequence import SliceChannel
-        return SliceChannel
-    if name in OPS and not name.startswith("_"):
-        return mx_function(name)
-    return None
-
-
-_PUBLIC = {n: globals()[n] for n in ("NDArray array zeros ones empty full arange zeros_like "
-                                     "ones_like waitall save load concat nansum").split()}

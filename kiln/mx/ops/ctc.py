@@ -1,7 +1,7 @@
 """MXNet's CTCLoss operator (`nd.CTCLoss`, `nd.ctc_loss`, `nd.contrib.CTCLoss`): the
 negative log likelihood of each label sequence under per-step softmax outputs.
 
-The recursion is gluon.loss.CTCLoss's (kiln/gluon/loss_extra.py: Graves' forward pass in
+The recursion is gluon.loss.CTCLoss's (kiln/gluon/loss/ctc.py: Graves' forward pass in
 log space over registry ops, so it differentiates and traces); this op adapts MXNet's
 operator conventions to it: data (time, batch, alphabet), and the blank 'first' (channel 0,
 labels padded with 0) or 'last' (channel C-1, padded with -1), the loss's own convention.

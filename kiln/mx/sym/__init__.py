@@ -1,8 +1,8 @@
 """`kiln.sym` / `kiln.symbol`: MXNet 1.x's symbolic API, and the `F` of hybrid_forward.
 
 User code builds Symbols here (var, arithmetic, the MXNet ops, Group), inspects, saves,
-loads, evaluates, binds, differentiates and compiles them (sym_graph.py, sym_run.py,
-sym_executor.py, sym_json.py). While hybridize traces, `F` is this module and receives
+loads, evaluates, binds, differentiates and compiles them (symbol.py, evaluation.py,
+executor.py, serialization.py). While hybridize traces, `F` is this module and receives
 kiln arrays: every op name resolves (f_namespace.py) to a function that computes on
 arrays, or builds a symbol node when given Symbols.
 """

@@ -1,6 +1,6 @@
 """MXNet 1.x's Executor: a symbol bound to argument, gradient and auxiliary arrays.
 
-forward(is_train=True) records the symbol's walk (sym_run.evaluate) on kiln's autograd
+forward(is_train=True) records the symbol's walk (evaluation.evaluate) on kiln's autograd
 tape; backward() takes the gradients with the registry's rules and writes them into
 grad_dict as each argument's grad_req says ('write', 'add' or 'null').
 forward(is_train=False) runs the symbol compiled (sym.compile: kiln's passes and backend).

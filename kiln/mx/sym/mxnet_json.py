@@ -156,7 +156,7 @@ def from_dict(doc, source="<symbol>"):
             info = OPS.get(op)
             if info is None:
                 raise KilnError(f"{where}: MXNet op {op[:60]!r} has no kiln mapping (kiln "
-                                f"maps {len(OPS)} MXNet ops; see kiln/mxnet_ops.py)")
+                                f"maps {len(OPS)} MXNet ops; see kiln/mx/ops)")
             expected = None if info.variadic else len(info.input_names(attrs))
             if expected is not None and len(ins) != expected:
                 raise KilnError(f"{where}: takes {expected} inputs "

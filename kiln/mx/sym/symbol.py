@@ -1,25 +1,17 @@
 """The symbol a user builds (MXNet 1.x `mx.sym`): a shape-free expression graph.
 
 A Symbol names outputs of SymNodes. A node is a variable (MXNet's op "null") or an MXNet op
-from kiln/mxnet_ops.py, or a kiln registry primitive ("kiln:matmul", what a kiln export
+from kiln/mx/ops, or a kiln registry primitive ("kiln:matmul", what a kiln export
 holds). Shapes are not needed to build one; they are inferred when it is given shapes or
-values (sym_run.py), by tracing the node functions into kiln's graph IR, the same graph
+values (evaluation.py), by tracing the node functions into kiln's graph IR, the same graph
 a hybridized block traces to.
 """
-import itertools
-from collections import defaultdict
-
 from ..._core.base import KilnError, postorder, where_in_user_code
 from ..ops import OPS, lookup
 from ..attribute import scoped_attrs
-from ..name import scoped_name
+from ..name import auto_name, scoped_name
 
 KILN_PREFIX = "kiln:"
-_counters = defaultdict(itertools.count)
-
-
-def auto_name(hint):
-    return f"{hint}{next(_counters[hint])}"
 
 
 class SymNode:
@@ -208,7 +200,7 @@ class Symbol:
             raise AttributeError(name)
         return lambda *a, **kw: call_op(name, (self,) + a, kw)
 
-    # ---- running, saving, differentiating: see sym_run.py and sym_json.py -------------------
+    # ---- running, saving, differentiating: see evaluation.py and serialization.py ----------
     def tojson(self):
         from .serialization import to_json
         return to_json(self)

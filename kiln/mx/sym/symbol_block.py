@@ -3,7 +3,7 @@
 
 Every argument of the symbol that is not an input becomes a Parameter named as in the
 file ('dense0_weight'); auxiliary states (BatchNorm's moving statistics) are Parameters
-with grad_req 'null'. forward() walks the symbol with kiln's functions (sym_run.evaluate),
+with grad_req 'null'. forward() walks the symbol with kiln's functions (evaluation.evaluate),
 so the block runs eagerly, trains under autograd, and hybridizes into kiln's graph IR.
 Parameter shapes come from the params file, or are inferred from the first input.
 """

@@ -6,7 +6,7 @@ They take an (H, W, 3) image (any dtype; uint8 results are rounded and saturated
 import numpy as _np
 
 from ...._core.base import KilnError
-from .transforms import Transform, rng, to_numpy, wrap
+from .transform_base import Transform, rng, to_numpy, wrap
 
 _LUMA = _np.array([0.299, 0.587, 0.114], _np.float32)
 

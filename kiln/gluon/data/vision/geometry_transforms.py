@@ -7,7 +7,7 @@ import numpy as _np
 from ...._core.base import KilnError
 from ....data import image as _image
 from ....data.rotate import imrotate
-from .transforms import Transform, _check_image, _per_image, _size_pair, rng, to_numpy, wrap
+from .transform_base import Transform, _check_image, _per_image, _size_pair, rng, to_numpy, wrap
 
 
 def _float32_chw(x, what):

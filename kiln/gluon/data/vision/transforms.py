@@ -3,46 +3,22 @@
 They run on NumPy buffers (cheap in DataLoader workers) and return kiln arrays. Random
 choices come from kiln's generator, which each DataLoader worker reseeds, so workers do
 not repeat each other's augmentations.
+
+This module holds the conversions, resizes, crops and flips and the composing transforms;
+the colour augmentations (color_transforms.py) and the geometric ones (geometry_transforms.py)
+build on the same base (transform_base.py), and all are reachable here.
 """
 import math
 
 import numpy as _np
 
 from ...._core.base import KilnError, normalize_dtype
-from ...._core.ndarray import ndarray
-from ....ops.creation import _RandomState
 from ....data import image as _image
-
-
-def to_numpy(x, what):
-    if isinstance(x, ndarray):
-        return x._concrete(what)
-    return _np.asarray(x)
-
-
-def wrap(arr):
-    return ndarray._wrap(_np.ascontiguousarray(arr))
-
-
-def rng():
-    return _RandomState.generator
-
-
-class Transform:
-    """Base of the transforms: `t(x)` runs `t.forward(x)`; hybridize is accepted, a no-op."""
-
-    def __call__(self, x, *args):
-        """t(x) is the transformed x; t(x, label, ...) is (transformed x, label, ...), as
-        MXNet 2's transforms pass the other items of a sample through."""
-        out = self.forward(x)
-        return (out,) + args if args else out
-
-    def hybridize(self, *args, **kwargs):
-        pass
-
-    def __repr__(self):
-        fields = ", ".join(f"{k.lstrip('_')}={v!r}" for k, v in vars(self).items())
-        return f"{type(self).__name__}({fields})"
+from .transform_base import (Transform, to_numpy, wrap, rng, _check_image, _size_pair,
+                             _per_image)
+from .color_transforms import (RandomBrightness, RandomContrast, RandomSaturation,  # noqa
+                               RandomHue, RandomColorJitter, RandomLighting, RandomGray)
+from .geometry_transforms import Rotate, RandomRotation, CropResize, RandomCrop  # noqa: F401
 
 
 class Compose(Transform):
@@ -73,13 +49,6 @@ class Cast(Transform):
 
     def forward(self, x):
         return wrap(to_numpy(x, "Cast").astype(self._dtype))
-
-
-def _check_image(arr, what, batch_ok=True):
-    if arr.ndim == 3 or (batch_ok and arr.ndim == 4):
-        return
-    raise KilnError(f"transforms.{what}: expected an image (H, W, C)"
-                    f"{' or a batch (N, H, W, C)' if batch_ok else ''}, got shape {arr.shape}")
 
 
 class ToTensor(Transform):
@@ -113,21 +82,6 @@ class Normalize(Transform):
                                 f"{channels} channels")
         shape = (-1, 1, 1)
         return wrap(((arr - mean.reshape(shape)) / std.reshape(shape)).astype(_np.float32))
-
-
-def _size_pair(size, what):
-    if isinstance(size, int):
-        return size, size
-    if isinstance(size, (tuple, list)) and len(size) == 2:
-        return int(size[0]), int(size[1])
-    raise KilnError(f"transforms.{what}: size must be an int or (width, height), got {size!r}")
-
-
-def _per_image(arr, fn):
-    """Apply fn to one (H, W, C) image or to each image of an (N, H, W, C) batch."""
-    if arr.ndim == 4:
-        return _np.stack([fn(a) for a in arr])
-    return fn(arr)
 
 
 class Resize(Transform):
@@ -233,11 +187,6 @@ class RandomApply(Transform):
 
 class HybridRandomApply(RandomApply):
     pass
-
-
-from .color_transforms import (RandomBrightness, RandomContrast, RandomSaturation,  # noqa
-                               RandomHue, RandomColorJitter, RandomLighting, RandomGray)
-from .geometry_transforms import (Rotate, RandomRotation, CropResize, RandomCrop)  # noqa
 
 
 def __getattr__(name):

@@ -13,6 +13,7 @@ from .proposal import Proposal, MultiProposal  # noqa: F401,E402
 from .resize import BilinearResize2D, AdaptiveAvgPooling2D, PSROIPooling, ROIAlign
 from ..optimizer_ops import adamw_update, mp_adamw_update, multi_adamw_update  # noqa
 from ...ops.ctc import CTCLoss  # noqa: F401,E402
+from ..functions import mx_function as _mx_function
 from .misc import (boolean_mask, index_array, index_copy, div_sqrt_dim, quadratic, allclose,
     isnan, isinf, isfinite, round_ste, sign_ste, gradientmultiplier, rand_zipfian)
 
@@ -22,28 +23,23 @@ ctc_loss = CTCLoss
 def SyncBatchNorm(*args, **kwargs):
     """One process holds the whole batch: MXNet's BatchNorm (the key/ndev attributes are
     accepted and unused)."""
-    from ..functions import mx_function
     for k in ("key", "ndev"):
         kwargs.pop(k, None)
-    return mx_function("BatchNorm")(*args, **kwargs)
+    return _mx_function("BatchNorm")(*args, **kwargs)
 
 
 def BatchNormWithReLU(*args, **kwargs):
-    from ..functions import mx_function
     from ....npx import relu
-    return relu(mx_function("BatchNorm")(*args, **kwargs))
+    return relu(_mx_function("BatchNorm")(*args, **kwargs))
 
 
 def SparseEmbedding(*args, **kwargs):
-    from ..functions import mx_function
-    return mx_function("Embedding")(*args, **kwargs)
+    return _mx_function("Embedding")(*args, **kwargs)
 
 
 def DeformableConvolution(*args, **kwargs):
-    from ..functions import mx_function
-    return mx_function("DeformableConvolution")(*args, **kwargs)
+    return _mx_function("DeformableConvolution")(*args, **kwargs)
 
 
 def ModulatedDeformableConvolution(*args, **kwargs):
-    from ..functions import mx_function
-    return mx_function("ModulatedDeformableConvolution")(*args, **kwargs)
+    return _mx_function("ModulatedDeformableConvolution")(*args, **kwargs)

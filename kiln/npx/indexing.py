@@ -1,21 +1,20 @@
-"""More of MXNet's `npx` functions: special functions, gather_nd, slice, nonzero,
-shape_array and cast, over registry primitives (gather_nd is a take on the flattened
-leading axes, so its gradient is take's)."""
+"""MXNet's npx indexing functions: gather_nd (a take on the flattened leading axes, so its
+gradient is take's), slice (per-axis begin/end/step) and nonzero (eager: its shape depends
+on the values)."""
 import builtins
 
 import numpy as _np
 
 from .._core.base import op_error, KilnError
 from .._core.ndarray import ndarray
-from ..np.more_math import erf, erfinv, gamma, gammaln  # noqa: F401
-from ..np.math import _arr
+from ..np._base import _arr
+from ..np.manipulation import reshape
+from ..ops import REGISTRY
 
 
 def gather_nd(data, indices):
     """out[i...] = data[indices[0][i...], indices[1][i...], ...]: the first axis of
     `indices` indexes data's leading axes (MXNet's gather_nd); negative indices wrap."""
-    from ..np.manipulation import reshape
-    from ..ops import REGISTRY
     data, idx = _arr(data), _arr(indices)
     if idx.ndim < 1 or idx.shape[0] > data.ndim:
         raise op_error("gather_nd", f"indices of shape {idx.shape} cannot index data of shape "
@@ -51,11 +50,3 @@ def slice(data, begin, end, step=None):
 def nonzero(a):
     """The indices of the non-zero entries, one row per entry: shape (N, a.ndim), int64."""
     return ndarray._wrap(_np.argwhere(_arr(a)._concrete("npx.nonzero()")).astype(_np.int64))
-
-
-def shape_array(data):
-    return ndarray._wrap(_np.asarray(_arr(data).shape, dtype=_np.int64))
-
-
-def cast(data, dtype):
-    return _arr(data).astype(dtype)

@@ -1,0 +1,14 @@
+"""MXNet's npx conversions: cast (to another dtype) and shape_array (an array's shape as an
+int64 array)."""
+import numpy as _np
+
+from .._core.ndarray import ndarray
+from ..np._base import _arr
+
+
+def shape_array(data):
+    return ndarray._wrap(_np.asarray(_arr(data).shape, dtype=_np.int64))
+
+
+def cast(data, dtype):
+    return _arr(data).astype(dtype)
