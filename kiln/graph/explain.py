@@ -10,8 +10,7 @@ from collections import Counter
 
 from .._core import autograd
 from .._core.ir import Graph
-
-CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")
+from .subgraph import CONTROL_OPS
 
 
 class GraphInfo:
