@@ -17,6 +17,9 @@ from .._core.ndarray import ndarray
 from .._core import trace
 from .._core.ir import Graph, Node
 
+# the ops whose attributes hold subgraphs
+CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")
+
 
 class Subgraph(Graph):
     """A control-flow body. Prints as a short reference inside its parent graph's listing;

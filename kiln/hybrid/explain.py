@@ -11,10 +11,9 @@ from collections import Counter
 from .._core import autograd
 from .._core.ir import Graph
 from ..graph.capture import KilnTraceWarning
+from ..graph.subgraph import CONTROL_OPS
 from ..graph.tree import flatten
 from .cached import CachedFunction, HybridFunction, _structural_names
-
-CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")
 
 
 class GraphInfo:

@@ -1,1 +1,16 @@
-"""The C backend: generated native code for optimized graphs."""
+"""The C backend: generated native code for optimized graphs.
+
+Importing the package registers every op's C lowering (lowering.py lists them), as
+importing kiln.ops registers every primitive.
+"""
+from . import (  # noqa: F401
+    batchnorm,
+    codegen,
+    collective,
+    control,
+    elementwise,
+    heavy,
+    kernels,
+    scan,
+    special_ops,
+)

@@ -1,4 +1,5 @@
-"""C for the batch-norm primitives (kiln/ops/batchnorm.py) as fused loops.
+"""C for the batch-norm primitives (kiln/ops/batchnorm.py) as fused loops, registered as
+their C lowerings (lowering.Kernel; each takes scratch buffers of its own).
 
 x is viewed as (outer, C, inner) around the channel axis and walked in memory order, so
 channels-first and channels-last both stream through memory once per pass:
@@ -12,6 +13,7 @@ into LANES independent accumulators, which the compiler vectorizes without reass
 """
 from .kernels import c_literal
 from .loops import ctype
+from .lowering import register_kernels
 
 LANES = 8
 
@@ -180,5 +182,6 @@ def data_grad(node, ptr, em):
   }}"""
 
 
-KERNELS = {"batch_norm_stats": stats, "batch_norm_train": train,
-           "batch_norm_param_grad": param_grad, "batch_norm_data_grad": data_grad}
+register_kernels({"batch_norm_stats": stats, "batch_norm_train": train,
+                  "batch_norm_param_grad": param_grad, "batch_norm_data_grad": data_grad},
+                 with_emitter=True)

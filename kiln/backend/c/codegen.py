@@ -1,40 +1,44 @@
 """Generating one C source for an optimized graph.
 
-The graph is first collapsed into steps: each fusion group (an elementwise chain, possibly
-headed by a matmul) becomes one loop nest; reshapes, and transposes that only feed a
-matmul, become aliases that cost nothing. Memory is planned over the steps with the same
-liveness planner the NumPy executor uses. All data pointers come from one table `P`
-(inputs, parameters, constants, planned buffers, random draws), filled once per plan.
-`emit_graph` is reusable: control.py calls it for each subgraph of cond / while_loop and
-wraps the result in a static function that shares the table.
+The graph is first collapsed into steps, one lookup of each node's C lowering deciding its
+step (lowering.py lists them and the modules that register them): each fusion group (an
+elementwise chain, possibly headed by a matmul) becomes one loop nest; reshapes, and
+transposes that only feed a matmul, become aliases that cost nothing. Memory is planned
+over the steps with the same liveness planner the NumPy executor uses. All data pointers
+come from one table `P` (inputs, parameters, constants, planned buffers, random draws),
+filled once per plan. `emit_graph` is reusable: control.py calls it for each subgraph of
+cond / while_loop and wraps the result in a static function that shares the table.
 """
 from ..._core.ir import Graph, Node
 from ...graph.passes.memory import plan_memory, MemoryPlan
+from ...graph.subgraph import CONTROL_OPS
 from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
-                    elementwise_expr, prelude, C_TYPES)
-from . import dense_chain, dnnl_dense, kernels, heavy, shared_reduce
+                    prelude, C_TYPES)
+from .lowering import DRAWN, MATMUL, Elementwise, NotLowerable, lowering_of, register
+from . import collective, dense_chain, dnnl_dense, kernels, heavy, shared_reduce
 from .gemm_accumulate import accumulate_form
 from .param_writes import param_writes
 
-
-class NotLowerable(Exception):
-    """The graph uses something the C backend does not generate code for."""
-
-
-# ops whose attributes hold subgraphs; control.py lowers them to calls of static functions
-CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")
+# a random primitive's value is drawn by its eager kernel before each call (program.py)
+register([name for name, prim in REGISTRY.items() if prim.random], DRAWN)
 
 
 class Step:
-    __slots__ = ("kind", "nodes", "sink", "inputs", "collapsed")
+    """What one step computes. Its kind comes from the lowering of its last node, except
+    for the graph's fusion groups (a pass's result, graph.fusion_groups): 'fused', or
+    'matmul' when a matmul heads the group. The graph's sources (input, param, const) make
+    no step: they are table entries of their own (emit_graph)."""
+    __slots__ = ("kind", "nodes", "sink", "inputs", "collapsed", "lowering")
 
-    def __init__(self, kind, nodes, inputs):
-        self.kind = kind            # 'fused' | 'matmul' | 'alias' | 'random' | 'op' | 'control'
+    def __init__(self, kind, nodes, inputs, lowering=None):
+        self.kind = kind        # 'fused' | 'matmul' | 'alias' | 'random' | 'op' | 'heavy'
+                                # | 'control'
         self.nodes = nodes          # graph nodes computed by this step (in order)
         self.sink = nodes[-1]       # the node whose value leaves the step
         self.inputs = inputs        # graph nodes read from outside the step
         self.collapsed = None
+        self.lowering = lowering    # the sink's C lowering, for a step of one node
 
 
 def _check_dtypes(graph):
@@ -43,19 +47,10 @@ def _check_dtypes(graph):
             raise NotLowerable(f"dtype {n.dtype} of {n.name}")
 
 
-def _lowerable_elementwise(node):
-    if node.is_source or not REGISTRY[node.op].elementwise:
-        return False
-    args = [f"x{k}" for k in range(len(node.inputs))]
-    return elementwise_expr(node.op, args, [i.dtype for i in node.inputs], node.dtype,
-                            node.attrs) is not None
-
-
-def _virtual_transpose(node, users, outputs):
-    """A 2-D transpose read only by matmuls costs nothing: they read it transposed."""
-    return (node.op == "transpose" and node.ndim == 2 and node.attrs["axes"] == (1, 0)
-            and id(node) not in outputs and users[id(node)]
-            and all(u.op == "matmul" for u in users[id(node)]))
+def _fusable(node):
+    """Can node join an elementwise loop (its expression exists for its dtypes)?"""
+    low = lowering_of(node)
+    return isinstance(low, Elementwise) and low.lowers(node)
 
 
 def build_steps(graph):
@@ -64,8 +59,8 @@ def build_steps(graph):
     outputs = {id(o) for o in graph.outputs}
     group_of = {}
     for grp in graph.fusion_groups:
-        head_ok = grp[0].op == "matmul" or _lowerable_elementwise(grp[0])
-        if head_ok and all(_lowerable_elementwise(n) for n in grp[1:]):
+        head_ok = lowering_of(grp[0]) is MATMUL or _fusable(grp[0])
+        if head_ok and all(_fusable(n) for n in grp[1:]):
             for n in grp:
                 group_of[id(n)] = grp
     steps = []
@@ -76,29 +71,14 @@ def build_steps(graph):
         if grp is not None:
             if node is not grp[-1]:
                 continue
-            members = {id(n) for n in grp}
-            ext = []
-            for n in grp:
-                for i in n.inputs:
-                    if id(i) not in members and all(i is not e for e in ext):
-                        ext.append(i)
-            steps.append(Step("matmul" if grp[0].op == "matmul" else "fused", list(grp), ext))
-        elif node.op == "reshape" or _virtual_transpose(node, users, outputs):
-            steps.append(Step("alias", [node], list(node.inputs)))
-        elif REGISTRY[node.op].random:
-            steps.append(Step("random", [node], []))
-        elif _lowerable_elementwise(node):
-            steps.append(Step("fused", [node], list(node.inputs)))
-        elif node.op == "matmul":
-            steps.append(Step("matmul", [node], list(node.inputs)))
-        elif heavy.lowerable(node):
-            steps.append(Step("heavy", [node], list(node.inputs)))
-        elif node.op in kernels.KERNELS or node.op in kernels.KERNELS_WITH_EMITTER:
-            steps.append(Step("op", [node], list(node.inputs)))
-        elif node.op in CONTROL_OPS:
-            steps.append(Step("control", [node], list(node.inputs)))
-        else:
+            steps.append(Step("matmul" if grp[0].op == "matmul" else "fused", list(grp),
+                              _external_inputs(grp)))
+            continue
+        low = lowering_of(node)
+        kind = low.step_for(node, users, outputs) if low is not None else None
+        if kind is None:
             raise NotLowerable(f"op {node.op}")
+        steps.append(Step(kind, [node], [] if kind == "random" else list(node.inputs), low))
     return steps
 
 
@@ -221,7 +201,6 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
             slot_of[id(n)] = em.add_slot(("const", n.value))
     flow = None
     if any(s.kind == "control" for s in steps):
-        from .control import ControlFlow   # control.py builds on this module
         flow = ControlFlow(em, graph)
 
     def storage(node):
@@ -303,14 +282,51 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
                 if len(s.nodes) > 1:
                     body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
         elif s.kind == "heavy":
-            body.append(heavy.emit(em, s.sink, storage, lambda n: top and _stays(em, n, storage)))
-        elif s.sink.op in kernels.KERNELS_WITH_EMITTER:
-            body.append(kernels.KERNELS_WITH_EMITTER[s.sink.op](s.sink, ptr, em))
+            body.append(s.lowering.emit(em, s.sink, storage,
+                                        lambda n: top and _stays(em, n, storage)))
         else:
-            body.append(kernels.KERNELS[s.sink.op](s.sink, ptr))
+            body.append(s.lowering.code(s.sink, ptr, em))
         body.append("  }")
-        body.append(kernels.mpi_progress(em, s.sink, ptr))
+        body.append(collective.progress(em, s.sink, ptr))
     return body, [storage(o) for o in graph.outputs], plan
+
+
+class ControlFlow:
+    """The control-flow groups of one emitted graph. The IR has one node per result of a
+    construct; the nodes with one group key (same operands and subgraphs) form one group,
+    whose C (its Control lowering's group, control.py and scan.py) runs once, at its first
+    node in the schedule."""
+
+    def __init__(self, em, graph):
+        self.em = em
+        self.members = {}
+        for n in graph.nodes:
+            if n.op in CONTROL_OPS:
+                self.members.setdefault(_group_key(n), []).append(n)
+        self.groups = {}
+        self.emitted = set()
+
+    def _group(self, node):
+        key = _group_key(node)
+        g = self.groups.get(key)
+        if g is None:
+            make = lowering_of(node).group
+            g = self.groups[key] = make(self.em, node, self.members[key])
+        return g
+
+    def output_slot(self, node):
+        return self._group(node).output_slot(node)
+
+    def emit(self, node, storage):
+        key = _group_key(node)
+        if key in self.emitted:
+            return ""
+        self.emitted.add(key)
+        return "\n".join(["  int rc;"] + self._group(node).code(storage))
+
+
+def _group_key(node):
+    return lowering_of(node).group.key(node)
 
 
 def _pack_cache(em, node, storage, is_alias, top):
@@ -340,10 +356,11 @@ def _alias_source(node):
     return node.inputs[0] if node.op in ("reshape", "transpose") else node
 
 
-def _external_inputs(step):
-    members = {id(n) for n in step.nodes}
+def _external_inputs(nodes):
+    """The nodes read by `nodes` from outside them, in order of first use."""
+    members = {id(n) for n in nodes}
     ext = []
-    for n in step.nodes:
+    for n in nodes:
         for i in n.inputs:
             if id(i) not in members and all(i is not e for e in ext):
                 ext.append(i)
@@ -359,7 +376,7 @@ def _fused_parts(step, ptr, sums=None, named=None):
     {id(input): C name} for inputs read once before the loop."""
     out = step.sink
     sums, named = sums or {}, named or {}
-    ext = [i for i in _external_inputs(step) if id(i) not in named]
+    ext = [i for i in _external_inputs(step.nodes) if id(i) not in named]
     operands = [Operand(ptr(out), 0, contiguous_strides(out.shape))]
     reads = []      # per input of ext: its operands' positions
     for i in ext:
@@ -376,7 +393,7 @@ def _fused_parts(step, ptr, sums=None, named=None):
             names[id(i)] = loads[0] if len(loads) == 1 else f"({' + '.join(loads)})"
         for k, n in enumerate(step.nodes):
             args = [names[id(i)] for i in n.inputs]
-            expr = elementwise_expr(n.op, args, [i.dtype for i in n.inputs], n.dtype, n.attrs)
+            expr = lowering_of(n).expression(n, args)
             lines.append(f"{ctype(n.dtype)} t{k} = {expr};")
             names[id(n)] = f"t{k}"
         lines.append(f"{operands[0].ptr}[{offsets[0]}] = t{len(step.nodes) - 1};")
@@ -390,7 +407,7 @@ def _fused(step, ptr, sums=None):
     compiler must assume the loop's stores may change them, and with a few such loads
     besides several arrays it gives up vectorizing the loop."""
     sums = sums or {}
-    scalars = [i for i in _external_inputs(step) if i.size == 1 and id(i) not in sums]
+    scalars = [i for i in _external_inputs(step.nodes) if i.size == 1 and id(i) not in sums]
     named = {id(i): f"s{k}" for k, i in enumerate(scalars)}
     before = [f"  const {ctype(i.dtype)} s{k} = {ptr(i)}[0];" for k, i in enumerate(scalars)]
     operands, body = _fused_parts(step, ptr, sums, named)

@@ -12,10 +12,12 @@ input is that start) completes it. In between, MPI may read and write the starte
 the memory plan keeps it alive and untouched until the wait reads it, and a start whose
 input lives on elsewhere first copies it, so MPI never holds a buffer the plan reuses.
 A start/wait pair numbered with a bucket goes through the ranks' shared window instead
-when the handle table has one (shared_reduce.py; one machine).
+when the handle table has one (shared_reduce.py; one machine). The three are registered as
+their ops' C lowerings (lowering.Kernel); codegen runs `progress` after every step.
 """
 from ...distributed.faults import SPIN_SECONDS
 from .loops import ctype
+from .lowering import NotLowerable, register_kernels
 from . import shared_reduce
 
 _MAX_COUNT = (1 << 31) - 1     # MPI counts are C ints
@@ -31,7 +33,6 @@ _TYPES = """      typedef int (*iallreduce_t)(const void *, void *, int, intptr_
 
 def _check(node):
     if node.size > _MAX_COUNT:
-        from .codegen import NotLowerable
         raise NotLowerable(f"{node.op} of {node.size} elements (MPI counts are 32-bit)")
 
 
@@ -150,6 +151,12 @@ def _shared_or(node, shared, mpi):
     if not _shared(node):
         return mpi
     return ("      if (H[12] != 0) {\n" + shared() + "      } else {\n" + mpi + "      }\n")
+
+
+register_kernels({"allreduce": allreduce})
+# these two also take the Emitter: the request passes between them in a buffer of its own
+register_kernels({"allreduce_start": allreduce_start, "allreduce_wait": allreduce_wait},
+                 with_emitter=True)
 
 
 def progress(em, node, ptr):

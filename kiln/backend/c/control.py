@@ -8,7 +8,8 @@ planned graph never writes into its inputs (the memory planner only reuses buffe
 computed values). Its outputs are wherever its own plan put them.
 
 The IR has one node per result of a construct (selected by `index`); nodes that share
-operands and subgraphs form one group that runs once, at its first node in the schedule,
+operands and subgraphs (the group class's `key`) form one group (codegen.ControlFlow
+collects them) that runs once, at its first node in the schedule,
 and writes every result into buffers of its own. Those buffers are outside the parent's
 memory plan, so no later step can reuse them while a group member is still to be read.
 Each group gets its own instance of the subgraph functions (and so its own buffers), even
@@ -24,12 +25,17 @@ when two groups share a subgraph object: no call can clobber another group's val
                    the body's gradient graph in reverse. A state past the history is rebuilt
                    from the last recorded one by re-running the body, so memory stays static
                    and only trip counts above K pay extra (quadratically in the excess).
+
+Each group class is registered as its op's C lowering (lowering.Control); scan.py registers
+scan's.
 """
 from ..._core.ir import Graph
 from ...graph.passes.pipeline import run_pipeline
+from ...graph.subgraph import vjp_graph
 from ...ops.registry import REGISTRY
-from .codegen import CONTROL_OPS, NotLowerable, emit_graph
+from .codegen import emit_graph
 from .loops import ctype
+from .lowering import Control, NotLowerable, register
 
 # bytes of loop state a while_loop_grad may record before it switches to recomputation
 HISTORY_BYTES = 1 << 22
@@ -37,18 +43,6 @@ HISTORY_BYTES = 1 << 22
 
 def _nbytes(node):
     return node.size * node.dtype.itemsize
-
-
-def _group_key(node):
-    if node.op in ("scan", "scan_grad"):
-        return (node.op, id(node))     # one node per construct (see kiln/ops/scan.py)
-    a = node.attrs
-    ins = tuple(id(i) for i in node.inputs)
-    if node.op == "cond":
-        return ("cond", ins, id(a["then_graph"]), id(a["else_graph"]))
-    key = (node.op, ins, id(a["cond_graph"]), id(a["body_graph"]), a["n_carried"],
-           a["max_iterations"])
-    return key + ((a["out_index"],) if node.op == "while_loop_grad" else ())
 
 
 class Sub:
@@ -106,41 +100,13 @@ def copy_back(em, pairs, aliases):
     return first + then
 
 
-class ControlFlow:
-    """The control-flow groups of one emitted graph."""
-
-    def __init__(self, em, graph):
-        self.em = em
-        self.members = {}
-        for n in graph.nodes:
-            if n.op in CONTROL_OPS:
-                self.members.setdefault(_group_key(n), []).append(n)
-        self.groups = {}
-        self.emitted = set()
-
-    def _group(self, node):
-        key = _group_key(node)
-        g = self.groups.get(key)
-        if g is None:
-            from .scan import ScanGroup, ScanGradGroup
-            make = {"cond": CondGroup, "while_loop": LoopGroup,
-                    "while_loop_grad": LoopGradGroup, "scan": ScanGroup,
-                    "scan_grad": ScanGradGroup}[node.op]
-            g = self.groups[key] = make(self.em, node, self.members[key])
-        return g
-
-    def output_slot(self, node):
-        return self._group(node).output_slot(node)
-
-    def emit(self, node, storage):
-        key = _group_key(node)
-        if key in self.emitted:
-            return ""
-        self.emitted.add(key)
-        return "\n".join(["  int rc;"] + self._group(node).code(storage))
-
-
 class CondGroup:
+    @staticmethod
+    def key(node):
+        a = node.attrs
+        return ("cond", tuple(id(i) for i in node.inputs), id(a["then_graph"]),
+                id(a["else_graph"]))
+
     def __init__(self, em, node, members):
         a = node.attrs
         pred = node.inputs[0]
@@ -173,6 +139,12 @@ class CondGroup:
 
 class LoopGroup:
     """while_loop: the carried values stay in this group's state buffers."""
+
+    @staticmethod
+    def key(node):
+        a = node.attrs
+        return (node.op, tuple(id(i) for i in node.inputs), id(a["cond_graph"]),
+                id(a["body_graph"]), a["n_carried"], a["max_iterations"])
 
     def __init__(self, em, node, members):
         a = node.attrs
@@ -224,9 +196,12 @@ class LoopGroup:
 class LoopGradGroup(LoopGroup):
     """while_loop_grad: every operand's gradient, into this group's gradient buffers."""
 
+    @staticmethod
+    def key(node):
+        return LoopGroup.key(node) + (node.attrs["out_index"],)
+
     def __init__(self, em, node, members):
         super().__init__(em, node, members)
-        from ...graph.subgraph import vjp_graph
         a = node.attrs
         self.g = node.inputs[-1]
         target = self.carried[a["out_index"]]
@@ -288,3 +263,8 @@ class LoopGradGroup(LoopGroup):
         lines += ["  " + line for line in copy_back(self.em, pairs, dict(zip(v_grad, gc)))]
         lines.append("  }")
         return lines
+
+
+register(("cond",), Control(CondGroup))
+register(("while_loop",), Control(LoopGroup))
+register(("while_loop_grad",), Control(LoopGradGroup))

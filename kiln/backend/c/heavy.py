@@ -5,6 +5,8 @@ created once per program and shape). Weights are reordered into oneDNN's layout 
 reused while kiln's write counter (kiln/writes.py) and the weight's address are unchanged:
 the generated code passes `count + 1` as the weight's stamp, the shim reorders again only
 when the stamp or the pointer moved. A parameter the program itself writes gets no stamp.
+`emit` is registered as the C lowering of OPS (lowering.Heavy), for the nodes `lowerable`
+takes.
 """
 import ctypes
 import weakref
@@ -13,6 +15,7 @@ import numpy as _np
 
 from ..._core.base import KilnError
 from . import fixed_source
+from .lowering import Heavy, register
 
 OPS = ("conv", "conv_bias", "conv_grad_data", "conv_grad_weight", "pool", "pool_grad")
 
@@ -156,6 +159,9 @@ def emit(em, node, storage, weight_ok):
                   f"    int64_t s[{len(slots)}] = {{{', '.join(stamps)}}};",
                   f"    if (kiln_dnnl_run(P[{op}], a, s) != 0) return {DNNL_FAILED};", "  }"]
     return "\n".join(lines)
+
+
+register(OPS, Heavy(emit, accepts=lowerable))
 
 
 def prelude():

@@ -1,5 +1,6 @@
 """C text for the non-elementwise ops: matmul, reductions, data movement, gather/scatter,
-and the sliding windows that convolution and pooling are made of.
+and the sliding windows that convolution and pooling are made of; registered at the end as
+those primitives' C lowerings (lowering.py).
 
 Each kernel takes the node and ptr(node) -> C pointer expression, and returns C statements.
 Index arithmetic is static (shapes are known), and every gather clips or wraps its indices,
@@ -11,6 +12,7 @@ import numpy as _np
 
 from . import dot
 from .loops import Operand, loop_nest, contiguous_strides, broadcast_strides, ctype
+from .lowering import MATMUL, VIEW, Kernel, NotLowerable, register, register_kernels
 
 # below this many multiply-adds kiln's own loops beat a BLAS call's fixed cost
 GEMM_BLAS_MIN_FLOPS = 1 << 17
@@ -186,7 +188,6 @@ def matmul(node, ptr, is_alias, alpha="1", beta="0", out=None, cache=None):
     ldb = K if tb else N
     T = ctype(node.dtype)
     if T not in ("float", "double") or a.dtype != node.dtype or b.dtype != node.dtype:
-        from .codegen import NotLowerable
         raise NotLowerable(f"matmul of {a.dtype} and {b.dtype}")
     if K == 0 and beta == "0":
         return f"  memset({out}, 0, {node.size * node.dtype.itemsize});"
@@ -198,7 +199,6 @@ def matmul(node, ptr, is_alias, alpha="1", beta="0", out=None, cache=None):
         return f"  kiln_gemm_{T}({int(ta)}, {int(tb)}, {M}, {N}, {K}, {alpha}, {pa}, {lda}, " \
                f"{pb}, {ldb}, {beta}, {out});"
     if K == 0 or beta != "0" or out != ptr(node):
-        from .codegen import NotLowerable
         raise NotLowerable("accumulating batched matmul")
     sa = [s * M * K for s in broadcast_strides(a.shape[:-2], batch)]
     sb = [s * K * N for s in broadcast_strides(b.shape[:-2], batch)]
@@ -431,20 +431,20 @@ def unwindows(node, ptr):
             + "    src++;\n  } }")
 
 
-KERNELS = {
+def read_transposed_by_matmuls(node, users, outputs):
+    """A 2-D transpose read only by matmuls costs nothing: they read it transposed."""
+    return (node.ndim == 2 and node.attrs["axes"] == (1, 0)
+            and id(node) not in outputs and users[id(node)]
+            and all(u.op == "matmul" for u in users[id(node)]))
+
+
+register_kernels({
     "sum": reduction, "prod": reduction, "max": reduction, "min": reduction,
     "argmax": arg_reduction, "argmin": arg_reduction,
-    "transpose": transpose, "broadcast_to": broadcast_to, "slice": slice_,
-    "slice_assign": slice_assign, "concatenate": concatenate, "take": take,
-    "scatter_add": scatter_add, "full": full, "windows": windows, "unwindows": unwindows,
-}
-
-from . import collective as _collective  # noqa: E402  (MPI, kiln/distributed)
-KERNELS["allreduce"] = _collective.allreduce
-# these two also take the Emitter: the request passes between them in a buffer of its own
-KERNELS_WITH_EMITTER = {"allreduce_start": _collective.allreduce_start,
-                        "allreduce_wait": _collective.allreduce_wait}
-mpi_progress = _collective.progress      # after every step (codegen.emit_graph)
-
-from . import batchnorm as _batchnorm  # noqa: E402  (fused loops, kiln/ops/batchnorm.py)
-KERNELS_WITH_EMITTER.update(_batchnorm.KERNELS)
+    "broadcast_to": broadcast_to, "slice": slice_, "slice_assign": slice_assign,
+    "concatenate": concatenate, "take": take, "scatter_add": scatter_add, "full": full,
+    "windows": windows, "unwindows": unwindows,
+})
+register(("transpose",), Kernel(transpose, view_when=read_transposed_by_matmuls))
+register(("reshape",), VIEW)
+register(("matmul",), MATMUL)

@@ -1,4 +1,4 @@
-"""C text for loops over strided operands, and the elementwise expression table.
+"""C text for loops over strided operands, and the start of every program.
 
 Every data-movement or elementwise kernel is "for each position of an index space, read
 some operands at (base + sum(i_d * stride_d)) and write one". Strides are element counts:
@@ -8,7 +8,7 @@ innermost one has stride 1 or 0, which the compiler vectorizes.
 """
 import numpy as _np
 
-from . import fixed_source, special_ops
+from . import fixed_source
 
 C_TYPES = {
     _np.dtype(_np.float32): "float", _np.dtype(_np.float64): "double",
@@ -101,91 +101,8 @@ def loop_nest(shape, operands, body, indent="  ", var="i"):
     return "\n".join(lines)
 
 
-def float_suffix(dtype):
-    return "f" if _np.dtype(dtype) == _np.float32 else ""
-
-
-def _is_float(dtype):
-    return _np.dtype(dtype).kind == "f"
-
-
-def elementwise_expr(op, args, in_dtypes, out_dtype, attrs):
-    """The C expression of one elementwise op on already-loaded argument expressions.
-
-    Arguments arrive in their own C types; each rule casts to the type it computes in.
-    Returns None when the op is not elementwise-lowerable for these dtypes.
-    """
-    T = ctype(out_dtype)
-    f = float_suffix(out_dtype)
-    fl = _is_float(out_dtype)
-    a = f"(({T}){args[0]})" if args else None
-    b = f"(({T}){args[1]})" if len(args) > 1 else None
-    if op == "negative":
-        return f"(-{a})"
-    if op in ("exp", "log", "sqrt", "sin", "cos", "erf", "floor", "ceil"):
-        return f"{op}{f}({a})" if fl else None
-    if op == "tanh":
-        return f"kiln_tanh{f}({a})" if fl else None
-    if op in ("arcsin", "arccos", "arctan"):     # C's names: asin, acos, atan
-        return f"a{op[3:]}{f}({a})" if fl else None
-    if op == "round":
-        return f"rint{f}({a})" if fl else a
-    if op == "abs":
-        return f"fabs{f}({a})" if fl else f"({a} < 0 ? -{a} : {a})"
-    if op == "sign":
-        return f"(({T})(({a} > 0) - ({a} < 0)))" if not fl else \
-            f"({a} > 0 ? ({T})1 : ({a} < 0 ? ({T})-1 : {a}))"
-    if op == "sigmoid":
-        return f"kiln_sigmoid{f}({a})" if fl else None
-    if op == "relu":
-        return f"({a} < 0 ? ({T})0 : {a})"
-    if op == "logical_not":
-        return f"((uint8_t)!({args[0]}))"
-    if op in ("add", "subtract", "multiply"):
-        sym = {"add": "+", "subtract": "-", "multiply": "*"}[op]
-        if out_dtype == _np.bool_:
-            return f"((uint8_t)(({args[0]}) {'|' if op == 'add' else '&'} ({args[1]})))" \
-                if op != "subtract" else None
-        return f"({a} {sym} {b})"
-    if op == "divide":
-        return f"({a} / {b})" if fl else None
-    if op == "power":
-        if fl:
-            return f"pow{f}({a}, {b})"
-        return f"kiln_ipow_{T.replace('_t', '')}({a}, {b})" if T in ("int32_t", "int64_t") \
-            else None
-    if op == "maximum":
-        return f"kiln_max_{T}({a}, {b})" if T in ("float", "double") else \
-            f"({a} > {b} ? {a} : {b})"
-    if op == "minimum":
-        return f"kiln_min_{T}({a}, {b})" if T in ("float", "double") else \
-            f"({a} < {b} ? {a} : {b})"
-    if op == "mod":
-        return f"kiln_mod_{T.replace('_t', '')}({a}, {b})" if T in (
-            "float", "double", "int32_t", "int64_t") else None
-    if op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
-        rt = _np.result_type(*in_dtypes)
-        ct = C_TYPES.get(rt) or ("int32_t" if rt.kind in "iu" and rt.itemsize <= 4 else None)
-        if ct is None:
-            return None
-        sym = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
-               "greater": ">", "greater_equal": ">="}[op]
-        return f"((uint8_t)((({ct}){args[0]}) {sym} (({ct}){args[1]})))"
-    if op in ("logical_and", "logical_or", "logical_xor"):
-        sym = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}[op]
-        return f"((uint8_t)((({args[0]}) != 0) {sym} (({args[1]}) != 0)))"
-    if op == "where":
-        return f"(({args[0]}) ? (({T}){args[1]}) : (({T}){args[2]}))"
-    if op in special_ops.OPS:
-        return special_ops.elementwise_expr(op, args, T, out_dtype)
-    if op == "cast":
-        if out_dtype == _np.bool_:
-            return f"((uint8_t)(({args[0]}) != 0))"
-        return f"(({T})({args[0]}))"
-    return None
-
-
 def prelude():
     """The start of every generated program, csrc/program_prelude.h: the C headers, the ABI
-    version, and the scalar functions the expressions above call (special functions too)."""
+    version, and the scalar functions the elementwise expressions call (elementwise.py,
+    special_ops.py)."""
     return fixed_source.text("program_prelude.h")

@@ -12,6 +12,8 @@ assignment, not a copy.
              states from the forward result's history: x[t]'s gradient goes into its row
              of the result, the invariants' gradients add up, the carried gradients flow
              to the step before.
+
+Both group classes are registered as their ops' C lowerings (lowering.Control).
 """
 from ..._core.ir import Graph
 from ...graph.passes.pipeline import run_pipeline
@@ -19,6 +21,7 @@ from ...ops.scan import layout, grad_dtype, saved_nodes
 from . import scan_hoist
 from .control import Sub, copy_back
 from .loops import ctype
+from .lowering import Control, register
 
 
 def _nbytes(shape, dtype):
@@ -40,6 +43,10 @@ def _accumulate(dst, src, x):
 
 
 class _ScanBase:
+    @staticmethod
+    def key(node):
+        return (node.op, id(node))     # one node per construct (see kiln/ops/scan.py)
+
     def __init__(self, em, node, operands, fwd=True):
         a = node.attrs
         self.em, self.node = em, node
@@ -220,3 +227,7 @@ class ScanGradGroup(_ScanBase):
             if off is not None and b:
                 lines.append(f"  memcpy((char *)P[{out}] + {off}, P[{gc}], {b});")
         return lines
+
+
+register(("scan",), Control(ScanGroup))
+register(("scan_grad",), Control(ScanGradGroup))

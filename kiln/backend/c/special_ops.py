@@ -1,4 +1,5 @@
-"""C lowerings of the special-function and bitwise primitives (kiln/ops/special.py).
+"""C lowerings of the special-function and bitwise primitives (kiln/ops/special.py), registered
+as their elementwise rules (lowering.Elementwise).
 
 asinh, acosh, atanh, cbrt, log1p and expm1 are C99's, in double as the eager kernels compute them.
 lgamma and tgamma are C's own (the eager kernels call the same libm functions per
@@ -9,30 +10,35 @@ csrc/special_functions.h, part of every program's prelude (loops.prelude).
 """
 import numpy as _np
 
-OPS = frozenset(("gammaln", "gamma", "digamma", "erfinv", "bitwise_and", "bitwise_or",
-                 "bitwise_xor", "invert", "arcsinh", "arccosh", "arctanh", "cbrt", "log1p",
-                 "expm1"))
+from .lowering import elementwise_rule
+
 _C99 = {"arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "cbrt": "cbrt",
         "log1p": "log1p", "expm1": "expm1"}
 
 _FLOAT_CALLS = {"gammaln": "lgamma", "gamma": "tgamma", "digamma": "kiln_digamma",
                 "erfinv": "kiln_erfinv"}
 
+_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 
-def elementwise_expr(op, args, T, out_dtype):
-    """The C expression of one of OPS, or None when it has none for these dtypes."""
-    a = args[0]
-    if op in _C99:
-        if _np.dtype(out_dtype).kind != "f":
-            return None
-        return f"(({T}){_C99[op]}((double)({a})))"
-    if op in _FLOAT_CALLS:
-        if _np.dtype(out_dtype).kind != "f":
-            return None
-        return f"(({T}){_FLOAT_CALLS[op]}((double)({a})))"
-    if _np.dtype(out_dtype).kind not in "iub":
+
+@elementwise_rule(*_C99, *_FLOAT_CALLS)
+def _float_call(x):
+    if _np.dtype(x.out_dtype).kind != "f":
         return None
-    if op == "invert":
-        return f"((uint8_t)!({a}))" if out_dtype == _np.bool_ else f"(({T})~(({T}){a}))"
-    sym = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}[op]
-    return f"(({T})((({T}){a}) {sym} (({T}){args[1]})))"
+    return f"(({x.T}){_C99.get(x.op) or _FLOAT_CALLS[x.op]}((double)({x.args[0]})))"
+
+
+@elementwise_rule("invert")
+def _invert(x):
+    if _np.dtype(x.out_dtype).kind not in "iub":
+        return None
+    a, T = x.args[0], x.T
+    return f"((uint8_t)!({a}))" if x.out_dtype == _np.bool_ else f"(({T})~(({T}){a}))"
+
+
+@elementwise_rule(*_BITWISE)
+def _bitwise(x):
+    if _np.dtype(x.out_dtype).kind not in "iub":
+        return None
+    T = x.T
+    return f"(({T})((({T}){x.args[0]}) {_BITWISE[x.op]} (({T}){x.args[1]})))"

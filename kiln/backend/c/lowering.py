@@ -1,0 +1,150 @@
+"""How the C backend lowers a primitive: the lowering objects backend modules register into
+the primitive (`prim.lowerings["c"]`), and the one lookup codegen makes per node.
+
+Each module that writes one kind of C registers the ops it lowers when it is imported
+(kiln/backend/c/__init__.py imports them all):
+  elementwise.py, special_ops.py  Elementwise  one C expression per element, fused with its
+                                               elementwise neighbours into one loop nest
+  kernels.py                      Kernel       reductions, data movement, gathers, windows;
+                                               a transpose only matmuls read is a view
+                                  VIEW         reshape: no code, it reads its input's storage
+                                  MATMUL       a gemm (codegen writes it with what it absorbs)
+  batchnorm.py, collective.py     Kernel
+  heavy.py                        Heavy        a call into the oneDNN shim
+  control.py, scan.py             Control      subgraphs as static functions
+  codegen.py                      DRAWN        random ops, drawn by Python before each call
+
+A lowering names the kind of step codegen makes of a node (codegen.Step.kind) through
+`step_for(node, users, outputs)`, None when this node (its dtypes, its attributes, the
+machine) cannot be lowered after all. What else it carries depends on that kind:
+  Elementwise.expression(node, args)   the C expression of one element
+  Kernel.code(node, ptr, em)           C statements
+  Heavy.emit(em, node, storage, weight_ok)   C statements
+  Control.group(em, node, members)     the object writing one control-flow group's C
+"""
+import numpy as _np
+
+from ...ops.registry import REGISTRY
+from .loops import ctype
+
+
+class NotLowerable(Exception):
+    """The graph uses something the C backend does not generate code for."""
+
+
+def register(ops, lowering):
+    """Make `lowering` the C lowering of each primitive named in `ops`."""
+    for name in ops:
+        REGISTRY[name].lowerings["c"] = lowering
+
+
+def lowering_of(node):
+    """The C lowering of node's primitive, or None when the backend has none."""
+    return REGISTRY[node.op].lowerings.get("c")
+
+
+class Lowering:
+    """A lowering whose node always makes one kind of step, and whose code codegen writes
+    itself (VIEW, MATMUL, DRAWN)."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def step_for(self, node, users, outputs):
+        return self.step
+
+
+VIEW = Lowering("alias")
+MATMUL = Lowering("matmul")
+DRAWN = Lowering("random")
+
+
+class Args:
+    """What an elementwise rule reads: the op, its argument expressions (each in its own C
+    type), their dtypes, the result's dtype and the node's attributes; and, derived, the
+    result's C type T, its float suffix f ("f" for float32), whether it is a float, and
+    the first two arguments cast to T (a, b)."""
+
+    def __init__(self, op, args, in_dtypes, out_dtype, attrs):
+        self.op, self.args, self.in_dtypes, self.out_dtype, self.attrs = (
+            op, args, in_dtypes, out_dtype, attrs)
+        self.T = ctype(out_dtype)
+        self.f = "f" if _np.dtype(out_dtype) == _np.float32 else ""
+        self.float = _np.dtype(out_dtype).kind == "f"
+        self.a = f"(({self.T}){args[0]})" if args else None
+        self.b = f"(({self.T}){args[1]})" if len(args) > 1 else None
+
+
+class Elementwise:
+    """rule(Args) -> the C expression of one element, or None when the op has none for
+    these dtypes."""
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    def expression(self, node, args):
+        return self.rule(Args(node.op, args, [i.dtype for i in node.inputs], node.dtype,
+                              node.attrs))
+
+    def lowers(self, node):
+        """Has the op an expression for node's dtypes?"""
+        return self.expression(node, [f"x{k}" for k in range(len(node.inputs))]) is not None
+
+    def step_for(self, node, users, outputs):
+        return "fused" if self.lowers(node) else None
+
+
+def elementwise_rule(*ops):
+    """Decorator: register the function as the expression rule of `ops`."""
+    def wrap(rule):
+        for name in ops:
+            if not REGISTRY[name].elementwise:
+                raise ValueError(f"{name} is not an elementwise primitive")
+        register(ops, Elementwise(rule))
+        return rule
+    return wrap
+
+
+class Kernel:
+    """C statements of its own: emit(node, ptr), or emit(node, ptr, em) with_emitter (for
+    table slots or buffers of its own). view_when(node, users, outputs): when true, the
+    node costs nothing, its readers read its input in place (an 'alias' step)."""
+
+    def __init__(self, emit, with_emitter=False, view_when=None):
+        self.emit, self.with_emitter, self.view_when = emit, with_emitter, view_when
+
+    def step_for(self, node, users, outputs):
+        if self.view_when is not None and self.view_when(node, users, outputs):
+            return "alias"
+        return "op"
+
+    def code(self, node, ptr, em):
+        return self.emit(node, ptr, em) if self.with_emitter else self.emit(node, ptr)
+
+
+def register_kernels(table, with_emitter=False):
+    """Register each emit function of {op name: emit} as that op's Kernel."""
+    for name, emit in table.items():
+        register((name,), Kernel(emit, with_emitter))
+
+
+class Heavy:
+    """A call into the oneDNN shim, for the nodes accepts(node) takes."""
+
+    def __init__(self, emit, accepts):
+        self.emit, self.accepts = emit, accepts
+
+    def step_for(self, node, users, outputs):
+        return "heavy" if self.accepts(node) else None
+
+
+class Control:
+    """An op with subgraphs. Its nodes with one group.key(node) (the same operands and
+    subgraphs) form one group (codegen.ControlFlow), whose C group(em, node, members)
+    writes, once."""
+
+    def __init__(self, group):
+        self.group = group
+
+    def step_for(self, node, users, outputs):
+        return "control"
