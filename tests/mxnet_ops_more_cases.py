@@ -1,5 +1,5 @@
-"""Gradient cases (and reasons for none) for the MXNet ops of kiln/mxnet_ops_seq.py and
-kiln/mxnet_ops_more.py, merged into test_mxnet_ops_grad's tables."""
+"""Gradient cases (and reasons for none) for the MXNet ops of kiln/mx/ops/sequence.py and
+kiln/mx/ops/math.py, merged into test_mxnet_ops_grad's tables."""
 P = {"pos": True}
 
 CASES = {

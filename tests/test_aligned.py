@@ -1,4 +1,4 @@
-"""Memory that compiled code streams starts on a 64-byte boundary (kiln/aligned.py)."""
+"""Memory that compiled code streams starts on a 64-byte boundary (kiln/_core/aligned.py)."""
 import warnings
 
 import numpy as onp

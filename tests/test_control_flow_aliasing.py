@@ -1,5 +1,5 @@
 """After an `if` or `while` on an array, a name may be the array it was before on one path
-and a new array on another (graph/alias_paths.py). An in-place write then changes the
+and a new array on another (_core/alias_paths.py). An in-place write then changes the
 caller's array on one path only: hybridize must give eager's results on every path (by
 running that code eagerly, with a warning that names the `if`), and code that writes
 nothing in place afterwards must still compile."""

@@ -1,4 +1,4 @@
-"""mx.image's augmenters and ImageIter (kiln/image_augment.py, kiln/image_iter.py) against
+"""mx.image's augmenters and ImageIter (kiln/mx/image/augment.py, kiln/mx/image/iterator.py) against
 MXNet 1.9.1 (tests/fixtures/io/image_aug.npz, made by make_image_aug_fixture.py). Both draw
 from Python's `random` and NumPy's global generator, so the same seeds give the same draws."""
 import random

@@ -1,4 +1,4 @@
-"""mx.image's detection augmenters and ImageDetIter (kiln/image_detection.py) against
+"""mx.image's detection augmenters and ImageDetIter (kiln/mx/image/detection.py) against
 MXNet 1.9.1 (tests/fixtures/io/image_det.npz, made by make_image_det_fixture.py). Both draw
 from Python's `random`, so the same seed gives the same crops, paddings and flips."""
 import random

@@ -1,4 +1,4 @@
-"""Every MXNet op kiln maps (kiln/mxnet_ops.py), bound as a symbol: backward equals
+"""Every MXNet op kiln maps (kiln/mx/ops), bound as a symbol: backward equals
 central finite differences of forward, in float64. The case table must cover every entry
 of the op table, so an op added without a case fails here."""
 import numpy as np
@@ -92,7 +92,7 @@ NOT_DIFFERENTIABLE = {
     "one_hot": "integer input",
     "SoftmaxOutput": "MXNet's gradient rule, not a derivative (test_mxnet_models.py)",
     "LinearRegressionOutput": "MXNet's gradient rule, not a derivative",
-    "Custom": "the user's own backward (kiln/operator.py; test_mxnet_operator.py)",
+    "Custom": "the user's own backward (kiln/mx/operator.py; test_mxnet_operator.py)",
 }
 
 

@@ -288,7 +288,7 @@ def test_eager_linalg_functions_equal_numpy():
                  onp.linalg.tensorsolve(t, B[0, :2, 0].repeat(3)))
 
 
-# ---- further 1.x operators (kiln/mxnet_ops_extra.py) ------------------------------------
+# ---- further 1.x operators (kiln/mx/ops) ------------------------------------
 
 def test_extra_ops_as_mxnet_1_9_1_gives_them():
     x = nd.arange(2 * 2 * 4 * 5).reshape(2, 2, 4, 5)

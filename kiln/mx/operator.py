@@ -14,7 +14,7 @@
 
     y = mx.nd.Custom(x, op_type="sigmoid")          # records a gradient under autograd
 
-Importing this module adds `Custom` to the MXNet ops (kiln/mxnet_ops.py), so `nd.Custom`,
+Importing this module adds `Custom` to the MXNet ops (kiln/mx/ops), so `nd.Custom`,
 `F.Custom` in an eager hybrid_forward and `sym.Custom` (building a symbol) resolve. The
 operator runs on concrete arrays, as MXNet runs it on the CPU: a hybridized block that
 calls one runs eagerly (kiln warns), and a Symbol/Module cannot execute one (clear error).

@@ -196,7 +196,7 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):
             for cat, rows in by_cat.items()}, "Unit": {"Time": "ms"}})
     lines = ["", "Profile Statistics:",
              "\tkiln: eager kernel time per primitive; a hybridized block's call timed whole "
-             "(see kiln/profiler.py).", ""]
+             "(see kiln/mx/profiler.py).", ""]
     if not _config["aggregate_stats"]:
         lines.append("(no statistics: call set_config(aggregate_stats=True) before running)")
     for cat, rows in by_cat.items():

@@ -56,7 +56,7 @@ def broadcast_to(x, shape):
 
 # ---- basic slicing -------------------------------------------------------------------------
 # A slice is given per dimension as (begin, end, step), already normalized to concrete,
-# in-range values by the indexing front end (kiln/indexing.py).
+# in-range values by the indexing front end (kiln/_core/indexing.py).
 
 def _slice_len(begin, end, step):
     return len(range(begin, end, step))

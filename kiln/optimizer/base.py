@@ -144,7 +144,7 @@ class Optimizer:
         try:
             self._update_one(index, weight, grad, state, t)
         finally:
-            arrays_written()    # the weight changed in place (see kiln/writes.py)
+            arrays_written()    # the weight changed in place (see kiln/_core/writes.py)
 
     update_multi_precision = update
     step = update

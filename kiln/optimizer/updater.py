@@ -1,7 +1,7 @@
 """MXNet's `optimizer.Updater` / `get_updater`: an optimizer with its per-key states.
 
 `updater(index, grad, weight)` creates the state of `index` on first use and updates
-`weight` in place. A KVStore (kiln/kvstore.py) calls it on push. States save as NPZ bytes
+`weight` in place. A KVStore (kiln/mx/kvstore.py) calls it on push. States save as NPZ bytes
 with a JSON index (MXNet pickles them; kiln never unpickles, see README).
 """
 import io

@@ -2,7 +2,7 @@
 
 Each call site owns its shim op, made when the program is built (so primitives are
 created once per program and shape). Weights are reordered into oneDNN's layout once and
-reused while kiln's write counter (kiln/writes.py) and the weight's address are unchanged:
+reused while kiln's write counter (kiln/_core/writes.py) and the weight's address are unchanged:
 the generated code passes `count + 1` as the weight's stamp, the shim reorders again only
 when the stamp or the pointer moved. A parameter the program itself writes gets no stamp.
 `emit` is registered as the C lowering of OPS (lowering.Heavy), for the nodes `lowerable`

@@ -10,7 +10,7 @@ initializers and how MXNet's MKL-DNN backend caches reordered weights.
 A packed copy is only valid while its weight is unchanged. kiln counts writes instead of
 comparing data: `kiln_rt_writes` goes up after kiln writes into an array (in-place ops,
 setitem, optimizers, set_data, a compiled step's parameter updates) and when it binds a
-program's parameter to a different array (see kiln/writes.py). Each call site of a
+program's parameter to a different array (see kiln/_core/writes.py). Each call site of a
 program keeps one cache; it packs on the second call in a row that sees the same count
 and the same weight pointer, and uses the packs until either changes. A training loop
 writes between calls, so it never pays for packing; inference packs once.

@@ -5,7 +5,7 @@ pooling's backward needs the workspace (where each maximum was) that its forward
 and the op used to run the forward again to get it. The op that makes such a value files
 it here under the NumPy array it came from; a later op on the same array takes it instead
 of making it again. An entry goes when its array dies (a weakref callback), and is not
-served after any write kiln counts (kiln/writes.py: in-place operators, setitem, optimizer
+served after any write kiln counts (kiln/_core/writes.py: in-place operators, setitem, optimizer
 updates), so a value is never older than the array it stands for.
 """
 import contextlib

@@ -2,7 +2,7 @@
 hybrid_forward(F, x).
 
 The array class is kiln's one array type (kiln/_core/ndarray.py). Names resolve on first
-use (f_namespace.py): MXNet 1.x's functions and operator names (functions.py, the op table
+use (kiln/mx/f_namespace.py): MXNet 1.x's functions and operator names (functions.py, the op table
 in kiln/mx/ops), then npx and np, so F.relu, F.np.sum and F.FullyConnected all work.
 """
 from ..._core.ndarray import ndarray, ndarray as NDArray, as_array  # noqa: F401

@@ -1,7 +1,7 @@
 """MXNet 1.x's NDArray namespace (`kiln.nd`, `kiln.ndarray`), mapped onto kiln.
 
 `kiln.ndarray` stays the module of kiln's one array type; its module-level lookups (and
-kiln.symbol's, the `F` of hybrid_forward) find these first (namespace.py, f_namespace.py),
+kiln.symbol's, the `F` of hybrid_forward) find these first (namespace.py, kiln/mx/f_namespace.py),
 then npx and np. Where MXNet 1.x and its numpy interface differ, these follow 1.x: float32 arrays by
 default, `shape=` in random functions, `concat(*arrays, dim=1)`, `dot` over the last and
 first axes, `save`/`load` in MXNet's binary format.

@@ -1,7 +1,7 @@
 """More MXNet 1.x operators by their MXNet names: broadcast comparisons (which return
 0/1 in the input's dtype, as 1.x does), broadcast_mod/hypot, special functions, norm,
 moments, softmin, hard_sigmoid, khatri_rao, slice_like, batch_take, argmax_channel; see
-mxnet_ops.py for the table. All compose kiln.np / kiln.npx functions."""
+kiln/mx/ops for the table. All compose kiln.np / kiln.npx functions."""
 import numpy as _np
 
 from ... import np as knp, npx as knpx

@@ -1,6 +1,6 @@
 """MXNet 1.x's sequence and layout operators by their MXNet names (SequenceMask,
 SequenceLast, SequenceReverse, Pad, LRN, SwapAxis, depth_to_space, space_to_depth,
-broadcast_axis), for `nd.X` and `sym.X`; see mxnet_ops.py for the table.
+broadcast_axis), for `nd.X` and `sym.X`; see kiln/mx/ops for the table.
 
 Each is composed of registry primitives: masks are `where` against a constant step index,
 per-sequence picks and reversals are one `take` on the (time x batch) rows with an index

@@ -1,5 +1,5 @@
 """MXNet 1.x's tensor operators (arithmetic, scalar ops, reductions, shapes, indexing) by
-their MXNet names, mapped onto kiln.np / kiln.npx; see mxnet_ops.py for the table."""
+their MXNet names, mapped onto kiln.np / kiln.npx; see kiln/mx/ops for the table."""
 import numpy as _np
 
 from ... import np as knp, npx as knpx

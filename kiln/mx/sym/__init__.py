@@ -3,7 +3,7 @@
 User code builds Symbols here (var, arithmetic, the MXNet ops, Group), inspects, saves,
 loads, evaluates, binds, differentiates and compiles them (symbol.py, evaluation.py,
 executor.py, serialization.py). While hybridize traces, `F` is this module and receives
-kiln arrays: every op name resolves (f_namespace.py) to a function that computes on
+kiln arrays: every op name resolves (kiln/mx/f_namespace.py) to a function that computes on
 arrays, or builds a symbol node when given Symbols.
 """
 from ..f_namespace import namespace_attr

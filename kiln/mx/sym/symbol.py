@@ -274,7 +274,7 @@ def Group(symbols):
 
 
 def apply_op(op, inputs, attrs, name=None, user_attr=None, name_is_final=False):
-    """A node of MXNet op `op` over input Symbols (named through kiln/name.py's scope)."""
+    """A node of MXNet op `op` over input Symbols (named through kiln/mx/name.py's scope)."""
     info = lookup(op)
     heads = []
     for s in inputs:

@@ -29,7 +29,7 @@ typedef struct {
   Py_ssize_t n_in, n_par, n_out;
   spec_t *specs;         /* inputs, then parameters, then outputs */
   PyObject **seen;       /* strong references to the parameter arrays bound in the table */
-  uint64_t *writes;      /* the runtime's write count (kiln/writes.py), or NULL */
+  uint64_t *writes;      /* the runtime's write count (kiln/_core/writes.py), or NULL */
   PyObject *owner;       /* a weak reference to the CProgram owning the table and buffers */
   pthread_mutex_t mutex;
 } Caller;
