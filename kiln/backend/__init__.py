@@ -48,3 +48,9 @@ def fast_dispatcher():
         return None
     from .c.fastcall import dispatcher
     return dispatcher()
+
+
+# On import the backends register what the floors below them call: the primitives' eager
+# kernels (dnnl/eager.py, c/eager_gemm.py).
+from .c import eager_gemm as _eager_gemm
+from .dnnl import eager as _dnnl_eager
