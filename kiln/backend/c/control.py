@@ -226,7 +226,7 @@ class LoopGradGroup(LoopGroup):
 
     def __init__(self, em, node, members):
         super().__init__(em, node, members)
-        from ...graph.subgraph import vjp_graph
+        from ...ops.subgraph import vjp_graph
         a = node.attrs
         self.g = node.inputs[-1]
         target = self.carried[a["out_index"]]
