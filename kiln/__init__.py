@@ -7,6 +7,7 @@ public module paths whose files live in a package resolve through kiln/mx/alias.
 from ._version import __version__  # noqa: F401
 
 from . import ops  # noqa: F401  (registers every primitive)
+from . import backend  # noqa: F401  (registers eager kernels and the subgraph runner into ops)
 from ._core.base import KilnError, MXNetError  # noqa: F401
 from ._core.context import Context, Device, cpu, gpu, cpu_pinned, num_gpus, current_context  # noqa
 from ._core import autograd  # noqa: F401

@@ -3,7 +3,8 @@ used by test_grad_registry.CASES: their attributes are subgraphs, built here by 
 import numpy as onp
 
 from kiln._core.ir import Node
-from kiln.graph.subgraph import Subgraph, trace_in_subcontext
+from kiln.graph.subgraph import trace_in_subcontext
+from kiln.ops.subgraph import Subgraph
 from kiln.ndarray import ndarray
 
 

@@ -4,13 +4,18 @@ Planning happens once per graph: every computed node gets a fixed view into a pl
 buffer, and its kernel writes there with `out=`. A call then fills the input and parameter
 slots and runs one flat loop of prepared steps: no autograd bookkeeping, no shape rules,
 no dispatch.
+
+It is also how control-flow ops evaluate their subgraphs eagerly: run_subgraph is
+registered into kiln/ops/subgraph.py when this module is imported.
 """
 import threading
 
 import numpy as _np
 
+from .._core.ir import Graph
+from ..ops import subgraph
 from ..ops.registry import REGISTRY
-from ..graph.passes import plan_memory
+from ..graph.passes import optimize, plan_memory
 
 # ops computed as NumPy views of their first input: free, and never written through
 VIEW_OPS = frozenset(("reshape", "transpose", "broadcast_to", "slice"))
@@ -221,3 +226,23 @@ def _alloc_step(vals, impl, ins, s, attrs, dtype=None):
             value = _np.asarray(value).astype(dtype)
         vals[s] = value
     return step
+
+
+def run_subgraph(graph, values, index=None):
+    """Evaluate a subgraph on NumPy values: all outputs, or only output `index` (pruned);
+    one program per (subgraph, index), cached on the subgraph."""
+    cache = subgraph.derived_cache(graph)
+    key = ("program", index)
+    hit = cache.get(key)
+    if hit is None:
+        outputs = graph.outputs if index is None else [graph.outputs[index]]
+        program = NumpyProgram(optimize(Graph(graph.inputs, [], outputs, graph.name)))
+        # a program reuses its buffers: one caller at a time (threads share compiled code)
+        hit = cache.setdefault(key, (program, threading.Lock()))
+    program, lock = hit
+    with lock:
+        results = program(list(values), [])
+    return results if index is None else results[0]
+
+
+subgraph.set_runner(run_subgraph)

@@ -13,3 +13,11 @@ from .comm import init, rank, size, local_rank, is_distributed  # noqa: F401
 from .collectives import (allreduce, broadcast, allgather, barrier,  # noqa: F401
                           broadcast_parameters, sum_over_ranks)
 from .lowering import allreduce_op  # noqa: F401
+from . import collectives as _collectives
+from ..ops.registry import REGISTRY as _REGISTRY
+
+# the eager kernel of the allreduce ops over several ranks (kiln/ops/collective.py calls
+# its `allreduce_buffer`)
+for _name in ("allreduce", "allreduce_start"):
+    _REGISTRY[_name].lowerings["eager"] = _collectives
+

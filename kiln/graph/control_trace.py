@@ -13,7 +13,8 @@ from .._core.base import ControlFlowError
 from .convert_runtime import UNDEF
 from .._core.ndarray import ndarray, as_array
 from .._core.ir import Node
-from .subgraph import Subgraph, trace_in_subcontext, union_captures
+from ..ops.subgraph import Subgraph
+from .subgraph import trace_in_subcontext, union_captures
 
 _NUMBER = (bool, int, float, _np.number)
 

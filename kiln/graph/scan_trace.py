@@ -4,7 +4,8 @@ from .._core.ndarray import ndarray, as_array
 from .._core.base import ControlFlowError
 from .control_trace import _has_random, _where
 from .._core.ir import Node
-from .subgraph import Subgraph, trace_in_subcontext, union_captures
+from ..ops.subgraph import Subgraph
+from .subgraph import trace_in_subcontext, union_captures
 
 
 def _input(value, name, drop_axis=False):

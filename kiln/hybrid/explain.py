@@ -11,7 +11,7 @@ from collections import Counter
 from .._core import autograd
 from .._core.ir import Graph
 from ..graph.capture import KilnTraceWarning
-from ..graph.subgraph import CONTROL_OPS
+from ..ops.subgraph import CONTROL_OPS
 from ..graph.tree import flatten
 from .cached import CachedFunction, HybridFunction, _structural_names
 

@@ -11,9 +11,10 @@ batch_norm_train keeps nothing full-size for its gradient: the backward pass rec
 the statistics (one pass over x; in a traced graph CSE shares them with the forward
 pass's running-statistic update) and then needs one reduction pass and one output pass.
 
-Float32 NumPy arrays go to the oneDNN shim (kiln/backend/dnnl/bnorm.py) where it is loaded:
-the kernels below, and in eager mode (outside create_graph and tracing) batch_norm_train's
-whole gradient as one fused backward (_eager_train_grad).
+Float32 NumPy arrays go to the eager kernels the oneDNN layer registers on batch_norm_stats
+and batch_norm_train (`prim.lowerings["eager"]`: kiln/backend/dnnl/bnorm.py) where the shim
+is loaded: the kernels below, and in eager mode (outside create_graph and tracing)
+batch_norm_train's whole gradient as one fused backward (_eager_train_grad).
 """
 import math
 import threading
@@ -21,15 +22,21 @@ import weakref
 
 import numpy as _np
 
+from . import compose
+from .elementwise import sqrt
 from .registry import register
+from .._core import autograd, trace
+from .._core.autograd import input_needed
 from .._core.base import op_error
+from .._core.ndarray import ndarray
 
 
-def _fast(*arrays):
-    """kiln/backend/dnnl/bnorm.py when it can take these NumPy arrays (float32, the shim
+def _fast(prim, *arrays):
+    """The eager kernels registered on prim (kiln/backend/dnnl/bnorm.py: usable, stats,
+    train, infer, backward) when they can take these NumPy arrays (float32, the shim
     loaded), else None."""
-    from ..backend.dnnl import bnorm
-    return bnorm if bnorm.usable(*arrays) else None
+    fast = prim.lowerings.get("eager")
+    return fast if fast is not None and fast.usable(*arrays) else None
 
 
 def _layout(op, x, axis):
@@ -105,17 +112,16 @@ def _stats_rule(x, axis):
 
 
 def _stats_grad(g, out, x, axis):
-    from .. import np as knp
     m = x.size // x.shape[axis]
     b = _bshape(x, axis)
-    gm, gv = knp.reshape(g[0], b), knp.reshape(g[1], b)
-    return ((gm + 2 * gv * (x - knp.reshape(out[0], b))) / m,)
+    gm, gv = compose.reshape(g[0], b), compose.reshape(g[1], b)
+    return ((gm + 2 * gv * (x - compose.reshape(out[0], b))) / m,)
 
 
 @register("batch_norm_stats", _stats_rule, _stats_grad)
 def batch_norm_stats(x, axis):
     _stats_rule(x, axis)
-    fast = _fast(x)
+    fast = _fast(batch_norm_stats, x)
     if fast is not None:
         return _np.stack(fast.stats(x, _layout("batch_norm_stats", x, axis)))
     red = _red(x, axis)
@@ -135,8 +141,6 @@ def _train_rule(x, gamma, beta, eps, axis):
 
 
 def _train_grad(g, out, x, gamma, beta, eps, axis):
-    from .. import np as knp
-    from .._core.autograd import input_needed
     eager = _eager_train_grad(g, x, gamma, eps, axis)
     if eager is not None:
         return tuple(v if input_needed(i) else None for i, v in enumerate(eager))
@@ -144,7 +148,7 @@ def _train_grad(g, out, x, gamma, beta, eps, axis):
     pg = batch_norm_param_grad(g, x, stats, axis=axis)
     dx = (batch_norm_data_grad(g, x, stats, pg, gamma, eps=eps, axis=axis)
           if input_needed(0) else None)
-    dgamma = pg[1] / knp.sqrt(stats[1] + eps) if input_needed(1) else None
+    dgamma = pg[1] / sqrt(stats[1] + eps) if input_needed(1) else None
     dbeta = pg[0] if input_needed(2) else None
     return dx, dgamma, dbeta
 
@@ -153,13 +157,10 @@ def _eager_train_grad(g, x, gamma, eps, axis):
     """(dx, dgamma, dbeta) in one fused backward pass on the shim (bnorm.py) for concrete
     float32 arrays outside create_graph and tracing, else None (the rule then composes
     the three recordable primitives)."""
-    from .._core import autograd
-    from .._core import trace
-    from .._core.ndarray import ndarray
     if (autograd.is_recording() or trace.current() is not None
             or any(a._node is not None for a in (g, x, gamma))):
         return None
-    fast = _fast(g._data, x._data, gamma._data)
+    fast = _fast(batch_norm_train, g._data, x._data, gamma._data)
     if fast is None or tuple(g.shape) != tuple(x.shape):
         return None
     view = _layout("batch_norm_train", x._data, axis)
@@ -176,7 +177,7 @@ def _scale_shift(mean, var, gamma, beta, eps):
 @register("batch_norm_train", _train_rule, _train_grad)
 def batch_norm_train(x, gamma, beta, eps, axis):
     _train_rule(x, gamma, beta, eps, axis)
-    fast = _fast(x, gamma, beta)
+    fast = _fast(batch_norm_train, x, gamma, beta)
     if fast is not None:
         y, mean, var = fast.train(x, gamma, beta, float(eps),
                                   _layout("batch_norm_train", x, axis))
@@ -215,8 +216,9 @@ def stats_of_last_train(x):
 def normalize_values(x, mean, var, gamma, beta, eps, axis):
     """(x - mean) / sqrt(var + eps) * gamma + beta with per-channel NumPy vectors, as
     in-place passes over cache-sized row blocks: one trip through memory, not four. The
-    centring comes first, so a mean large against the spread does not cancel."""
-    fast = _fast(x, mean, var, gamma, beta)
+    centring comes first, so a mean large against the spread does not cancel. On the
+    kernels registered for batch_norm_train (their `infer`) where they take the arrays."""
+    fast = _fast(batch_norm_train, x, mean, var, gamma, beta)
     if fast is not None:
         return fast.infer(x, mean, var, gamma, beta, float(eps),
                           _layout("batch_norm", x, axis))
@@ -243,12 +245,11 @@ def _pg_rule(g, x, stats, axis):
 
 
 def _pg_grad(c, out, g, x, stats, axis):
-    from .. import np as knp
     b = _bshape(x, axis)
-    c0, c1 = knp.reshape(c[0], b), knp.reshape(c[1], b)
-    d = x - knp.reshape(stats[0], b)
-    dmean = -knp.sum(c1 * g, axis=_red(x, axis))
-    return (c0 + c1 * d, c1 * g, knp.stack([dmean, knp.zeros_like(dmean)]))
+    c0, c1 = compose.reshape(c[0], b), compose.reshape(c[1], b)
+    d = x - compose.reshape(stats[0], b)
+    dmean = -compose.sum(c1 * g, axis=_red(x, axis))
+    return (c0 + c1 * d, c1 * g, compose.stack([dmean, compose.zeros_like(dmean)]))
 
 
 @register("batch_norm_param_grad", _pg_rule, _pg_grad)
@@ -282,20 +283,20 @@ def data_grad_coefficients(stats, pg, gamma, eps, m):
 def _dg_grad(c, out, g, x, stats, pg, gamma, eps, axis):
     """dx = g * k + (x - mean) * a + cc is linear in g and x; k, a, cc are per-channel
     functions of stats, pg and gamma (data_grad_coefficients), differentiated by hand."""
-    from .. import np as knp
     b, red, m = _bshape(x, axis), _red(x, axis), x.size // x.shape[axis]
-    mean, r = stats[0], 1.0 / knp.sqrt(stats[1] + eps)
+    mean, r = stats[0], 1.0 / sqrt(stats[1] + eps)
     r3 = r * r * r
     k, a = gamma * r, -gamma * r3 * pg[1] / m
-    d = x - knp.reshape(mean, b)
-    gk, ga_c, gc = knp.sum(c * g, axis=red), knp.sum(c * d, axis=red), knp.sum(c, axis=red)
+    d = x - compose.reshape(mean, b)
+    gk, ga_c = compose.sum(c * g, axis=red), compose.sum(c * d, axis=red)
+    gc = compose.sum(c, axis=red)
     d_mean = -gc * a
     d_p0, d_p1 = -gc * k / m, -gamma * r3 / m * ga_c
     d_gamma = gk * r - r3 * pg[1] / m * ga_c - gc * r * pg[0] / m
     d_r = gk * gamma - 3 * gamma * r * r * pg[1] / m * ga_c - gc * gamma * pg[0] / m
     d_var = -0.5 * r3 * d_r
-    return (c * knp.reshape(k, b), c * knp.reshape(a, b), knp.stack([d_mean, d_var]),
-            knp.stack([d_p0, d_p1]), d_gamma)
+    return (c * compose.reshape(k, b), c * compose.reshape(a, b),
+            compose.stack([d_mean, d_var]), compose.stack([d_p0, d_p1]), d_gamma)
 
 
 @register("batch_norm_data_grad", _dg_rule, _dg_grad)

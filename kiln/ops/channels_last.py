@@ -10,6 +10,8 @@ import functools
 
 import numpy as _np
 
+from . import compose
+
 
 def first(shape):
     """(N, *S, C) -> (N, C, *S)"""
@@ -51,8 +53,7 @@ def rule(acts, act_out):
 def _move(a, src, dst):
     if isinstance(a, _np.ndarray):
         return _np.ascontiguousarray(_np.moveaxis(a, src, dst))
-    from .. import np as knp
-    return knp.moveaxis(a, src, dst)
+    return compose.moveaxis(a, src, dst)
 
 
 def kernel(acts, act_out):

@@ -45,17 +45,22 @@ def _allreduce_grad(g, out, x, handles, op="mean"):
     return allreduce(g, handles, op=op), None
 
 
-def _reduce_now(x, handles, op):
+def _reduce_now(prim, x, handles, op):
+    """The eager reduction: a copy of x, reduced in place over the ranks by the kernel
+    kiln/distributed registers on prim (its `allreduce_buffer`) when there are several."""
     out = _np.array(x, copy=True)
     if int(handles[0]) > 1:
-        from ..distributed.collectives import allreduce_buffer
-        allreduce_buffer(out, op)
+        kernels = prim.lowerings.get("eager")
+        if kernels is None:
+            raise op_error(prim.name, "no eager allreduce is registered (kiln/distributed "
+                           "registers it when kiln is imported)")
+        kernels.allreduce_buffer(out, op)
     return out
 
 
 @register("allreduce", _allreduce_rule, _allreduce_grad)
 def allreduce(x, handles, op="mean"):
-    return _reduce_now(x, handles, op)
+    return _reduce_now(allreduce, x, handles, op)
 
 
 def _start_rule(x, handles, op="mean", bucket=-1, offset=0, zone=0):
@@ -68,7 +73,7 @@ def _start_grad(g, out, x, handles, op="mean", bucket=-1, offset=0, zone=0):
 
 @register("allreduce_start", _start_rule, _start_grad)
 def allreduce_start(x, handles, op="mean", bucket=-1, offset=0, zone=0):
-    return _reduce_now(x, handles, op)
+    return _reduce_now(allreduce_start, x, handles, op)
 
 
 def _wait_rule(started, handles, *after, op="mean", bucket=-1, offset=0, zone=0):

@@ -1,6 +1,6 @@
 """Control-flow primitives: `cond`, `while_loop` and the reverse loop `while_loop_grad`.
 
-Their attributes hold subgraphs (kiln Graphs, see kiln/graph/subgraph.py). The IR has one
+Their attributes hold subgraphs (kiln Graphs, see kiln/ops/subgraph.py). The IR has one
 output per node, so a control-flow construct with several results becomes one node per
 result, selected by the `index` attribute; the nodes share their subgraphs. (A `cond`
 output evaluates only the part of its branch that output needs.)
@@ -20,26 +20,23 @@ Gradients
               cheap and its output shape static; the price is one extra forward loop in
               backward. Second-order gradients through a loop are not supported.
 
-Eager kernels evaluate subgraphs with the NumPy executor (one NumpyProgram per subgraph,
-cached on the graph object). The C backend lowers all three into the generated source
-(kiln/backend/c/control.py); what it cannot lower falls back to the NumPy executor.
+Eager kernels evaluate subgraphs with the NumPy executor (ops/subgraph.py's run: one
+NumpyProgram per subgraph, cached on the graph object). The C backend lowers all three into
+the generated source (kiln/backend/c/control.py); what it cannot lower falls back to the
+NumPy executor.
 """
 import numpy as _np
 
 from .registry import register, REGISTRY
+from .subgraph import derived_cache, run, vjp_graph
+from .._core.base import KilnError
 
 
 def _pred_value(pred):
     p = _np.asarray(pred)
     if p.size != 1:
-        from .._core.base import KilnError
         raise KilnError(f"cond: the condition must have one element, got shape {p.shape}")
     return bool(p.reshape(()))
-
-
-def _run(graph, values, index=None):
-    from ..graph.subgraph import run
-    return run(graph, values, index)
 
 
 def _out_aval(graph, index):
@@ -53,7 +50,6 @@ def _cond_shape(pred, *operands, then_graph, else_graph, index):
 
 
 def _cond_grad(g, out, pred, *operands, then_graph, else_graph, index):
-    from ..graph.subgraph import vjp_graph
     gthen, gelse = vjp_graph(then_graph, (index,)), vjp_graph(else_graph, (index,))
     grads = [None]
     for j, x in enumerate(operands):
@@ -69,7 +65,7 @@ def _cond_grad(g, out, pred, *operands, then_graph, else_graph, index):
 def cond(pred, *operands, then_graph, else_graph, index):
     """Output `index` of then_graph(*operands) if pred else of else_graph(*operands)."""
     graph = then_graph if _pred_value(pred) else else_graph
-    return _run(graph, operands, index)
+    return run(graph, operands, index)
 
 
 # ---- while_loop ----------------------------------------------------------------------------
@@ -77,11 +73,11 @@ def _loop(values, cond_graph, body_graph, n_carried, max_iterations, history=Non
     carried, invariants = list(values[:n_carried]), list(values[n_carried:])
     steps = 0
     while max_iterations is None or steps < max_iterations:
-        if not _pred_value(_run(cond_graph, carried + invariants, 0)):
+        if not _pred_value(run(cond_graph, carried + invariants, 0)):
             break
         if history is not None:
             history.append(carried)
-        carried = _run(body_graph, carried + invariants)
+        carried = run(body_graph, carried + invariants)
         steps += 1
     return carried, invariants
 
@@ -90,9 +86,8 @@ def _memo(graph, kind, values, compute):
     """One remembered result per (body graph, kind): the nodes of one loop (one per carried
     output, one per gradient input) see the same operands one after another, so the loop
     runs once per call of the program instead of once per node."""
-    from ..graph.subgraph import _cache
     key = tuple((v.shape, v.dtype.str, v.tobytes()) for v in map(_np.asarray, values))
-    cache = _cache(graph)
+    cache = derived_cache(graph)
     hit = cache.get(("memo", kind))
     if hit is not None and hit[0] == key:
         return hit[1]
@@ -148,7 +143,6 @@ def while_loop_grad(*values, cond_graph, body_graph, n_carried, out_index, in_in
 def _loop_grads(values, cond_graph, body_graph, n_carried, out_index, max_iterations):
     """Gradients of every operand: recompute the loop keeping each iteration's carried
     values, then apply the body's gradient graph to them in reverse."""
-    from ..graph.subgraph import vjp_graph
     values, g = values[:-1], values[-1]
     history = []
     carried, invariants = _loop(values, cond_graph, body_graph, n_carried, max_iterations,
@@ -158,7 +152,7 @@ def _loop_grads(values, cond_graph, body_graph, n_carried, out_index, max_iterat
     g_carried[out_index] = _np.asarray(g, dtype=carried[out_index].dtype)
     g_inv = [_np.zeros_like(v) for v in invariants]
     for state in reversed(history):
-        res = _run(vjp, list(state) + invariants + g_carried)
+        res = run(vjp, list(state) + invariants + g_carried)
         g_carried = res[:n_carried]
         for k, gi in enumerate(res[n_carried:]):
             g_inv[k] = g_inv[k] + gi

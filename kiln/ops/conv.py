@@ -5,19 +5,24 @@
     conv_grad_weight(x, g)  the adjoint of conv in w:  g (N, F, *O)  ->  (F, C/groups, *K)
 
 The three are closed under differentiation (each one's gradient is made of the others), so
-gradients of any order stay on the kernel library. Each primitive runs on oneDNN when it is
-available (kiln/backend/dnnl) and otherwise on its decomposition into kiln's `windows`
-(im2col) and matmul. The decomposition is also what backends without a conv kernel run
+gradients of any order stay on the kernel library. Each primitive runs on the eager kernel
+a backend registers (`prim.lowerings["eager"]`: oneDNN, kiln/backend/dnnl/eager.py) when
+it takes the call, and otherwise on its decomposition into kiln's `windows` (im2col) and
+matmul. The decomposition is also what backends without a conv kernel run
 (kiln/graph/passes/expand_heavy.py), so both paths compute the same function.
 `pad` is (lo, hi) per spatial dimension. channels_last=True: activations are (N, *S, C)
 (kiln/ops/channels_last.py).
 """
 import numpy as _np
 
-from . import channels_last as cl
+from . import channels_last as cl, compose
+from .linalg import matmul
 from .registry import register
-from .window import window_out_size, _check
+from .window import window_out_size, _check, windows, unwindows
+from .._core import autograd
+from .._core.autograd import input_needed
 from .._core.base import op_error
+from .._core.ndarray import ndarray
 
 
 def _attrs_ok(op, nsp, stride, dilation, pad, groups):
@@ -63,9 +68,7 @@ def _attrs(stride, dilation, pad, groups, channels_last):
 def contiguous_grad(g):
     """g in C order, made once for both halves of a convolution's gradient: eagerly, a
     strided g (a slice of a concatenation's gradient, in GoogLeNet) was copied by each."""
-    from .._core import autograd
     if g._node is None and not autograd.is_recording() and not g._data.flags.c_contiguous:
-        from .._core.ndarray import ndarray
         return ndarray._wrap(_np.ascontiguousarray(g._data))
     return g
 
@@ -74,14 +77,13 @@ def _eager_all(g, x, w, a, bias):
     """The gradients in x and w (and the bias's when bias), eagerly on oneDNN at once: the
     primitives read one converted copy of g instead of converting it each, and the bias's
     is summed inside the weights' primitive. None where that does not apply (tracing, a
-    gradient recorded for a higher order, channels_last, no oneDNN)."""
-    from .._core import autograd
-    from .._core.ndarray import ndarray
-    if (autograd.is_recording() or a.get("channels_last")
+    gradient recorded for a higher order, channels_last, no eager kernels registered)."""
+    fast = conv.lowerings.get("eager")
+    if (fast is None or autograd.is_recording() or a.get("channels_last")
             or any(v._node is not None for v in (g, x, w))):
         return None
-    grads = _dnnl().conv_backward(g._data, x._data, w._data, a["stride"], a["dilation"],
-                                  a["pad"], a["groups"], bias=bias)
+    grads = fast.conv_backward(g._data, x._data, w._data, a["stride"], a["dilation"],
+                               a["pad"], a["groups"], bias=bias)
     if grads is None:
         return None
     return tuple(ndarray._wrap(v.astype(x.dtype, copy=False)) for v in grads)
@@ -91,7 +93,6 @@ def conv_grads(g, x, w, a, bias=False):
     """The gradients of conv(x, w, **a) in x and w, each None where autograd needs none.
     bias: the convolution adds a bias, whose gradient autograd needs; it comes third when
     the eager path gave it, and is the caller's to sum otherwise."""
-    from .._core.autograd import input_needed
     if input_needed(0) and input_needed(1):
         g = contiguous_grad(g)
         grads = _eager_all(g, x, w, a, bias)
@@ -109,19 +110,11 @@ def _conv_grad(g, out, x, w, stride, dilation, pad, groups=1, channels_last=Fals
 def recording():
     """Is this eager call part of a training step (autograd recording)? Its forward then
     runs on oneDNN's training kernel, as MXNet's does."""
-    from .._core import autograd
     return autograd.is_recording()
-
-
-def _dnnl():
-    from ..backend.dnnl import ops
-    return ops
 
 
 def _eval(decomposition, *arrays, **attrs):
     """Run a decomposition eagerly on NumPy values: kiln's own kernels."""
-    from .._core import autograd
-    from .._core.ndarray import ndarray
     with autograd.pause():
         return decomposition(*[ndarray._wrap(a) for a in arrays], **attrs)._data
 
@@ -130,8 +123,9 @@ def _eval(decomposition, *arrays, **attrs):
 @cl.kernel((0,), True)
 def conv(x, w, stride, dilation, pad, groups=1):
     shape = _conv_rule(x, w, stride, dilation, pad, groups)[0]
-    y = _dnnl().conv_forward(x, w, shape, stride, dilation, pad, groups,
-                             training=recording())
+    fast = conv.lowerings.get("eager")
+    y = None if fast is None else fast.conv_forward(x, w, shape, stride, dilation, pad, groups,
+                                                    training=recording())
     if y is None:
         y = _eval(conv_by_windows, x, w, stride=stride, dilation=dilation, pad=pad,
                   groups=groups)
@@ -157,7 +151,9 @@ def _grad_data_grad(c, out, g, w, in_shape, stride, dilation, pad, groups=1,
 @cl.kernel((0,), True)
 def conv_grad_data(g, w, in_shape, stride, dilation, pad, groups=1):
     shape = _grad_data_rule(g, w, in_shape, stride, dilation, pad, groups)[0]
-    gx = _dnnl().conv_backward_data(g, w, shape, stride, dilation, pad, groups)
+    fast = conv_grad_data.lowerings.get("eager")
+    gx = None if fast is None else fast.conv_backward_data(g, w, shape, stride, dilation, pad,
+                                                           groups)
     if gx is None:
         gx = _eval(conv_grad_data_by_windows, g, w, in_shape=in_shape, stride=stride,
                    dilation=dilation, pad=pad, groups=groups)
@@ -184,7 +180,9 @@ def _grad_weight_grad(c, out, x, g, kernel, stride, dilation, pad, groups=1,
 @cl.kernel((0, 1), False)
 def conv_grad_weight(x, g, kernel, stride, dilation, pad, groups=1):
     shape = _grad_weight_rule(x, g, kernel, stride, dilation, pad, groups)[0]
-    gw = _dnnl().conv_backward_weights(x, g, shape, stride, dilation, pad, groups)
+    fast = conv_grad_weight.lowerings.get("eager")
+    gw = None if fast is None else fast.conv_backward_weights(x, g, shape, stride, dilation,
+                                                              pad, groups)
     if gw is None:
         gw = _eval(conv_grad_weight_by_windows, x, g, kernel=kernel, stride=stride,
                    dilation=dilation, pad=pad, groups=groups)
@@ -195,8 +193,6 @@ def conv_grad_weight(x, g, kernel, stride, dilation, pad, groups=1):
 
 def _grouped_cols(x, kernel, stride, dilation, pad, groups):
     """windows(x) as (groups, rows, C/groups * prod(kernel)), and the output spatial shape."""
-    from .. import np as knp
-    from .window import windows
     nsp = len(kernel)
     cols = windows(x, kernel=tuple(kernel), stride=stride, dilation=dilation, pad=pad,
                    pad_value=0.0)
@@ -204,46 +200,41 @@ def _grouped_cols(x, kernel, stride, dilation, pad, groups):
     rows = x.shape[0] * int(_np.prod(out_sp, dtype=_np.int64))
     cg = x.shape[1] // groups
     kk = int(_np.prod(kernel, dtype=_np.int64))
-    cols = knp.reshape(cols, (rows, groups, cg * kk))
-    return knp.transpose(cols, (1, 0, 2)), out_sp
+    cols = compose.reshape(cols, (rows, groups, cg * kk))
+    return compose.transpose(cols, (1, 0, 2)), out_sp
 
 
 def _grouped_rows(g, groups):
     """g (N, F, *O) as (groups, rows, F/groups)."""
-    from .. import np as knp
     f = g.shape[1]
-    rows = knp.reshape(knp.moveaxis(g, 1, -1), (-1, groups, f // groups))
-    return knp.transpose(rows, (1, 0, 2))
+    rows = compose.reshape(compose.moveaxis(g, 1, -1), (-1, groups, f // groups))
+    return compose.transpose(rows, (1, 0, 2))
 
 
 def conv_by_windows(x, w, stride, dilation, pad, groups=1):
-    from .. import np as knp
     f, kernel = w.shape[0], tuple(w.shape[2:])
     cols, out_sp = _grouped_cols(x, kernel, stride, dilation, pad, groups)
-    wg = knp.transpose(knp.reshape(w, (groups, f // groups, -1)), (0, 2, 1))
-    y = knp.matmul(cols, wg)                                  # (groups, rows, F/groups)
-    y = knp.reshape(knp.transpose(y, (1, 0, 2)), (x.shape[0],) + out_sp + (f,))
-    return knp.moveaxis(y, -1, 1)
+    wg = compose.transpose(compose.reshape(w, (groups, f // groups, -1)), (0, 2, 1))
+    y = matmul(cols, wg)                                  # (groups, rows, F/groups)
+    y = compose.reshape(compose.transpose(y, (1, 0, 2)), (x.shape[0],) + out_sp + (f,))
+    return compose.moveaxis(y, -1, 1)
 
 
 def conv_grad_data_by_windows(g, w, in_shape, stride, dilation, pad, groups=1):
-    from .. import np as knp
-    from .window import unwindows
     f, kernel = w.shape[0], tuple(w.shape[2:])
     c = w.shape[1] * groups
     nsp = len(kernel)
-    cols = knp.matmul(_grouped_rows(g, groups), knp.reshape(w, (groups, f // groups, -1)))
-    cols = knp.reshape(knp.transpose(cols, (1, 0, 2)),
-                       (g.shape[0],) + tuple(g.shape[2:]) + (c,) + kernel)
+    cols = matmul(_grouped_rows(g, groups), compose.reshape(w, (groups, f // groups, -1)))
+    cols = compose.reshape(compose.transpose(cols, (1, 0, 2)),
+                           (g.shape[0],) + tuple(g.shape[2:]) + (c,) + kernel)
     return unwindows(cols, in_shape=tuple(in_shape), kernel=kernel, stride=stride,
                      dilation=dilation, pad=pad)
 
 
 def conv_grad_weight_by_windows(x, g, kernel, stride, dilation, pad, groups=1):
-    from .. import np as knp
     cols, _ = _grouped_cols(x, kernel, stride, dilation, pad, groups)
-    gw = knp.matmul(knp.transpose(_grouped_rows(g, groups), (0, 2, 1)), cols)
-    return knp.reshape(gw, (g.shape[1], x.shape[1] // groups) + tuple(kernel))
+    gw = matmul(compose.transpose(_grouped_rows(g, groups), (0, 2, 1)), cols)
+    return compose.reshape(gw, (g.shape[1], x.shape[1] // groups) + tuple(kernel))
 
 
 DECOMPOSITIONS = {"conv": cl.kernel((0,), True)(conv_by_windows),

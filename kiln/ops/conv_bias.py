@@ -9,11 +9,12 @@ the primitive and ReLU a post-op. Its gradient is made of the conv primitives.
 """
 import numpy as _np
 
-from . import channels_last as cl
-from .elementwise import relu_grad
+from . import channels_last as cl, compose
+from .elementwise import relu as relu_op, relu_grad
 from .conv import (contiguous_grad, conv, conv_grads, conv_by_windows, recording, _conv_rule,
                    _attrs)
 from .registry import register
+from .._core.autograd import input_needed
 from .._core.base import op_error
 
 
@@ -26,25 +27,23 @@ def _rule(x, w, b, stride, dilation, pad, groups=1, relu=False):
 
 
 def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels_last=False):
-    from .. import np as knp
-    from .._core.autograd import input_needed
     g = relu_grad(g, out) if relu else contiguous_grad(g)
     channel = g.ndim - 1 if channels_last else 1
     grads = conv_grads(g, x, w, _attrs(stride, dilation, pad, groups, channels_last),
                        bias=input_needed(2))
     if len(grads) == 3:
         return grads
-    return grads + (knp.sum(g, axis=tuple(i for i in range(g.ndim) if i != channel))
+    return grads + (compose.sum(g, axis=tuple(i for i in range(g.ndim) if i != channel))
                     if input_needed(2) else None,)
 
 
 @register("conv_bias", cl.rule((0,), True)(_rule), _grad)
 @cl.kernel((0,), True)
 def conv_bias(x, w, b, stride, dilation, pad, groups=1, relu=False):
-    from ..backend.dnnl import ops
     shape = _rule(x, w, b, stride, dilation, pad, groups)[0]
-    y = ops.conv_forward(x, w, shape, stride, dilation, pad, groups, b=b, relu=relu,
-                         training=recording())
+    fast = conv_bias.lowerings.get("eager")
+    y = None if fast is None else fast.conv_forward(x, w, shape, stride, dilation, pad, groups,
+                                                    b=b, relu=relu, training=recording())
     if y is not None:
         return y
     y = conv.impl(x, w, stride=stride, dilation=dilation, pad=pad, groups=groups)
@@ -54,10 +53,8 @@ def conv_bias(x, w, b, stride, dilation, pad, groups=1, relu=False):
 
 def conv_bias_by_windows(x, w, b, stride, dilation, pad, groups=1, relu=False):
     """The decomposition backends without a conv kernel run (expand_heavy.py)."""
-    from .. import np as knp
-    from .elementwise import relu as relu_op
     y = conv_by_windows(x, w, stride=stride, dilation=dilation, pad=pad, groups=groups)
-    y = y + knp.reshape(b, (1, -1) + (1,) * (y.ndim - 2))
+    y = y + compose.reshape(b, (1, -1) + (1,) * (y.ndim - 2))
     return relu_op(y) if relu else y
 
 

@@ -104,14 +104,15 @@ def sigmoid(x):
 
 def relu_grad(g, out):
     """ReLU's gradient from its output: g where out > 0, else 0 (NaN included: 0, as the
-    compiled backward's mask gives). Eagerly, on large float32 arrays, one oneDNN pass on
-    its threads (NumPy: a mask, then a product)."""
+    compiled backward's mask gives). Eagerly, on large float32 arrays, one pass of the
+    eager kernel registered on relu (`relu_backward`: oneDNN, on its threads; NumPy: a
+    mask, then a product)."""
     from .._core import autograd
-    if (g._node is None and out._node is None and not autograd.is_recording()
-            and g.dtype == _np.float32):
-        from ..backend.dnnl import ops
+    kernels = relu.lowerings.get("eager")
+    if (kernels is not None and g._node is None and out._node is None
+            and not autograd.is_recording() and g.dtype == _np.float32):
         from .._core.ndarray import ndarray
-        fast = ops.relu_backward(g._data, out._data)
+        fast = kernels.relu_backward(g._data, out._data)
         if fast is not None:
             if _np.isnan(out._data.max(initial=0.0)):
                 fast[_np.isnan(out._data)] = 0   # oneDNN passes g where out is NaN

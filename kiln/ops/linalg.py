@@ -61,14 +61,11 @@ def _transposed_matrix(a, b):
             and b._data.flags.f_contiguous and not b._data.flags.c_contiguous)
 
 
-_gemm = []     # backend.c.eager_gemm, imported on first use (it loads the C runtime's side)
-
-
 def _matmul_2d(a, b):
-    if not _gemm:
-        from ..backend.c import eager_gemm
-        _gemm.append(eager_gemm)
-    out = _gemm[0].matmul(a, b)
+    # the eager gemm a backend registers (kiln/backend/c/eager_gemm.py: its `matmul` gives
+    # None for what it does not take), else NumPy's
+    fast = matmul.lowerings.get("eager")
+    out = None if fast is None else fast.matmul(a, b)
     return _np.matmul(a, b) if out is None else out
 
 

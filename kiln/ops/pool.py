@@ -10,17 +10,20 @@ Max pooling skips NaN, as oneDNN's kernel and MXNet's do: a window's maximum is 
 numbers, and a window of NaN alone gives the dtype's lowest finite value (PyTorch and
 NumPy's max would give NaN there; kiln keeps one answer on every backend).
 
-Like conv.py: oneDNN when available, else the decomposition into `windows`, which is also
-what backends without a pooling kernel run. `pad` is (lo, hi) per spatial dimension; the
-padding never wins a max and counts in 'avg' only.
+Like conv.py: the eager kernel a backend registers (oneDNN) where it takes the call, else
+the decomposition into `windows`, which is also what backends without a pooling kernel
+run. `pad` is (lo, hi) per spatial dimension; the padding never wins a max and counts in
+'avg' only.
 """
 import numpy as _np
 
-from . import channels_last as cl
+from . import channels_last as cl, compose
 from .registry import register
-from .window import _check
-from .conv import _eval, _dnnl, recording
+from .reduce import argmax
+from .window import _check, windows, unwindows
+from .conv import _eval, recording
 from .._core.base import op_error
+from .._core.ndarray import ndarray
 
 KINDS = ("max", "avg", "avg_valid")
 
@@ -49,7 +52,9 @@ def _pool_grad(g, out, x, kind, kernel, stride, pad, channels_last=False):
 @cl.kernel((0,), True)
 def pool(x, kind, kernel, stride, pad):
     shape = _pool_rule(x, kind, kernel, stride, pad)[0]
-    y = _dnnl().pool_forward(x, kind, shape, kernel, stride, pad, training=recording())
+    fast = pool.lowerings.get("eager")
+    y = None if fast is None else fast.pool_forward(x, kind, shape, kernel, stride, pad,
+                                                    training=recording())
     if y is None:
         y = _eval(pool_by_windows, x, kind=kind, kernel=kernel, stride=stride, pad=pad)
     return y
@@ -66,23 +71,22 @@ def _pool_grad_rule(g, x, kind, kernel, stride, pad):
 def _pool_grad_grad(c, out, g, x, kind, kernel, stride, pad, channels_last=False):
     """pool_grad is linear in g; for 'max' its adjoint picks c at each window's maximum."""
     if channels_last:
-        from .. import np as knp
-        c, x = knp.moveaxis(c, -1, 1), knp.moveaxis(x, -1, 1)
+        c, x = compose.moveaxis(c, -1, 1), compose.moveaxis(x, -1, 1)
         first = _pool_grad_grad(c, None, None, x, kind, kernel, stride, pad)
-        return (knp.moveaxis(first[0], 1, -1), None)
+        return (compose.moveaxis(first[0], 1, -1), None)
     if kind != "max":
         return (pool(c, kind=kind, kernel=kernel, stride=stride, pad=pad), None)
-    from .. import np as knp
-    picked = knp.sum(_window_columns(c, kernel, stride, pad, 0.0)
-                     * _first_max_mask(x, kernel, stride, pad), axis=-1)
-    return (knp.moveaxis(picked, -1, 1), None)
+    picked = compose.sum(_window_columns(c, kernel, stride, pad, 0.0)
+                         * _first_max_mask(x, kernel, stride, pad), axis=-1)
+    return (compose.moveaxis(picked, -1, 1), None)
 
 
 @register("pool_grad", cl.rule((0, 1), True)(_pool_grad_rule), _pool_grad_grad)
 @cl.kernel((0, 1), True)
 def pool_grad(g, x, kind, kernel, stride, pad):
     _pool_grad_rule(g, x, kind, kernel, stride, pad)
-    gx = _dnnl().pool_backward(g, x, kind, kernel, stride, pad)
+    fast = pool_grad.lowerings.get("eager")
+    gx = None if fast is None else fast.pool_backward(g, x, kind, kernel, stride, pad)
     if gx is None:
         gx = _eval(pool_grad_by_windows, g, x, kind=kind, kernel=kernel, stride=stride, pad=pad)
     return gx
@@ -92,64 +96,54 @@ def pool_grad(g, x, kind, kernel, stride, pad):
 
 def _window_columns(x, kernel, stride, pad, fill):
     """(N, *O, C, prod(kernel)): every output position's window, flattened."""
-    from .. import np as knp
-    from .window import windows
     cols = windows(x, kernel=tuple(kernel), stride=stride, dilation=(1,) * len(kernel),
                    pad=pad, pad_value=fill)
-    return knp.reshape(cols, tuple(cols.shape[:-len(kernel)]) + (-1,))
+    return compose.reshape(cols, tuple(cols.shape[:-len(kernel)]) + (-1,))
 
 
 def _max_columns(x, kernel, stride, pad):
     """Window columns for max pooling: padding is -inf and NaN the lowest finite value, so
     neither wins over a number (see the module docstring)."""
-    from .. import np as knp
     cols = _window_columns(x, kernel, stride, pad, -_np.inf)
-    return knp.where(cols != cols, float(_np.finfo(x.dtype).min), cols)
+    return compose.where(cols != cols, float(_np.finfo(x.dtype).min), cols)
 
 
 def _first_max_mask(x, kernel, stride, pad):
     """1 at the first maximum of each window, 0 elsewhere, shaped like _window_columns."""
-    from .. import np as knp
-    from .reduce import argmax
     cols = _max_columns(x.detach(), kernel, stride, pad)
     first = argmax(cols, axis=-1, keepdims=True)
-    slots = knp.arange(cols.shape[-1], dtype=first.dtype)
+    slots = ndarray._wrap(_np.arange(cols.shape[-1]).astype(first.dtype))
     return (slots == first).astype(x.dtype)
 
 
 def _valid_counts(x, kernel, stride, pad):
     """(1, *O, 1): how many input elements each window covers (padding excluded)."""
-    from .. import np as knp
-    from .._core.ndarray import ndarray
     ones = ndarray._wrap(_np.ones((1, 1) + tuple(x.shape[2:]), x.dtype))
-    return knp.sum(_window_columns(ones, kernel, stride, pad, 0.0), axis=-1)
+    return compose.sum(_window_columns(ones, kernel, stride, pad, 0.0), axis=-1)
 
 
 def pool_by_windows(x, kind, kernel, stride, pad):
-    from .. import np as knp
     if kind == "max":
-        y = knp.max(_max_columns(x, kernel, stride, pad), axis=-1)
+        y = compose.max(_max_columns(x, kernel, stride, pad), axis=-1)
     else:
-        y = knp.sum(_window_columns(x, kernel, stride, pad, 0.0), axis=-1)
+        y = compose.sum(_window_columns(x, kernel, stride, pad, 0.0), axis=-1)
         y = y / (_valid_counts(x, kernel, stride, pad) if kind == "avg_valid"
                  else int(_np.prod(kernel)))
-    return knp.moveaxis(y, -1, 1)
+    return compose.moveaxis(y, -1, 1)
 
 
 def pool_grad_by_windows(g, x, kind, kernel, stride, pad):
-    from .. import np as knp
-    from .window import unwindows
     nsp = len(kernel)
-    gm = knp.expand_dims(knp.moveaxis(g, 1, -1), -1)             # (N, *O, C, 1)
+    gm = compose.expand_dims(compose.moveaxis(g, 1, -1), -1)     # (N, *O, C, 1)
     if kind == "max":
         cols = gm * _first_max_mask(x, kernel, stride, pad)
     else:
         scale = (1.0 / _valid_counts(x, kernel, stride, pad) if kind == "avg_valid"
                  else 1.0 / int(_np.prod(kernel)))
         if kind == "avg_valid":
-            scale = knp.expand_dims(scale, -1)
-        cols = knp.broadcast_to(gm * scale, tuple(gm.shape[:-1]) + (int(_np.prod(kernel)),))
-    cols = knp.reshape(cols, tuple(cols.shape[:-1]) + tuple(kernel))
+            scale = compose.expand_dims(scale, -1)
+        cols = compose.broadcast_to(gm * scale, tuple(gm.shape[:-1]) + (int(_np.prod(kernel)),))
+    cols = compose.reshape(cols, tuple(cols.shape[:-1]) + tuple(kernel))
     return unwindows(cols, in_shape=tuple(x.shape[2:]), kernel=tuple(kernel), stride=stride,
                      dilation=(1,) * nsp, pad=pad)
 

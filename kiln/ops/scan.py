@@ -24,7 +24,9 @@ gradient graph takes them as given inputs, so a step's matmul runs once, not twi
 """
 import numpy as _np
 
+from . import compose
 from .registry import register, REGISTRY
+from .subgraph import run, vjp_graph
 
 
 def _size(shape):
@@ -75,7 +77,6 @@ def _has_grad(x, dtype):
 
 
 def _scan_grad(g, out, *operands, body, n_carried, n_xs, reverse, n_saved):
-    from ..np import reshape
     flat = REGISTRY["scan_grad"](*operands, out, g, body=body, n_carried=n_carried, n_xs=n_xs,
                                  reverse=reverse, n_saved=n_saved)
     dtype, grads, offset = grad_dtype(body), [], 0
@@ -84,7 +85,7 @@ def _scan_grad(g, out, *operands, body, n_carried, n_xs, reverse, n_saved):
             grads.append(None)
             continue
         size = _size(x.shape)
-        grads.append(reshape(flat[offset:offset + size], tuple(x.shape)))
+        grads.append(compose.reshape(flat[offset:offset + size], tuple(x.shape)))
         offset += size
     return grads
 
@@ -94,7 +95,6 @@ def _steps(length, reverse):
 
 
 def _forward(operands, body, n_carried, n_xs, reverse):
-    from ..graph.subgraph import run
     carried = list(operands[:n_carried])
     xs, invariants = operands[n_carried:n_carried + n_xs], list(operands[n_carried + n_xs:])
     length = _length(operands, n_carried)
@@ -130,7 +130,6 @@ def scan_grad(*values, body, n_carried, n_xs, reverse, n_saved, g_window=None):
     """Gradients of scan's operands (of its dtype), given scan's result and the incoming
     gradient of it (the last two values). With g_window=(begin, end), the last value is
     only g[begin:end] and the rest of g is zero (see graph/passes/scan_grad_window.py)."""
-    from ..graph.subgraph import run, vjp_graph
     operands, out, g = values[:-2], _np.asarray(values[-2]), _np.asarray(values[-1])
     if g_window is not None:
         full = _np.zeros(out.shape, g.dtype)

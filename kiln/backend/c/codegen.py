@@ -11,7 +11,7 @@ cond / while_loop and wraps the result in a static function that shares the tabl
 """
 from ..._core.ir import Graph, Node
 from ...graph.passes.memory import plan_memory, MemoryPlan
-from ...graph.subgraph import CONTROL_OPS
+from ...ops.subgraph import CONTROL_OPS
 from ...ops.registry import REGISTRY
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     prelude, C_TYPES)

@@ -31,7 +31,7 @@ scan's.
 """
 from ..._core.ir import Graph
 from ...graph.passes.pipeline import run_pipeline
-from ...graph.subgraph import vjp_graph
+from ...ops.subgraph import vjp_graph
 from ...ops.registry import REGISTRY
 from .codegen import emit_graph
 from .loops import ctype

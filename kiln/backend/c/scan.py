@@ -121,7 +121,7 @@ class ScanGroup(_ScanBase):
 class ScanGradGroup(_ScanBase):
     def __init__(self, em, node, members):
         super().__init__(em, node, node.inputs[:-2], fwd=False)
-        from ...graph.subgraph import vjp_graph
+        from ...ops.subgraph import vjp_graph
         self.forward_out, self.g = node.inputs[-2], node.inputs[-1]
         self.n_saved = node.attrs["n_saved"]
         dtype = grad_dtype(self.body)
