@@ -5,8 +5,8 @@ import pytest
 import kiln  # noqa: F401  (registers the primitives and, through the backend, their lowerings)
 from kiln._core.ir import Graph, Node
 from kiln.backend.c import codegen, lowering
-from kiln.graph.passes import optimize
-from kiln.graph.subgraph import CONTROL_OPS
+from kiln.graph.passes import run_pipeline
+from kiln.ops.subgraph import CONTROL_OPS
 from kiln.ops.registry import REGISTRY
 
 
@@ -27,7 +27,7 @@ def _graph():
     z = Node("relu", (Node("exp", (y,), {}, (3, 5), "float32"),), {}, (3, 5), "float32")
     s = Node("sum", (z,), {"axis": 1}, (3,), "float32")
     r = Node("reshape", (s,), {"shape": (3, 1)}, (3, 1), "float32")
-    return optimize(Graph([x, w], [], [r], "lowerings"))
+    return run_pipeline("generic", Graph([x, w], [], [r], "lowerings"))
 
 
 def test_each_node_takes_the_step_its_lowering_names():

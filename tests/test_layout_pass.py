@@ -6,7 +6,7 @@ import numpy as onp
 import pytest
 
 from kiln._core.ir import Graph, Node
-from kiln.graph.passes import optimize
+from kiln.graph.passes import run_pipeline
 from kiln.graph.passes.layout import assign_layouts, channels_last_pays
 from kiln.backend.numpy_exec import NumpyProgram
 from kiln.ops.registry import REGISTRY
@@ -33,7 +33,7 @@ def conv_bias_relu(x, w, b):
 def laid_out(inputs, outputs):
     """(original graph, laid-out graph after the usual clean-up passes)."""
     g = Graph(inputs, [], outputs)
-    return g, optimize(assign_layouts(g))
+    return g, run_pipeline("generic", assign_layouts(g))
 
 
 def values(graph, arrays):
@@ -157,9 +157,9 @@ def test_other_spatial_ranks(nsp):
 def test_the_layout_pays_for_chains_not_for_a_lone_conv_between_nchw_edges():
     x, w = inp((2, 8, 6, 6)), inp((8, 8, 3, 3), "w")
     lone = Graph([x, w], [], [node("relu", node("conv", x, w, **CONV))])
-    assert not channels_last_pays(optimize(assign_layouts(lone)))
+    assert not channels_last_pays(run_pipeline("generic", assign_layouts(lone)))
     y = x
     for _ in range(3):
         y = node("relu", node("conv", y, w, **CONV))
     chain = Graph([x, w], [], [node("pool", y, **POOL)])
-    assert channels_last_pays(optimize(assign_layouts(chain)))
+    assert channels_last_pays(run_pipeline("generic", assign_layouts(chain)))

@@ -2,6 +2,11 @@
 import os
 
 from .._core.base import KilnError
+# On import the backends register what the floors below them call: the primitives' eager
+# kernels (dnnl/eager.py, c/eager_gemm.py) and the subgraph runner (numpy_exec.py).
+from . import numpy_exec as _numpy_exec  # noqa: F401
+from .c import eager_gemm as _eager_gemm  # noqa: F401
+from .dnnl import eager as _dnnl_eager  # noqa: F401
 
 
 class _NumpyBackend:
@@ -48,10 +53,3 @@ def fast_dispatcher():
         return None
     from .c.fastcall import dispatcher
     return dispatcher()
-
-
-# On import the backends register what the floors below them call: the primitives' eager
-# kernels (dnnl/eager.py, c/eager_gemm.py) and the subgraph runner (numpy_exec.py).
-from . import numpy_exec as _numpy_exec  # noqa: F401
-from .c import eager_gemm as _eager_gemm  # noqa: F401
-from .dnnl import eager as _dnnl_eager  # noqa: F401

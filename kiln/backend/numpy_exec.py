@@ -15,7 +15,7 @@ import numpy as _np
 from .._core.ir import Graph
 from ..ops import subgraph
 from ..ops.registry import REGISTRY
-from ..graph.passes import optimize, plan_memory
+from ..graph.passes import plan_memory, run_pipeline
 
 # ops computed as NumPy views of their first input: free, and never written through
 VIEW_OPS = frozenset(("reshape", "transpose", "broadcast_to", "slice"))
@@ -236,7 +236,8 @@ def run_subgraph(graph, values, index=None):
     hit = cache.get(key)
     if hit is None:
         outputs = graph.outputs if index is None else [graph.outputs[index]]
-        program = NumpyProgram(optimize(Graph(graph.inputs, [], outputs, graph.name)))
+        pruned = Graph(graph.inputs, [], outputs, graph.name)
+        program = NumpyProgram(run_pipeline("generic", pruned))
         # a program reuses its buffers: one caller at a time (threads share compiled code)
         hit = cache.setdefault(key, (program, threading.Lock()))
     program, lock = hit

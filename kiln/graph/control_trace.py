@@ -124,9 +124,10 @@ def emit_cond(pred, then_fn, else_fn, args=(), names=None, what="if"):
             continue
         a, b = _as_branch_value(a, b), _as_branch_value(b, a)
         if a.shape != b.shape or a.dtype != b.dtype:
-            raise ControlFlowError(f"{what}: {_label(names, k, 'result')} is {a.dtype}{list(a.shape)} "
-                            f"in one branch but {b.dtype}{list(b.shape)} in the other; with "
-                            f"an array condition both must agree{where}")
+            raise ControlFlowError(f"{what}: {_label(names, k, 'result')} is "
+                                   f"{a.dtype}{list(a.shape)} in one branch but "
+                                   f"{b.dtype}{list(b.shape)} in the other; with an array "
+                                   f"condition both must agree{where}")
         outs_t.append(ctx_t.node_of(a))
         outs_e.append(ctx_e.node_of(b))
         merged.append(None)

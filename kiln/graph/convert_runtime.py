@@ -7,7 +7,7 @@ while hybridize traces.
 """
 import types
 
-from .._core.base import KilnError, SymbolicValueError, GraphBreak
+from .._core.base import SymbolicValueError, GraphBreak
 from .._core.dispatch import apply, to_operands
 from .._core.ndarray import ndarray, as_array
 from .._core import trace

@@ -18,7 +18,7 @@ import numpy as _np
 from . import channels_last as cl, compose
 from .linalg import matmul
 from .registry import register
-from .window import window_out_size, _check, windows, unwindows
+from .window import _check, windows, unwindows
 from .._core import autograd
 from .._core.autograd import input_needed
 from .._core.base import op_error
@@ -223,7 +223,6 @@ def conv_by_windows(x, w, stride, dilation, pad, groups=1):
 def conv_grad_data_by_windows(g, w, in_shape, stride, dilation, pad, groups=1):
     f, kernel = w.shape[0], tuple(w.shape[2:])
     c = w.shape[1] * groups
-    nsp = len(kernel)
     cols = matmul(_grouped_rows(g, groups), compose.reshape(w, (groups, f // groups, -1)))
     cols = compose.reshape(compose.transpose(cols, (1, 0, 2)),
                            (g.shape[0],) + tuple(g.shape[2:]) + (c,) + kernel)

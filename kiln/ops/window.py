@@ -1,9 +1,10 @@
 """Sliding windows (im2col) and their adjoint; convolution and pooling are built on these.
 
 windows(x) turns (N, C, *spatial) into (N, *out_spatial, C, *kernel): every output position
-gets the input patch it reads, laid out so that a convolution is one reshape and a matmul. unwindows is the adjoint (col2im): it adds each
-patch back where it came from. Each is the other's gradient, so convolution and pooling get
-gradients of any order without rules of their own.
+gets the input patch it reads, laid out so that a convolution is one reshape and a matmul.
+unwindows is the adjoint (col2im): it adds each patch back where it came from. Each is the
+other's gradient, so convolution and pooling get gradients of any order without rules of
+their own.
 """
 import numpy as _np
 

@@ -22,8 +22,8 @@ from . import shared_reduce
 
 _MAX_COUNT = (1 << 31) - 1     # MPI counts are C ints
 
-_TYPES = """      typedef int (*iallreduce_t)(const void *, void *, int, intptr_t, intptr_t, intptr_t,
-                                  void *);
+_TYPES = """      typedef int (*iallreduce_t)(const void *, void *, int, intptr_t, intptr_t,
+                                  intptr_t, void *);
       typedef int (*test_t)(void *, int *, void *);
       typedef double (*wtime_t)(void);
       typedef void (*failed_t)(double, int);

@@ -352,7 +352,8 @@ def lay_out_joint(joint):
     programs (graph/split.py). Laid out per program, each activation backward reads would
     leave the forward program as NCHW and enter the backward one channels-last: a transpose
     on each side, or, where that does not pay, oneDNN's blocked copies of each argument,
-    which each op kept for the life of the program. Laid out here, those activations cross between the programs channels-last."""
+    which each op kept for the life of the program. Laid out here, those activations cross
+    between the programs channels-last."""
     if not build.available():
         return joint
     state = getattr(joint, "state_outputs", None)

@@ -154,8 +154,9 @@ def window_slots(em, graph, steps, storage, ranks):
 
     def bind(node, rank, fallback, what):
         slot = em.add_slot(("bound", f"{node.name} in the shared window"))
+        copy = _copy_of(node, rank)
         code.append(f"""  {{ /* {what} */
-{_head(table)}      P[{slot}] = H[0] > 1 && H[12] != 0 ? (void *){_copy_of(node, rank)} : {fallback};
+{_head(table)}      P[{slot}] = H[0] > 1 && H[12] != 0 ? (void *){copy} : {fallback};
   }}""")
         return slot
 

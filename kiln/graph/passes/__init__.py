@@ -8,4 +8,4 @@ from .fold import fold_constants  # noqa: F401
 from .cse import eliminate_common_subexpressions  # noqa: F401
 from .fuse import group_elementwise  # noqa: F401
 from .memory import plan_memory, MemoryPlan  # noqa: F401
-from .pipeline import run_pipeline, optimize, debug_level  # noqa: F401
+from .pipeline import run_pipeline, debug_level  # noqa: F401

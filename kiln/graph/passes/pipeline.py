@@ -119,8 +119,3 @@ def run_pipeline(name, graph, **options):
         if step.then is not None and graph is not before:
             graph = run_pipeline(step.then, graph, **options)
     return graph
-
-
-def optimize(graph):
-    """The generic pipeline, for code that builds a graph and runs it directly."""
-    return run_pipeline("generic", graph)
