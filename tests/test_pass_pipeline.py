@@ -5,7 +5,6 @@ import numpy as onp
 import pytest
 
 from kiln._core.ir import Graph
-from kiln.graph.passes import pipeline
 from kiln.graph.passes.pipeline import PIPELINES, Step, run_pipeline
 from test_layout_pass import inp, node, values, arrays_for, conv_bias_relu, CONV, POOL
 
