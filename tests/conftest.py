@@ -1,10 +1,28 @@
-"""Shared helpers for kiln's core tests: oracles, finite differences, global-state hygiene."""
+"""Shared helpers for kiln's tests: oracles, finite differences, global-state hygiene.
+
+tests/ mirrors kiln's packages (tests/core, tests/ops, tests/graph, ...). Shared cases and
+helpers live in tests/ itself (heavy_cases.py, seed_cells.py, paths.py, ...), and some test
+modules borrow another's cases (`from test_grad_registry import CASES`): so tests/ and each
+of its package folders are importable by module name, whichever test pytest collects first.
+"""
+import os
+import sys
+
 import numpy as onp
 import pytest
 
 import kiln
 from kiln import autograd
 from kiln.ndarray import ndarray
+
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+for _folder in sorted(os.listdir(_TESTS), reverse=True):
+    _path = os.path.join(_TESTS, _folder)
+    if os.path.isdir(_path) and _folder not in ("fixtures", "__pycache__"):
+        if _path not in sys.path:
+            sys.path.insert(0, _path)
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
 
 
 def to_np(x):

@@ -1,7 +1,7 @@
 """Registry cases for the heavy primitives (conv, conv_bias, conv_grad_data,
 conv_grad_weight, pool, pool_grad; NCHW and channels-last), used by
 test_grad_registry.CASES. Inputs are float64, so these check kiln's own kernels (oneDNN
-takes float32 only; tests/test_heavy_ops.py compares the two)."""
+takes float32 only; tests/backend/test_heavy_ops.py compares the two)."""
 import math
 
 import numpy as onp

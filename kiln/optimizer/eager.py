@@ -3,7 +3,7 @@
 SGLD and DCASGD (sgd.py), and MXNet's Test optimizer (here). Each keeps MXNet's arithmetic
 and order of operations (some rescale, add weight decay, then clip; others clip before
 weight decay), checked against MXNet 1.9.1's updates on fixed inputs
-(tests/test_mxnet_optimizers.py).
+(tests/mx/test_mxnet_optimizers.py).
 
 They update NumPy buffers in place, eagerly. A compiled training step (kiln.hybridize of a
 step that calls Trainer.step) needs the operator-only `apply` form that sgd/adam have; these

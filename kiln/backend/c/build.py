@@ -30,7 +30,7 @@ FAST_MATH_FLAGS = ("-fassociative-math", "-fno-signed-zeros")
 
 # KILN_ASAN=1 builds every library with AddressSanitizer: an out-of-bounds read or write
 # in generated code then stops the process with a report. The process must have the ASan
-# runtime loaded first (LD_PRELOAD; see tests/test_asan.py), as Python is not built with it.
+# runtime loaded first (LD_PRELOAD; see tests/backend/test_asan.py), as Python is not built with it.
 ASAN_FLAGS = ("-fsanitize=address", "-fno-omit-frame-pointer")
 
 

@@ -5,8 +5,8 @@ for a 2-layer bidirectional LSTM over 500 steps that is 30,000 dispatches and ta
 forward and as many gradient rules backward, and Python overhead dominates. Here the
 forward walks time in NumPy, keeps the gate activations, and the backward is the
 hand-derived backpropagation through time of the same formulas (cell_math.py states them);
-the weight gradient is one matmul over all steps. tests/test_gluon_rnn_torch.py checks it
-against PyTorch, tests/test_rnn_fused_eager.py against the op-by-op loop.
+the weight gradient is one matmul over all steps. tests/gluon/test_gluon_rnn_torch.py checks it
+against PyTorch, tests/gluon/test_rnn_fused_eager.py against the op-by-op loop.
 
 Only the eager layers use it (kiln.gluon.rnn layers, float32/float64); cells and the
 hybridized scan keep cell_math.step. Like every autograd.Function its backward is not

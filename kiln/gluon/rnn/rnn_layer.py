@@ -14,7 +14,7 @@ so every tensor maps one to one, with no reordering:
   l{i}_h2h_bias   = bias_hh_l{i}        r{i}_h2h_bias   = bias_hh_l{i}_reverse
 States have PyTorch's shape too: (num_layers * directions, batch, hidden), index
 layer * directions + direction; MXNet's layout 'TNC' is PyTorch's batch_first=False.
-(tests/test_gluon_rnn_torch.py checks outputs and gradients against PyTorch.)
+(tests/gluon/test_gluon_rnn_torch.py checks outputs and gradients against PyTorch.)
 
 Calling a layer with states returns (output, new_states) with states a list ([h], or
 [h, c] for LSTM); without, only the output, as in MXNet. Hybridized, each layer direction's
