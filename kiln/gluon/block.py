@@ -6,7 +6,9 @@ collect_params() and of saved parameter files, so the same architecture built tw
 the same names: no global counters are involved. `block.name` ('dense0') is for display only.
 """
 import contextlib
+import itertools
 import re
+import threading
 import weakref
 from collections import OrderedDict
 
@@ -19,12 +21,17 @@ from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
 
 _display_counters = {}
+_display_lock = threading.Lock()
+# parameters whose shape waits for the first input are initialized once, under this lock,
+# when several threads make that first call at once (each would draw its own weights)
+_deferred_init_lock = threading.RLock()
 
 
 def _display_name(cls):
     base = cls.__name__.lower()
-    n = _display_counters.get(base, 0)
-    _display_counters[base] = n + 1
+    with _display_lock:
+        n = _display_counters.get(base, 0)
+        _display_counters[base] = n + 1
     return f"{base}{n}"
 
 
@@ -51,12 +58,11 @@ def _forward(block, method, args, kwargs):
 class HookHandle:
     """Returned by register_forward_hook; detach() removes the hook."""
 
-    _next_id = 0
+    _ids = itertools.count(1)      # next() is atomic: threads adding hooks get distinct ids
 
     def __init__(self, hooks):
         self._hooks = weakref.ref(hooks) if not isinstance(hooks, dict) else (lambda: hooks)
-        HookHandle._next_id += 1
-        self.id = HookHandle._next_id
+        self.id = next(HookHandle._ids)
 
     def detach(self):
         hooks = self._hooks()
@@ -253,11 +259,14 @@ class Block:
 
     def _infer_deferred(self, args):
         params = self._reg_params.values()
-        if any(p._data is None and not _shape_known(p.shape) for p in params):
-            self.infer_shape(*args)
-        for p in params:
-            if p._is_pending and _shape_known(p.shape):
-                p._finish_deferred_init()
+        if all(p._data is not None for p in params):
+            return
+        with _deferred_init_lock:
+            if any(p._data is None and not _shape_known(p.shape) for p in params):
+                self.infer_shape(*args)
+            for p in params:
+                if p._is_pending and _shape_known(p.shape):
+                    p._finish_deferred_init()
 
     def __call__(self, *args, **kwargs):
         if trace.in_body_of(self):
