@@ -9,11 +9,25 @@ Threads. As in MXNet and PyTorch, the autograd state is per thread: whether ops 
 recorded, training or predict mode, and the scopes entered (record(), pause(), ...). A
 thread's ops go on its own tape, so several threads may each train their own model at
 once, eagerly or hybridized, with the same results as one after the other.
+
+What threads may share:
+  - arrays and models used for inference only (no record()), including hybridized blocks:
+    calls run concurrently, and the first calls of one signature wait for one trace;
+  - a Parameter that only one thread computes gradients for at a time. Two threads'
+    backward() writing the same parameter's gradient at once, or a Trainer.step reading or
+    updating the parameters while another thread's backward() writes their gradients or
+    another step runs on them, is a race: kiln raises a KilnError for it rather than
+    train on a mix of two threads' gradients. A model shared by training threads needs
+    each thread's whole step (forward under record(), backward, Trainer.step) under one
+    lock (MXNet's answer too); better, give each thread its own model and Trainer.
+  - random draws (initializers, dropout) come from one process-wide generator: threads
+    that draw at once get a different split of its numbers on every run.
 """
 import contextlib
 import threading
 
 from .base import KilnError, where_in_user_code, postorder
+from .gradient_claims import GradientClaim
 from .primitive import REGISTRY
 
 
@@ -188,17 +202,18 @@ def retaining():
     return passes[-1] if passes else True
 
 
-def _run_backward(heads, head_grads, retain_graph, create_graph):
-    """Propagate gradients; returns {id(leaf): gradient} for every reached leaf."""
+def _run_backward(heads, head_grads, retain_graph, create_graph, claim=None):
+    """Propagate gradients; returns {id(leaf): gradient} for every reached leaf. With
+    `claim` (a GradientClaim), the reached leaves' gradients are claimed before the walk."""
     passes = _state.retaining
     passes.append(bool(retain_graph))
     try:
-        return _propagate(heads, head_grads, retain_graph, create_graph)
+        return _propagate(heads, head_grads, retain_graph, create_graph, claim)
     finally:
         passes.pop()
 
 
-def _propagate(heads, head_grads, retain_graph, create_graph):
+def _propagate(heads, head_grads, retain_graph, create_graph, claim):
     from .ndarray import ndarray, full_like, as_array
     roots = []
     grads = {}
@@ -214,8 +229,11 @@ def _propagate(heads, head_grads, retain_graph, create_graph):
         slot[h._tidx] = hg if slot[h._tidx] is None else slot[h._tidx] + hg
         roots.append(h._tape)
     leaf_grads = {}
+    order = _topological(roots)
+    if claim is not None:
+        claim.take([n.array for n in order if n.__class__ is Leaf])
     with _scope(create_graph, None):
-        for node in reversed(_topological(roots)):
+        for node in reversed(order):
             out_grads = grads.pop(id(node), None)
             if out_grads is None:
                 continue
@@ -244,10 +262,14 @@ def _propagate(heads, head_grads, retain_graph, create_graph):
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create_graph=False):
     """Compute the gradients of `heads` and store them in the .grad of each leaf."""
     heads, head_grads = _as_lists(heads, head_grads)
-    with _scope(None, train_mode):
-        found = _run_backward(heads, head_grads, retain_graph, create_graph)
-    for leaf, g in found.values():
-        leaf.array._store_grad(g, create_graph)
+    claim = GradientClaim("backward()")
+    try:
+        with _scope(None, train_mode):
+            found = _run_backward(heads, head_grads, retain_graph, create_graph, claim)
+        for leaf, g in found.values():
+            leaf.array._store_grad(g, create_graph)
+    finally:
+        claim.release()
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
