@@ -223,24 +223,30 @@ static void BlockCall_dealloc(BlockCall *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* 1 when the calling thread neither traces nor runs a hybridized block's own code (the
-   compiled programs may serve its calls), else 0 */
-static int thread_is_plain(BlockCall *self) {
+/* 1 when the block's compiled programs may serve the calling thread: it traces nothing,
+   and hybridize is not running the block's own code on it (trace.body_of); else 0 */
+static int compiled_may_serve(BlockCall *self, PyObject *block) {
   PyObject *d = self->traces ? thread_dict(self->traces) : NULL;
   if (d == NULL) return 0;
   PyObject *stack = PyDict_GetItemWithError(d, s_stack);     /* borrowed */
   PyObject *bodies = PyDict_GetItemWithError(d, s_bodies);
   PyErr_Clear();
-  int plain = stack != NULL && PyList_Check(stack) && PyList_GET_SIZE(stack) == 0
-              && bodies != NULL && PyAnySet_Check(bodies) && PySet_GET_SIZE(bodies) == 0;
+  int may = stack != NULL && PyList_Check(stack) && PyList_GET_SIZE(stack) == 0
+            && bodies != NULL && PyAnySet_Check(bodies);
+  if (may && PySet_GET_SIZE(bodies)) {     /* a parent run eagerly: its children still may */
+    PyObject *key = PyLong_FromVoidPtr(block);
+    may = key != NULL && PySet_Contains(bodies, key) == 0;
+    Py_XDECREF(key);
+    PyErr_Clear();
+  }
   Py_DECREF(d);
-  return plain;
+  return may;
 }
 
 /* HybridBlock.__call__'s fast path: the output, or NotImplemented to take the others */
 static PyObject *block_dispatch(BlockCall *self, PyObject *block, PyObject *const *args,
                                 Py_ssize_t n, PyObject *kw) {
-  if ((kw != NULL && PyDict_GET_SIZE(kw)) || !thread_is_plain(self))
+  if ((kw != NULL && PyDict_GET_SIZE(kw)) || !compiled_may_serve(self, block))
     Py_RETURN_NOTIMPLEMENTED;
   PyObject *dict = PyObject_GenericGetDict(block, NULL);
   if (dict == NULL) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
