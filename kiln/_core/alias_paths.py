@@ -8,14 +8,23 @@ seen through x on one path only. One compiled program has one aliasing: the merg
 is a new value. So control_trace marks such pairs here, and the first in-place write into
 either (or into a view of either) breaks the trace: hybridize runs that code eagerly, with
 a warning, instead of compiling a write the eager program would not make.
+
+The marks belong to the trace that made them, so they are kept per thread, as traces are.
 """
+import threading
 import weakref
 
 from .base import ControlFlowError
 
-# id(array) -> (weak reference, why its identity is path-dependent); keyed by identity,
-# since an array's == is elementwise
-_marked = {}
+
+class _ThreadMarks(threading.local):
+    def __init__(self):
+        # id(array) -> (weak reference, why its identity is path-dependent); keyed by
+        # identity, since an array's == is elementwise
+        self.marked = {}
+
+
+_local = _ThreadMarks()
 
 
 def mark(originals, results, same_on_paths, where, what, label):
@@ -31,20 +40,22 @@ def mark(originals, results, same_on_paths, where, what, label):
                    "the array it was) reaches the other name on one path only, which one "
                    f"compiled program cannot follow (the {what}"
                    f"{where.splitlines()[0] if where else ''})")
+            marked = _local.marked
             for a in (result, orig):
-                _marked[id(a)] = (weakref.ref(a), why)
+                marked[id(a)] = (weakref.ref(a), why)
 
 
 def check_write(array):
     """Raise ControlFlowError before an in-place write into a marked array or its views."""
-    if not _marked:
+    marked = _local.marked
+    if not marked:
         return
     from .trace import current
     if current() is None:
         return
     seen = array
     while seen is not None:
-        entry = _marked.get(id(seen))
+        entry = marked.get(id(seen))
         if entry is not None and entry[0]() is seen:
             raise ControlFlowError(entry[1])
         link = seen._view
@@ -53,4 +64,4 @@ def check_write(array):
 
 def clear():
     """Forget the marks (a trace ended: its arrays are no longer written symbolically)."""
-    _marked.clear()
+    _local.marked.clear()

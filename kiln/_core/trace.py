@@ -1,4 +1,11 @@
-"""The tracing context: while it is active, ops on symbolic arrays add graph nodes."""
+"""The tracing context: while it is active, ops on symbolic arrays add graph nodes.
+
+The stack of active traces is per thread: a thread tracing a model does not make another
+thread's ops (its eager calls of the same model, say) land in its graph. So is the set of
+hybridized objects whose own Python code hybridize is running on a thread (body_of).
+"""
+import threading
+
 import numpy as _np
 
 from .base import KilnError
@@ -70,32 +77,74 @@ class TraceContext:
         return node
 
 
-_stack = []
+class _ThreadTraces(threading.local):
+    """This thread's tracing state. kiln_fastcall's BlockCall reads both attributes on every
+    hybridized block call (backend/c/csrc/fastdispatch.c)."""
+
+    def __init__(self):
+        self.stack = []       # active trace contexts, innermost last; None: suspended
+        self.bodies = set()   # id() of the hybridized objects in body_of on this thread
+
+
+_local = _ThreadTraces()
 
 
 def current():
-    return _stack[-1] if _stack else None
+    stack = _local.stack
+    return stack[-1] if stack else None
+
+
+def active():
+    """Is this thread inside a trace (even one suspended for eager work)?"""
+    return bool(_local.stack)
 
 
 class suspended:
     """Run eagerly inside a trace (parameter initialization, for instance)."""
 
     def __enter__(self):
-        _stack.append(None)
+        _local.stack.append(None)
 
     def __exit__(self, *exc):
-        _stack.pop()
+        _local.stack.pop()
 
 
 def push(ctx):
-    _stack.append(ctx)
+    _local.stack.append(ctx)
 
 
 def pop():
-    ctx = _stack.pop()
-    if not _stack:       # the outermost trace ended: its path-dependent marks with it
+    stack = _local.stack
+    ctx = stack.pop()
+    if not stack:        # the outermost trace ended: its path-dependent marks with it
         alias_paths.clear()
     return ctx
+
+
+class body_of:
+    """While hybridize runs `obj`'s own Python code on this thread (tracing it, or running
+    it eagerly where it could not be compiled), calls of obj on this thread go to that
+    code rather than back to its compiled programs. Other threads keep calling those."""
+    __slots__ = ("key", "entered")
+
+    def __init__(self, obj):
+        self.key = id(obj)
+        self.entered = False
+
+    def __enter__(self):
+        bodies = _local.bodies
+        self.entered = self.key not in bodies
+        bodies.add(self.key)
+
+    def __exit__(self, *exc):
+        if self.entered:
+            _local.bodies.discard(self.key)
+
+
+def in_body_of(obj):
+    """Is hybridize running obj's own code on this thread (see body_of)?"""
+    bodies = _local.bodies
+    return bool(bodies) and id(obj) in bodies
 
 
 def add_node(prim, arrays, attrs, shape, dtype):

@@ -15,15 +15,20 @@ read-only view (`np.asarray(x)`), so an ordinary write through NumPy raises; cod
 makes the view writable again, or writes through its `.base`, goes past the count and may
 be served weights as they were before.
 """
+import itertools
+
 _counter = None     # a ctypes integer the C runtime reads; None until the runtime starts
 _bump = None        # the runtime's atomic increment of it
 _generation = 0     # the same count for Python's own caches (kiln/backend/dnnl/derived.py)
+# each write takes the next number: `_generation += 1` could count two threads' writes
+# as one, and a value derived between them would then be served after the second
+_numbers = itertools.count(1)
 
 
 def arrays_written():
     """Note that some array kiln can see has changed: call after the write."""
     global _generation
-    _generation += 1
+    _generation = next(_numbers)
     bump = _bump
     if bump is not None:
         bump()

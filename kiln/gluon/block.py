@@ -6,7 +6,9 @@ collect_params() and of saved parameter files, so the same architecture built tw
 the same names: no global counters are involved. `block.name` ('dense0') is for display only.
 """
 import contextlib
+import itertools
 import re
+import threading
 import weakref
 from collections import OrderedDict
 
@@ -19,12 +21,17 @@ from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
 
 _display_counters = {}
+_display_lock = threading.Lock()
+# parameters whose shape waits for the first input are initialized once, under this lock,
+# when several threads make that first call at once (each would draw its own weights)
+_deferred_init_lock = threading.RLock()
 
 
 def _display_name(cls):
     base = cls.__name__.lower()
-    n = _display_counters.get(base, 0)
-    _display_counters[base] = n + 1
+    with _display_lock:
+        n = _display_counters.get(base, 0)
+        _display_counters[base] = n + 1
     return f"{base}{n}"
 
 
@@ -42,7 +49,7 @@ def _forward(block, method, args, kwargs):
     """Call block.<method>; while hybridize traces, the version whose array-dependent
     control flow became graph ops (kiln/graph/convert.py)."""
     fn = getattr(block, method)
-    if trace._stack and trace.current() is not None:
+    if trace.current() is not None:
         from ..graph.convert import convert
         fn = convert(fn)
     return fn(*args, **kwargs)
@@ -51,12 +58,11 @@ def _forward(block, method, args, kwargs):
 class HookHandle:
     """Returned by register_forward_hook; detach() removes the hook."""
 
-    _next_id = 0
+    _ids = itertools.count(1)      # next() is atomic: threads adding hooks get distinct ids
 
     def __init__(self, hooks):
         self._hooks = weakref.ref(hooks) if not isinstance(hooks, dict) else (lambda: hooks)
-        HookHandle._next_id += 1
-        self.id = HookHandle._next_id
+        self.id = next(HookHandle._ids)
 
     def detach(self):
         hooks = self._hooks()
@@ -253,14 +259,17 @@ class Block:
 
     def _infer_deferred(self, args):
         params = self._reg_params.values()
-        if any(p._data is None and not _shape_known(p.shape) for p in params):
-            self.infer_shape(*args)
-        for p in params:
-            if p._is_pending and _shape_known(p.shape):
-                p._finish_deferred_init()
+        if all(p._data is not None for p in params):
+            return
+        with _deferred_init_lock:
+            if any(p._data is None and not _shape_known(p.shape) for p in params):
+                self.infer_shape(*args)
+            for p in params:
+                if p._is_pending and _shape_known(p.shape):
+                    p._finish_deferred_init()
 
     def __call__(self, *args, **kwargs):
-        if self.__dict__.get("_kiln_compiling"):
+        if trace.in_body_of(self):
             # hybridize re-entering the block to trace it: the outer call runs the hooks
             return _forward(self, "forward", args, kwargs)
         for hook in list(self._forward_pre_hooks.values()):
@@ -293,12 +302,13 @@ class Block:
         raise TypeError("Blocks are not picklable by design; use save_parameters")
 
 
-def _compiled_may_serve(state):
+def _compiled_may_serve(block, state):
     """A hybridized block's compiled graphs may serve this call (given its __dict__): no
-    hooks to run, and no trace running, which would have to see the block's operations."""
+    hooks to run, and no trace running on this thread, which would have to see the block's
+    operations, nor hybridize running the block's own code on it (trace.body_of)."""
     return (state["_hybrid_active"] and not state["_forward_pre_hooks"]
-            and not state["_forward_hooks"] and not trace._stack
-            and not state.get("_kiln_compiling"))
+            and not state["_forward_hooks"] and not trace.active()
+            and not trace.in_body_of(block))
 
 
 class HybridBlock(Block):
@@ -328,7 +338,7 @@ class HybridBlock(Block):
         state = self.__dict__
         cached = state.get("_kiln_cached")
         if cached is not None and cached.dispatch is not None and not kwargs \
-                and _compiled_may_serve(state):
+                and _compiled_may_serve(self, state):
             out = cached.dispatch(*args)
             if out is not NotImplemented:
                 return out
@@ -339,17 +349,15 @@ class HybridBlock(Block):
     def _call_undispatched(self, args, kwargs):
         state = self.__dict__
         cached = state.get("_kiln_cached")
-        if cached is not None and not kwargs and _compiled_may_serve(state):
+        if cached is not None and not kwargs and _compiled_may_serve(self, state):
             out = cached.call_entry(args)
             if out is not MISS:
                 return out
-            # the flag sends calls back into this block (a trace, or the eager fallback
-            # when a signature could not be compiled) down the ordinary path to forward
-            self.__dict__["_kiln_compiling"] = True
-            try:
+            # body_of sends this thread's calls back into this block (a trace, or the
+            # eager fallback when a signature could not be compiled) down the ordinary
+            # path to forward
+            with trace.body_of(self):
                 return cached.call_slow(args)
-            finally:
-                self.__dict__["_kiln_compiling"] = False
         return super(HybridBlock, self).__call__(*args, **(kwargs or {}))
 
     def _run_forward(self, *args, **kwargs):
@@ -358,11 +366,8 @@ class HybridBlock(Block):
                 from ..hybrid.cached import call_hybridized
             except ImportError:
                 return self.forward(*args)
-            self.__dict__["_kiln_compiling"] = True
-            try:
+            with trace.body_of(self):
                 return call_hybridized(self, *args)
-            finally:
-                self.__dict__["_kiln_compiling"] = False
         return _forward(self, "forward", args, kwargs)
 
     def export(self, path, epoch=0, remove_amp_cast=True):

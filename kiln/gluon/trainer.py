@@ -12,6 +12,7 @@ import numpy as _np
 from .._core.base import KilnError
 from .._core import trace
 from .._core import aligned
+from .._core.gradient_claims import GradientClaim
 from .. import distributed as _distributed, optimizer as _opt
 from ..npx.io import write_npz_atomic, read_npz
 from .._core.writes import arrays_written
@@ -102,28 +103,36 @@ class Trainer:
             update_traced(self, batch_size)
             return
         self._optimizer.rescale_grad = self._scale / batch_size
-        for i, (name, param) in enumerate(zip(self._names, self._params)):
-            if getattr(param, "grad_req", "write") == "null":
-                continue
-            grad = param.grad()
-            if grad is None:
-                if ignore_stale_grad:
+        # another thread's backward() or step on these parameters meanwhile is an error,
+        # not a race (kiln._core.gradient_claims)
+        claim = GradientClaim("Trainer.step")
+        try:
+            for i, (name, param) in enumerate(zip(self._names, self._params)):
+                if getattr(param, "grad_req", "write") == "null":
                     continue
-                raise KilnError(
-                    f"Trainer.step: parameter {name!r} has no gradient: it was not "
-                    f"initialized with a grad_req, or backward() was never called. Pass "
-                    f"ignore_stale_grad=True to skip such parameters.")
-            weight = _buffer(param.data(), f"parameter {name!r}")
-            g = _buffer(grad, f"the gradient of {name!r}")
-            if g.shape != weight.shape:
-                raise KilnError(f"Trainer.step: gradient of {name!r} has shape {g.shape}, "
-                                f"expected {weight.shape}")
-            state = self._states.get(i)
-            if i not in self._states:
-                state = self._states[i] = self._optimizer.create_state(i, weight)
-            self._optimizer.update(i, weight, g, state)
-            if len(param.list_ctx()) > 1:
-                param.zero_grad()  # shards' gradients add up in one copy (see Parameter)
+                grad = param.grad()
+                if grad is None:
+                    if ignore_stale_grad:
+                        continue
+                    raise KilnError(
+                        f"Trainer.step: parameter {name!r} has no gradient: it was not "
+                        f"initialized with a grad_req, or backward() was never called. Pass "
+                        f"ignore_stale_grad=True to skip such parameters.")
+                data = param.data()
+                claim.take((data,))
+                weight = _buffer(data, f"parameter {name!r}")
+                g = _buffer(grad, f"the gradient of {name!r}")
+                if g.shape != weight.shape:
+                    raise KilnError(f"Trainer.step: gradient of {name!r} has shape {g.shape}, "
+                                    f"expected {weight.shape}")
+                state = self._states.get(i)
+                if i not in self._states:
+                    state = self._states[i] = self._optimizer.create_state(i, weight)
+                self._optimizer.update(i, weight, g, state)
+                if len(param.list_ctx()) > 1:
+                    param.zero_grad()  # shards' gradients add up in one copy (see Parameter)
+        finally:
+            claim.release()
 
     # ---- optimizer states as .npz (never pickle) ----------------------------------------------
     def save_states(self, fname):

@@ -12,9 +12,19 @@ Helper methods of the traced object are converted too, so their reads are watche
 reached other ways (an array inside a dict attribute, a number in the globals of a plain
 function the traced code calls) are not watched.
 """
+import threading
+
 import numpy as _np
 
-_active = []     # recorders of the builds in progress (nested builds: children blocks)
+
+class _ThreadBuilds(threading.local):
+    def __init__(self):
+        # recorders of this thread's builds in progress (nested builds: children blocks);
+        # per thread, as traces are: another thread's trace reads other values
+        self.active = []
+
+
+_local = _ThreadBuilds()
 
 _SCALARS = (bool, int, float, complex, str, type(None))
 
@@ -118,21 +128,23 @@ def _cell_value(cell):
 
 def start():
     rec = Recorder()
-    _active.append(rec)
+    _local.active.append(rec)
     return rec
 
 
 def stop(rec):
-    _active.remove(rec)
+    _local.active.remove(rec)
 
 
 def note_attribute(obj, name, value):
-    if not _active:
+    active = _local.active
+    if not active:
         return
-    _active[-1].watch(("attr", id(obj), name), lambda o=obj, n=name: getattr(o, n, _MISSING),
+    active[-1].watch(("attr", id(obj), name), lambda o=obj, n=name: getattr(o, n, _MISSING),
                       value, f"attribute {type(obj).__name__}.{name}")
 
 
 def note_function(fn):
-    if _active:
-        _active[-1].note_function(fn)
+    active = _local.active
+    if active:
+        active[-1].note_function(fn)

@@ -4,7 +4,13 @@ A CachedFunction keeps one compiled entry per signature (array shapes and dtypes
 non-array arguments, train/predict mode, and which inputs need gradients). Inside
 autograd.record() a call is one node on the tape; its backward runs the compiled gradient
 graph, built from the registry's gradient rules and optimized like the forward.
+
+Threads: the first calls of one signature made at once by several threads wait for one
+trace and compile (a lock per signature), then all run the compiled program; different
+signatures trace side by side, each thread with its own trace (kiln/_core/trace.py).
 """
+import threading
+
 import numpy as _np
 
 from .._core import autograd
@@ -69,7 +75,12 @@ def _backward_for(entry, absent, backend):
     still reads: pruning can leave a parameter unused, and dead-code elimination drops it)."""
     programs = entry.__dict__.setdefault("pruned", {})
     found = programs.get(absent)
-    if found is None:
+    if found is not None:
+        return found
+    with entry.building:     # threads whose losses skip the same outputs compile it once
+        found = programs.get(absent)
+        if found is not None:
+            return found
         bprogram, _, n_res = entry.grad
         graph = bprogram.graph
         cotangents = graph.inputs[n_res:n_res + entry.cap.n_grad_outputs]
@@ -92,6 +103,7 @@ class _Entry:
         self.params = params            # Parameters, in program.graph.params order
         self.grad = grad                # (backward program, its params, n_residuals) or None
         self.single = cap.out_structure is ARRAY
+        self.building = threading.Lock()    # held while a pruned backward is compiled
 
     def run_inference(self, arrays):
         """The hot path: no autograd, every argument an eager array."""
@@ -120,6 +132,8 @@ class CachedFunction:
         # the C dispatcher serving plain compiled entries whole (backend/c/fastcall.py)
         self.dispatch = None
         self._dispatched = set()
+        self._lock = threading.Lock()    # for _building and for making the dispatcher
+        self._building = {}              # signature key -> lock held while it is built
 
     # ---- building --------------------------------------------------------------------------
     def _names(self):
@@ -156,8 +170,15 @@ class CachedFunction:
         key = (structure, tuple((a.shape, a.dtype) for a in arrays), training, grad_mask)
         entry = self.entries.get(key)
         if entry is None or entry.guards is not None and not entry.guards():
-            with autograd._scope(None, training):
-                entry = self.entries[key] = build_entry(self, args, grad_mask)
+            with self._lock:
+                building = self._building.setdefault(key, threading.RLock())
+            # re-entrant: a build that calls this function again on its own thread with
+            # the same signature builds it there, as it did before threads waited
+            with building:
+                entry = self.entries.get(key)    # another thread may have built it meanwhile
+                if entry is None or entry.guards is not None and not entry.guards():
+                    with autograd._scope(None, training):
+                        entry = self.entries[key] = build_entry(self, args, grad_mask)
         return entry, arrays
 
     # ---- calling ---------------------------------------------------------------------------
@@ -215,14 +236,19 @@ class CachedFunction:
         caller = getattr(entry.program, "_caller", None)
         cap = entry.cap
         if caller is None or entry.guards is not None or cap.pre_call or cap.written_args \
-                or cap.state_params or not entry.single or id(entry) in self._dispatched:
+                or cap.state_params or not entry.single:
             return
-        if self.dispatch is None:
-            self.dispatch = fast_dispatcher()
-            if self.dispatch is None:
+        with self._lock:     # threads offering their first entries make one dispatcher
+            if id(entry) in self._dispatched:
                 return
-        self.dispatch.add(caller, list(entry.params), training)
-        self._dispatched.add(id(entry))
+            dispatch = self.dispatch
+            if dispatch is None:
+                dispatch = fast_dispatcher()
+                if dispatch is None:
+                    return
+            dispatch.add(caller, list(entry.params), training)
+            self._dispatched.add(id(entry))
+            self.dispatch = dispatch
 
     def _call(self, args):
         arrays, _ = flatten(tuple(args))
@@ -299,14 +325,21 @@ def call_hybridized(block, *args):
     return cached_function_of(block)(*args)
 
 
+_making_cached = threading.Lock()
+
+
 def cached_function_of(block):
     cached = block.__dict__.get("_kiln_cached")
     if cached is None:
-        opts = getattr(block, "_hybrid_opts", None) or {}
-        cached = CachedFunction(block, type(block).__name__, backend=opts.get("backend"),
-                                strict=bool(opts.get("strict", False)),
-                                param_names=lambda: _structural_names(block))
-        block.__dict__["_kiln_cached"] = cached
+        with _making_cached:     # one per block, when threads make its first calls at once
+            cached = block.__dict__.get("_kiln_cached")
+            if cached is None:
+                opts = getattr(block, "_hybrid_opts", None) or {}
+                cached = CachedFunction(block, type(block).__name__,
+                                        backend=opts.get("backend"),
+                                        strict=bool(opts.get("strict", False)),
+                                        param_names=lambda: _structural_names(block))
+                block.__dict__["_kiln_cached"] = cached
     return cached
 
 

@@ -5,10 +5,11 @@ It traces a fresh copy (the object's own caches are untouched, nothing is warned
 returns an Explanation: `graphs` (what was compiled), `breaks` (why tracing stopped: kind,
 construct, reason, file:line) and `watched` (captured constants that trigger a retrace).
 """
+import contextlib
 import warnings
 from collections import Counter
 
-from .._core import autograd
+from .._core import autograd, trace
 from .._core.ir import Graph
 from ..graph.capture import KilnTraceWarning
 from ..ops.subgraph import CONTROL_OPS
@@ -92,18 +93,13 @@ def explain(fn_or_block, *args, training=False):
         wrapper = HybridFunction(target)
         cached = CachedFunction(wrapper._run, name)
     cached.quiet = True
-    previous = target.__dict__.get("_kiln_compiling") if is_block else None
-    if is_block:
-        target.__dict__["_kiln_compiling"] = True
-    try:
+    # the block's calls while it is traced go to its own code, not its compiled programs
+    with trace.body_of(target) if is_block else contextlib.nullcontext():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", KilnTraceWarning)
             entry, _ = cached.entry_for(args, training=training,
                                         grad_mask=None if not autograd.is_recording() else
                                         tuple(a._tape is not None for a in _arrays(args)))
-    finally:
-        if is_block:
-            target.__dict__["_kiln_compiling"] = previous
     if entry.eager:
         return Explanation(name, [], list(entry.breaks), [])
     graphs = [GraphInfo(entry.program.graph, getattr(entry.program, "backend", "?"))]

@@ -12,6 +12,7 @@ import numpy as onp
 import pytest
 
 from kiln import np
+from kiln._core import trace
 from kiln.backend.c import build
 from kiln.base import KilnError
 from kiln.gluon import nn
@@ -266,9 +267,8 @@ def test_block_call_in_c_runs_forward_again_once_hybridize_is_turned_off():
         for _ in range(3):
             block(x)
     assert block.runs == 1 and block._kiln_cached.dispatch is not None
-    block.__dict__["_kiln_compiling"] = True    # re-entered while hybridize runs it: eager
-    block(x)
-    block.__dict__["_kiln_compiling"] = False
+    with trace.body_of(block):                  # re-entered while hybridize runs it: eager
+        block(x)
     assert block.runs == 2
     block.hybridize(False)
     block(x)

@@ -80,7 +80,8 @@ def _install_block_call(module):
         _block_call_installed.append(True)
         block_class = _block_class[0]
     from ..._core import trace
-    block_class.__call__ = module.as_method(module.BlockCall(trace._stack))
+    # the thread-local tracing state: BlockCall reads the calling thread's on every call
+    block_class.__call__ = module.as_method(module.BlockCall(trace._local))
 
 
 def _build():

@@ -11,7 +11,8 @@
 typedef struct {
   PyObject_HEAD
   PyObject *array_type;   /* kiln.ndarray: arguments must be exactly this type */
-  PyObject *state;        /* kiln.autograd._state: no recording, and the training flag */
+  PyObject *state;        /* kiln._core.autograd._state, a threading.local: its attributes
+                             are the calling thread's recording and training flags */
   PyObject *fresh;        /* ndarray._FRESH: (slot name, value) of a just-made array */
   PyObject *entries;      /* list of (Caller, list of Parameters, training flag) */
   Py_ssize_t data_offset;               /* of ndarray._data, or -1 */
@@ -19,7 +20,7 @@ typedef struct {
   int fresh_fast;
 } Dispatcher;
 
-static PyObject *s_data, *s_recording, *s_training;
+static PyObject *s_data, *s_recording, *s_training, *s_dict;
 
 /* the offset of `name`, a plain object slot of `type`, or -1 */
 static Py_ssize_t slot_offset(PyObject *type, PyObject *name) {
@@ -70,13 +71,32 @@ static PyObject *Dispatcher_add(Dispatcher *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-static int flag(PyObject *obj, PyObject *name) {
-  PyObject *v = PyObject_GetAttr(obj, name);
+/* A new reference to the calling thread's attribute dict of a threading.local, or NULL (no
+   error set). Each attribute read on a threading.local looks the thread up again (~25 ns),
+   so the hot paths look it up once and read the dict. */
+static PyObject *thread_dict(PyObject *local) {
+  PyObject *d = PyObject_GetAttr(local, s_dict);
+  if (d == NULL) { PyErr_Clear(); return NULL; }
+  if (!PyDict_Check(d)) { Py_DECREF(d); return NULL; }
+  return d;
+}
+
+/* the truth of dict[key]: 1, 0, or -1 when the key is missing (or on an error, cleared) */
+static int truth(PyObject *dict, PyObject *key) {
+  PyObject *v = PyDict_GetItemWithError(dict, key);
   if (v == NULL) { PyErr_Clear(); return -1; }
   int t = PyObject_IsTrue(v);
-  Py_DECREF(v);
   if (t < 0) PyErr_Clear();
   return t;
+}
+
+/* the calling thread's training flag when it is not recording, else -1 */
+static int training_if_not_recording(Dispatcher *self) {
+  PyObject *d = thread_dict(self->state);
+  if (d == NULL) return -1;
+  int training = truth(d, s_recording) == 0 ? truth(d, s_training) : -1;
+  Py_DECREF(d);
+  return training;
 }
 
 /* a new reference to a kiln array's NumPy array, or NULL (no error set) */
@@ -122,8 +142,8 @@ fail:
 
 /* the wrapped single output, NotImplemented when no entry serves these arguments */
 static PyObject *dispatch_arrays(Dispatcher *self, PyObject *const *args, Py_ssize_t n) {
-  if (n > MAX_ARGS || flag(self->state, s_recording) != 0) Py_RETURN_NOTIMPLEMENTED;
-  int training = flag(self->state, s_training);
+  if (n > MAX_ARGS) Py_RETURN_NOTIMPLEMENTED;
+  int training = training_if_not_recording(self);
   if (training < 0) Py_RETURN_NOTIMPLEMENTED;
   PyObject *ins[MAX_ARGS];
   Py_ssize_t got = 0;
@@ -181,38 +201,52 @@ KILN_TYPE(Dispatcher, Dispatcher_methods);
 
 typedef struct {
   PyObject_HEAD
-  PyObject *stack;          /* kiln.graph.trace._stack: blocks called while tracing trace */
+  /* kiln._core.trace._local, a threading.local: the calling thread's `stack` of traces (a
+     block called while tracing is traced) and `bodies`, the ids of the blocks whose own
+     code hybridize runs on that thread (their calls go to forward) */
+  PyObject *traces;
 } BlockCall;
 
-static PyObject *s_cached, *s_active, *s_pre_hooks, *s_hooks, *s_compiling, *s_dispatch,
-                *s_undispatched;
+static PyObject *s_cached, *s_active, *s_pre_hooks, *s_hooks, *s_dispatch, *s_undispatched,
+                *s_stack, *s_bodies;
 
 static int BlockCall_init(BlockCall *self, PyObject *args, PyObject *Py_UNUSED(kw)) {
-  PyObject *stack;
-  if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &stack)) return -1;
-  Py_INCREF(stack);
-  Py_XSETREF(self->stack, stack);
+  PyObject *traces;
+  if (!PyArg_ParseTuple(args, "O", &traces)) return -1;
+  Py_INCREF(traces);
+  Py_XSETREF(self->traces, traces);
   return 0;
 }
 
 static void BlockCall_dealloc(BlockCall *self) {
-  Py_XDECREF(self->stack);
+  Py_XDECREF(self->traces);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* the truth of dict[key]: 1, 0, or -1 when the key is missing (or on an error, cleared) */
-static int truth(PyObject *dict, PyObject *key) {
-  PyObject *v = PyDict_GetItemWithError(dict, key);
-  if (v == NULL) { PyErr_Clear(); return -1; }
-  int t = PyObject_IsTrue(v);
-  if (t < 0) PyErr_Clear();
-  return t;
+/* 1 when the block's compiled programs may serve the calling thread: it traces nothing,
+   and hybridize is not running the block's own code on it (trace.body_of); else 0 */
+static int compiled_may_serve(BlockCall *self, PyObject *block) {
+  PyObject *d = self->traces ? thread_dict(self->traces) : NULL;
+  if (d == NULL) return 0;
+  PyObject *stack = PyDict_GetItemWithError(d, s_stack);     /* borrowed */
+  PyObject *bodies = PyDict_GetItemWithError(d, s_bodies);
+  PyErr_Clear();
+  int may = stack != NULL && PyList_Check(stack) && PyList_GET_SIZE(stack) == 0
+            && bodies != NULL && PyAnySet_Check(bodies);
+  if (may && PySet_GET_SIZE(bodies)) {     /* a parent run eagerly: its children still may */
+    PyObject *key = PyLong_FromVoidPtr(block);
+    may = key != NULL && PySet_Contains(bodies, key) == 0;
+    Py_XDECREF(key);
+    PyErr_Clear();
+  }
+  Py_DECREF(d);
+  return may;
 }
 
 /* HybridBlock.__call__'s fast path: the output, or NotImplemented to take the others */
 static PyObject *block_dispatch(BlockCall *self, PyObject *block, PyObject *const *args,
                                 Py_ssize_t n, PyObject *kw) {
-  if ((kw != NULL && PyDict_GET_SIZE(kw)) || self->stack == NULL || PyList_GET_SIZE(self->stack))
+  if ((kw != NULL && PyDict_GET_SIZE(kw)) || !compiled_may_serve(self, block))
     Py_RETURN_NOTIMPLEMENTED;
   PyObject *dict = PyObject_GenericGetDict(block, NULL);
   if (dict == NULL) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
@@ -222,8 +256,7 @@ static PyObject *block_dispatch(BlockCall *self, PyObject *block, PyObject *cons
   PyObject *cached = PyDict_GetItemWithError(dict, s_cached), *dispatcher = NULL;
   Py_XINCREF(cached);
   if (cached != NULL && cached != Py_None && truth(dict, s_active) == 1
-      && truth(dict, s_pre_hooks) == 0 && truth(dict, s_hooks) == 0
-      && truth(dict, s_compiling) != 1)
+      && truth(dict, s_pre_hooks) == 0 && truth(dict, s_hooks) == 0)
     dispatcher = PyObject_GetAttr(cached, s_dispatch);
   PyErr_Clear();
   if (dispatcher != NULL && Py_TYPE(dispatcher) == &DispatcherType)
@@ -280,11 +313,12 @@ PyMODINIT_FUNC PyInit_kiln_fastcall(void) {
   if (PyType_Ready(&CallerType) < 0 || PyType_Ready(&DispatcherType) < 0
       || PyType_Ready(&BlockCallType) < 0) return NULL;
   const char *names[] = {"_data", "recording", "training", "_kiln_cached", "_hybrid_active",
-                         "_forward_pre_hooks", "_forward_hooks", "_kiln_compiling", "dispatch",
-                         "_call_undispatched"};
+                         "_forward_pre_hooks", "_forward_hooks", "dispatch",
+                         "_call_undispatched", "stack", "bodies", "__dict__"};
   PyObject **strings[] = {&s_data, &s_recording, &s_training, &s_cached, &s_active,
-                          &s_pre_hooks, &s_hooks, &s_compiling, &s_dispatch, &s_undispatched};
-  for (int k = 0; k < 10; k++)
+                          &s_pre_hooks, &s_hooks, &s_dispatch, &s_undispatched, &s_stack,
+                          &s_bodies, &s_dict};
+  for (int k = 0; k < 12; k++)
     if ((*strings[k] = PyUnicode_InternFromString(names[k])) == NULL) return NULL;
   PyObject *m = PyModule_Create(&module);
   if (m == NULL) return NULL;
