@@ -8,7 +8,7 @@ import numpy as _np
 from .._core.base import normalize_axis, op_error, KilnError
 from .._core.dispatch import to_operands
 from .._core.ndarray import ndarray
-from ..ops import REGISTRY as _R
+from ..ops import REGISTRY as _R, compose
 from ._base import _arr, _gather
 
 
@@ -57,10 +57,7 @@ def transpose(a, axes=None):
     a = _arr(a)
     if axes is None:
         axes = tuple(range(a.ndim))[::-1]
-    axes = tuple(normalize_axis("transpose", x, a.ndim) for x in axes)
-    if axes == tuple(range(a.ndim)):
-        return a
-    return _R["transpose"](a, axes=axes)
+    return compose.transpose(a, axes)
 
 
 def swapaxes(a, axis1, axis2):
@@ -72,12 +69,7 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
-    a = _arr(a)
-    src = normalize_axis("moveaxis", source, a.ndim)
-    dst = normalize_axis("moveaxis", destination, a.ndim)
-    order = [i for i in range(a.ndim) if i != src]
-    order.insert(dst, src)
-    return transpose(a, order)
+    return compose.moveaxis(_arr(a), source, destination)
 
 
 def expand_dims(a, axis):
