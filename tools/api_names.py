@@ -52,7 +52,7 @@ def _from_outside(obj):
     if not (inspect.isclass(obj) or inspect.isroutine(obj)):
         return False
     origin = getattr(obj, "__module__", None) or ""
-    return not origin.split(".")[0] in ("kiln", "numpy")
+    return origin.split(".")[0] not in ("kiln", "numpy")
 
 
 def public_names(namespace):

@@ -88,7 +88,7 @@ def check_page(exe, base, path, title, shots, profile):
     problems = []
     url = base + path
     dom = chromium(exe, url, profile, "--dump-dom").stdout
-    for needed in (f"<title>", "md-content__inner", "md-nav__link", title):
+    for needed in ("<title>", "md-content__inner", "md-nav__link", title):
         if needed not in dom:
             problems.append(f"{url}: the rendered page lacks {needed!r}")
     parser = Links()
