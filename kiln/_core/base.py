@@ -108,6 +108,8 @@ def user_frame():
 
 
 def where_in_user_code():
+    """The user's file, line and code where the current kiln call was made, as text to append to an
+    error message ('' outside user code)."""
     found = user_frame()
     if found is None:
         return ""
@@ -126,6 +128,8 @@ def op_error(op, message, kind=ShapeError):
 
 
 def normalize_dtype(dtype, default=None):
+    """`dtype` (a NumPy dtype, a type or a name; 'float' means kiln's default float) as a NumPy
+    dtype kiln supports, or `default` when None; an unsupported one is a DTypeError."""
     if dtype is None:
         return default
     if isinstance(dtype, str) and dtype in ("float", "float_"):

@@ -79,6 +79,8 @@ def read_npz(path, what="npx.load"):
 
 
 def load(file):
+    """The arrays saved by `npx.save` in an .npz file: a list or a dict, as they were saved
+    (pickled objects are refused)."""
     entries = read_npz(file)
     kind = entries.pop(_KIND_KEY, None)
     kind = str(kind) if kind is not None else "dict"
