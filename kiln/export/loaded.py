@@ -16,6 +16,8 @@ class LoadedModel:
 
 
 def load_model(symbol_file, param_file):
+    """The model of an exported symbol file and its npz parameter file, as a LoadedModel: its
+    symbol, its parameters by structural name and its constants."""
     symbol = read_symbol(symbol_file)
     params, consts = match_params(symbol, read_params(param_file), str(param_file))
     return LoadedModel(symbol, params, consts)

@@ -46,6 +46,9 @@ def _shape_known(shape):
 
 
 class Parameter:
+    """A named weight of a Block: its shape (dimensions left 0 are inferred on the first call),
+    dtype, initializer, gradient request ('write', 'add' or 'null') and learning-rate and
+    weight-decay multipliers; `data()` and `grad()` give its arrays."""
     def __init__(self, name="weight", grad_req="write", shape=None, dtype="float32", init=None,
                  allow_deferred_init=True, differentiable=True, lr_mult=1.0, wd_mult=1.0,
                  stype="default", grad_stype="default"):

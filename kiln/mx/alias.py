@@ -245,6 +245,8 @@ def install_paths():
 
 
 def is_installed():
+    """Whether `import mxnet` gives kiln: `install()` was called and its import finder is in place.
+    """
     return _FINDER.mxnet and _FINDER in sys.meta_path
 
 

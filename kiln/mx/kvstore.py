@@ -45,6 +45,9 @@ def _pairs(key, value, what):
 
 
 class KVStore:
+    """MXNet's key-value store of arrays: `init` keys, `push` values (summed; over the MPI ranks
+    too for 'dist_sync'), `pull` the stored values; with an optimizer set, a push updates the
+    stored value."""
     def __init__(self, name="local"):
         self._type = name
         self._store = {}

@@ -137,22 +137,27 @@ def set_state(state="stop", profile_process="worker"):
 
 
 def start(profile_process="worker"):
+    """Start timing (`set_state('run')`)."""
     set_state("run")
 
 
 def stop(profile_process="worker"):
+    """Stop timing (`set_state('stop')`); the data stays until dumped."""
     set_state("stop")
 
 
 def pause(profile_process="worker"):
+    """Pause timing until `resume()`."""
     _state["paused"] = True
 
 
 def resume(profile_process="worker"):
+    """Resume timing after `pause()`."""
     _state["paused"] = False
 
 
 def state():
+    """'run' while the profiler is timing, else 'stop'."""
     return "run" if _state["running"] else "stop"
 
 

@@ -16,6 +16,8 @@ _FORMAT = "kiln-updater-states-v1"
 
 
 class Updater:
+    """MXNet's Updater: called with (index, gradient, weight), it applies its optimizer to the
+    weight in place, keeping one optimizer state per index."""
     def __init__(self, optimizer):
         self.optimizer = optimizer
         self.states = {}

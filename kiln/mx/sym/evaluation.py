@@ -310,6 +310,8 @@ def _no_trace_warning():
 
 
 def compile_symbols(symbols, backend=None):
+    """The symbols (one or a list) compiled together into one program by kiln's passes and
+    `backend`, to call with arrays for their arguments."""
     if isinstance(symbols, Symbol):
         symbols = [symbols]
     from .symbol import Group

@@ -65,6 +65,8 @@ def from_block(block, *example_inputs):
 
 
 def fromjson(text, source="<symbol>"):
+    """A Symbol from JSON text: MXNet's symbol JSON or kiln's own (`format: kiln-symbol`);
+    `load_json` is the same."""
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -76,6 +78,7 @@ def fromjson(text, source="<symbol>"):
 
 
 def load(fname):
+    """A Symbol read from a JSON file (MXNet's `-symbol.json` or kiln's)."""
     return fromjson(mxnet_json.read_text(fname), str(fname))
 
 

@@ -27,4 +27,6 @@ class AlexNet(nn.HybridBlock):
 
 
 def alexnet(pretrained=False, ctx=None, root=None, **kwargs):
+    """AlexNet (Krizhevsky et al., 2012); with `pretrained=True` its parameters are loaded from
+    MXNet's model file under `root`."""
     return load_pretrained(AlexNet(**kwargs), "alexnet", pretrained, ctx, root)

@@ -102,4 +102,6 @@ class Inception3(nn.HybridBlock):
 
 
 def inception_v3(pretrained=False, ctx=None, root=None, **kwargs):
+    """Inception v3 (Szegedy et al., 2016); with `pretrained=True` its parameters are loaded from
+    MXNet's model file under `root`."""
     return load_pretrained(Inception3(**kwargs), "inceptionv3", pretrained, ctx, root)

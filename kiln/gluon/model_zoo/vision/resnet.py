@@ -156,6 +156,8 @@ _BLOCKS = {1: {"basic": BasicBlockV1, "bottleneck": BottleneckV1},
 
 
 def get_resnet(version, num_layers, pretrained=False, ctx=None, root=None, **kwargs):
+    """A ResNet of `version` 1 (He et al., 2016) or 2 (pre-activation) with `num_layers` (18, 34,
+    50, 101 or 152); `pretrained=True` loads MXNet's parameter file from `root`."""
     if version not in _BLOCKS or num_layers not in _SPEC:
         raise ValueError(f"get_resnet: version must be 1 or 2 and num_layers one of "
                          f"{sorted(_SPEC)}, got {version} and {num_layers}")
@@ -165,13 +167,33 @@ def get_resnet(version, num_layers, pretrained=False, ctx=None, root=None, **kwa
     return load_pretrained(net, f"resnet{num_layers}_v{version}", pretrained, ctx, root)
 
 
-def resnet18_v1(**kwargs): return get_resnet(1, 18, **kwargs)
-def resnet34_v1(**kwargs): return get_resnet(1, 34, **kwargs)
-def resnet50_v1(**kwargs): return get_resnet(1, 50, **kwargs)
-def resnet101_v1(**kwargs): return get_resnet(1, 101, **kwargs)
-def resnet152_v1(**kwargs): return get_resnet(1, 152, **kwargs)
-def resnet18_v2(**kwargs): return get_resnet(2, 18, **kwargs)
-def resnet34_v2(**kwargs): return get_resnet(2, 34, **kwargs)
-def resnet50_v2(**kwargs): return get_resnet(2, 50, **kwargs)
-def resnet101_v2(**kwargs): return get_resnet(2, 101, **kwargs)
-def resnet152_v2(**kwargs): return get_resnet(2, 152, **kwargs)
+def resnet18_v1(**kwargs):
+    """ResNet-18 v1."""
+    return get_resnet(1, 18, **kwargs)
+def resnet34_v1(**kwargs):
+    """ResNet-34 v1."""
+    return get_resnet(1, 34, **kwargs)
+def resnet50_v1(**kwargs):
+    """ResNet-50 v1."""
+    return get_resnet(1, 50, **kwargs)
+def resnet101_v1(**kwargs):
+    """ResNet-101 v1."""
+    return get_resnet(1, 101, **kwargs)
+def resnet152_v1(**kwargs):
+    """ResNet-152 v1."""
+    return get_resnet(1, 152, **kwargs)
+def resnet18_v2(**kwargs):
+    """ResNet-18 v2 (pre-activation)."""
+    return get_resnet(2, 18, **kwargs)
+def resnet34_v2(**kwargs):
+    """ResNet-34 v2 (pre-activation)."""
+    return get_resnet(2, 34, **kwargs)
+def resnet50_v2(**kwargs):
+    """ResNet-50 v2 (pre-activation)."""
+    return get_resnet(2, 50, **kwargs)
+def resnet101_v2(**kwargs):
+    """ResNet-101 v2 (pre-activation)."""
+    return get_resnet(2, 101, **kwargs)
+def resnet152_v2(**kwargs):
+    """ResNet-152 v2 (pre-activation)."""
+    return get_resnet(2, 152, **kwargs)
