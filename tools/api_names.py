@@ -79,11 +79,18 @@ def needs_docstring(obj):
     return inspect.isroutine(obj) or inspect.isclass(obj)
 
 
+def has_own_docstring(obj):
+    """A class needs a docstring of its own: the one it would inherit describes its base."""
+    if inspect.isclass(obj):
+        return bool((obj.__dict__.get("__doc__") or "").strip())
+    return bool(inspect.getdoc(obj))
+
+
 def undocumented(namespace):
     """The public names of a namespace whose function or class has no docstring."""
     module = importlib.import_module(namespace)
     return [n for n in public_names(namespace)
-            if needs_docstring(getattr(module, n)) and not inspect.getdoc(getattr(module, n))]
+            if needs_docstring(getattr(module, n)) and not has_own_docstring(getattr(module, n))]
 
 
 def main():

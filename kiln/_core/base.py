@@ -34,14 +34,18 @@ class KilnError(Exception):
 
 
 class ShapeError(KilnError, ValueError):
+    """A KilnError (and ValueError) for operands whose shapes do not fit the op; the message names
+    the op and the user's line."""
     pass
 
 
 class DTypeError(KilnError, TypeError):
+    """A KilnError (and TypeError) for an unsupported or mismatched dtype."""
     pass
 
 
 class KilnIndexError(KilnError, IndexError):
+    """A KilnError (and IndexError) for an index out of range or of the wrong kind."""
     pass
 
 

@@ -271,14 +271,17 @@ class _Duration:
 
 
 class Task(_Duration):
+    """A named duration in a profiler Domain: `start()`/`stop()` (or `with`) records one."""
     pass
 
 
 class Frame(_Duration):
+    """A named frame duration in a profiler Domain: `start()`/`stop()` (or `with`) records one."""
     pass
 
 
 class Event(_Duration):
+    """A named event duration (no domain): `start()`/`stop()` (or `with`) records one."""
     def __init__(self, name):
         super().__init__("event", name)
 

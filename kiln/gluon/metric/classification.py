@@ -60,5 +60,7 @@ class CrossEntropy(EvalMetric):
 
 @_register("nll_loss")
 class NegativeLogLikelihood(CrossEntropy):
+    """The mean negative log of the probability each prediction gives its label (the same value as
+    CrossEntropy)."""
     def __init__(self, eps=1e-12, name="nll-loss", output_names=None, label_names=None):
         super().__init__(eps, name, output_names, label_names)

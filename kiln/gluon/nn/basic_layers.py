@@ -43,10 +43,14 @@ class _SequentialMixin:
 
 
 class Sequential(_SequentialMixin, Block):
+    """A Block that runs its children in the order they were added (`add`), each on the previous
+    one's output."""
     pass
 
 
 class HybridSequential(_SequentialMixin, HybridBlock):
+    """A HybridBlock that runs its children in the order they were added (`add`); hybridized, the
+    whole chain becomes one compiled graph."""
     pass
 
 
@@ -67,10 +71,14 @@ class _ConcatenateMixin:
 
 
 class Concatenate(_ConcatenateMixin, Block):
+    """A Block that runs each child on the same input and concatenates their outputs along `axis`.
+    """
     pass
 
 
 class HybridConcatenate(_ConcatenateMixin, HybridBlock):
+    """A HybridBlock that runs each child on the same input and concatenates their outputs along
+    `axis`."""
     pass
 
 
@@ -163,6 +171,7 @@ class Flatten(HybridBlock):
 
 
 class Identity(HybridBlock):
+    """A layer that returns its input unchanged."""
     def forward(self, x):
         return x
 

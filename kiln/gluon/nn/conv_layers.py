@@ -122,26 +122,38 @@ class _Conv(HybridBlock):
 
 
 class Conv1D(_Conv):
+    """1-D convolution over (N, C, W) input: `channels` filters of `kernel_size`, with `strides`,
+    `padding`, `dilation`, `groups`, an optional bias and activation."""
     _nsp = 1
 
 
 class Conv2D(_Conv):
+    """2-D convolution over (N, C, H, W) input: `channels` filters of `kernel_size`, with
+    `strides`, `padding`, `dilation`, `groups`, an optional bias and activation."""
     _nsp = 2
 
 
 class Conv3D(_Conv):
+    """3-D convolution over (N, C, D, H, W) input: `channels` filters of `kernel_size`, with
+    `strides`, `padding`, `dilation`, `groups`, an optional bias and activation."""
     _nsp = 3
 
 
 class Conv1DTranspose(_Conv):
+    """1-D transposed convolution (the gradient of Conv1D with respect to its input), with
+    `output_padding`."""
     _nsp, _transposed = 1, True
 
 
 class Conv2DTranspose(_Conv):
+    """2-D transposed convolution (the gradient of Conv2D with respect to its input), with
+    `output_padding`."""
     _nsp, _transposed = 2, True
 
 
 class Conv3DTranspose(_Conv):
+    """3-D transposed convolution (the gradient of Conv3D with respect to its input), with
+    `output_padding`."""
     _nsp, _transposed = 3, True
 
 

@@ -27,6 +27,8 @@ def _transition(channels):
 
 
 class DenseNet(nn.HybridBlock):
+    """DenseNet (Huang et al., 2017): dense blocks whose layers take every earlier feature map,
+    joined by transition layers."""
     def __init__(self, num_init_features, growth_rate, block_config, bn_size=4, dropout=0,
                  classes=1000, **kwargs):
         super().__init__(**kwargs)

@@ -81,6 +81,7 @@ def _make_E():
 
 
 class Inception3(nn.HybridBlock):
+    """Inception v3 (Szegedy et al., 2016), for 299x299 input."""
     def __init__(self, classes=1000, **kwargs):
         super().__init__(**kwargs)
         self.features = nn.HybridSequential()

@@ -43,6 +43,8 @@ class LinearBottleneck(nn.HybridBlock):
 
 
 class MobileNet(nn.HybridBlock):
+    """MobileNet v1 (Howard et al., 2017): depthwise separable convolutions, with widths scaled by
+    `multiplier`."""
     def __init__(self, multiplier=1.0, classes=1000, **kwargs):
         super().__init__(**kwargs)
         self.features = nn.HybridSequential()
@@ -62,6 +64,8 @@ class MobileNet(nn.HybridBlock):
 
 
 class MobileNetV2(nn.HybridBlock):
+    """MobileNet v2 (Sandler et al., 2018): inverted residual blocks with linear bottlenecks,
+    widths scaled by `multiplier`."""
     def __init__(self, multiplier=1.0, classes=1000, **kwargs):
         super().__init__(**kwargs)
         self.features = nn.HybridSequential()

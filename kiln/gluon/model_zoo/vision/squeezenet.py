@@ -25,6 +25,8 @@ def _pool():
 
 
 class SqueezeNet(nn.HybridBlock):
+    """SqueezeNet (Iandola et al., 2016) `version` '1.0' or '1.1': fire modules of 1x1 squeeze and
+    1x1/3x3 expand convolutions."""
     def __init__(self, version, classes=1000, **kwargs):
         super().__init__(**kwargs)
         if version not in ("1.0", "1.1"):

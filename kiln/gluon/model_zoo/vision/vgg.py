@@ -6,6 +6,8 @@ from ._pretrained import load_pretrained
 
 
 class VGG(nn.HybridBlock):
+    """VGG (Simonyan and Zisserman, 2014): stages of 3x3 convolutions (`layers` per stage,
+    `filters` each) and max pooling, then three dense layers."""
     def __init__(self, layers, filters, classes=1000, batch_norm=False, **kwargs):
         super().__init__(**kwargs)
         if len(layers) != len(filters):
