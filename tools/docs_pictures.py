@@ -112,12 +112,12 @@ def memory_picture():
     graph = cached_function_of(net).graph(x)
     ranges = live_ranges(graph)
     buffers = sorted({b for b, *_ in ranges})
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.55 * len(buffers)))
+    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.55 * len(buffers)))
     colours = plt.get_cmap("tab10")
     for b, start, stop, op in ranges:
         ax.barh(b, max(stop - start, 0.6), left=start, height=0.6, color=colours(b % 10),
                 edgecolor="black", linewidth=0.5)
-        ax.text(start + 0.1, b, op, va="center", ha="left", fontsize=8)
+        ax.text(start + 0.08, b, op, va="center", ha="left", fontsize=7)
     ax.set_yticks(buffers)
     ax.set_yticklabels([f"buffer {b}" for b in buffers])
     ax.invert_yaxis()
