@@ -274,3 +274,33 @@ def test_browser_check_of_the_built_site(built_site, tmp_path):
                            str(built_site), "--screenshots", str(tmp_path / "shots")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+
+
+def _tool(name):
+    spec = importlib.util.spec_from_file_location(f"kiln_tool_{name}",
+                                                  os.path.join(ROOT, "tools", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_charts_read_what_kiln_bench_prints():
+    charts = _tool("bench_charts")
+    table = ("| runtime | time per call | ratio to kiln hybridized (c) | note |\n"
+             "| --- | ---: | ---: | --- |\n")
+    printed = ("kiln benchmark: ...\n\n### batch 1\n\n" + table
+               + "| kiln eager | 202.1 µs | 14.14× |  |\n"
+               "| kiln hybridized (c) | 14.3 µs | 1.00× |  |\n"
+               "| ONNX Runtime | 20.5 µs | 1.44× |  |\n"
+               "\n### batch 64\n\n" + table
+               + "| kiln eager | 556.3 µs | 1.70× |  |\n"
+               "| kiln hybridized (c) | 327.0 µs | 1.00× |  |\n"
+               "| ONNX Runtime | 0.26 ms | 0.80× |  |\n"
+               "\n### first call\n\n| cache | first call | program |\n| --- | ---: | --- |\n"
+               "| cold | 1004 ms | CProgram |\n")
+    header, rows = charts.bench_output_table(printed)
+    assert header == ["runtime", "batch 1", "batch 64"]
+    columns, runtimes, ratios = charts.ratios(header, rows)
+    assert runtimes == ["kiln eager", "kiln hybridized (c)", "ONNX Runtime"]
+    assert [round(r, 2) for r in ratios["batch 64"]] == [1.70, 1.0, 0.80]
+    assert round(ratios["batch 1"][0], 2) == 14.13

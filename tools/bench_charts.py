@@ -1,6 +1,8 @@
 """Bar charts of benchmark ratios, drawn from the tables `python -m kiln bench` printed.
 
     python tools/bench_charts.py [PAGE.md ...]     # default: every page in docs/performance
+    python -m kiln bench > mlp.txt && python tools/bench_charts.py --bench-output mlp.txt \
+        --name bench-mlp-today --title "Seed MLP, today"
 
 A table to draw is marked on its page by a comment just above it:
 
@@ -11,7 +13,12 @@ The table's first column names the runtime; each other column whose cells are ti
 group of bars, each runtime's time divided by the reference row's: the row in bold (kiln's
 compiled code in these tables), so a bar under 1 is faster than kiln. The chart is
 docs/images/NAME.svg (matplotlib, text kept as text); commit it with the page.
+
+With --bench-output, the tables come straight from what a `python -m kiln bench ...`
+command printed: one `### TITLE` table per case (`| runtime | time per call | ratio to REF
+| ... |`), each case a group of bars, relative to the REF row its table names.
 """
+import argparse
 import glob
 import os
 import re
@@ -71,6 +78,29 @@ def ratios(header, rows):
     return columns, [r[0].replace("*", "") for r in rows], values
 
 
+def bench_output_table(text):
+    """(header, rows) of a charted table made from `python -m kiln bench` output: one
+    column per `### case` table, the reference runtime (its 'ratio to' name) in bold."""
+    cases, reference, current = {}, None, None
+    for line in text.split("\n"):
+        if line.startswith("### "):
+            current = line[4:].strip()
+        elif current and line.startswith("|") and not line.startswith("| ---"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            m = re.match(r"ratio to (.+)", cells[2]) if len(cells) > 2 else None
+            if cells[0] == "runtime" and m:
+                reference = m.group(1).strip()
+                cases[current] = {}
+            elif current in cases:          # a table of runtimes, not another one
+                cases[current][cells[0]] = cells[1]
+    if not cases or reference is None:
+        raise SystemExit("no `### case` tables with a 'ratio to' column in the bench output")
+    runtimes = list(dict.fromkeys(r for case in cases.values() for r in case))
+    rows = [[f"**{r}**" if r == reference else r] + [cases[c].get(r, "n/a") for c in cases]
+            for r in runtimes]
+    return ["runtime", *cases], [r for r in rows if all(x != "n/a" for x in r[1:])]
+
+
 def draw(name, title, header, rows):
     import matplotlib
     matplotlib.use("Agg")
@@ -100,8 +130,18 @@ def draw(name, title, header, rows):
 
 
 def main(argv):
-    pages = argv or sorted(glob.glob(os.path.join(ROOT, "docs", "performance", "*.md")))
     os.makedirs(IMAGES, exist_ok=True)
+    if argv[:1] == ["--bench-output"]:
+        p = argparse.ArgumentParser(prog="tools/bench_charts.py")
+        p.add_argument("--bench-output", required=True)
+        p.add_argument("--name", required=True)
+        p.add_argument("--title", required=True)
+        a = p.parse_args(argv)
+        with open(a.bench_output, encoding="utf-8") as f:
+            header, rows = bench_output_table(f.read())
+        print(f"{os.path.relpath(draw(a.name, a.title, header, rows), ROOT)}: {a.title}")
+        return 0
+    pages = argv or sorted(glob.glob(os.path.join(ROOT, "docs", "performance", "*.md")))
     for page in pages:
         with open(page, encoding="utf-8") as f:
             for name, title, header, rows in tables(f.read()):
