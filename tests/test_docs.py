@@ -191,6 +191,25 @@ def test_site_builds_strict(built_site):
     assert "The sum of the elements of" in page       # np.sum's docstring, rendered
 
 
+def test_every_public_name_is_on_its_reference_page(built_site):
+    """Each public function and class has an entry (an anchor named by its path) on the
+    built reference page of its namespace."""
+    import kiln  # noqa: F401  (the public module paths)
+    names = _api_names()
+    missing = []
+    for page, namespaces in names.PAGES.items():
+        with open(built_site / "reference" / page / "index.html", encoding="utf-8") as f:
+            anchors = set(re.findall(r'id="([\w.]+)"', f.read()))
+        for ns in namespaces:
+            module = importlib.import_module(ns)
+            for name in names.public_names(ns):
+                if not names.needs_docstring(getattr(module, name)):
+                    continue        # constants: in the namespace's table
+                if not {f"{ns}.{name}", f"{module.__name__}.{name}"} & anchors:
+                    missing.append(f"{page}: {ns}.{name}")
+    assert not missing, "public names missing from the reference:\n" + "\n".join(missing)
+
+
 def _api_names():
     spec = importlib.util.spec_from_file_location("kiln_api_names",
                                                   os.path.join(ROOT, "tools", "api_names.py"))
