@@ -54,6 +54,8 @@ def _static_path(real_module, name):
         return None
     if target.is_module or target.is_attribute:
         return None          # attributes (aliases like `alltrue = all`) are rendered live
+    if not target.docstring:
+        return None          # a docstring set at run time (a factory's) is the live object's
     return path
 
 
