@@ -10,12 +10,17 @@ from .dnnl import eager as _dnnl_eager  # noqa: F401
 
 
 class _NumpyBackend:
+    """The NumPy executor; `reason` says why it runs (kiln.explain shows it)."""
     name = "numpy"
 
-    @staticmethod
-    def compile(graph):
+    def __init__(self, reason):
+        self.reason = reason
+
+    def compile(self, graph):
         from .numpy_exec import NumpyProgram
-        return NumpyProgram(graph)
+        program = NumpyProgram(graph)
+        program.reason = self.reason
+        return program
 
 
 class _CBackend:
@@ -24,25 +29,36 @@ class _CBackend:
 
     @staticmethod
     def compile(graph):
-        from .c.program import compile_graph
-        program = compile_graph(graph)
-        return program if program is not None else _NumpyBackend.compile(graph)
+        from .c.program import CannotCompile, compile_graph
+        try:
+            return compile_graph(graph)
+        except CannotCompile as exc:
+            return _NumpyBackend(str(exc)).compile(graph)
 
 
-BACKENDS = {"numpy": _NumpyBackend, "c": _CBackend}
-
-
-def default_backend():
-    from .c import build
-    return "c" if build.available() else "numpy"
+BACKENDS = ("numpy", "c")
 
 
 def select(name=None):
-    name = name or os.environ.get("KILN_BACKEND") or default_backend()
-    try:
-        return BACKENDS[name]
-    except KeyError:
-        raise KilnError(f"unknown backend {name!r}; expected one of {sorted(BACKENDS)}") from None
+    """The backend named by hybridize(backend=...), else KILN_BACKEND, else C when a
+    compiler works here (without one: the NumPy executor, with a warning once)."""
+    origin = f"hybridize(backend={name!r})"
+    if not name and os.environ.get("KILN_BACKEND"):
+        name = os.environ["KILN_BACKEND"]
+        origin = f"KILN_BACKEND={name}"
+    if not name:
+        from .c import build
+        try:
+            build.compiler()
+            return _CBackend
+        except build.CompilerUnavailable as exc:
+            build.record_unavailable(str(exc))
+            return _NumpyBackend(f"the C backend is unavailable: {exc}")
+    if name == "c":
+        return _CBackend
+    if name == "numpy":
+        return _NumpyBackend(f"chosen with {origin}")
+    raise KilnError(f"unknown backend {name!r}; expected one of {sorted(BACKENDS)}")
 
 
 def fast_dispatcher():

@@ -2,8 +2,10 @@
 any of it would run eagerly.
 
 It traces a fresh copy (the object's own caches are untouched, nothing is warned) and
-returns an Explanation: `graphs` (what was compiled), `breaks` (why tracing stopped: kind,
-construct, reason, file:line) and `watched` (captured constants that trigger a retrace).
+returns an Explanation: `graphs` (what was compiled, and which backend runs each graph,
+with the reason when it is the NumPy executor), `breaks` (why tracing stopped: kind,
+construct, reason, file:line), `watched` (captured constants that trigger a retrace) and
+`slower_paths` (parts of kiln's machinery missing here, backend/fallbacks.py).
 """
 import contextlib
 import warnings
@@ -11,6 +13,7 @@ from collections import Counter
 
 from .._core import autograd, trace
 from .._core.ir import Graph
+from ..backend import fallbacks
 from ..graph.capture import KilnTraceWarning
 from ..ops.subgraph import CONTROL_OPS
 from ..graph.tree import flatten
@@ -18,16 +21,19 @@ from .cached import CachedFunction, HybridFunction, _structural_names
 
 
 class GraphInfo:
-    def __init__(self, graph, backend):
+    def __init__(self, program):
+        graph = program.graph
         self.name = graph.name
-        self.backend = backend
+        self.backend = getattr(program, "backend", "?")
+        self.reason = getattr(program, "reason", None)   # why the NumPy executor runs it
         self.ops = Counter(graph.ops)
         self.n_ops = sum(self.ops.values())
         self.control_flow = sum(_control_ops(graph).values())
 
     def __str__(self):
         flow = f", {self.control_flow} control-flow ops" if self.control_flow else ""
-        return f"graph {self.name}: {self.n_ops} ops{flow}, runs on {self.backend}"
+        why = f" ({self.reason})" if self.reason else ""
+        return f"graph {self.name}: {self.n_ops} ops{flow}, runs on {self.backend}{why}"
 
 
 def _control_ops(graph, seen=None):
@@ -44,12 +50,17 @@ def _control_ops(graph, seen=None):
     return found
 
 
+_BACKEND_NAMES = {"c": "generated C", "numpy": "the NumPy executor"}
+
+
 class Explanation:
     def __init__(self, name, graphs, breaks, watched):
         self.name = name
         self.graphs = graphs          # [GraphInfo]
         self.breaks = breaks          # [fallback.Break]
         self.watched = watched        # descriptions of guarded constants
+        # [(part, what runs instead, why)]: what this machine lacks (backend/fallbacks.py)
+        self.slower_paths = fallbacks.taken()
 
     @property
     def compiled(self):
@@ -61,7 +72,9 @@ class Explanation:
 
     def __str__(self):
         if self.compiled:
-            lines = [f"kiln.explain({self.name}): compiled into {len(self.graphs)} graph(s)"]
+            backends = sorted({g.backend for g in self.graphs})
+            lines = [f"kiln.explain({self.name}): compiled into {len(self.graphs)} graph(s), "
+                     f"run on {' and '.join(_BACKEND_NAMES.get(b, b) for b in backends)}"]
             lines += [f"  {g}" for g in self.graphs]
         else:
             lines = [f"kiln.explain({self.name}): runs eagerly (not compiled), "
@@ -74,6 +87,10 @@ class Explanation:
         if self.watched:
             lines.append("  retraces when these captured constants change: "
                          + ", ".join(self.watched))
+        shown = {g.reason for g in self.graphs}
+        for part, instead, why in self.slower_paths:
+            if why not in shown:
+                lines.append(f"  fallback ({part}): {why}; {instead}")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -102,10 +119,9 @@ def explain(fn_or_block, *args, training=False):
                                         tuple(a._tape is not None for a in _arrays(args)))
     if entry.eager:
         return Explanation(name, [], list(entry.breaks), [])
-    graphs = [GraphInfo(entry.program.graph, getattr(entry.program, "backend", "?"))]
+    graphs = [GraphInfo(entry.program)]
     if entry.grad is not None:
-        bprog = entry.grad[0]
-        graphs.append(GraphInfo(bprog.graph, getattr(bprog, "backend", "?")))
+        graphs.append(GraphInfo(entry.grad[0]))
     watched = list(getattr(entry.guards, "descriptions", []))
     return Explanation(name, graphs, [], watched)
 
