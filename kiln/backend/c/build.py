@@ -149,8 +149,9 @@ def warn_no_compiler(reason):
     """One warning for everything a missing compiler slows down (the C backend, oneDNN's
     shim), whichever meets it first."""
     fallbacks.warn_once("C compiler", (
-        f"the C backend is unavailable: {reason}. Without a C compiler kiln runs hybridized graphs on the NumPy executor "
-        "instead of generated C, and convolutions on its own kernels instead of oneDNN, "
+        f"the C backend is unavailable: {reason}. Without a C compiler kiln runs "
+        "hybridized graphs on the NumPy executor instead of generated C, and "
+        "convolutions on its own kernels instead of oneDNN, "
         "each up to 10x slower. To fix: install a C compiler (e.g. `apt install gcc`) or "
         "set CC=/path/to/cc. KILN_BACKEND=numpy (and KILN_DNNL=0) choose those paths "
         "without this warning."))
