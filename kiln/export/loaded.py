@@ -4,7 +4,8 @@ import numpy as _np
 
 from .._core.base import KilnError
 from .._core.ir import Graph, Node
-from .params import match_params, read_params
+from ..npx.io import read_npz
+from .params import match_params
 from .symbol import read_symbol
 
 
@@ -17,7 +18,7 @@ class LoadedModel:
 
 def load_model(symbol_file, param_file):
     symbol = read_symbol(symbol_file)
-    params, consts = match_params(symbol, read_params(param_file), str(param_file))
+    params, consts = match_params(symbol, read_npz(param_file, "load"), str(param_file))
     return LoadedModel(symbol, params, consts)
 
 
