@@ -1,0 +1,34 @@
+"""What a layer is given: an array with a batch axis, of its parameters' dtype. Errors name
+the layer and the input it expects; eager and hybridized calls run the same checks (while
+tracing, shapes and dtypes are concrete), so they fail alike."""
+from ..._core.base import DTypeError, KilnError, where_in_user_code
+
+
+def _layer(block):
+    return f"{block.name} ({type(block).__name__})"
+
+
+def expect_batch(block, x, expected):
+    """`x` must be an array with a batch axis; `expected` describes the input the layer
+    takes, e.g. '(batch, 5)'. Other array types (NumPy's, a symbol) answer for themselves
+    when asked their shape."""
+    if not hasattr(type(x), "shape"):
+        got = "None" if x is None else f"a {type(x).__name__} ({str(x)[:40]})"
+        raise KilnError(f"{_layer(block)}: expected an array of shape {expected}, got {got}"
+                        f"{where_in_user_code()}")
+    if x.ndim == 0:
+        raise KilnError(f"{_layer(block)}: expected an array of shape {expected}, got a 0-d "
+                        f"array (shape ()); a single sample needs a batch axis of 1"
+                        f"{where_in_user_code()}")
+
+
+def expect_dtype(block, x, param):
+    """`x` must have `param`'s dtype. MXNet refuses the mix too: FullyConnected and
+    Convolution infer one dtype for data, weight and bias ("Incompatible attr in node
+    FullyConnected at 1-th input: expected float64, got float32"), so an int64 batch is
+    neither cast nor silently computed in float64."""
+    if x.dtype != param.dtype:
+        raise DTypeError(f"{_layer(block)}: the input is {x.dtype} but the layer's "
+                         f"parameters are {param.dtype}; cast the input "
+                         f"(x.astype('{param.dtype}')) or the layer "
+                         f"(net.cast('{x.dtype}')){where_in_user_code()}")
