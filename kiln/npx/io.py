@@ -7,8 +7,11 @@ read (read_capped), each .npz member's declared shape against the caps and again
 bytes the member holds before NumPy allocates it (read_npz). Every failure is a KilnError
 naming the file and what it declared against which cap: never a MemoryError.
 """
+import hashlib
 import io
 import os
+import re
+import socket
 import stat
 import tempfile
 import zipfile
@@ -65,11 +68,55 @@ def write_npz_atomic(path, entries):
     write_bytes_atomic(path, buf.getvalue())
 
 
+# A writer's temporary files are named by its process and host, so the next writer into
+# the directory can tell the files of one that died mid-write (SIGKILL, the OOM killer:
+# no `finally` ran) from those of one still writing, and remove them.
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+_TEMP = re.compile(r"\.kiln-(\d+)-([0-9a-f]{8})-.*\.tmp\Z")
+
+
+def temp_prefix(pid):
+    """The name prefix of temporary files written by process `pid` of this host."""
+    return f".kiln-{pid}-{_HOST}-"
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:         # another user's process (EPERM): alive
+        pass
+    return True
+
+
+def _remove_stale_temps(directory):
+    """Remove the temporary files that writers on this host which have since died left in
+    `directory`."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        found = _TEMP.match(name)
+        if found is None or found.group(2) != _HOST:
+            continue
+        pid = int(found.group(1))
+        if pid != os.getpid() and not _alive(pid):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+
+
 def write_bytes_atomic(path, data):
     """Write `data` to `path` through a temporary file beside it, so a reader never sees
-    half a file and a failed write leaves the old one."""
+    half a file and a failed write leaves the old one. Temporary files that killed writers
+    left in the directory are removed first."""
     path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".kiln-",
+    directory = os.path.dirname(os.path.abspath(path))
+    _remove_stale_temps(directory)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=temp_prefix(os.getpid()),
                                suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
