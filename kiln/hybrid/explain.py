@@ -8,13 +8,11 @@ construct, reason, file:line), `watched` (captured constants that trigger a retr
 `slower_paths` (parts of kiln's machinery missing here, backend/fallbacks.py).
 """
 import contextlib
-import warnings
 from collections import Counter
 
 from .._core import autograd, trace
 from .._core.ir import Graph
 from ..backend import fallbacks
-from ..graph.capture import KilnTraceWarning
 from ..ops.subgraph import CONTROL_OPS
 from ..graph.tree import flatten
 from .cached import CachedFunction, HybridFunction, _structural_names
@@ -105,18 +103,17 @@ def explain(fn_or_block, *args, training=False):
     name = type(target).__name__ if is_block else getattr(target, "__name__", repr(target))
     if is_block:
         target._infer_deferred(args)
-        cached = CachedFunction(target, name, param_names=lambda: _structural_names(target))
+        cached = CachedFunction(target, name, param_names=lambda: _structural_names(target),
+                                trace_warning=False)
     else:
         wrapper = HybridFunction(target)
-        cached = CachedFunction(wrapper._run, name)
+        cached = CachedFunction(wrapper._run, name, trace_warning=False)
     cached.quiet = True
     # the block's calls while it is traced go to its own code, not its compiled programs
     with trace.body_of(target) if is_block else contextlib.nullcontext():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", KilnTraceWarning)
-            entry, _ = cached.entry_for(args, training=training,
-                                        grad_mask=None if not autograd.is_recording() else
-                                        tuple(a._tape is not None for a in _arrays(args)))
+        entry, _ = cached.entry_for(args, training=training,
+                                    grad_mask=None if not autograd.is_recording() else
+                                    tuple(a._tape is not None for a in _arrays(args)))
     if entry.eager:
         return Explanation(name, [], list(entry.breaks), [])
     graphs = [GraphInfo(entry.program)]
