@@ -97,17 +97,20 @@ class Explanation:
 def explain(fn_or_block, *args, training=False):
     """Trace fn_or_block(*args) as hybridize would and report what happened."""
     target = fn_or_block
+    backend = None              # the one hybridize was asked for, if any
     if isinstance(target, HybridFunction):
+        backend = target._cached.backend
         target = target.__wrapped__
     is_block = hasattr(target, "collect_params") and hasattr(target, "forward")
     name = type(target).__name__ if is_block else getattr(target, "__name__", repr(target))
     if is_block:
         target._infer_deferred(args)
-        cached = CachedFunction(target, name, param_names=lambda: _structural_names(target),
-                                trace_warning=False)
+        backend = backend or (getattr(target, "_hybrid_opts", None) or {}).get("backend")
+        cached = CachedFunction(target, name, backend=backend, trace_warning=False,
+                                param_names=lambda: _structural_names(target))
     else:
         wrapper = HybridFunction(target)
-        cached = CachedFunction(wrapper._run, name, trace_warning=False)
+        cached = CachedFunction(wrapper._run, name, backend=backend, trace_warning=False)
     cached.quiet = True
     # the block's calls while it is traced go to its own code, not its compiled programs
     with trace.body_of(target) if is_block else contextlib.nullcontext():
