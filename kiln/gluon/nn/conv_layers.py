@@ -90,7 +90,7 @@ class _Conv(HybridBlock):
 
     def forward(self, x):
         _check_input(self, x, self._nsp, self._expected_channels())
-        expect_dtype(self, x, self.weight)
+        expect_dtype(self, x, self.weight, exact=True)
         w = self.weight.data()
         b = self.bias.data() if self.bias is not None else None
         expected = self._expected_channels()

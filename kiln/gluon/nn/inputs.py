@@ -22,13 +22,16 @@ def expect_batch(block, x, expected):
                         f"{where_in_user_code()}")
 
 
-def expect_dtype(block, x, param):
-    """`x` must have `param`'s dtype. MXNet refuses the mix too: FullyConnected and
-    Convolution infer one dtype for data, weight and bias ("Incompatible attr in node
-    FullyConnected at 1-th input: expected float64, got float32"), so an int64 batch is
-    neither cast nor silently computed in float64."""
-    if x.dtype != param.dtype:
-        raise DTypeError(f"{_layer(block)}: the input is {x.dtype} but the layer's "
-                         f"parameters are {param.dtype}; cast the input "
-                         f"(x.astype('{param.dtype}')) or the layer "
-                         f"(net.cast('{x.dtype}')){where_in_user_code()}")
+def expect_dtype(block, x, param, exact=False):
+    """An integer or boolean `x` is refused by a layer with floating-point parameters, as
+    MXNet refuses it: FullyConnected and Convolution infer one dtype for data, weight and
+    bias ("Incompatible attr in node FullyConnected at 1-th input: expected int64, got
+    float32"). NumPy's promotion would instead compute an int64 batch silently in float64.
+    A float input of another precision is computed with NumPy's promotion (Dense, as kiln
+    always has; MXNet refuses that too), or refused (`exact`: the convolution primitive
+    takes one dtype)."""
+    if x.dtype == param.dtype or not exact and param.dtype.kind == x.dtype.kind == "f":
+        return
+    raise DTypeError(f"{_layer(block)}: the input is {x.dtype} but the layer's parameters "
+                     f"are {param.dtype}; cast the input (x.astype('{param.dtype}'))"
+                     f"{where_in_user_code()}")
