@@ -129,36 +129,25 @@ def write_bytes_atomic(path, data):
 
 
 def read_capped(path, kind="symbol file", limit=MAX_FILE_BYTES):
-    """The bytes (a bytes-like object) of `path`, refusing a file larger than `limit`
-    before reading it; the read allocates only what the file holds."""
+    """The bytes of `path`, refusing a file larger than `limit` before reading it. A
+    regular file is read in one request of its own size; anything else (a pipe, a file
+    that grows meanwhile) in bounded chunks, up to the limit."""
     try:
         with open(path, "rb") as f:
             info = os.fstat(f.fileno())
-            if stat.S_ISREG(info.st_mode):
-                if info.st_size > limit:
-                    raise KilnError(f"{kind} {path} is larger than the cap: {info.st_size} "
-                                    f"bytes, the cap is {limit} bytes")
-                data = bytearray(info.st_size)
-                view, filled = memoryview(data), 0
-                while filled < len(data):
-                    n = f.readinto(view[filled:])
-                    if not n:           # the file shrank meanwhile
-                        del view
-                        return data[:filled]
-                    filled += n
-                del view
-                if not f.read(1):
-                    return data
-                # the file grew meanwhile: read on in bounded chunks
-                data += f.read(1)
-            else:
-                data = bytearray()      # a pipe or device: no size to check first
+            size = info.st_size if stat.S_ISREG(info.st_mode) else 0
+            if size > limit:
+                raise KilnError(f"{kind} {path} is larger than the cap: {size} bytes, the "
+                                f"cap is {limit} bytes")
+            chunks = [f.read(size)] if size else []
+            total = sum(len(c) for c in chunks)
             while True:
-                chunk = f.read(_CHUNK)
+                chunk = f.read(min(_CHUNK, limit + 1 - total))
                 if not chunk:
-                    return data
-                data += chunk
-                if len(data) > limit:
+                    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > limit:
                     raise KilnError(f"{kind} {path} is larger than the cap of {limit} bytes")
     except OSError as exc:
         raise KilnError(f"cannot read {kind} {path}: {exc}") from None
