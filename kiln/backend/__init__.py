@@ -7,6 +7,7 @@ from .._core.base import KilnError
 from . import numpy_exec as _numpy_exec  # noqa: F401
 from .c import eager_gemm as _eager_gemm  # noqa: F401
 from .dnnl import eager as _dnnl_eager  # noqa: F401
+from .c import build
 
 
 class _NumpyBackend:
@@ -47,7 +48,6 @@ def select(name=None):
         name = os.environ["KILN_BACKEND"]
         origin = f"KILN_BACKEND={name}"
     if not name:
-        from .c import build
         try:
             build.compiler()
             return _CBackend
@@ -64,7 +64,6 @@ def select(name=None):
 def fast_dispatcher():
     """A C dispatcher serving a hybridized function's compiled calls whole (see
     c/fastcall.py), or None when the C extension is not available here."""
-    from .c import build
     if not build.available():
         return None
     from .c.fastcall import dispatcher

@@ -1,7 +1,7 @@
 """kiln.explain(fn_or_block, *args): what hybridize would compile for these inputs, and why
 any of it would run eagerly.
 
-It traces a fresh copy (the object's own caches are untouched, nothing is warned) and
+It traces a fresh copy (the object's own caches are untouched, no fallback is warned) and
 returns an Explanation: `graphs` (what was compiled, and which backend runs each graph,
 with the reason when it is the NumPy executor), `breaks` (why tracing stopped: kind,
 construct, reason, file:line), `watched` (captured constants that trigger a retrace) and
