@@ -102,7 +102,8 @@ class Dense(HybridBlock):
 
     def _expected_input(self):
         n = self.weight.shape[1] or "features"
-        return f"(batch, {n})" + (" or (batch, ...) flattening to it" if self._flatten else "")
+        return f"(batch, {n}) or (batch, ...) flattening to it" if self._flatten else \
+            f"(..., {n})"
 
     def infer_shape(self, x, *args):
         expect_batch(self, x, self._expected_input())
