@@ -58,6 +58,7 @@ def _run(tmp_path, setup="", **env):
         if name not in env:
             full.pop(name, None)
     full.setdefault("KILN_CACHE_DIR", str(tmp_path / "cache"))
+    full["TMPDIR"] = str(tmp_path)      # where an unusable cache directory is replaced
     res = subprocess.run([sys.executable, "-c", SCRIPT.replace("{setup}", setup)],
                          capture_output=True, text=True, env=full, timeout=600, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
@@ -126,6 +127,7 @@ def test_unusable_cache_dir_warns_once_and_keeps_the_c_backend(tmp_path, kind):
     report = _run(tmp_path, KILN_CACHE_DIR=bad)
     # compiled code stays: only the cache location changes (see build.cache_dir)
     assert set(report["programs"]) == {"CProgram"}
+    assert os.listdir(tmp_path / f"kiln-cache-{os.getuid()}")
     [warning] = report["warnings"]
     message = warning["message"]
     assert warning["category"] == "KilnPerformanceWarning"
