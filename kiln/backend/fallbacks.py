@@ -49,10 +49,6 @@ def warn_once(cause, message):
     warnings.warn_explicit(f"kiln: {message}", KilnPerformanceWarning, where[0], where[1])
 
 
-def recorded(part):
-    return part in _taken
-
-
 def taken():
     """[(part, what runs instead, why)], in the order they were recorded."""
     with _lock:

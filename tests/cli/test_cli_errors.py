@@ -81,6 +81,13 @@ def test_bench_lists_only_runnable_scripts_and_each_shows_its_help():
         assert "usage" in res.stdout, name
 
 
+def test_bench_first_call_runs_and_reports_both_caches():
+    res = _kiln("bench", "first_call")
+    assert res.returncode == 0, res.stderr
+    assert "| cold (empty KILN_CACHE_DIR) |" in res.stdout
+    assert "| warm (compiled object on disk) |" in res.stdout
+
+
 def test_bench_of_a_module_that_is_not_a_benchmark_is_one_line():
     res = _kiln("bench", "harness")
     assert res.returncode == 2 and "Traceback" not in res.stderr
