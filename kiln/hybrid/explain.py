@@ -1,10 +1,11 @@
 """kiln.explain(fn_or_block, *args): what hybridize would compile for these inputs, and why
 any of it would run eagerly.
 
-It traces a fresh copy (the object's own caches are untouched, no fallback is warned) and
-returns an Explanation: `graphs` (what was compiled, and which backend runs each graph,
-with the reason when it is the NumPy executor), `breaks` (why tracing stopped: kind,
-construct, reason, file:line), `watched` (captured constants that trigger a retrace) and
+It traces a fresh copy (the object's own caches are untouched; an eager fallback is not
+warned about, a slower path of this machine warns once as in hybridize) and returns an
+Explanation: `graphs` (what was compiled, and which backend runs each graph, with the
+reason when it is the NumPy executor), `breaks` (why tracing stopped: kind, construct,
+reason, file:line), `watched` (captured constants that trigger a retrace) and
 `slower_paths` (parts of kiln's machinery missing here, backend/fallbacks.py).
 """
 import contextlib
