@@ -93,11 +93,29 @@ def postorder(roots, children):
     return order
 
 
+_ENTRY_POINTS = set()      # code objects of kiln's command-line entry points
+
+
+def command_line_entry(fn):
+    """Mark `fn` as a command-line entry point (`python -m kiln ...`): the frames outside
+    it are the launcher's (runpy, a console script), not user code, so errors raised under
+    it name no location unless user code (a script it runs) is on the way."""
+    _ENTRY_POINTS.add(fn.__code__)
+    return fn
+
+
 def user_frame():
-    """The innermost stack frame outside the kiln package, as (file, line, code)."""
+    """The innermost stack frame outside the kiln package, as (file, line, code); None
+    when there is none (Python's frozen modules, such as runpy, are not user code)."""
     frame = sys._getframe(1)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
+        if frame.f_code in _ENTRY_POINTS:
+            return None
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen "):
+            frame = frame.f_back
+            continue
+        path = os.path.abspath(name)
         if not path.startswith(_PACKAGE_DIR + os.sep):
             line = frame.f_lineno
             code = ""

@@ -5,6 +5,7 @@ from .. import f_namespace
 from ..block import Block, HybridBlock, _deref
 from ..parameter import Parameter
 from .activations import Activation
+from .inputs import expect_batch, expect_dtype
 
 
 # ---- containers ------------------------------------------------------------------------------
@@ -107,10 +108,18 @@ class Dense(HybridBlock):
                               allow_deferred_init=True) if use_bias else None
         self.act = Activation(activation) if activation is not None else None
 
+    def _expected_input(self):
+        n = self.weight.shape[1] or "features"
+        return f"(batch, {n}) or (batch, ...) flattening to it" if self._flatten else \
+            f"(..., {n})"
+
     def infer_shape(self, x, *args):
+        expect_batch(self, x, self._expected_input())
         self.weight.shape = (self._units, _features(x.shape, self._flatten))
 
     def forward(self, x):
+        expect_batch(self, x, self._expected_input())
+        expect_dtype(self, x, self.weight)
         weight = self.weight.data()
         if _features(x.shape, self._flatten) != weight.shape[1]:
             raise KilnError(f"{self.name} (Dense {weight.shape[1]} -> {self._units}): expected "
@@ -167,7 +176,12 @@ class Flatten(HybridBlock):
     """(N, d1, d2, ...) -> (N, d1 * d2 * ...)."""
 
     def forward(self, x):
-        return knp.reshape(x, (x.shape[0], -1))
+        expect_batch(self, x, "(batch, ...)")
+        features = 1
+        for d in x.shape[1:]:
+            features *= d
+        # the size, not -1: with a dimension of 0 (an empty batch) -1 is ambiguous
+        return knp.reshape(x, (x.shape[0], features))
 
 
 class Identity(HybridBlock):

@@ -71,6 +71,8 @@ def fromjson(text, source="<symbol>"):
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise KilnError(f"{source} is not valid JSON: {exc}") from None
+    except MemoryError:
+        raise KilnError(f"not enough memory to parse the symbol file {source}") from None
     if isinstance(doc, dict) and doc.get("format") == "kiln-symbol":
         from ...export.symbol import parse_symbol
         return from_kiln_symbol(parse_symbol(text, source))
