@@ -12,7 +12,7 @@ import zipfile
 import numpy as _np
 
 from .._core.base import KilnError
-from ..npx.io import write_npz_atomic
+from ..npx.io import decode_bfloat16, write_npz_atomic
 from .symbol import CONST_PREFIX, MAX_TENSOR_ELEMENTS
 
 
@@ -56,7 +56,8 @@ def read_params(path):
         with zipfile.ZipFile(path) as zf:
             _check_headers(path, zf)
         with _np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+            entries = {k: data[k] for k in data.files}
+        return decode_bfloat16(entries, path)
     except KilnError:
         raise
     except FileNotFoundError:

@@ -23,6 +23,7 @@ from ..graph.passes.pipeline import run_pipeline
 from ..graph.split import split_forward_backward
 from ..graph.tree import flatten, unflatten, ARRAY
 from .fallback import build_entry
+from .._core.bfloat16 import is_floating
 
 
 MISS = object()
@@ -288,8 +289,8 @@ class CachedFunction:
         cap = entry.cap
         param_values = {id(p): p.data()._data for p in bparams}
         grad_arrays = [a for a, flag in zip(arrays, cap.grad_mask)
-                       if flag and a.dtype.kind == "f"]
-        float_outs = [k for k, o in enumerate(outs) if o.dtype.kind == "f"]
+                       if flag and is_floating(a.dtype)]
+        float_outs = [k for k, o in enumerate(outs) if is_floating(o.dtype)]
         grad_params = cap.grad_params
 
         connected = [k for k in float_outs if k in cap.connected]
