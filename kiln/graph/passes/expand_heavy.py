@@ -1,4 +1,5 @@
-"""Expanding heavy ops (conv, pool and their gradients) into their decompositions.
+"""Expanding heavy ops (conv, pool, their gradients, matmul_bf16) into their
+decompositions.
 
 A backend that has no kernel for a heavy op runs its decomposition instead: the same
 `windows` + matmul composition the op's eager fallback runs (kiln/ops/conv.py, pool.py).
@@ -12,8 +13,9 @@ HEAVY_OPS = {}
 
 def _decompositions():
     if not HEAVY_OPS:
-        from ...ops import conv, conv_bias, pool
+        from ...ops import conv, conv_bias, lowp, pool
         HEAVY_OPS.update(conv.DECOMPOSITIONS)
+        HEAVY_OPS.update(lowp.DECOMPOSITIONS)
         HEAVY_OPS.update(conv_bias.DECOMPOSITIONS)
         HEAVY_OPS.update(pool.DECOMPOSITIONS)
     return HEAVY_OPS

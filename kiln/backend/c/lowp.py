@@ -1,0 +1,86 @@
+"""The low-precision primitives in generated C. matmul_bf16: a call into the oneDNN
+shim's bfloat16 matmul (backend/dnnl/lowp.c), float32 in and out. The op's reorders round
+the activation to bfloat16 on every call and the weight once: a parameter the program
+does not write gets kiln's weight stamp (heavy.py), so its bfloat16 copy in oneDNN's
+packed layout is kept between calls. Dense's weight is read where it lies (transpose_b:
+other strides).
+
+Registered as the op's C lowering (lowering.Heavy) for the nodes oneDNN takes with a real
+kernel; the others (no oneDNN, shapes it does not take, a CPU without bfloat16 kernels)
+are expanded into casts through bfloat16 and a float32 matmul (graph/passes/
+expand_heavy.py), the same values.
+"""
+import math
+
+from .heavy import DNNL_FAILED
+from .loops import contiguous_strides
+from .lowering import Heavy, register
+from ..dnnl import lowp as dnnl_lowp
+from ..dnnl.library import available
+
+_taken = {}         # geometry -> does oneDNN make it with a real kernel
+
+
+def geometry(node):
+    """(a dims, a strides, b dims, b strides) as the shim takes node's operands, or None."""
+    a, b = node.inputs
+    k = a.shape[-1]
+    if b.ndim == 2 and a.ndim >= 2:
+        ad = (math.prod(a.shape[:-1]), k)
+    elif a.ndim == 3 and b.ndim == 3 and (a.shape[0] == b.shape[0] or 1 in (a.shape[0],
+                                                                           b.shape[0])):
+        ad = a.shape
+    else:
+        return None
+    if node.attrs.get("transpose_b"):
+        bd = b.shape[:-2] + (b.shape[-1], b.shape[-2])
+        stored = contiguous_strides(b.shape)
+        bs = tuple(stored[:-2]) + (stored[-1], stored[-2])
+    else:
+        bd, bs = b.shape, tuple(contiguous_strides(b.shape))
+    if 0 in ad or 0 in bd:
+        return None
+    return tuple(ad), tuple(contiguous_strides(ad)), tuple(bd), bs
+
+
+def _maker(geo):
+    return lambda lib: dnnl_lowp.make_matmul(lib, *geo, dnnl_lowp.BF16, dnnl_lowp.F32,
+                                             False, False)
+
+
+def lowerable(node):
+    geo = geometry(node) if node.op == "matmul_bf16" else None
+    if geo is None or not available():
+        return False
+    ok = _taken.get(geo)
+    if ok is None:
+        lib = dnnl_lowp._lib()
+        op = _maker(geo)(lib)
+        ok = _taken[geo] = bool(op)
+        if op:
+            lib.kd_free(op)
+        else:
+            dnnl_lowp._note_refusal(("bfloat16 matmul",) + geo, lib.kd_error().decode())
+    return ok
+
+
+def emit(em, node, storage, weight_ok):
+    a, b = node.inputs
+    op = em.add_slot(("dnnl_op", _maker(geometry(node))))
+    stamp = "kiln_weight_stamp()" if weight_ok(b) else "0"
+    return "\n".join([
+        "  {", f"    void *a[3] = {{P[{storage(a)}], P[{storage(b)}], P[{storage(node)}]}};",
+        f"    int64_t s[3] = {{0, {stamp}, 0}};",
+        f"    if (kiln_dnnl_run(P[{op}], a, s) != 0) return {DNNL_FAILED};", "  }"])
+
+
+register(["matmul_bf16"], Heavy(emit, accepts=lowerable))
+
+
+def _not_in_c(node):
+    return False
+
+
+# int8 layers have no C of their own yet: a graph with one runs on the NumPy executor,
+# whose kernels call oneDNN's int8 matmul (backend/dnnl/lowp.py)
+register(["quantize_int8", "dense_int8", "conv_int8"], Heavy(emit, accepts=_not_in_c))

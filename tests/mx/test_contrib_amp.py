@@ -1,0 +1,88 @@
+"""MXNet 1.9's `mx.contrib.amp` on kiln (kiln.contrib.amp): bfloat16 mixed precision for
+Gluon blocks, inference and training, with MXNet's names, as its examples use them."""
+import numpy as onp
+import pytest
+
+from kiln import autograd, gluon, init, np
+from kiln.base import KilnError
+from kiln.contrib import amp
+from kiln.gluon import nn
+from kiln.hybrid import cached
+from mx_alias_fixture import mx  # noqa: F401  (the fixture)
+
+R = onp.random.default_rng(9)
+
+
+def _net():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(64, activation="relu", in_units=32), nn.Dense(10, in_units=64))
+    net.initialize(init.Xavier())
+    return net
+
+
+def _compiled_ops(block):
+    ops = set()
+    for entry in block._kiln_cached.entries.values():
+        ops.update(n.op for n in entry.program.graph.nodes)
+    return ops
+
+
+def test_convert_hybrid_block_runs_dense_layers_in_bfloat16():
+    net = _net()
+    net.hybridize()
+    x = np.array(R.standard_normal((16, 32)).astype("float32"))
+    y32 = net(x).asnumpy()
+    assert amp.convert_hybrid_block(net, target_dtype="bfloat16") is net
+    y16 = net(x).asnumpy()
+    assert y16.dtype == onp.float32 and "matmul_bf16" in _compiled_ops(net)
+    assert not onp.array_equal(y16, y32)
+    onp.testing.assert_allclose(y16, y32, rtol=0.05, atol=0.05)
+
+
+def test_excluded_and_fp32_ops_stay_float32():
+    net = _net()
+    net.hybridize()
+    amp.convert_hybrid_block(net, "bfloat16", fp32_ops=["FullyConnected"])
+    net(np.ones((4, 32)))
+    assert "matmul_bf16" not in _compiled_ops(net) and "matmul" in _compiled_ops(net)
+
+
+def test_float16_and_unknown_ops_are_refused_clearly():
+    with pytest.raises(KilnError, match="float16 is a GPU format"):
+        amp.convert_hybrid_block(_net(), target_dtype="float16")
+    with pytest.raises(KilnError, match="cannot run in bfloat16"):
+        amp.convert_hybrid_block(_net(), "bfloat16", target_dtype_ops=["Pooling"])
+
+
+def test_amp_training_keeps_float32_master_weights_and_learns():
+    """amp.init + init_trainer + scale_loss, as MXNet's AMP tutorial trains."""
+    X = R.standard_normal((256, 32)).astype("float32")
+    labels = (X[:, :10].argmax(axis=1)).astype("float32")
+    try:
+        amp.init(target_dtype="bfloat16")
+        net = _net()
+        net.hybridize()
+        trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01})
+        amp.init_trainer(trainer)
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        losses = []
+        for epoch in range(15):
+            for k in range(0, 256, 64):
+                x, t = np.array(X[k:k + 64]), np.array(labels[k:k + 64])
+                with autograd.record():
+                    loss = loss_fn(net(x), t)
+                    with amp.scale_loss(loss, trainer) as scaled:
+                        autograd.backward(scaled)
+                trainer.step(64)
+                losses.append(float(loss.mean()))
+    finally:
+        cached.set_default_precision_pipeline(None)
+    assert "matmul_bf16" in _compiled_ops(net)
+    assert all(p.data().dtype == onp.float32 for p in net.collect_params().values())
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_mxnet_alias_serves_contrib_amp(mx):
+    from mxnet.contrib import amp as mx_amp
+    assert mx_amp.convert_hybrid_block is amp.convert_hybrid_block
+    assert "FullyConnected" in mx_amp.list_lp16_ops("bfloat16")
