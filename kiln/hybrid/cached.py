@@ -143,7 +143,8 @@ class CachedFunction:
     def _names(self):
         return self.param_names() if self.param_names is not None else None
 
-    def _traced(self, graph):
+    def with_precision(self, graph):
+        """`graph` through the block's precision pipeline (amp, int8), if it has one."""
         if self.precision is None:
             return graph
         name, options = self.precision
@@ -152,13 +153,13 @@ class CachedFunction:
     def _build(self, args, grad_mask):
         if grad_mask is None:
             cap = capture(self.fn, args, self.name, self._names())
-            graph = run_pipeline("generic", self._traced(cap.graph))
+            graph = run_pipeline("generic", self.with_precision(cap.graph))
             program = make_program(graph, self.backend, cap)
             self._known_params = list(cap.params.values())
             return _Entry(cap, program, [cap.params[id(p)] for p in graph.params])
         cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask)
         cap.grad_mask = grad_mask
-        joint = run_pipeline("generic", self._traced(cap.graph))
+        joint = run_pipeline("generic", self.with_precision(cap.graph))
         if select(self.backend).name == "c":
             from ..backend.c.program import lay_out_joint
             joint = lay_out_joint(joint)

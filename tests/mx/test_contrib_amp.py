@@ -86,3 +86,28 @@ def test_mxnet_alias_serves_contrib_amp(mx):
     from mxnet.contrib import amp as mx_amp
     assert mx_amp.convert_hybrid_block is amp.convert_hybrid_block
     assert "FullyConnected" in mx_amp.list_lp16_ops("bfloat16")
+
+
+def test_amp_network_exports_reloads_and_runs_in_onnxruntime(tmp_path):
+    from kiln.export import onnx as kiln_onnx
+    from kiln.export.standalone_c import build_c
+    from kiln.gluon import SymbolBlock
+    net = _net()
+    net.hybridize()
+    amp.convert_hybrid_block(net, "bfloat16")
+    x = np.array(R.standard_normal((8, 32)).astype("float32"))
+    want = net(x).asnumpy()
+    sym, par = net.export(str(tmp_path / "amp"))
+    assert '"matmul_bf16"' in open(sym).read()
+    back = SymbolBlock.imports(sym, ["data"], par)
+    onp.testing.assert_allclose(back(x).asnumpy(), want, rtol=1e-6, atol=1e-6)
+    with pytest.raises(KilnError, match="low-precision graph"):
+        build_c(sym, par, str(tmp_path / "c"))
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    path = kiln_onnx.export(net, [x], str(tmp_path / "amp.onnx"))
+    casts = [n for n in onnx.load(path).graph.node if n.op_type == "Cast"]
+    assert any(a.i == onnx.TensorProto.BFLOAT16 for n in casts for a in n.attribute)
+    sess = ort.InferenceSession(path)
+    (got,) = sess.run(None, {sess.get_inputs()[0].name: x.asnumpy()})
+    onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * onp.abs(want).max())

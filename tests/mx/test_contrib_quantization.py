@@ -146,3 +146,31 @@ def _ops_after_call(net, x):
 def test_mxnet_alias_serves_contrib_quantization(mx):
     assert mx.contrib.quantization.quantize_net is quantization.quantize_net
     assert REGISTRY["dense_int8"].lowerings.get("eager") is not None
+
+
+def test_quantized_network_exports_reloads_and_runs_in_onnxruntime(tmp_path):
+    from kiln.export import onnx as kiln_onnx
+    from kiln.export.standalone_c import build_c
+    from kiln.gluon import SymbolBlock
+    net = _cnn()
+    xtr, _ = load_arrays(train=True, flatten=False)
+    calib = [np.array(xtr[:64])]
+    quantization.quantize_net(net, calib_data=calib, calib_mode="naive")
+    net.hybridize()
+    x = np.array(xtr[64:80])
+    want = net(x).asnumpy()
+    sym, par = net.export(str(tmp_path / "q"))
+    text = open(sym).read()
+    assert '"conv_int8"' in text and '"dense_int8"' in text
+    back = SymbolBlock.imports(sym, ["data"], par)
+    onp.testing.assert_array_equal(back(x).asnumpy(), want)
+    with pytest.raises(KilnError, match="low-precision graph"):
+        build_c(sym, par, str(tmp_path / "c"))
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    path = kiln_onnx.export(net, [x], str(tmp_path / "q.onnx"))
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    sess = ort.InferenceSession(path)
+    (got,) = sess.run(None, {sess.get_inputs()[0].name: x.asnumpy()})
+    onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * onp.abs(want).max())
