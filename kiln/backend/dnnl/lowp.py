@@ -21,6 +21,12 @@ F32, BF16, S8, U8 = 0, 1, 2, 3      # lowp.c's KD_F32, KD_BF16, KD_S8, KD_U8
 TYPE_CODES = {_np.dtype(_np.float32): F32, _np.dtype(_np.int8): S8,
               _np.dtype(_np.uint8): U8}
 
+# the ISAs with VNNI: without it oneDNN's int8 kernels multiply-add pairs in 16 bits,
+# which saturate (its documentation asks for weights scaled down for them): kiln then
+# computes the exact int32 product with NumPy instead
+VNNI_ISAS = ("avx2_vnni", "avx2_vnni_2", "avx512_core_vnni", "avx512_core_bf16",
+             "avx512_core_fp16", "avx512_core_amx", "avx512_core_amx_fp16")
+
 _bound = []
 _refused = {}           # op key -> why oneDNN would not make it (reference kernel only)
 _warned = set()
@@ -75,8 +81,9 @@ def _note_refusal(key, why):
     kind = key[0]
     if kind not in _warned:
         _warned.add(kind)
+        why = why.replace("; set KILN_DNNL=0 to use kiln's own kernels", "")
         warnings.warn(f"kiln: oneDNN has no fast {kind} kernel for this CPU ({why}); kiln "
-                      "computes the same values in float32 with NumPy, more slowly",
+                      "computes the same values with NumPy, more slowly",
                       RuntimeWarning, stacklevel=3)
 
 
@@ -128,6 +135,9 @@ def matmul_int8(a_q, w_q, scale, bias=None, relu=False, out_dtype=_np.float32):
     when not taken."""
     lib = _lib()
     if lib is None or a_q.ndim != 2 or w_q.ndim != 2 or not a_q.size or not w_q.size:
+        return None
+    if isa() not in VNNI_ISAS:
+        _note_refusal(("int8 matmul",), f"oneDNN dispatches to {isa()}, without VNNI")
         return None
     in_type, out_type = TYPE_CODES.get(a_q.dtype), TYPE_CODES.get(_np.dtype(out_dtype))
     if in_type not in (S8, U8) or w_q.dtype != _np.int8 or out_type is None:
