@@ -45,3 +45,18 @@ def int8_cases(C):
         "conv_int8": [C(_f32(2, 3, 6, 6), wcq, wcs, _f32(4), x_scale=0.03, pad=(1, 1, 1, 1),
                         fd=False)],
     }
+
+
+def _t_conv_bf16(x, w, stride, dilation, pad, groups=1):
+    torch = pytest.importorskip("torch")
+    return torch.nn.functional.conv2d(x.to(torch.bfloat16).float(), w.to(torch.bfloat16).float(),
+                                      stride=stride, dilation=dilation, padding=pad[0::2],
+                                      groups=groups)
+
+
+def conv_bf16_cases(C):
+    a = dict(stride=(1, 1), dilation=(1, 1), pad=(1, 1, 1, 1))
+    return {"conv_bf16": [C(_f32(2, 3, 6, 6), _f32(4, 3, 3, 3), **a, torch=_t_conv_bf16,
+                            fd=False, tol=1e-4),
+                          C(_f32(1, 4, 5, 5), _f32(4, 2, 3, 3), stride=(2, 2), dilation=(1, 1),
+                            pad=(0, 0, 0, 0), groups=2, torch=_t_conv_bf16, fd=False, tol=1e-4)]}

@@ -6,6 +6,10 @@ import platform
 
 import numpy as _np
 
+from .._version import __version__
+from ..backend.c import build
+from ..backend.dnnl import library, lowp
+
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16",
              "amx_int8")
 
@@ -23,9 +27,6 @@ def cpu_flags():
 
 
 def lines():
-    from .._version import __version__
-    from ..backend.c import build
-    from ..backend.dnnl import library, lowp
     out = [f"kiln {__version__}, NumPy {_np.__version__}, Python {platform.python_version()}",
            f"CPU: {platform.processor() or platform.machine()}; "
            f"extensions: {', '.join(cpu_flags()) or 'unknown'}"]

@@ -7,7 +7,11 @@
                         float32 product, as oneDNN's bfloat16 matmul computes it (bfloat16
                         in, float32 out, so no pass widens a bfloat16 result)
 
-The AMP pass (kiln/graph/passes/amp.py) puts it in place of float32 matmuls. The oneDNN
+    conv_bf16(x, w, stride, dilation, pad, groups)
+                        the convolution of x and w rounded to bfloat16, in float32 (NCHW)
+
+The AMP pass (kiln/graph/passes/amp.py) puts them in place of float32 matmuls and
+convolutions. The oneDNN
 layer registers its eager kernel (`lowerings["eager"].matmul_bf16`, backend/dnnl/lowp.py)
 and its C lowering; a backend without one runs the decomposition below (the same
 rounding as two casts, then a float32 matmul). The gradient is the float32 matmul's
@@ -16,9 +20,9 @@ cast it inserts), so the master weights and their gradients stay float32.
 """
 import numpy as _np
 
-from .linalg import _swap_last as swap_last_axes
+from .conv import conv, _conv_grad, _conv_rule
 from .elementwise import cast
-from .linalg import matmul, _matmul_grad, _matmul_rule
+from .linalg import matmul, _matmul_grad, _matmul_rule, _swap_last as swap_last_axes
 from .registry import register
 from .._core.base import Shaped, bfloat16_dtype, op_error
 
@@ -77,4 +81,32 @@ def _decomposed(a, b, transpose_b=False):
     return matmul(cast(cast(a, dtype=bf16), dtype=_F32), cast(cast(b, dtype=bf16), dtype=_F32))
 
 
-DECOMPOSITIONS = {"matmul_bf16": _decomposed}
+def _conv_bf16_rule(x, w, stride, dilation, pad, groups=1):
+    if x.dtype != _F32 or w.dtype != _F32:
+        raise op_error("conv_bf16", f"expected float32 operands, got {x.dtype} and {w.dtype}")
+    return _conv_rule(x, w, stride, dilation, pad, groups)
+
+
+def _conv_bf16_grad(g, out, x, w, stride, dilation, pad, groups=1):
+    return _conv_grad(g, out, x, w, stride, dilation, pad, groups)
+
+
+@register("conv_bf16", _conv_bf16_rule, _conv_bf16_grad)
+def conv_bf16(x, w, stride, dilation, pad, groups=1):
+    fast = conv_bf16.lowerings.get("eager")
+    if fast is not None:
+        shape = _conv_rule(x, w, stride, dilation, pad, groups)[0]
+        y = fast.conv_bf16(x, w, shape, stride, dilation, pad, groups)
+        if y is not None:
+            return y
+    return conv.impl(round_to_bfloat16(x), round_to_bfloat16(w), stride=stride,
+                     dilation=dilation, pad=pad, groups=groups)
+
+
+def _conv_decomposed(x, w, stride, dilation, pad, groups=1):
+    bf16 = bfloat16_dtype()
+    return conv(cast(cast(x, dtype=bf16), dtype=_F32), cast(cast(w, dtype=bf16), dtype=_F32),
+                stride=stride, dilation=dilation, pad=pad, groups=groups)
+
+
+DECOMPOSITIONS = {"matmul_bf16": _decomposed, "conv_bf16": _conv_decomposed}

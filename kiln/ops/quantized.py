@@ -51,7 +51,7 @@ def _quantize_rule(x, scale, dtype="int8"):
     return x.shape, _np.dtype(dtype)
 
 
-@register("quantize_int8", _quantize_rule)
+@register("quantize_int8", _quantize_rule, elementwise=True)
 def quantize_int8(x, scale, dtype="int8"):
     return quantize_values(x, scale, dtype)
 
@@ -117,6 +117,14 @@ def conv_int8(x, wq, wscale, bias, x_scale=None, dtype="int8", relu=False, strid
               dilation=(1, 1), pad=(0, 0, 0, 0), groups=1):
     scale = dynamic_scale(x) if x_scale is None else _np.float32(x_scale)
     xq = quantize_values(x, scale, dtype)
+    fast = conv_int8.lowerings.get("eager")
+    if fast is not None:
+        y_shape = _conv_rule(x, wq, wscale, bias, x_scale, dtype, relu, stride, dilation, pad,
+                             groups)[0]
+        y = fast.conv_int8(xq, wq, (scale * wscale).astype(_F32), bias, y_shape, stride,
+                           dilation, pad, groups, relu)
+        if y is not None:
+            return y
     # integer products summed in float64: exact (|sum| < 2^53), so this is the int32 sum
     acc = conv_op.impl(xq.astype(_np.float64), wq.astype(_np.float64), stride=stride,
                        dilation=dilation, pad=pad, groups=groups)

@@ -96,3 +96,33 @@ def test_compiled_amp_equals_eager_bfloat16(backend, onednn):
     onp.testing.assert_allclose(got[1], h.sum(), rtol=1e-4)
     loose = onp.maximum(x @ w1.T, 0).sum()
     assert abs(got[1] - loose) <= 2 ** -7 * onp.abs(onp.maximum(x @ w1.T, 0)).sum()
+
+
+def _cnn(x, w1, w2):
+    h = npx.relu(npx.convolution(x, w1, kernel=(3, 3), pad=(1, 1), num_filter=8, no_bias=True))
+    return npx.convolution(h, w2, kernel=(3, 3), stride=(2, 2), num_filter=4, no_bias=True)
+
+
+def _amp_cnn(x, w1, w2):
+    cb = REGISTRY["conv_bf16"]
+    h = npx.relu(cb(x, w1, stride=(1, 1), dilation=(1, 1), pad=(1, 1, 1, 1)))
+    return cb(h, w2, stride=(2, 2), dilation=(1, 1), pad=(0, 0, 0, 0))
+
+
+@pytest.mark.parametrize("backend,onednn", [("c", True), ("c", False), ("numpy", True)])
+def test_compiled_amp_convolutions_equal_eager_bfloat16(backend, onednn):
+    args = [np.array(R.standard_normal(s).astype("float32")) for s in
+            ((2, 3, 10, 10), (8, 3, 3, 3), (4, 8, 3, 3))]
+    want = _amp_cnn(*args).asnumpy()
+    f = hybridize(_cnn, backend=backend)
+    f._cached.precision = ("amp-bfloat16", {})
+    if onednn:
+        got = f(*args).asnumpy()
+    else:
+        with dnnl.disabled():
+            got = f(*args).asnumpy()
+    (entry,) = f._cached.entries.values()
+    assert entry.program.backend == backend
+    if backend == "c" and onednn:
+        assert "conv_bf16" in [n.op for n in entry.program.graph.nodes]
+    onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

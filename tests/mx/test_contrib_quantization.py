@@ -49,6 +49,8 @@ def test_quantized_dense_layers_equal_the_reference_computation(calib_mode):
     net.hybridize()
     got = net(np.array(x)).asnumpy()
     assert {"dense_int8"} <= _ops(net) and "matmul" not in _ops(net)
+    # generated C quantizes the activations and calls oneDNN's int8 matmul
+    assert [e.program.backend for e in net._kiln_cached.entries.values()] == ["c"]
     l0, l1 = net[0], net[1]
     s0 = net._kiln_cached.precision[1]["int8_layers"]
     spec0, spec1 = s0["0.weight"], s0["1.weight"]

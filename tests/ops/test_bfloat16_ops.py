@@ -20,7 +20,7 @@ BF16 = onp.dtype(ml_dtypes.bfloat16)
 # subgraph attributes, handles and random draws: the checks below do not apply
 SKIP = {"cond", "while_loop", "scan", "foreach",
         # float32 operands by definition (tests/graph/test_amp.py, test_quantization.py)
-        "matmul_bf16", "dense_int8", "conv_int8"}
+        "matmul_bf16", "conv_bf16", "dense_int8", "conv_int8"}
 # MPI collectives carry float32/float64 only: they refuse bfloat16 with a clear error
 REFUSED = {"allreduce", "allreduce_start", "allreduce_wait"}
 

@@ -23,7 +23,7 @@ from control_flow_cases import control_cases
 from heavy_cases import heavy_cases
 from batchnorm_cases import batchnorm_cases
 from special_cases import special_cases
-from lowp_cases import int8_cases, lowp_cases
+from lowp_cases import conv_bf16_cases, int8_cases, lowp_cases
 
 R = onp.random.default_rng(0)
 
@@ -258,6 +258,7 @@ CASES.update(batchnorm_cases(C))  # batch norm and its gradients
 CASES.update(special_cases(C))   # gammaln, digamma, gamma, erfinv, bitwise ops
 CASES.update(lowp_cases(C))      # matmul_bf16
 CASES.update(int8_cases(C))      # quantize_int8, dense_int8, conv_int8
+CASES.update(conv_bf16_cases(C))  # conv_bf16
 
 IDS = [(name, i) for name in sorted(REGISTRY) for i in range(len(CASES.get(name, [None])))]
 

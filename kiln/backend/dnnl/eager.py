@@ -13,7 +13,7 @@ KERNELS = {
     ops: ("conv", "conv_bias", "conv_grad_data", "conv_grad_weight", "pool", "pool_grad",
           "relu"),
     bnorm: ("batch_norm_stats", "batch_norm_train"),
-    lowp: ("matmul_bf16", "dense_int8"),
+    lowp: ("matmul_bf16", "conv_bf16", "dense_int8", "conv_int8"),
 }
 
 for _module, _names in KERNELS.items():

@@ -42,6 +42,9 @@ def _lib():
                 lib.kd_matmul_lowp.restype = ctypes.c_void_p
                 lib.kd_matmul_lowp.argtypes = [ctypes.c_int, i64p, i64p, i64p, i64p] + \
                     [ctypes.c_int] * 4
+                lib.kd_conv_lowp.restype = ctypes.c_void_p
+                lib.kd_conv_lowp.argtypes = [ctypes.c_int] + [i64p] * 7 + [ctypes.c_int64] + \
+                    [ctypes.c_int] * 3
                 lib.kd_isa.restype = ctypes.c_char_p
                 _bound.append(True)
     return lib
@@ -58,6 +61,64 @@ def make_matmul(lib, a_dims, a_strides, b_dims, b_strides, in_type, out_type, bi
     i64 = _shim_ops._i64
     return lib.kd_matmul_lowp(len(a_dims), i64(a_dims), i64(a_strides), i64(b_dims),
                               i64(b_strides), in_type, out_type, int(bias), int(relu))
+
+
+def make_conv(lib, x_shape, w_shape, y_shape, stride, dilation, pad, groups, in_type, bias,
+              relu):
+    """A new shim op (0 on failure): arguments x, w, [bias], y, [scale (int8)]; NCHW."""
+    i64 = _shim_ops._i64
+    return lib.kd_conv_lowp(len(stride), i64(x_shape), i64(w_shape), i64(y_shape),
+                            i64(stride), i64(dilation), i64(pad[0::2]), i64(pad[1::2]),
+                            groups, in_type, int(bias), int(relu))
+
+
+def _conv_ok(x, w, stride):
+    return 1 <= len(stride) <= 3 and x.ndim == len(stride) + 2 and x.size and w.size
+
+
+def conv_bf16(x, w, y_shape, stride, dilation, pad, groups=1):
+    """float32 conv(x, w) with x and w rounded to bfloat16, in float32 (NCHW); or None."""
+    lib = _lib()
+    if lib is None or x.dtype != _np.float32 or w.dtype != _np.float32 or not _conv_ok(
+            x, w, stride):
+        return None
+    x, w = _np.ascontiguousarray(x), _np.ascontiguousarray(w)
+    key = ("bfloat16 conv", x.shape, w.shape, tuple(y_shape), tuple(stride),
+           tuple(dilation), tuple(pad), groups)
+
+    def make(lib):
+        return make_conv(lib, x.shape, w.shape, y_shape, stride, dilation, pad, groups, BF16,
+                         False, False)
+    y = _np.empty(y_shape, _np.float32)
+    if not _run(key, make, [x, w, y], w if w.base is None else None):
+        return None
+    return y
+
+
+def conv_int8(xq, wq, scale, bias, y_shape, stride, dilation, pad, groups=1, relu=False):
+    """y = act(conv(xq, wq) * scale[f] + bias[f]) in float32 (NCHW): xq int8/uint8, wq
+    int8, scale float32 (F,) (x's scale times w's per channel); or None."""
+    lib = _lib()
+    if lib is None or TYPE_CODES.get(xq.dtype) not in (S8, U8) or wq.dtype != _np.int8 \
+            or not _conv_ok(xq, wq, stride):
+        return None
+    if isa() not in VNNI_ISAS:
+        _note_refusal(("int8 conv",), f"oneDNN dispatches to {isa()}, without VNNI")
+        return None
+    xq, wq = _np.ascontiguousarray(xq), _np.ascontiguousarray(wq)
+    in_type = TYPE_CODES[xq.dtype]
+    key = ("int8 conv", xq.shape, wq.shape, tuple(y_shape), tuple(stride), tuple(dilation),
+           tuple(pad), groups, in_type, bool(relu))
+
+    def make(lib):
+        return make_conv(lib, xq.shape, wq.shape, y_shape, stride, dilation, pad, groups,
+                         in_type, True, relu)
+    y = _np.empty(y_shape, _np.float32)
+    arrays = [xq, wq, _np.ascontiguousarray(bias, dtype=_np.float32), y,
+              _np.ascontiguousarray(scale, dtype=_np.float32)]
+    if not _run(key, make, arrays, wq if wq.base is None else None):
+        return None
+    return y
 
 
 def _element_strides(x):

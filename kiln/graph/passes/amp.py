@@ -1,7 +1,7 @@
 """bfloat16 mixed precision (AMP): the float32 products of a graph run in bfloat16.
 
-Each float32 node whose op is in `allow` (the matmul family by default) becomes its
-bfloat16 primitive: matmul -> matmul_bf16 (operands rounded to bfloat16, float32
+Each float32 node whose op is in `allow` (matmul and conv by default) becomes its
+bfloat16 primitive: conv -> conv_bf16, matmul -> matmul_bf16 (operands rounded to bfloat16, float32
 accumulation and result: oneDNN's bfloat16 matmul, bfloat16 in and float32 out, so no
 cast node and no pass over a bfloat16 result). A matmul reading a transposed matrix
 (Dense's weight.T) reads it where it lies (transpose_b), so the weight is converted once
@@ -15,7 +15,7 @@ matmuls too, and run in bfloat16 like PyTorch's autocast runs them.
 """
 from ..._core.ir import Node, rewrite
 
-BF16_OPS = {"matmul": "matmul_bf16"}
+BF16_OPS = {"matmul": "matmul_bf16", "conv": "conv_bf16"}
 DEFAULT_ALLOW = frozenset(BF16_OPS)
 
 
@@ -37,6 +37,10 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
             return None
         if node.dtype != "float32" or any(i.dtype != "float32" for i in inputs):
             return None
+        if node.op == "conv":
+            if node.attrs.get("channels_last"):
+                return None
+            return Node("conv_bf16", inputs, node.attrs, node.shape, node.dtype, name=node.name)
         a, b = inputs
         attrs = {}
         if _swaps_last_two(b):

@@ -28,7 +28,16 @@ def heavy_nodes(graph):
 
 def expand_heavy_ops(graph, keep=lambda node: False):
     """`graph` with every heavy op, but the nodes `keep` accepts, replaced by its
-    decomposition."""
+    decomposition; a decomposition may hold heavy ops itself (conv_bf16's holds a conv):
+    those are expanded in turn."""
+    while True:
+        expanded = _expand_once(graph, keep)
+        if expanded is graph:
+            return graph
+        graph = expanded
+
+
+def _expand_once(graph, keep):
     ops = _decompositions()
     if not any(n.op in ops and not keep(n) for n in graph.nodes):
         return graph

@@ -24,13 +24,13 @@ from ...hybrid.cached import set_default_precision_pipeline, set_precision_pipel
 
 # MXNet's op names -> the kiln primitives they trace to
 _MX_NAMES = {"FullyConnected": "matmul", "dot": "matmul", "batch_dot": "matmul",
-             "linalg_gemm2": "matmul", "_npi_matmul": "matmul", "matmul": "matmul"}
-# MXNet 1.9's lists (contrib/amp/lists/symbol_bf16.py), as kiln runs them: Convolution
-# stays float32 until kiln has a bfloat16 convolution
-BF16_FUNCS = ["FullyConnected", "dot", "batch_dot"]
+             "linalg_gemm2": "matmul", "_npi_matmul": "matmul", "matmul": "matmul",
+             "Convolution": "conv", "conv": "conv"}
+# MXNet 1.9's lists (contrib/amp/lists/symbol_bf16.py), as kiln runs them
+BF16_FUNCS = ["Convolution", "FullyConnected", "dot", "batch_dot"]
 FP32_FUNCS = ["softmax", "log_softmax", "SoftmaxOutput", "LayerNorm", "BatchNorm",
               "InstanceNorm", "GroupNorm", "norm", "sum", "mean", "exp", "log",
-              "Convolution", "Deconvolution", "RNN"]
+              "Deconvolution", "RNN"]
 CONDITIONAL_FP32_FUNCS = []
 
 _state = {"initialized": False, "target": None}
