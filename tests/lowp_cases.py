@@ -24,7 +24,12 @@ def lowp_cases(C):
                         C(_f32(2, 5, 7), _f32(3, 7), transpose_b=True, torch=_t_matmul_bf16,
                           fd=False, tol=1e-5),
                         C(_f32(2, 4, 6), _f32(2, 6, 3), torch=_t_matmul_bf16, fd=False,
-                          tol=1e-5)],
+                          tol=1e-5),
+                        # attention's heads: two batch dims, plain and transposed
+                        C(_f32(2, 3, 4, 5), _f32(2, 3, 5, 6), torch=_t_matmul_bf16, fd=False,
+                          tol=1e-5),
+                        C(_f32(2, 3, 4, 5), _f32(2, 3, 6, 5), transpose_b=True,
+                          torch=_t_matmul_bf16, fd=False, tol=1e-5)],
     }
 
 
@@ -60,3 +65,4 @@ def conv_bf16_cases(C):
                             fd=False, tol=1e-4),
                           C(_f32(1, 4, 5, 5), _f32(4, 2, 3, 3), stride=(2, 2), dilation=(1, 1),
                             pad=(0, 0, 0, 0), groups=2, torch=_t_conv_bf16, fd=False, tol=1e-4)]}
+

@@ -24,22 +24,27 @@ _taken = {}         # geometry -> does oneDNN make it with a real kernel
 
 
 def geometry(node):
-    """(a dims, a strides, b dims, b strides) as the shim takes node's operands, or None."""
+    """(a dims, a strides, b dims, b strides) as the shim takes node's operands (2 or 3
+    dims: batch dims collapsed into one), or None."""
     a, b = node.inputs
     k = a.shape[-1]
+    stored = b.shape                    # b as it lies (transposed when transpose_b)
     if b.ndim == 2 and a.ndim >= 2:
         ad = (math.prod(a.shape[:-1]), k)
     elif a.ndim == 3 and b.ndim == 3 and (a.shape[0] == b.shape[0] or 1 in (a.shape[0],
                                                                            b.shape[0])):
         ad = a.shape
+    elif a.ndim == b.ndim > 3 and a.shape[:-2] == b.shape[:-2]:
+        batch = math.prod(a.shape[:-2])
+        ad, stored = (batch,) + a.shape[-2:], (batch,) + b.shape[-2:]
     else:
         return None
+    strides = contiguous_strides(stored)
     if node.attrs.get("transpose_b"):
-        bd = b.shape[:-2] + (b.shape[-1], b.shape[-2])
-        stored = contiguous_strides(b.shape)
-        bs = tuple(stored[:-2]) + (stored[-1], stored[-2])
+        bd = stored[:-2] + (stored[-1], stored[-2])
+        bs = tuple(strides[:-2]) + (strides[-1], strides[-2])
     else:
-        bd, bs = b.shape, tuple(contiguous_strides(b.shape))
+        bd, bs = stored, tuple(strides)
     if 0 in ad or 0 in bd:
         return None
     return tuple(ad), tuple(contiguous_strides(ad)), tuple(bd), bs

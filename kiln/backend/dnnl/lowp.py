@@ -126,14 +126,17 @@ def _element_strides(x):
 
 
 def _operands(a, b):
-    """(a, b) as the shim takes them (2 or 3 dims, b's batch dim 1 or a's), the shape of
-    y as the caller wants it, or None."""
+    """(a, b) as the shim takes them (2 or 3 dims, b's batch dim 1 or a's; equal batch
+    dims collapsed into one), the shape of y as the caller wants it, or None."""
     if b.ndim == 2 and a.ndim >= 2:
         rows = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
         return rows, b, a.shape[:-1] + (b.shape[-1],)
     if a.ndim == 3 and b.ndim == 3 and (a.shape[0] == b.shape[0] or 1 in (a.shape[0],
                                                                           b.shape[0])):
         return a, b, (max(a.shape[0], b.shape[0]), a.shape[1], b.shape[2])
+    if a.ndim == b.ndim > 3 and a.shape[:-2] == b.shape[:-2]:     # batch dims collapsed
+        return (a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]),
+                a.shape[:-1] + (b.shape[-1],))
     return None
 
 
