@@ -111,3 +111,54 @@ def test_amp_network_exports_reloads_and_runs_in_onnxruntime(tmp_path):
     sess = ort.InferenceSession(path)
     (got,) = sess.run(None, {sess.get_inputs()[0].name: x.asnumpy()})
     onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * onp.abs(want).max())
+
+
+def _digits_cnn():
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(16, 3, padding=1, activation="relu", in_channels=1),
+            nn.Conv2D(32, 3, padding=1, activation="relu", in_channels=16),
+            nn.MaxPool2D(2), nn.Flatten(), nn.Dense(64, activation="relu", in_units=512),
+            nn.Dense(10, in_units=64))
+    net.initialize(init.Xavier())
+    return net
+
+
+def _train_digits(convert):
+    from kiln.data.digits import load_arrays
+    xtr, ytr = load_arrays(train=True, flatten=False)
+    xte, yte = load_arrays(train=False, flatten=False)
+    onp.random.seed(3)
+    import kiln
+    kiln.npx.random.seed(3)
+    net = _digits_cnn()
+    net.hybridize()
+    if convert:
+        amp.convert_hybrid_block(net, "bfloat16")
+    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 3e-3})
+    if convert:
+        amp.init_trainer(trainer)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    order = onp.random.default_rng(0)
+    for epoch in range(6):
+        perm = order.permutation(len(xtr))
+        for k in range(0, len(xtr), 64):
+            idx = perm[k:k + 64]
+            x, t = np.array(xtr[idx]), np.array(ytr[idx].astype("float32"))
+            with autograd.record():
+                loss = loss_fn(net(x), t)
+                if convert:
+                    with amp.scale_loss(loss, trainer) as scaled:
+                        autograd.backward(scaled)
+            if not convert:
+                loss.backward()
+            trainer.step(len(idx))
+    acc = float((net(np.array(xte)).asnumpy().argmax(axis=1) == yte).mean())
+    return acc, _compiled_ops(net)
+
+
+def test_amp_training_reaches_float32_accuracy_on_digits():
+    """The same CNN, data order and epochs: bfloat16 AMP within a point of float32."""
+    f32, _ = _train_digits(False)
+    bf16, ops = _train_digits(True)
+    assert {"conv_bf16", "matmul_bf16"} <= ops
+    assert f32 > 0.95 and bf16 >= f32 - 0.01, (f32, bf16)
