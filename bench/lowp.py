@@ -5,11 +5,12 @@ in float32, bfloat16 (kiln: amp.convert_hybrid_block; PyTorch: bfloat16 weights,
 autocast) and int8 (kiln: quantize_net with naive calibration; ONNX Runtime: its static
 QDQ quantization of kiln's exported float32 model); a BERT-base encoder layer (768
 hidden, 12 heads, 3072 FFN) at batch 8 x 128 in float32, bfloat16 and dynamic int8
-(kiln: quantize_net calib_mode='none'; PyTorch: quantize_dynamic of its Linear layers).
+(kiln: quantize_net calib_mode='none'; PyTorch: quantize_dynamic of its FFN layers); and
+AMP training steps of both (kiln: the hybridized net in amp; PyTorch: autocast).
 The header names the CPU, oneDNN's ISA and the load average: a shared machine's numbers
 are only comparable within one run.
 
-python -m kiln bench lowp [--quick] [--size N] [--only resnet,bert]
+python -m kiln bench lowp [--quick] [--size N] [--only resnet,bert,train]
 """
 import argparse
 import os
@@ -202,11 +203,78 @@ def bert_rows(quick):
     return harness.side_by_side(rows, rounds=3 if quick else 5, warmup=2 if quick else 5)
 
 
+def _kiln_train(build, x, y, loss_fn, convert):
+    """One training step: the hybridized net (forward and backward one compiled program
+    each, in AMP when converted), float32 master weights, SGD."""
+    from kiln import autograd, gluon
+    net = build()
+    net.initialize(init.Xavier())
+    net(x)
+    net.hybridize()
+    if convert:
+        amp.convert_hybrid_block(net, "bfloat16")
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
+
+    def step():
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(x.shape[0])
+        loss.wait_to_read()
+    return step
+
+
+def _torch_train(torch, model, x, y, loss_fn, autocast):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        if autocast:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = loss_fn(model(x), y)
+        else:
+            loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def train_rows(size, quick):
+    """AMP training steps: ResNet-18 at batch 32 (classes) and the BERT layer (a squared
+    error on its output), float32 and bfloat16, beside PyTorch's autocast."""
+    from kiln import gluon
+    torch = _torch()
+    r = onp.random.default_rng(2)
+    xv = r.standard_normal((32, 1, size, size)).astype("float32")
+    yv = r.integers(0, 10, 32).astype("float32")
+    bv = r.standard_normal((8, 128, 768)).astype("float32")
+    ce, l2 = gluon.loss.SoftmaxCrossEntropyLoss(), gluon.loss.L2Loss()
+    rows = []
+    for label, build, x, y, loss in (
+            ("ResNet-18", cnn_models.kiln_resnet18, np.array(xv), np.array(yv), ce),
+            ("BERT layer", KilnEncoderLayer, np.array(bv), np.array(bv), l2)):
+        _safe(rows, f"{label}: kiln float32", lambda: _kiln_train(build, x, y, loss, False))
+        _safe(rows, f"{label}: kiln AMP bfloat16", lambda: _kiln_train(build, x, y, loss, True))
+        if torch is None:
+            continue
+        if label == "ResNet-18":
+            tx, ty = torch.from_numpy(xv), torch.from_numpy(yv.astype(onp.int64))
+            model, tloss = cnn_models.torch_resnet18(torch), torch.nn.CrossEntropyLoss()
+        else:
+            tx = ty = torch.from_numpy(bv)
+            model, tloss = _torch_layer(torch).train(), torch.nn.MSELoss()
+        _safe(rows, f"{label}: PyTorch float32", lambda: _torch_train(torch, model, tx, ty,
+                                                                       tloss, False))
+        _safe(rows, f"{label}: PyTorch autocast bfloat16", lambda: _torch_train(
+            torch, model, tx, ty, tloss, True))
+    return harness.side_by_side(rows, rounds=3 if quick else 5, warmup=1 if quick else 3)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m kiln bench lowp")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--size", type=int, default=96, help="ResNet-18 input size")
-    parser.add_argument("--only", default="resnet,bert")
+    parser.add_argument("--only", default="resnet,bert,train")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     print("\n".join(info_lines()))
@@ -220,5 +288,9 @@ def main(argv):
         rows = bert_rows(args.quick)
         print(harness.markdown_table("BERT-base encoder layer, batch 8 x 128", rows,
                                      "kiln float32"))
+    if "train" in only:
+        rows = train_rows(args.size, args.quick)
+        print(harness.markdown_table("Training steps (ResNet-18 batch 32; BERT layer 8 x 128)",
+                                     rows, rows[0][0] if rows else ""))
     print(f"load average after {os.getloadavg()[0]:.2f}")
     return 0
