@@ -8,6 +8,7 @@ DEFAULT_FLOAT = _np.dtype(_np.float32)
 DEFAULT_INT = _np.dtype(_np.int64)
 SUPPORTED_DTYPES = tuple(_np.dtype(t) for t in (
     _np.float16, _np.float32, _np.float64, _np.int8, _np.uint8, _np.int32, _np.int64, _np.bool_))
+_BFLOAT16 = []      # ml_dtypes' bfloat16 once imported (optional: see bfloat16_dtype)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # kiln/
 
@@ -149,6 +150,20 @@ def op_error(op, message, kind=ShapeError):
     return kind(f"{op}: {message}{where_in_user_code()}")
 
 
+def bfloat16_dtype():
+    """The bfloat16 NumPy dtype (ml_dtypes.bfloat16), imported on first use: NumPy stays
+    kiln's only hard dependency."""
+    if not _BFLOAT16:
+        try:
+            import ml_dtypes
+        except ImportError as exc:
+            raise DTypeError(
+                "dtype bfloat16 needs the ml_dtypes package (pip install 'kiln[lowp]' or "
+                f"pip install ml_dtypes){where_in_user_code()}") from exc
+        _BFLOAT16.append(_np.dtype(ml_dtypes.bfloat16))
+    return _BFLOAT16[0]
+
+
 def normalize_dtype(dtype, default=None):
     """`dtype` (a NumPy dtype, a type or a name; 'float' means kiln's default float) as a NumPy
     dtype kiln supports, or `default` when None; an unsupported one is a DTypeError."""
@@ -156,11 +171,13 @@ def normalize_dtype(dtype, default=None):
         return default
     if isinstance(dtype, str) and dtype in ("float", "float_"):
         return DEFAULT_FLOAT
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        return bfloat16_dtype()
     try:
         dt = _np.dtype(dtype)
     except TypeError as exc:
         raise DTypeError(f"unknown dtype {dtype!r}{where_in_user_code()}") from exc
-    if dt not in SUPPORTED_DTYPES:
+    if dt not in SUPPORTED_DTYPES and not (dt.kind == "V" and dt.name == "bfloat16"):
         raise DTypeError(
             f"dtype {dt} is not supported; expected one of "
             f"{', '.join(str(d) for d in SUPPORTED_DTYPES)}{where_in_user_code()}")

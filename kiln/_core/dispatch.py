@@ -12,10 +12,7 @@ from .primitive import REGISTRY
 from . import trace
 from .writes import arrays_written
 from .aliasing import VIEW_OPS, note_view
-
-
-def _is_floating(dt):
-    return dt.kind == "f"
+from .bfloat16 import is_floating as _is_floating, any_bfloat16, run_in_float32
 
 
 def scalar_operand(value, like):
@@ -77,7 +74,10 @@ def apply(prim, args, attrs):
         datas = [a._data for a in arrays]
         shape, dtype = prim.shape(*datas, **attrs)
         try:
-            value = prim.impl(*datas, **attrs)
+            if any_bfloat16(datas) and prim.name not in VIEW_OPS:
+                value = run_in_float32(prim.impl, datas, attrs)
+            else:
+                value = prim.impl(*datas, **attrs)
         except KilnError:
             raise
         except (ValueError, TypeError, IndexError, FloatingPointError, MemoryError) as exc:

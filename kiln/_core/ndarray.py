@@ -11,6 +11,7 @@ import numpy as _np
 from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
     where_in_user_code, normalize_dtype)
 from . import aligned
+from .bfloat16 import is_bfloat16
 from .context import cpu, check_usable
 from .primitive import REGISTRY
 from .writes import arrays_written
@@ -436,7 +437,7 @@ def as_array(value, dtype=None):
             data = data.astype(dtype, copy=False)
         elif data.dtype.kind in "iuf" or data.dtype == object:
             data = data.astype(DEFAULT_FLOAT)
-    if data.dtype.kind not in "fiub":
+    if data.dtype.kind not in "fiub" and not is_bfloat16(data.dtype):
         raise DTypeError(f"cannot make an array of dtype {data.dtype}{where_in_user_code()}")
     return ndarray._wrap(data)
 

@@ -8,11 +8,13 @@ no dispatch.
 It is also how control-flow ops evaluate their subgraphs eagerly: run_subgraph is
 registered into kiln/ops/subgraph.py when this module is imported.
 """
+import functools
 import threading
 
 import numpy as _np
 
 from .._core.ir import Graph
+from .._core.bfloat16 import any_bfloat16, run_in_float32
 from ..ops import subgraph
 from ..ops.registry import REGISTRY
 from ..graph.passes import plan_memory, run_pipeline
@@ -84,6 +86,8 @@ _FLOAT_MATH = frozenset(("exp", "log", "sqrt", "sin", "cos", "tanh", "arcsin", "
 
 def out_kernel(node):
     """A function (*inputs, out) that writes node's value into `out`, or None."""
+    if any_bfloat16(node.inputs) or any_bfloat16((node,)):
+        return None     # computed in float32 and rounded once, as eagerly (_alloc_step)
     kernel = _out_kernel(node)
     if kernel is not None and REGISTRY[node.op].elementwise and not _accepts(kernel, node):
         return None
@@ -182,8 +186,10 @@ class NumpyProgram:
                 vals[s] = view
                 steps.append(_out_step(vals, out_kernel(node), ins, view))
             else:
-                steps.append(_alloc_step(vals, REGISTRY[node.op].impl, ins, s, node.attrs,
-                                         node.dtype))
+                impl = REGISTRY[node.op].impl
+                if any_bfloat16(node.inputs):
+                    impl = functools.partial(_in_float32, impl)
+                steps.append(_alloc_step(vals, impl, ins, s, node.attrs, node.dtype))
         self.vals = vals
         self.steps = steps
         self._lock = threading.Lock()
@@ -226,6 +232,10 @@ def _alloc_step(vals, impl, ins, s, attrs, dtype=None):
             value = _np.asarray(value).astype(dtype)
         vals[s] = value
     return step
+
+
+def _in_float32(impl, *datas, **attrs):
+    return run_in_float32(impl, datas, attrs)
 
 
 def run_subgraph(graph, values, index=None):

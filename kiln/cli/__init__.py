@@ -11,6 +11,8 @@ from .._core.base import command_line_entry
 
 COMMANDS = {
     "demo": ("kiln.demo", "main", "train an MLP on the bundled 8x8 digits and report accuracy"),
+    "info": ("kiln.cli.info", "main",
+             "versions, CPU extensions, C compiler, oneDNN and the ISA it dispatches to"),
     "bench": ("kiln.cli.bench", "main",
               "benchmarks from bench/: `bench` (seed MLP vs peers), `bench train`"),
     "inspect": ("kiln.cli.models", "inspect_main",

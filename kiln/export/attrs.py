@@ -14,7 +14,8 @@ import math
 
 import numpy as _np
 
-from .._core.base import KilnError
+from .._core.base import KilnError, bfloat16_dtype
+from .._core.bfloat16 import is_bfloat16
 
 # the dtypes an exported graph may use; parsing by table, never np.dtype(user string)
 DTYPES = {name: _np.dtype(name) for name in (
@@ -29,16 +30,18 @@ _SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 def dtype_name(dtype):
     dt = _np.dtype(dtype)
     name = dt.name
-    if name not in DTYPES:
+    if name not in DTYPES and not is_bfloat16(dt):
         raise KilnError(f"export: dtype {dt} cannot be exported (supported: "
-                        f"{', '.join(DTYPES)})")
+                        f"{', '.join(DTYPES)}, bfloat16)")
     return name
 
 
 def parse_dtype(value, where):
+    if value == "bfloat16":     # ml_dtypes' (optional): looked up only when a file names it
+        return bfloat16_dtype()
     if not isinstance(value, str) or value not in DTYPES:
         raise KilnError(f"{where}: unknown dtype {value!r} (expected one of "
-                        f"{', '.join(DTYPES)})")
+                        f"{', '.join(DTYPES)}, bfloat16)")
     return DTYPES[value]
 
 

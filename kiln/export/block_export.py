@@ -1,6 +1,7 @@
 """HybridBlock.export: the block's inference graph as a symbol file plus a params file.
 
-What is exported is the *raw traced* graph in predict mode (outputs only, so state
+What is exported is the *raw traced* graph in predict mode (through the block's precision
+pipeline, for a block converted by kiln.contrib.amp or quantization) (outputs only, so state
 updates and dropout's training branch are gone), not the optimized one: it holds nothing
 but registry primitives exactly as the user's forward produced them, it is stable across
 changes to kiln's optimization passes, and every reader optimizes it again anyway
@@ -62,6 +63,9 @@ def inference_graph(block, example_inputs=None):
     raw = cap.graph
     graph = Graph(raw.inputs[:cap.n_inputs], raw.params, raw.outputs[:cap.n_outputs],
                   raw.name)
+    # a mixed-precision or quantized block exports its low-precision graph (int8 weights
+    # and scales become constants of the graph, in the params file)
+    graph = cached.with_precision(graph)
     names = {id(p): n for n, p in block.collect_params().items()}
     param_names = {}
     for node in graph.nodes:

@@ -22,7 +22,8 @@ import struct
 
 import numpy as _np
 
-from .._core.base import KilnError
+from .._core.base import KilnError, bfloat16_dtype
+from .._core.bfloat16 import is_bfloat16
 from ..npx.io import (MAX_PARAMS_FILE_BYTES, MAX_RANK, MAX_TENSOR_ELEMENTS, read_capped,
                       read_npz, write_bytes_atomic)
 
@@ -31,6 +32,7 @@ V1, V2, V3 = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
 DTYPES = {0: "float32", 1: "float64", 2: "float16", 3: "uint8", 4: "int32", 5: "int8",
           6: "int64", 7: "bool"}
 FLAGS = {_np.dtype(v): k for k, v in DTYPES.items()}
+BFLOAT16_FLAG = 12      # mshadow's kBfloat16: bfloat16 needs ml_dtypes, so it is looked up apart
 MAX_ARRAYS = 1 << 20
 MAX_NAME = 1 << 16
 
@@ -89,9 +91,13 @@ def _array(r, k):
     r.unpack("i", f"{where}'s device type")
     r.unpack("i", f"{where}'s device id")
     flag = r.unpack("i", f"{where}'s dtype flag")
-    if flag not in DTYPES:
+    if flag not in DTYPES and flag != BFLOAT16_FLAG:
         raise KilnError(f"{r.source}: {where} has dtype flag {flag}; kiln reads "
-                        f"{sorted(DTYPES)} ({', '.join(DTYPES.values())})")
+                        f"{sorted(DTYPES)} ({', '.join(DTYPES.values())}) and "
+                        f"{BFLOAT16_FLAG} (bfloat16)")
+    if flag == BFLOAT16_FLAG:
+        raw = r.take(size * 2, f"{where}'s {size} values of bfloat16")
+        return _np.frombuffer(raw, "<u2").astype(_np.uint16).view(bfloat16_dtype()).reshape(shape)
     dtype = _np.dtype(DTYPES[flag]).newbyteorder("<")
     raw = r.take(size * dtype.itemsize, f"{where}'s {size} values of {dtype.name}")
     if dtype.kind == "b":   # a byte other than 0/1 is not a bool compiled code can cast
@@ -159,14 +165,18 @@ def encode(arrays, names=None):
     out = [struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))]
     for a in arrays:
         a = _np.ascontiguousarray(a)
-        if a.dtype not in FLAGS:
+        if is_bfloat16(a.dtype):
+            a, flag = a.view(_np.uint16), BFLOAT16_FLAG
+        elif a.dtype in FLAGS:
+            flag = FLAGS[a.dtype]
+        else:
             raise KilnError(f"MXNet params: dtype {a.dtype} has no MXNet flag "
-                            f"({', '.join(DTYPES.values())})")
+                            f"({', '.join(DTYPES.values())}, bfloat16)")
         if a.ndim == 0:
             a = a.reshape(1)   # MXNet 1.x has no rank-0 arrays
         out.append(struct.pack("<Iii", V2, 0, a.ndim))
         out.append(struct.pack(f"<{a.ndim}q", *a.shape))
-        out.append(struct.pack("<iii", 1, 0, FLAGS[a.dtype]))
+        out.append(struct.pack("<iii", 1, 0, flag))
         out.append(a.astype(a.dtype.newbyteorder("<")).tobytes())
     names = list(names or [])
     out.append(struct.pack("<Q", len(names)))

@@ -8,6 +8,7 @@ to the type kiln computes in wherever they differ.
 import numpy as _np
 
 from .._core.base import KilnError
+from . import onnx_lowp
 
 INT64_MIN = -(1 << 63)
 
@@ -241,6 +242,9 @@ LOWERINGS = {
     "argmax": _arg("ArgMax"), "argmin": _arg("ArgMin"), "full": _full,
     "matmul": _matmul, "windows": _windows, "conv": _conv, "pool": _pool,
 }
+
+
+LOWERINGS.update(onnx_lowp.LOWERINGS)     # the int8 layers, as QuantizeLinear/DequantizeLinear
 
 
 def lowering(op):

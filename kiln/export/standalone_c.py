@@ -123,12 +123,26 @@ def _main_c():
     return (Path(__file__).parent / "csrc" / "main.c").read_text(encoding="utf-8")
 
 
+LOW_PRECISION_OPS = ("matmul_bf16", "quantize_int8", "dense_int8", "conv_int8")
+
+
+def _refuse_low_precision(graph):
+    low = sorted({n.op for n in graph.nodes if n.op in LOW_PRECISION_OPS}
+                 | {f"{n.dtype} values" for n in graph.nodes if n.dtype.name == "bfloat16"})
+    if low:
+        raise KilnError(f"build-c: this is a low-precision graph ({', '.join(low)}); standalone "
+                        "C programs run float32 graphs only. Export the float32 network "
+                        "(before amp.convert_hybrid_block / quantize_net) for build-c, or run "
+                        "this one with kiln or ONNX Runtime (python -m kiln onnx)")
+
+
 def build_c(symbol_file, param_file, out_dir):
     """Write model.c, model.h, weights.c, main.c and a Makefile into out_dir."""
     from ..backend.c.codegen import generate, NotLowerable
     from ..graph.passes.pipeline import run_pipeline
     model = load_model(symbol_file, param_file)
     graph = to_graph(model)
+    _refuse_low_precision(graph)
     for what, nodes in (("input", graph.inputs), ("output", graph.outputs)):
         for n in nodes:
             if n.dtype != _F32:

@@ -17,6 +17,7 @@ import warnings
 import numpy as onp
 
 from .._core import autograd
+from .._core.bfloat16 import is_floating
 from .._core.ndarray import ndarray
 from ..graph.tree import flatten
 from ..hybrid.cached import hybridize
@@ -62,14 +63,14 @@ def _run(fn, args):
 def _grads(fn, args, weights):
     """(gradients of the float arguments, exception or None) under autograd.record()."""
     try:
-        float_args = [a for a in args if isinstance(a, ndarray) and a.dtype.kind == "f"]
+        float_args = [a for a in args if isinstance(a, ndarray) and is_floating(a.dtype)]
         for a in float_args:
             a.attach_grad()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with autograd.record():
                 outs, _ = flatten(fn(*args))
-                heads = [o for o in outs if o.dtype.kind == "f"]
+                heads = [o for o in outs if is_floating(o.dtype)]
                 if not heads:
                     return None, None
                 loss = None
@@ -90,6 +91,9 @@ def same_values(expected, actual, rtol=2e-4, atol=1e-5):
         e, a = onp.asarray(e), onp.asarray(a)
         if e.shape != a.shape or e.dtype != a.dtype:
             return f"value {k}: {e.dtype}{list(e.shape)} against {a.dtype}{list(a.shape)}"
+        if is_floating(e.dtype) and e.dtype.kind != "f":     # bfloat16: 8 significant bits
+            e, a = e.astype(onp.float32), a.astype(onp.float32)
+            rtol, atol = max(rtol, 1e-2), max(atol, 1e-2)
         if e.dtype.kind in "fc":
             bad = ~((onp.isnan(e) & onp.isnan(a)) | (e == a))
             finite = onp.isfinite(e) & onp.isfinite(a)

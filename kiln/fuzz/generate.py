@@ -15,8 +15,13 @@ matmuls, creation functions, random draws (multiplied by zero, so values compare
 import numpy as onp
 
 from . import forms
+from .._core.base import normalize_dtype
+from .._core.bfloat16 import is_bfloat16
 
 DTYPES = ("float32", "float32", "float32", "float64", "int32", "int64", "bool")
+# the stream with bfloat16 operands (`python -m kiln fuzz --bfloat16`); a stream of its own,
+# so the programs of the default stream (and the seeds tests name) stay what they were
+BFLOAT16_DTYPES = DTYPES + ("bfloat16", "bfloat16")
 SHAPES = ((3,), (4,), (2, 3), (3, 4), (4, 4), (2, 3, 4), (1, 3), (3, 1), (2, 1, 4), ())
 
 
@@ -49,6 +54,8 @@ class Program:
 
 
 def _literal(value):
+    if is_bfloat16(value.dtype):    # bfloat16 scalars print as bfloat16(...): as floats
+        return f"np.array({value.astype(onp.float32).tolist()!r}, dtype='bfloat16')"
     return f"np.array({value.tolist()!r}, dtype={str(value.dtype)!r})"
 
 
@@ -58,7 +65,7 @@ def random_value(rng, shape, dtype):
     if dtype.startswith("int"):
         return rng.integers(-3, 4, shape).astype(dtype)
     # quarters in [-2, 2]: exact in every float type, so sums agree exactly
-    return (rng.integers(-8, 9, shape) / 4.0).astype(dtype)
+    return (rng.integers(-8, 9, shape) / 4.0).astype(normalize_dtype(dtype))
 
 
 def _probe(prelude, body, args):
@@ -78,14 +85,16 @@ def _probe(prelude, body, args):
     return {k: (tuple(v.shape), str(v.dtype)) for k, v in found.items()}, None
 
 
-def generate(seed, index, max_statements=15):
-    """Program number `index` of the stream `seed` (the same pair gives the same program)."""
+def generate(seed, index, max_statements=15, bfloat16=False):
+    """Program number `index` of the stream `seed` (the same pair gives the same program);
+    bfloat16=True draws from the stream whose operands may be bfloat16."""
     rng = onp.random.default_rng([seed, index])
     n_args = int(rng.integers(1, 4))
     shapes = [SHAPES[int(rng.integers(len(SHAPES)))] for _ in range(n_args)]
     if n_args > 1 and rng.random() < 0.6:       # related shapes broadcast against each other
         shapes[1] = shapes[0][int(rng.integers(0, len(shapes[0]) + 1)):]
-    dtypes = [DTYPES[int(rng.integers(len(DTYPES)))] for _ in range(n_args)]
+    table = BFLOAT16_DTYPES if bfloat16 else DTYPES
+    dtypes = [table[int(rng.integers(len(table)))] for _ in range(n_args)]
     dtypes[0] = "float32" if rng.random() < 0.7 else dtypes[0]
     args = [random_value(rng, s, d) for s, d in zip(shapes, dtypes)]
     new_args = [random_value(rng, s, d) for s, d in zip(shapes, dtypes)]

@@ -57,7 +57,7 @@ def _kinds(status, result):
 
 
 def fuzz(minutes=1.0, seed=0, max_programs=None, do_minimize=True, out=print,
-         max_minimized=5, progress_every=60.0, jobs=1):
+         max_minimized=5, progress_every=60.0, jobs=1, bfloat16=False):
     """Run the fuzzer (`jobs` child processes side by side); returns its Report."""
     report = Report()
     lock = threading.Lock()
@@ -77,7 +77,7 @@ def fuzz(minutes=1.0, seed=0, max_programs=None, do_minimize=True, out=print,
         child = Child()
         try:
             while (index := take()) is not None:
-                status, source, result = child.run({"generate": [seed, index]})
+                status, source, result = child.run({"generate": [seed, index, 15, bfloat16]})
                 with lock:
                     kinds = _record(report, status, source, result)
                     minimize_it = do_minimize and len(report.failures) < max_minimized
@@ -151,7 +151,10 @@ def main(argv):
     parser.add_argument("--no-minimize", action="store_true")
     parser.add_argument("--jobs", type=int, default=2,
                         help="child processes running programs side by side (default 2)")
+    parser.add_argument("--bfloat16", action="store_true",
+                        help="the stream whose operands may be bfloat16")
     args = parser.parse_args(argv)
     report = fuzz(args.minutes, args.seed, args.programs, not args.no_minimize,
-                  out=lambda text: print(text, flush=True), jobs=args.jobs)
+                  out=lambda text: print(text, flush=True), jobs=args.jobs,
+                  bfloat16=args.bfloat16)
     return 1 if report.mismatches or report.crashes or report.hangs else 0

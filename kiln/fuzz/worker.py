@@ -1,7 +1,7 @@
 """The fuzzer's child process: runs programs and answers on stdout, one JSON line each.
 
 Requests (one JSON object per stdin line):
-  {"generate": [seed, index]}   generate that program, then run it
+  {"generate": [seed, index, max_statements, bfloat16]}   generate that program, then run it
   {"source": text}              run this program source (the minimizer's candidates)
 Before running, the worker writes {"program": source}, so the parent still knows what ran
 when the process dies in the middle (a crash); then {"result": ...}.

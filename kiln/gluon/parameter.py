@@ -19,6 +19,7 @@ from .._core.context import Context, cpu, check_usable
 from .._core import trace
 from .._core.ndarray import ndarray, as_array
 from .._core.writes import arrays_written
+from .._core.bfloat16 import is_floating
 
 
 class ParameterNotInitializedError(KilnError, RuntimeError):
@@ -342,7 +343,7 @@ class Parameter:
                                 f"in {source or 'the file'} does not match the network's "
                                 f"shape {_shape_text(known)}{where_in_user_code()}")
         if value.dtype != self._dtype:
-            if not cast_dtype and not (value.dtype.kind == self._dtype.kind == "f"):
+            if not cast_dtype and not (is_floating(value.dtype) and is_floating(self._dtype)):
                 raise KilnError(f"Parameter {self._label()}: dtype {value.dtype} in "
                                 f"{source or 'the file'} differs from the network's "
                                 f"{self._dtype}; pass cast_dtype=True to convert"

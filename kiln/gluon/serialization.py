@@ -7,6 +7,7 @@ initialized (the shapes come from the file).
 from collections import OrderedDict
 
 from .._core.base import KilnError, where_in_user_code
+from .._core.bfloat16 import is_bfloat16
 from ..npx.io import write_npz_atomic
 
 _KIND_KEY = "__kiln_kind__"   # written by npx.save; not a parameter
@@ -80,7 +81,7 @@ def load_into(params, loaded, filename, allow_missing, ignore_extra, cast_dtype,
         if param._path is None:
             param._path = name
         value = loaded[name]
-        if value.dtype.kind not in "fiub":
+        if value.dtype.kind not in "fiub" and not is_bfloat16(value.dtype):
             raise KilnError(f"load_parameters: entry {name!r} has unsupported dtype "
                             f"{value.dtype}")
         if dtype_source == "saved":

@@ -14,6 +14,7 @@ from .._core.ndarray import ndarray, as_array
 from .._core import trace
 from .._core.ir import Graph, Node
 from .tree import flatten, unflatten
+from .._core.bfloat16 import is_floating
 
 _warned_side_effects = False
 
@@ -85,7 +86,7 @@ def capture(fn, args, name, param_names=None, grad_inputs=None, note_side_effect
     for node in in_nodes:
         ctx.add(node)
         sym = ndarray._from_node(node)
-        if with_grad and grad_inputs[len(symbols)] and node.dtype.kind == "f":
+        if with_grad and grad_inputs[len(symbols)] and is_floating(node.dtype):
             sym._tape = autograd.Leaf(sym)
         symbols.append(sym)
     sym_args = unflatten(in_structure, symbols)
@@ -135,7 +136,7 @@ def _node_of(ctx, array):
 def _trace_backward(ctx, outs, symbols, leaves_before, entries):
     heads, head_grads, grad_in_nodes = [], [], []
     for k, o in enumerate(outs):
-        if o.dtype.kind != "f":
+        if not is_floating(o.dtype):
             continue
         node = ctx.add(Node("input", (), {}, o.shape, o.dtype, name=f"grad_out{k}"))
         grad_in_nodes.append(node)

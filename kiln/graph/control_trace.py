@@ -15,6 +15,7 @@ from .._core.ndarray import ndarray, as_array
 from .._core.ir import Node
 from ..ops.subgraph import Subgraph
 from .subgraph import trace_in_subcontext, union_captures
+from .._core.bfloat16 import is_floating
 
 _NUMBER = (bool, int, float, _np.number)
 
@@ -331,7 +332,7 @@ def _untrack(results, operands, reads):
 def _keep_float_width(ctx, value, start):
     """Eagerly a Python loop index is weakly typed (`y * 0.5 + i` stays float32); in the
     loop graph the index is an int64 array, which would widen y. Keep the carried width."""
-    if (value.dtype != start.dtype and value.dtype.kind == start.dtype.kind == "f"
+    if (value.dtype != start.dtype and is_floating(value.dtype) and is_floating(start.dtype)
             and value.shape == start.shape):
         from .._core import trace
         trace.push(ctx)

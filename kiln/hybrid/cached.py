@@ -23,6 +23,7 @@ from ..graph.passes.pipeline import run_pipeline
 from ..graph.split import split_forward_backward
 from ..graph.tree import flatten, unflatten, ARRAY
 from .fallback import build_entry
+from .._core.bfloat16 import is_floating
 
 
 MISS = object()
@@ -136,23 +137,33 @@ class CachedFunction:
         self._dispatched = set()
         self._lock = threading.Lock()    # for _building and for making the dispatcher
         self._building = {}              # signature key -> lock held while it is built
+        # a pipeline run on each traced graph before generic, with its options (mixed
+        # precision: set_precision_pipeline)
+        self.precision = None
 
     # ---- building --------------------------------------------------------------------------
     def _names(self):
         return self.param_names() if self.param_names is not None else None
 
+    def with_precision(self, graph):
+        """`graph` through the block's precision pipeline (amp, int8), if it has one."""
+        if self.precision is None:
+            return graph
+        name, options = self.precision
+        return run_pipeline(name, graph, **options)
+
     def _build(self, args, grad_mask):
         if grad_mask is None:
             cap = capture(self.fn, args, self.name, self._names(),
                           note_side_effects=self.trace_warning)
-            graph = run_pipeline("generic", cap.graph)
+            graph = run_pipeline("generic", self.with_precision(cap.graph))
             program = make_program(graph, self.backend, cap)
             self._known_params = list(cap.params.values())
             return _Entry(cap, program, [cap.params[id(p)] for p in graph.params])
         cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask,
                       note_side_effects=self.trace_warning)
         cap.grad_mask = grad_mask
-        joint = run_pipeline("generic", cap.graph)
+        joint = run_pipeline("generic", self.with_precision(cap.graph))
         if select(self.backend).name == "c":
             from ..backend.c.program import lay_out_joint
             joint = lay_out_joint(joint)
@@ -292,8 +303,8 @@ class CachedFunction:
         cap = entry.cap
         param_values = {id(p): p.data()._data for p in bparams}
         grad_arrays = [a for a, flag in zip(arrays, cap.grad_mask)
-                       if flag and a.dtype.kind == "f"]
-        float_outs = [k for k, o in enumerate(outs) if o.dtype.kind == "f"]
+                       if flag and is_floating(a.dtype)]
+        float_outs = [k for k, o in enumerate(outs) if is_floating(o.dtype)]
         grad_params = cap.grad_params
 
         connected = [k for k in float_outs if k in cap.connected]
@@ -343,8 +354,27 @@ def cached_function_of(block):
                                         backend=opts.get("backend"),
                                         strict=bool(opts.get("strict", False)),
                                         param_names=lambda: _structural_names(block))
+                cached.precision = block.__dict__.get("_kiln_precision",
+                                                      _default_precision[0])
                 block.__dict__["_kiln_cached"] = cached
     return cached
+
+
+_default_precision = [None]      # amp.init's: (pipeline name, options) for every block
+
+
+def set_default_precision_pipeline(name, **options):
+    """set_precision_pipeline for every block that is hybridized from now on."""
+    _default_precision[0] = None if name is None else (name, dict(options))
+
+
+def set_precision_pipeline(block, name, **options):
+    """Run the pipeline `name` (graph/passes/pipeline.py) with `options` on every graph
+    `block` traces from now on, before the generic passes (kiln.contrib.amp); name None
+    stops it. The programs compiled before are dropped."""
+    with _making_cached:
+        block.__dict__.pop("_kiln_cached", None)
+        block.__dict__["_kiln_precision"] = None if name is None else (name, dict(options))
 
 
 def _structural_names(block):

@@ -1,6 +1,7 @@
 """kiln.np: the NumPy-compatible array API (MXNet's `mxnet.np`)."""
 import numpy as _onp
 
+from .._core.base import bfloat16_dtype as _bfloat16_dtype
 from .._core.ndarray import ndarray
 from .creation import (array, asarray, full, zeros, ones, empty, zeros_like, ones_like,  # noqa
                        full_like, empty_like, arange, linspace, logspace, eye, identity,
@@ -57,6 +58,15 @@ NINF = -inf
 PINF = inf
 NZERO = -0.0
 PZERO = 0.0
+
+
+def __getattr__(name):
+    # bfloat16 comes from ml_dtypes, an optional dependency: imported when first named
+    if name == "bfloat16":
+        return _bfloat16_dtype().type
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 globals().update(_EAGER)       # bincount, histogram, digitize, ...: eager, in NumPy
 alltrue, sometrue, product, round_, row_stack = all, any, prod, round, vstack
 
@@ -64,7 +74,7 @@ alltrue, sometrue, product, round_, row_stack = all, any, prod, round, vstack
 def real(val):
     """The real part of `val`: kiln's arrays are real, so a copy of it as an array."""
     return asarray(val) + 0
-finfo = _onp.finfo
+from .._core.bfloat16 import finfo  # noqa: E402,F401  (knows bfloat16 too)
 # arrays print through NumPy, so NumPy's print options are kiln's
 set_printoptions = _onp.set_printoptions
 get_printoptions = _onp.get_printoptions

@@ -9,6 +9,7 @@ functions compute in the default float.
 """
 import numpy as _np
 
+from .._core.bfloat16 import finfo
 from .._core.dispatch import apply, to_operands
 from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
@@ -337,7 +338,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = _arr(x)
     if x.dtype.kind != "f":
         return x + 0
-    info = _np.finfo(x.dtype)
+    info = finfo(x.dtype)
     hi = info.max if posinf is None else posinf
     lo = info.min if neginf is None else neginf
     x = where(x != x, nan, x)

@@ -18,10 +18,14 @@ import zipfile
 
 import numpy as _np
 
-from .._core.base import KilnError
+from .._core.base import KilnError, bfloat16_dtype
+from .._core.bfloat16 import is_bfloat16
 from .._core.ndarray import ndarray
 
 _KIND_KEY = "__kiln_kind__"
+# NumPy's .npy header has no bfloat16 (it writes '<V2'): such entries are stored as their
+# uint16 bits, and this entry names them
+_BFLOAT16_KEY = "__kiln_bfloat16__"
 
 # caps, so a hostile or corrupt file cannot make a reader allocate without bound
 MAX_RANK = 32
@@ -63,6 +67,12 @@ def save(file, arr):
 
 
 def write_npz_atomic(path, entries):
+    bf16 = [k for k, v in entries.items() if is_bfloat16(_np.asarray(v).dtype)]
+    if bf16:
+        entries = dict(entries)
+        for k in bf16:
+            entries[k] = _np.asarray(entries[k]).view(_np.uint16)
+        entries[_BFLOAT16_KEY] = _np.array(bf16)
     buf = io.BytesIO()
     _np.savez(buf, **entries)
     write_bytes_atomic(path, buf.getvalue())
@@ -234,9 +244,24 @@ def read_npz(source, what="npx.load"):
                     raise KilnError(f"{what}: {path} declares arrays of {total} bytes or "
                                     f"more in all; the cap is {MAX_PARAMS_FILE_BYTES} bytes")
         with _np.load(opened(), allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+            entries = {k: data[k] for k in data.files}
     except Exception as exc:
         raise _load_error(what, path, exc) from None
+    return decode_bfloat16(entries, f"{what}: {path}")
+
+
+def decode_bfloat16(entries, source):
+    """Entries as written by write_npz_atomic: the uint16 bits it names become bfloat16."""
+    names = entries.pop(_BFLOAT16_KEY, None)
+    if names is None:
+        return entries
+    if names.dtype.kind != "U" or names.ndim != 1:
+        raise KilnError(f"{source}: malformed {_BFLOAT16_KEY} entry")
+    for k in names.tolist():
+        if k not in entries or entries[k].dtype != _np.uint16:
+            raise KilnError(f"{source}: bfloat16 entry {k!r} is missing or not uint16 bits")
+        entries[k] = entries[k].view(bfloat16_dtype())
+    return entries
 
 
 def load(file):
@@ -246,7 +271,7 @@ def load(file):
     kind = entries.pop(_KIND_KEY, None)
     kind = str(kind) if kind is not None else "dict"
     for k, v in entries.items():
-        if v.dtype.kind not in "fiub":
+        if v.dtype.kind not in "fiub" and not is_bfloat16(v.dtype):
             raise KilnError(f"npx.load: entry {k!r} has unsupported dtype {v.dtype}")
     if kind == "list":
         try:

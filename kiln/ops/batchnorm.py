@@ -28,6 +28,7 @@ from .registry import register
 from .._core import autograd, trace
 from .._core.autograd import input_needed
 from .._core.base import op_error
+from .rules import is_float
 from .._core.ndarray import ndarray
 
 
@@ -43,7 +44,7 @@ def _layout(op, x, axis):
     """(outer, C, inner) of x viewed around the channel axis."""
     if not isinstance(axis, int) or not 0 <= axis < len(x.shape):
         raise op_error(op, f"axis must be a dimension of the {len(x.shape)}-D input, got {axis!r}")
-    if x.dtype.kind != "f":
+    if not is_float(x.dtype):
         raise op_error(op, f"expected a floating-point input, got {x.dtype}")
     c = int(x.shape[axis])
     outer = int(_np.prod(x.shape[:axis], dtype=_np.int64))

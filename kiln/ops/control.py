@@ -28,6 +28,7 @@ NumPy executor.
 import numpy as _np
 
 from .registry import register, REGISTRY
+from .rules import is_float
 from .subgraph import derived_cache, run, vjp_graph
 from .._core.base import KilnError
 
@@ -53,7 +54,7 @@ def _cond_grad(g, out, pred, *operands, then_graph, else_graph, index):
     gthen, gelse = vjp_graph(then_graph, (index,)), vjp_graph(else_graph, (index,))
     grads = [None]
     for j, x in enumerate(operands):
-        if x.dtype.kind != "f":
+        if not is_float(x.dtype):
             grads.append(None)
             continue
         grads.append(REGISTRY["cond"](pred, *operands, g, then_graph=gthen,
@@ -103,7 +104,7 @@ def _while_shape(*values, cond_graph, body_graph, n_carried, index, max_iteratio
 def _while_grad(g, out, *values, cond_graph, body_graph, n_carried, index, max_iterations):
     grads = []
     for j, x in enumerate(values):
-        if x.dtype.kind != "f":
+        if not is_float(x.dtype):
             grads.append(None)
             continue
         grads.append(REGISTRY["while_loop_grad"](

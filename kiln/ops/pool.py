@@ -19,6 +19,8 @@ import numpy as _np
 
 from . import channels_last as cl, compose
 from .registry import register
+from .rules import is_float
+from .._core.bfloat16 import finfo
 from .reduce import argmax
 from .window import _check, windows, unwindows
 from .conv import _eval, recording
@@ -31,7 +33,7 @@ KINDS = ("max", "avg", "avg_valid")
 def _pool_rule(x, kind, kernel, stride, pad):
     if kind not in KINDS:
         raise op_error("pool", f"kind must be one of {KINDS}, got {kind!r}")
-    if x.dtype.kind != "f":
+    if not is_float(x.dtype):
         raise op_error("pool", f"expected a floating-point input, got {x.dtype}")
     out = _check("pool", x.shape, kernel, stride, (1,) * len(kernel), pad)
     # a window wholly in the padding has no cell to take a max or a valid average of
@@ -105,7 +107,7 @@ def _max_columns(x, kernel, stride, pad):
     """Window columns for max pooling: padding is -inf and NaN the lowest finite value, so
     neither wins over a number (see the module docstring)."""
     cols = _window_columns(x, kernel, stride, pad, -_np.inf)
-    return compose.where(cols != cols, float(_np.finfo(x.dtype).min), cols)
+    return compose.where(cols != cols, float(finfo(x.dtype).min), cols)
 
 
 def _first_max_mask(x, kernel, stride, pad):

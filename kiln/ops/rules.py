@@ -2,12 +2,14 @@
 import numpy as _np
 
 from .._core.base import DEFAULT_FLOAT, DTypeError, KilnError, op_error, normalize_axes
+from .._core import bfloat16
 
 _FLOATS = (_np.dtype(_np.float16), _np.dtype(_np.float32), _np.dtype(_np.float64))
 
 
 def is_float(dtype):
-    return _np.dtype(dtype) in _FLOATS
+    dt = _np.dtype(dtype)
+    return dt in _FLOATS or bfloat16.is_bfloat16(dt)
 
 
 def broadcast_shapes(op, *shapes):
@@ -54,6 +56,8 @@ def check_ufunc_loop(name, *dtypes):
     """Raise where NumPy's ufunc of this name has no loop for these dtypes (bool - bool,
     -bool): the shape rule runs while tracing too, so compiled code raises where eager
     does (the kernel alone would only fail eagerly)."""
+    # bfloat16 operands run in float32 (_core/bfloat16.run_in_float32): float32's loops
+    dtypes = tuple(_np.dtype(_np.float32) if bfloat16.is_bfloat16(d) else d for d in dtypes)
     key = (name,) + dtypes
     ok = _UFUNC_LOOPS.get(key)
     if ok is None:
@@ -91,7 +95,10 @@ def result_type(a, b):
     key = (a, b)
     dt = _RESULT_TYPES.get(key)
     if dt is None:
-        dt = _RESULT_TYPES[key] = _np.result_type(a, b)
+        if bfloat16.is_bfloat16(a) or bfloat16.is_bfloat16(b):
+            dt = _RESULT_TYPES[key] = bfloat16.promote(a, b)
+        else:
+            dt = _RESULT_TYPES[key] = _np.result_type(a, b)
     return dt
 
 

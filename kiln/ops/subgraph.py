@@ -21,6 +21,7 @@ from .._core.ir import Graph, Node
 from .._core.ndarray import ndarray
 from .creation import full
 from .registry import REGISTRY
+from .rules import is_float
 
 # the ops whose attributes hold subgraphs
 CONTROL_OPS = ("cond", "while_loop", "while_loop_grad", "scan", "scan_grad")
@@ -105,7 +106,7 @@ def vjp_graph(graph, out_indices, known=()):
     syms = []
     for node in ins:
         s = ndarray._from_node(node)
-        if node.dtype.kind == "f":
+        if is_float(node.dtype):
             s._tape = autograd.Leaf(s)
         syms.append(s)
     trace.push(ctx)
@@ -115,7 +116,7 @@ def vjp_graph(graph, out_indices, known=()):
                                         for n, k in zip(known, kins)})
         heads, head_grads = [], []
         for k, gnode in zip(out_indices, gins):
-            if outs[k]._tape is not None and gnode.dtype.kind == "f":
+            if outs[k]._tape is not None and is_float(gnode.dtype):
                 heads.append(outs[k])
                 head_grads.append(ndarray._from_node(gnode))
         found = autograd._run_backward(heads, head_grads, retain_graph=False,

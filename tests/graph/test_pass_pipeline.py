@@ -57,6 +57,10 @@ CASES = [
     ("c-joint-layout", conv_chain, {"takes": ALL}, ["channels_last_where_it_pays"] + GENERIC),
     ("standalone-c", lone_conv, {}, ["expand_heavy_ops"] + GENERIC),
     ("onnx", conv_chain, {"takes": lambda n: n.op == "conv"}, ["expand_heavy_ops"]),
+    # precision passes change values by design (tests/graph/test_amp.py, test_quantize.py):
+    # here they are asked to leave the graph alone (nothing allowed; no layer to quantize)
+    ("amp-bfloat16", lone_conv, {"amp_allow": frozenset()}, ["to_bfloat16"]),
+    ("int8", lone_conv, {"int8_layers": {}}, ["quantize_layers"]),
 ]
 
 

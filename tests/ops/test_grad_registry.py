@@ -23,6 +23,7 @@ from control_flow_cases import control_cases
 from heavy_cases import heavy_cases
 from batchnorm_cases import batchnorm_cases
 from special_cases import special_cases
+from lowp_cases import conv_bf16_cases, int8_cases, lowp_cases
 
 R = onp.random.default_rng(0)
 
@@ -255,6 +256,9 @@ CASES.update(control_cases(C))   # cond / while_loop: attributes are subgraphs
 CASES.update(heavy_cases(C))     # conv, pool and their gradients
 CASES.update(batchnorm_cases(C))  # batch norm and its gradients
 CASES.update(special_cases(C))   # gammaln, digamma, gamma, erfinv, bitwise ops
+CASES.update(lowp_cases(C))      # matmul_bf16
+CASES.update(int8_cases(C))      # quantize_int8, dense_int8, conv_int8
+CASES.update(conv_bf16_cases(C))  # conv_bf16
 
 IDS = [(name, i) for name in sorted(REGISTRY) for i in range(len(CASES.get(name, [None])))]
 

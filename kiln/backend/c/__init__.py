@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     elementwise,
     heavy,
     kernels,
+    lowp,
     scan,
     special_ops,
 )

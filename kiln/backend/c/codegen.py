@@ -13,6 +13,7 @@ from ..._core.ir import Graph, Node
 from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.subgraph import CONTROL_OPS
 from ...ops.registry import REGISTRY
+from ..._core.bfloat16 import any_bfloat16, is_bfloat16
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     prelude, C_TYPES)
 from .lowering import DRAWN, MATMUL, Elementwise, NotLowerable, lowering_of, register
@@ -43,8 +44,12 @@ class Step:
 
 def _check_dtypes(graph):
     for n in graph.nodes:
+        if is_bfloat16(n.dtype) and (n.is_source or n.op == "cast"):
+            continue        # C moves bfloat16 in and out of casts; the NumPy executor the rest
         if n.dtype not in C_TYPES:
             raise NotLowerable(f"dtype {n.dtype} of {n.name}")
+        if n.op != "cast" and any_bfloat16(n.inputs):
+            raise NotLowerable(f"{n.op} on bfloat16 ({n.name})")
 
 
 def _fusable(node):

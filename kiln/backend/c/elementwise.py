@@ -8,6 +8,7 @@ special_ops.py's.
 """
 import numpy as _np
 
+from ..._core.bfloat16 import is_bfloat16
 from .loops import C_TYPES
 from .lowering import elementwise_rule
 
@@ -129,6 +130,13 @@ def _where(x):
 
 @elementwise_rule("cast")
 def _cast(x):
+    if is_bfloat16(_np.dtype(x.out_dtype)) and is_bfloat16(_np.dtype(x.in_dtypes[0])):
+        return x.args[0]
+    if is_bfloat16(_np.dtype(x.in_dtypes[0])):
+        wide = f"kiln_bf16_to_f32({x.args[0]})"
+        return f"((uint8_t)({wide} != 0))" if x.out_dtype == _np.bool_ else f"(({x.T}){wide})"
+    if is_bfloat16(_np.dtype(x.out_dtype)):
+        return f"kiln_f32_to_bf16((float)({x.args[0]}))"
     if x.out_dtype == _np.bool_:
         return f"((uint8_t)(({x.args[0]}) != 0))"
     return f"(({x.T})({x.args[0]}))"

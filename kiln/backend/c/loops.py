@@ -8,6 +8,8 @@ innermost one has stride 1 or 0, which the compiler vectorizes.
 """
 import numpy as _np
 
+from ..._core.bfloat16 import is_bfloat16
+
 from . import fixed_source
 
 C_TYPES = {
@@ -19,7 +21,10 @@ C_TYPES = {
 
 
 def ctype(dtype):
-    return C_TYPES[_np.dtype(dtype)]
+    dt = _np.dtype(dtype)
+    if is_bfloat16(dt):
+        return "uint16_t"   # the bits; only casts compute on it (codegen._check_dtypes)
+    return C_TYPES[dt]
 
 
 def contiguous_strides(shape):

@@ -22,10 +22,11 @@ _forced_off = []
 
 WHEEL = "onednn-cpu-gomp"
 HEADERS_WHEEL = "onednn-devel-cpu-gomp"
-# compiled as one library, in this order: pool.c, matmul.c, elementwise.c, held.c and
-# bnorm.c build and run their ops with shim.c's machinery; activation.c is plain loops
+# compiled as one library, in this order: pool.c, matmul.c, elementwise.c, held.c,
+# bnorm.c and lowp.c build and run their ops with shim.c's machinery; activation.c is
+# plain loops
 SOURCES = ("shim.c", "pool.c", "matmul.c", "elementwise.c", "held.c", "bnorm.c",
-           "activation.c")
+           "lowp.c", "activation.c")
 
 
 def _wheel_file(dist, suffix):

@@ -1,4 +1,5 @@
-"""Expanding heavy ops (conv, pool and their gradients) into their decompositions.
+"""Expanding heavy ops (conv, pool, their gradients, matmul_bf16) into their
+decompositions.
 
 A backend that has no kernel for a heavy op runs its decomposition instead: the same
 `windows` + matmul composition the op's eager fallback runs (kiln/ops/conv.py, pool.py).
@@ -12,8 +13,9 @@ HEAVY_OPS = {}
 
 def _decompositions():
     if not HEAVY_OPS:
-        from ...ops import conv, conv_bias, pool
+        from ...ops import conv, conv_bias, lowp, pool
         HEAVY_OPS.update(conv.DECOMPOSITIONS)
+        HEAVY_OPS.update(lowp.DECOMPOSITIONS)
         HEAVY_OPS.update(conv_bias.DECOMPOSITIONS)
         HEAVY_OPS.update(pool.DECOMPOSITIONS)
     return HEAVY_OPS
@@ -26,7 +28,16 @@ def heavy_nodes(graph):
 
 def expand_heavy_ops(graph, keep=lambda node: False):
     """`graph` with every heavy op, but the nodes `keep` accepts, replaced by its
-    decomposition."""
+    decomposition; a decomposition may hold heavy ops itself (conv_bf16's holds a conv):
+    those are expanded in turn."""
+    while True:
+        expanded = _expand_once(graph, keep)
+        if expanded is graph:
+            return graph
+        graph = expanded
+
+
+def _expand_once(graph, keep):
     ops = _decompositions()
     if not any(n.op in ops and not keep(n) for n in graph.nodes):
         return graph

@@ -14,11 +14,16 @@ order. The pipelines:
                    before it is split into two programs (graph/split.py)
   standalone-c     export's standalone C: no kernel library, so every heavy op expanded
   onnx             ONNX export: the heavy ops without an ONNX op expanded
+  amp-bfloat16     mixed precision (kiln.contrib.amp): the matmul family in bfloat16, on
+                   a traced graph before generic (options `amp_allow`, `amp_deny`)
+  int8             quantization (kiln.contrib.quantization): calibrated layers in int8, on
+                   a traced graph before generic (option `int8_layers`)
 
 A pipeline lists Steps and, by name, other pipelines run whole. A step with `then` runs that
 pipeline after it, when it changed the graph. Options are run_pipeline's keyword arguments:
 `takes` (a predicate: the heavy nodes the target runs itself, as kernels or ONNX ops; they
-are kept whole, laid out and fused), `cotangents` and `absent` (pruned-backward's inputs).
+are kept whole, laid out and fused), `cotangents` and `absent` (pruned-backward's inputs),
+`amp_allow` and `amp_deny` (amp-bfloat16's op lists), `int8_layers` (int8's layers).
 
 Passes are looked up in their modules when they run, so a test can stand in for one.
 KILN_DEBUG=1 prints the graph when a pipeline starts and after every step.
@@ -26,8 +31,8 @@ KILN_DEBUG=1 prints the graph when a pipeline starts and after every step.
 import os
 import sys
 
-from . import (conv_epilogue, cse, dce, expand_heavy, fold, fuse, gather_pieces, layout,
-               scan_grad_window, simplify, zero_cotangents)
+from . import (amp, conv_epilogue, cse, dce, expand_heavy, fold, fuse, gather_pieces, layout,
+               quantize, scan_grad_window, simplify, zero_cotangents)
 
 
 class Step:
@@ -91,6 +96,11 @@ PIPELINES = {
     "c-joint-layout": (CHANNELS_LAST,),
     "standalone-c": (EXPAND_HEAVY, "generic"),
     "onnx": (EXPAND_HEAVY,),
+    "amp-bfloat16": (
+        Step("bfloat16 mixed precision", amp, "to_bfloat16",
+             {"allow": "amp_allow", "deny": "amp_deny"}),
+    ),
+    "int8": (Step("int8 quantization", quantize, "quantize_layers", {"layers": "int8_layers"}),),
 }
 
 

@@ -8,6 +8,24 @@
 int kiln_abi_version(void) { return 1; }
 
 
+/* bfloat16 is stored as the top 16 bits of a float32 (uint16_t in C): widening is exact;
+   narrowing rounds to nearest even, as ml_dtypes and PyTorch do, and keeps NaN a NaN */
+static inline float kiln_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline uint16_t kiln_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+
 /* e^x for x <= 0, written so that a loop of it vectorizes (sigmoid's exp): Cephes' expf,
    range reduction by ln 2, a degree-6 polynomial, the power of two put in by bit
    arithmetic in two halves, so results below 2^-126 come out subnormal and e^-inf is 0,

@@ -1,0 +1,259 @@
+/* Low-precision matmuls on oneDNN's matmul primitive (kiln/backend/dnnl/lowp.py):
+   bfloat16 (AMP) and int8 (quantization).
+
+   library.py compiles this file after shim.c as one library, so an op here is a shim op
+   (kd_make, kd_run, kd_free). y (N last) = act(a . b * scale[n] + bias), accumulated in
+   float32 (bfloat16) or int32 (int8), over nd = 2 or 3 dims (a batch dim first: 1 in a or
+   b broadcasts); a and b with their own element strides (a transpose read in place is
+   just other strides), y, bias and scale plain.
+
+   bfloat16: the caller's a and b are float32 and the primitive reads bfloat16; the op's
+   reorders round them (to nearest even) on the way in: a on every call, b (a weight,
+   passed with a stamp) once. y is float32, written by the primitive itself: no pass over
+   it to widen a bfloat16 result.
+   int8: the caller gives a quantized (s8 or u8) and b quantized per output column (s8);
+   scale[n] (float32, N values, a runtime argument) carries a's scale times b's column
+   scale, divided by y's scale when y is int8 (requantized, saturated), and so does the
+   bias. ReLU commutes with the positive scales, so it runs as the post-op it is. */
+
+enum { KD_F32 = 0, KD_BF16 = 1, KD_S8 = 2, KD_U8 = 3 };
+
+static dnnl_data_type_t kd_lowp_type(int code) {
+  switch (code) {
+    case KD_BF16: return dnnl_bf16;
+    case KD_S8: return dnnl_s8;
+    case KD_U8: return dnnl_u8;
+    default: return dnnl_f32;
+  }
+}
+
+static dnnl_memory_desc_t kd_lowp_plain(int nd, const int64_t *dims, dnnl_data_type_t dt) {
+  dnnl_dims_t d, s;
+  int64_t stride = 1;
+  for (int i = nd - 1; i >= 0; i--) { d[i] = dims[i]; s[i] = stride; stride *= dims[i]; }
+  dnnl_memory_desc_t md = 0;
+  if (dnnl_memory_desc_create_with_strides(&md, nd, d, dt, s) != dnnl_success) return 0;
+  return md;
+}
+
+static dnnl_memory_desc_t kd_lowp_strided(int nd, const int64_t *dims, const int64_t *strides,
+                                          dnnl_data_type_t dt) {
+  dnnl_dims_t d, s;
+  for (int i = 0; i < nd; i++) { d[i] = dims[i]; s[i] = strides[i]; }
+  dnnl_memory_desc_t md = 0;
+  if (dnnl_memory_desc_create_with_strides(&md, nd, d, dt, s) != dnnl_success) return 0;
+  return md;
+}
+
+static dnnl_memory_desc_t kd_lowp_any(int nd, const int64_t *dims, dnnl_data_type_t dt) {
+  dnnl_dims_t d;
+  for (int i = 0; i < nd; i++) d[i] = dims[i];
+  dnnl_memory_desc_t md = 0;
+  if (dnnl_memory_desc_create_with_tag(&md, nd, d, dt, dnnl_format_tag_any) != dnnl_success)
+    return 0;
+  return md;
+}
+
+/* op with the runtime scales appended as its last argument (int8): they have no memory
+   descriptor in the primitive's (kd_make would compare one), so the caller's float32
+   (N) is read as it lies. */
+static kd_op *kd_lowp_with_scales(kd_op *op, int int8, const int64_t *scaled) {
+  if (!op || !int8) return op;
+  kd_arg *s = &op->args[op->nargs];
+  dnnl_memory_desc_t sm = kd_lowp_plain(1, scaled, dnnl_f32);
+  s->arg = DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS;
+  if (!sm || dnnl_memory_create(&s->user, sm, kd_engine, DNNL_MEMORY_NONE) != dnnl_success) {
+    snprintf(kd_message, sizeof kd_message, "int8 op: no memory for the scales");
+    if (sm) dnnl_memory_desc_destroy(sm);
+    kd_free(op);
+    return 0;
+  }
+  dnnl_memory_desc_destroy(sm);
+  op->nargs++;
+  return op;
+}
+
+/* in_type: KD_BF16 (float32 a and b read as bfloat16), KD_S8 or KD_U8 (a's type; b s8).
+   out_type: KD_F32, or KD_S8 / KD_U8 for an int8 input (requantized). Arguments, in order:
+   a, b, [bias], y, [scale (int8)]. Fails (0, kd_error) on a reference kernel. */
+static kd_op *kd_matmul_lowp_make(int nd, const int64_t *ad, const int64_t *as,
+                                  const int64_t *bd, const int64_t *bs, int in_type,
+                                  int out_type, int bias, int act) {
+  int64_t yd[3], biasd[3] = {1, 1, 1}, scaled[1] = {bd[nd - 1]};
+  for (int i = 0; i < nd - 2; i++) yd[i] = ad[i] > bd[i] ? ad[i] : bd[i];
+  yd[nd - 2] = ad[nd - 2]; yd[nd - 1] = bd[nd - 1]; biasd[nd - 1] = bd[nd - 1];
+  int int8 = in_type != KD_BF16;
+  dnnl_data_type_t at = kd_lowp_type(in_type), bt = int8 ? dnnl_s8 : dnnl_bf16;
+  dnnl_data_type_t yt = kd_lowp_type(out_type);
+  dnnl_memory_desc_t am = kd_lowp_plain(nd, ad, at), bm = kd_lowp_any(nd, bd, bt);
+  dnnl_memory_desc_t ym = kd_lowp_plain(nd, yd, yt);
+  dnnl_memory_desc_t biasm = bias ? kd_lowp_plain(nd, biasd, dnnl_f32) : 0;
+  dnnl_primitive_attr_t attr = kd_attr();
+  dnnl_post_ops_t po = 0;
+  dnnl_primitive_desc_t pd = 0;
+  dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
+  int args[KD_MAX_ARGS], outs[KD_MAX_ARGS] = {0}, nargs = 0;
+  if (kd_init()) goto fail;
+  if (!am || !bm || !ym || !attr || (bias && !biasm)) {
+    snprintf(kd_message, sizeof kd_message, "low-precision matmul: bad dims");
+    goto fail;
+  }
+  if (int8) KD_TRY(dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_WEIGHTS, 1 << (nd - 1)));
+  if (act) {
+    KD_TRY(dnnl_post_ops_create(&po));
+    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f));
+    KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
+  }
+  KD_TRY(dnnl_matmul_primitive_desc_create(&pd, kd_engine, am, bm, biasm, ym, attr));
+  const char *impl = 0;
+  KD_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
+  snprintf(kd_impl, sizeof kd_impl, "%s", impl ? impl : "");
+  if (!impl || !strncmp(impl, "ref", 3)) {
+    snprintf(kd_message, sizeof kd_message,
+             "low-precision matmul: only oneDNN's reference kernel (%s)", kd_impl);
+    goto fail;
+  }
+  /* the caller's float32 for bfloat16 (the reorders round), its own type for int8 */
+  args[0] = DNNL_ARG_SRC; user[0] = kd_lowp_strided(nd, ad, as, int8 ? at : dnnl_f32);
+  args[1] = DNNL_ARG_WEIGHTS; user[1] = kd_lowp_strided(nd, bd, bs, int8 ? dnnl_s8 : dnnl_f32);
+  nargs = 2;
+  if (bias) { args[nargs] = DNNL_ARG_BIAS; user[nargs] = kd_lowp_plain(nd, biasd, dnnl_f32); nargs++; }
+  args[nargs] = DNNL_ARG_DST; outs[nargs] = 1; user[nargs] = kd_lowp_plain(nd, yd, yt); nargs++;
+  dnnl_memory_desc_destroy(am); dnnl_memory_desc_destroy(bm); dnnl_memory_desc_destroy(ym);
+  if (biasm) dnnl_memory_desc_destroy(biasm);
+  if (po) dnnl_post_ops_destroy(po);
+  dnnl_primitive_attr_destroy(attr);
+  return kd_lowp_with_scales(kd_make(pd, nargs, args, outs, user), int8, scaled);
+fail:
+  if (am) dnnl_memory_desc_destroy(am);
+  if (bm) dnnl_memory_desc_destroy(bm);
+  if (ym) dnnl_memory_desc_destroy(ym);
+  if (biasm) dnnl_memory_desc_destroy(biasm);
+  if (po) dnnl_post_ops_destroy(po);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
+  return 0;
+}
+
+kd_op *kd_matmul_lowp(int nd, const int64_t *ad, const int64_t *as, const int64_t *bd,
+                      const int64_t *bs, int in_type, int out_type, int bias, int act) {
+  if (nd < 2 || nd > 3) {
+    snprintf(kd_message, sizeof kd_message, "low-precision matmul over %d dims (2 or 3)", nd);
+    return 0;
+  }
+  int before = kd_enter();
+  kd_op *op = kd_matmul_lowp_make(nd, ad, as, bd, bs, in_type, out_type, bias, act);
+  kd_leave(before);
+  return op;
+}
+
+/* y (float32, NCHW) = act(conv(x, w) * scale[f] + bias), forward inference, groups >= 1:
+   bfloat16 (the caller's float32 x and w rounded by the op's reorders; w, stamped, once)
+   or int8 (x s8/u8 and w s8 as the caller quantized them; scale[f] per output channel, a
+   runtime argument after y). Arguments: x, w, [bias], y, [scale]. */
+static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
+                                const int64_t *yd, const int64_t *stride,
+                                const int64_t *dilation, const int64_t *pad_lo,
+                                const int64_t *pad_hi, int64_t groups, int in_type, int bias,
+                                int act) {
+  int int8 = in_type != KD_BF16, wnd = nsp + 2;
+  dnnl_dims_t st, dl, pl, ph;
+  int64_t wg[DNNL_MAX_NDIMS], bd[1] = {wd[0]}, scaled[1] = {wd[0]};
+  for (int i = 0; i < nsp; i++) {
+    st[i] = stride[i]; dl[i] = dilation[i] - 1; pl[i] = pad_lo[i]; ph[i] = pad_hi[i];
+  }
+  if (groups > 1) {
+    wg[0] = groups; wg[1] = wd[0] / groups;
+    for (int i = 1; i < nsp + 2; i++) wg[i + 1] = wd[i];
+    wnd = nsp + 3;
+  } else {
+    for (int i = 0; i < nsp + 2; i++) wg[i] = wd[i];
+  }
+  dnnl_data_type_t xt = kd_lowp_type(in_type), wt = int8 ? dnnl_s8 : dnnl_bf16;
+  dnnl_memory_desc_t xa = kd_lowp_any(nsp + 2, xd, xt), wa = kd_lowp_any(wnd, wg, wt);
+  dnnl_memory_desc_t ya = kd_lowp_any(nsp + 2, yd, dnnl_f32);
+  dnnl_memory_desc_t ba = bias ? kd_lowp_plain(1, bd, dnnl_f32) : 0;
+  dnnl_primitive_attr_t attr = kd_attr();
+  dnnl_post_ops_t po = 0;
+  dnnl_primitive_desc_t pd = 0;
+  dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
+  int args[KD_MAX_ARGS], outs[KD_MAX_ARGS] = {0}, nargs = 0;
+  if (kd_init()) goto fail;
+  if (!xa || !wa || !ya || !attr || (bias && !ba)) {
+    snprintf(kd_message, sizeof kd_message, "low-precision conv: bad dims");
+    goto fail;
+  }
+  if (int8)
+    KD_TRY(dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_WEIGHTS,
+                                               groups > 1 ? 3 : 1));
+  if (act) {    /* as shim.c's convolutions: elu(alpha 0) + 0 keeps NaN, as kiln's relu */
+    KD_TRY(dnnl_post_ops_create(&po));
+    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_elu, 0.0f, 0.0f));
+    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_linear, 1.0f, 0.0f));
+    KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
+  }
+  KD_TRY(dnnl_convolution_forward_primitive_desc_create(&pd, kd_engine,
+      dnnl_forward_inference, dnnl_convolution_direct, xa, wa, ba, ya, st, dl, pl, ph, attr));
+  const char *impl = 0;
+  KD_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
+  snprintf(kd_impl, sizeof kd_impl, "%s", impl ? impl : "");
+  if (!impl || !strncmp(impl, "ref", 3)) {
+    snprintf(kd_message, sizeof kd_message,
+             "low-precision conv: only oneDNN's reference kernel (%s)", kd_impl);
+    goto fail;
+  }
+  args[0] = DNNL_ARG_SRC; user[0] = kd_lowp_plain(nsp + 2, xd, int8 ? xt : dnnl_f32);
+  args[1] = DNNL_ARG_WEIGHTS; user[1] = kd_lowp_plain(wnd, wg, int8 ? dnnl_s8 : dnnl_f32);
+  nargs = 2;
+  if (bias) { args[nargs] = DNNL_ARG_BIAS; user[nargs] = kd_lowp_plain(1, bd, dnnl_f32); nargs++; }
+  args[nargs] = DNNL_ARG_DST; outs[nargs] = 1;
+  user[nargs] = kd_lowp_plain(nsp + 2, yd, dnnl_f32); nargs++;
+  dnnl_memory_desc_destroy(xa); dnnl_memory_desc_destroy(wa); dnnl_memory_desc_destroy(ya);
+  if (ba) dnnl_memory_desc_destroy(ba);
+  if (po) dnnl_post_ops_destroy(po);
+  dnnl_primitive_attr_destroy(attr);
+  return kd_lowp_with_scales(kd_make(pd, nargs, args, outs, user), int8, scaled);
+fail:
+  if (xa) dnnl_memory_desc_destroy(xa);
+  if (wa) dnnl_memory_desc_destroy(wa);
+  if (ya) dnnl_memory_desc_destroy(ya);
+  if (ba) dnnl_memory_desc_destroy(ba);
+  if (po) dnnl_post_ops_destroy(po);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
+  return 0;
+}
+
+kd_op *kd_conv_lowp(int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
+                    const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
+                    const int64_t *pad_hi, int64_t groups, int in_type, int bias, int act) {
+  if (nsp < 1 || nsp > 3) {
+    snprintf(kd_message, sizeof kd_message, "low-precision conv over %d dims (1 to 3)", nsp);
+    return 0;
+  }
+  int before = kd_enter();
+  kd_op *op = kd_conv_lowp_make(nsp, xd, wd, yd, stride, dilation, pad_lo, pad_hi, groups,
+                                in_type, bias, act);
+  kd_leave(before);
+  return op;
+}
+
+/* The ISA oneDNN dispatches to on this CPU (for `python -m kiln info` and the bench). */
+const char *kd_isa(void) {
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx2_vnni_2: return "avx2_vnni_2";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_fp16: return "avx512_core_fp16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    case dnnl_cpu_isa_avx512_core_amx_fp16: return "avx512_core_amx_fp16";
+    default: return "other";
+  }
+}

@@ -1,0 +1,52 @@
+"""bfloat16 mixed precision (AMP): the float32 products of a graph run in bfloat16.
+
+Each float32 node whose op is in `allow` (matmul and conv by default) becomes its
+bfloat16 primitive: conv -> conv_bf16, matmul -> matmul_bf16 (operands rounded to bfloat16, float32
+accumulation and result: oneDNN's bfloat16 matmul, bfloat16 in and float32 out, so no
+cast node and no pass over a bfloat16 result). A matmul reading a transposed matrix
+(Dense's weight.T) reads it where it lies (transpose_b), so the weight is converted once
+and kept. Everything else stays float32: softmax, normalization statistics, losses and
+reductions are not in `allow`, and in a training step the optimizer reads float32 master
+weights and gradients. `deny` (op names, or the names of the nodes' layers) keeps chosen
+nodes in float32, as MXNet's fp32_ops and excluded_sym_names do.
+
+In a training step traced forward and backward together the gradient products are
+matmuls too, and run in bfloat16 like PyTorch's autocast runs them.
+"""
+from ..._core.ir import Node, rewrite
+
+BF16_OPS = {"matmul": "matmul_bf16", "conv": "conv_bf16"}
+DEFAULT_ALLOW = frozenset(BF16_OPS)
+
+
+def _swaps_last_two(node):
+    axes = node.attrs.get("axes")
+    n = len(node.shape)
+    return node.op == "transpose" and n >= 2 and tuple(axes) == tuple(range(n - 2)) + (
+        n - 1, n - 2)
+
+
+def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
+    """`graph` with its float32 nodes of the ops in `allow` (and not in `deny`, by op or
+    node name) run in bfloat16."""
+    deny = frozenset(deny)
+
+    def replace(node, inputs):
+        if node.op not in allow or node.op not in BF16_OPS or node.op in deny \
+                or node.name in deny:
+            return None
+        if node.dtype != "float32" or any(i.dtype != "float32" for i in inputs):
+            return None
+        if node.op == "conv":
+            if node.attrs.get("channels_last"):
+                return None
+            return Node("conv_bf16", inputs, node.attrs, node.shape, node.dtype, name=node.name)
+        a, b = inputs
+        attrs = {}
+        if _swaps_last_two(b):
+            b, attrs = b.inputs[0], {"transpose_b": True}
+        return Node(BF16_OPS[node.op], (a, b), attrs, node.shape, node.dtype, name=node.name)
+
+    if not any(n.op in allow and n.op in BF16_OPS for n in graph.nodes):
+        return graph
+    return rewrite(graph, replace)

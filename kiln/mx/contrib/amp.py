@@ -1,0 +1,164 @@
+"""MXNet 1.9's `mx.contrib.amp` (kiln.contrib.amp): bfloat16 mixed precision.
+
+kiln runs mixed precision as a graph pass on what hybridize traces (graph/passes/amp.py):
+the ops of the bfloat16 list run in bfloat16 (oneDNN's bfloat16 matmul: bfloat16 in,
+float32 out), everything else in float32 (softmax, normalization statistics, losses,
+reductions), and a training step keeps float32 master weights, gradients and optimizer.
+
+    amp.init(target_dtype='bfloat16')           every block hybridized from now on
+    amp.convert_hybrid_block(net, 'bfloat16')   one block (returned; converted in place)
+    amp.init_trainer(trainer); with amp.scale_loss(loss, trainer) as scaled: ...
+
+The lists take MXNet's op names (FullyConnected, dot, batch_dot, ...) or kiln's primitive
+names (matmul) and can be changed as in MXNet (target_precision_ops / target_dtype_ops,
+fp32_ops, excluded_sym_names). Eager code (not hybridized) is not converted. float16 is
+a GPU format that kiln does not run: asking for it is an error that says so.
+"""
+import contextlib
+
+from ..._core.base import KilnError
+from ...gluon.block import HybridBlock
+from ...gluon.trainer import Trainer
+from ...graph.passes.amp import BF16_OPS
+from ...hybrid.cached import set_default_precision_pipeline, set_precision_pipeline
+
+# MXNet's op names -> the kiln primitives they trace to
+_MX_NAMES = {"FullyConnected": "matmul", "dot": "matmul", "batch_dot": "matmul",
+             "linalg_gemm2": "matmul", "_npi_matmul": "matmul", "matmul": "matmul",
+             "Convolution": "conv", "conv": "conv"}
+# MXNet 1.9's lists (contrib/amp/lists/symbol_bf16.py), as kiln runs them
+BF16_FUNCS = ["Convolution", "FullyConnected", "dot", "batch_dot"]
+FP32_FUNCS = ["softmax", "log_softmax", "SoftmaxOutput", "LayerNorm", "BatchNorm",
+              "InstanceNorm", "GroupNorm", "norm", "sum", "mean", "exp", "log",
+              "Deconvolution", "RNN"]
+CONDITIONAL_FP32_FUNCS = []
+
+_state = {"initialized": False, "target": None}
+
+
+def _target(target_dtype):
+    name = getattr(target_dtype, "__name__", None) or str(target_dtype)
+    if name == "bfloat16":
+        return "bfloat16"
+    if name == "float16":
+        raise KilnError("amp: target_dtype float16 is a GPU format kiln does not run; kiln's "
+                        "mixed precision runs bfloat16 on the CPU: target_dtype='bfloat16'")
+    raise KilnError(f"amp: target_dtype must be 'bfloat16' (or float16 on a GPU), got "
+                    f"{target_dtype!r}")
+
+
+def _primitives(names, what):
+    out = set()
+    for name in names or ():
+        prim = _MX_NAMES.get(name, name)
+        if prim not in BF16_OPS and name not in FP32_FUNCS:
+            raise KilnError(f"amp: {what} names {name!r}, which kiln cannot run in bfloat16 "
+                            f"(it can: {', '.join(sorted(set(_MX_NAMES)))})")
+        if prim in BF16_OPS:
+            out.add(prim)
+    return out
+
+
+def _options(target_ops, fp32_ops, excluded_sym_names):
+    allow = _primitives(BF16_FUNCS if target_ops is None else target_ops,
+                        "target_precision_ops")
+    deny = set(excluded_sym_names or ())
+    for name in fp32_ops or ():
+        deny.add(_MX_NAMES.get(name, name))
+    return {"amp_allow": frozenset(allow - deny), "amp_deny": frozenset(deny)}
+
+
+def init(target_dtype="bfloat16", target_precision_ops=None, conditional_fp32_ops=None,
+         fp32_ops=None):
+    """Every block hybridized after this runs the bfloat16 list in bfloat16."""
+    _target(target_dtype)
+    if conditional_fp32_ops:
+        raise KilnError("amp: conditional_fp32_ops is not supported by kiln (no kiln op "
+                        "changes precision on an attribute)")
+    set_default_precision_pipeline("amp-bfloat16",
+                                   **_options(target_precision_ops, fp32_ops, None))
+    _state.update(initialized=True, target="bfloat16")
+
+
+def convert_hybrid_block(block, target_dtype="bfloat16", target_dtype_ops=None, fp32_ops=None,
+                         conditional_fp32_ops=None, excluded_sym_names=None, ctx=None,
+                         cast_optional_params=False):
+    """`block` with its traced graphs in mixed precision (converted in place, returned).
+    excluded_sym_names: names of graph nodes (see kiln.explain) kept in float32."""
+    _target(target_dtype)
+    if not isinstance(block, HybridBlock):
+        raise KilnError(f"amp.convert_hybrid_block: expected a HybridBlock, got "
+                        f"{type(block).__name__}")
+    if conditional_fp32_ops:
+        raise KilnError("amp: conditional_fp32_ops is not supported by kiln")
+    set_precision_pipeline(block, "amp-bfloat16",
+                           **_options(target_dtype_ops, fp32_ops, excluded_sym_names))
+    return block
+
+
+class LossScaler:
+    """A dynamic loss scale (MXNet's): halved when gradients overflow, doubled after
+    `scale_window` clean steps. bfloat16 has float32's range: its scale stays 1."""
+
+    def __init__(self, init_scale=1.0, scale_window=2000):
+        self.loss_scale, self.scale_window, self._clean = float(init_scale), scale_window, 0
+
+    def update(self, overflow):
+        if overflow:
+            self.loss_scale = max(self.loss_scale / 2.0, 1.0)
+            self._clean = 0
+        else:
+            self._clean += 1
+            if self._clean >= self.scale_window and self.loss_scale < 2.0 ** 24:
+                self.loss_scale *= 2.0
+                self._clean = 0
+
+
+def init_trainer(optimizer_or_trainer):
+    """Give a gluon Trainer its loss scaler (amp.scale_loss reads it)."""
+    if not _state["initialized"] and not isinstance(optimizer_or_trainer, Trainer):
+        raise KilnError("amp.init_trainer: AMP not initialized, call amp.init() first")
+    if not isinstance(optimizer_or_trainer, Trainer):
+        raise KilnError("amp.init_trainer: AMP works with a gluon Trainer, got "
+                        f"{type(optimizer_or_trainer).__name__}")
+    optimizer_or_trainer._amp_loss_scaler = LossScaler()
+    optimizer_or_trainer._amp_original_scale = optimizer_or_trainer._scale
+
+
+@contextlib.contextmanager
+def scale_loss(loss, optimizer_or_trainer):
+    """Yield the loss times the scale; the trainer divides the gradients by it."""
+    scaler = getattr(optimizer_or_trainer, "_amp_loss_scaler", None)
+    if scaler is None:
+        raise KilnError("amp.scale_loss: the loss scaler is not initialized, did you forget "
+                        "to call amp.init_trainer()?")
+    optimizer_or_trainer._scale = optimizer_or_trainer._amp_original_scale / scaler.loss_scale
+    if isinstance(loss, (list, tuple)):
+        yield [x * scaler.loss_scale for x in loss]
+    else:
+        yield loss * scaler.loss_scale
+
+
+def unscale(optimizer_or_trainer):
+    """Divide the gradients by the loss scale now (before clipping them, say)."""
+    trainer = optimizer_or_trainer
+    for p in trainer._params:
+        if p.grad_req != "null":
+            g = p.grad()
+            g[:] = g * trainer._scale
+    trainer._scale = 1.0
+
+
+def list_lp16_ops(target_dtype):
+    _target(target_dtype)
+    return list(BF16_FUNCS)
+
+
+def list_fp32_ops(target_dtype):
+    _target(target_dtype)
+    return list(FP32_FUNCS)
+
+
+def list_conditional_fp32_ops(target_dtype):
+    _target(target_dtype)
+    return list(CONDITIONAL_FP32_FUNCS)

@@ -1,0 +1,128 @@
+"""The bfloat16 mixed-precision pass (graph/passes/amp.py) on its own, and the programs
+it makes: compiled (C with oneDNN's bfloat16 matmul, C without oneDNN, the NumPy
+executor) equal eager code computing the same rounding (matmul_bf16 eagerly), and a
+float32 reference within bfloat16's rounding."""
+import numpy as onp
+import pytest
+
+from kiln import np, npx
+from kiln._core.ir import Graph, Node
+from kiln.backend import dnnl
+from kiln.graph.passes import run_pipeline
+from kiln.graph.passes.amp import to_bfloat16
+from kiln.hybrid.cached import hybridize
+from kiln.ops import REGISTRY
+from kiln.ops.lowp import round_to_bfloat16
+
+R = onp.random.default_rng(5)
+
+
+def _dense_graph():
+    x = Node("input", (), {}, (8, 6), "float32", name="x")
+    w = Node("param", (), {}, (4, 6), "float32", name="w")
+    wt = Node("transpose", (w,), {"axes": (1, 0)}, (6, 4), "float32")
+    y = Node("matmul", (x, wt), {}, (8, 4), "float32", name="dense0")
+    s = Node("softmax", (y,), {"axis": -1}, (8, 4), "float32")
+    z = Node("matmul", (s, Node("input", (), {}, (4, 2), "float32", name="v")), {},
+             (8, 2), "float32", name="dense1")
+    ints = Node("matmul", (Node("input", (), {}, (2, 2), "int32", name="i"),) * 2, {},
+                (2, 2), "int32")
+    return Graph([x, z.inputs[1], ints.inputs[0]], [w], [z, ints], "amp")
+
+
+def test_the_pass_puts_matmuls_in_bfloat16_and_reads_the_weight_in_place():
+    g = to_bfloat16(_dense_graph())
+    ops = [n.op for n in g.nodes if not n.is_source]
+    assert ops.count("matmul_bf16") == 2 and "softmax" in ops
+    first = next(n for n in g.nodes if n.name == "dense0")
+    assert first.op == "matmul_bf16" and first.attrs == {"transpose_b": True}
+    assert first.inputs[1].op == "param"        # the transpose is read, not computed
+    assert [n.op for n in g.nodes if n.dtype == "int32" and not n.is_source] == ["matmul"]
+
+
+def test_deny_keeps_ops_and_named_nodes_in_float32():
+    assert not any(n.op == "matmul_bf16" for n in to_bfloat16(_dense_graph(),
+                                                              deny={"matmul"}).nodes)
+    g = to_bfloat16(_dense_graph(), deny={"dense1"})
+    assert [n.name for n in g.nodes if n.op == "matmul_bf16"] == ["dense0"]
+    assert not any(n.op == "matmul_bf16"
+                   for n in to_bfloat16(_dense_graph(), allow=frozenset()).nodes)
+
+
+def test_the_pipeline_runs_the_pass_with_its_options():
+    g = run_pipeline("amp-bfloat16", _dense_graph(), amp_allow=frozenset({"matmul"}),
+                     amp_deny=frozenset({"dense0"}))
+    assert [n.name for n in g.nodes if n.op == "matmul_bf16"] == ["dense1"]
+
+
+def _mlp(x, w1, w2):
+    h = npx.relu(np.dot(x, w1.T))
+    return npx.softmax(np.matmul(h, w2), axis=-1), h.sum()
+
+
+def _amp_mlp(x, w1, w2):
+    """What the pass makes of _mlp, written with the primitive (the eager reference)."""
+    mm = REGISTRY["matmul_bf16"]
+    h = npx.relu(mm(x, w1, transpose_b=True))
+    return npx.softmax(mm(h, w2), axis=-1), h.sum()
+
+
+def _args(rows=32):
+    return [np.array(R.standard_normal(s).astype("float32")) for s in
+            ((rows, 64), (48, 64), (48, 16))]
+
+
+@pytest.mark.parametrize("backend,onednn", [("c", True), ("c", False), ("numpy", True)])
+def test_compiled_amp_equals_eager_bfloat16(backend, onednn):
+    args = _args()
+    want = [o.asnumpy() for o in _amp_mlp(*args)]
+    f = hybridize(_mlp, backend=backend)
+    f._cached.precision = ("amp-bfloat16", {})
+    if onednn:
+        got = [o.asnumpy() for o in f(*args)]
+    else:
+        with dnnl.disabled():
+            got = [o.asnumpy() for o in f(*args)]
+    (entry,) = f._cached.entries.values()
+    ops = [n.op for n in entry.program.graph.nodes] if hasattr(entry.program, "graph") else []
+    assert entry.program.backend == backend
+    # with oneDNN the C program calls its bfloat16 matmul; without, casts and a float32 one
+    assert ("matmul_bf16" in ops) == (backend == "c" and onednn) or backend == "numpy"
+    for g, w in zip(got, want):
+        onp.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    # and a float32 computation within bfloat16's rounding of the operands
+    x, w1, w2 = [a.asnumpy().astype("float64") for a in args]
+    h = onp.maximum(round_to_bfloat16(x).astype("float64") @ round_to_bfloat16(w1).T, 0)
+    onp.testing.assert_allclose(got[1], h.sum(), rtol=1e-4)
+    loose = onp.maximum(x @ w1.T, 0).sum()
+    assert abs(got[1] - loose) <= 2 ** -7 * onp.abs(onp.maximum(x @ w1.T, 0)).sum()
+
+
+def _cnn(x, w1, w2):
+    h = npx.relu(npx.convolution(x, w1, kernel=(3, 3), pad=(1, 1), num_filter=8, no_bias=True))
+    return npx.convolution(h, w2, kernel=(3, 3), stride=(2, 2), num_filter=4, no_bias=True)
+
+
+def _amp_cnn(x, w1, w2):
+    cb = REGISTRY["conv_bf16"]
+    h = npx.relu(cb(x, w1, stride=(1, 1), dilation=(1, 1), pad=(1, 1, 1, 1)))
+    return cb(h, w2, stride=(2, 2), dilation=(1, 1), pad=(0, 0, 0, 0))
+
+
+@pytest.mark.parametrize("backend,onednn", [("c", True), ("c", False), ("numpy", True)])
+def test_compiled_amp_convolutions_equal_eager_bfloat16(backend, onednn):
+    args = [np.array(R.standard_normal(s).astype("float32")) for s in
+            ((2, 3, 10, 10), (8, 3, 3, 3), (4, 8, 3, 3))]
+    want = _amp_cnn(*args).asnumpy()
+    f = hybridize(_cnn, backend=backend)
+    f._cached.precision = ("amp-bfloat16", {})
+    if onednn:
+        got = f(*args).asnumpy()
+    else:
+        with dnnl.disabled():
+            got = f(*args).asnumpy()
+    (entry,) = f._cached.entries.values()
+    assert entry.program.backend == backend
+    if backend == "c" and onednn:
+        assert "conv_bf16" in [n.op for n in entry.program.graph.nodes]
+    onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
