@@ -23,6 +23,7 @@ import weakref
 
 import numpy as _np
 
+from . import alias_paths, layouts
 from .primitive import REGISTRY
 
 VIEW_OPS = frozenset(("reshape", "transpose", "slice", "broadcast_to"))
@@ -61,12 +62,48 @@ def note_view(prim, source, attrs, out):
     else:
         shadow = prim.impl(base.shadow, **attrs)
         shares = _np.may_share_memory(shadow, base.shadow)
+        if prim.name == "reshape":
+            paths = layouts.candidates(source)
+            if paths is not None:
+                shares = _reshape_on_paths(prim, source, attrs, out, paths, shares)
     if not shares:
         return
     out._view = ViewLink(source, prim, attrs, shadow)
     if len(base.views) >= 16:      # a long-lived array viewed on every training step
         base.views = [r for r in base.views if r() is not None]
     base.views.append(weakref.ref(out))
+
+
+def _reshape_on_paths(prim, source, attrs, out, paths, shares):
+    """Whether `out = reshape(source)` is a view, when source's layout depends on the path
+    taken through an earlier if/while (layouts.py): True or False when it is the same on
+    every path; else out becomes a new array, linked to source as a reshape of its memory
+    on the paths where NumPy makes a view (alias_paths), and this returns False."""
+    found = []
+    for condition, stand_in in paths:
+        if stand_in is None:
+            found.append((condition, None, None))
+            continue
+        result = prim.impl(stand_in, **attrs)
+        found.append((condition, _np.may_share_memory(result, stand_in), result))
+    views = {is_view for _, is_view, _ in found}
+    if views == {True} or views == {False}:
+        return views.pop()
+    if None in views or any(condition is None for condition, _, _ in found):
+        alias_paths.mark([(out, source)], "reshape: the array reshaped has a memory layout "
+                         "that depends on the path taken through an earlier if/while, so the "
+                         "reshape is a view on some paths and a copy on others; an in-place "
+                         "write into either cannot be compiled")
+        return shares
+    view_on = [condition for condition, is_view, _ in found if is_view]
+    same = view_on[0]
+    for condition in view_on[1:]:
+        same = REGISTRY["logical_or"](same, condition)
+    alias_paths.link(source, out, same, view=True)
+    copy = _np.empty(out.shape, out.dtype)      # a reshape copy is C-ordered
+    layouts.set_paths(out, [(condition, result if is_view else copy)
+                            for condition, is_view, result in found])
+    return False
 
 
 def note_detach(source, out):

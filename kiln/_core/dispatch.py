@@ -9,7 +9,7 @@ from . import autograd
 from .base import DEFAULT_FLOAT, DEFAULT_INT, KilnError, op_error
 from .ndarray import ndarray, as_array
 from .primitive import REGISTRY
-from . import trace
+from . import layouts, trace
 from .writes import arrays_written
 from .aliasing import VIEW_OPS, note_view
 
@@ -73,6 +73,8 @@ def apply(prim, args, attrs):
     if _is_symbolic(prim, arrays):
         shape, dtype = prim.shape(*[x._value for x in arrays], **attrs)
         out = ndarray._from_node(trace.add_node(prim, arrays, attrs, shape, dtype))
+        if prim.name not in VIEW_OPS and layouts.strided(arrays):
+            layouts.note_result(prim, arrays, attrs, out)   # NumPy keeps their memory order
     else:
         datas = [a._data for a in arrays]
         shape, dtype = prim.shape(*datas, **attrs)
