@@ -36,14 +36,28 @@ from .base import ControlFlowError
 from .primitive import REGISTRY
 
 
+class PathAliasingError(ControlFlowError):
+    """An in-place write whose target depends on the path taken through an if/while in a
+    way no link follows: hybridize runs the code eagerly (strict mode refuses it)."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.kind = "path-aliasing"
+
+
 class _Link:
     """`child` (a merged result) is `parent` on the paths where `same` is true; with
     `view`, it is a reshape of parent's memory there (and a copy elsewhere)."""
-    __slots__ = ("child", "parent", "same", "ctx", "view")
+    __slots__ = ("child", "held", "same", "ctx", "view")
 
     def __init__(self, child, parent, same, ctx, view):
-        self.child, self.parent = weakref.ref(child), weakref.ref(parent)
+        # the parent is held: a view that only the link still reaches (the name moved to
+        # the merged result) is how a write through the child reaches its base's memory
+        self.child, self.held = weakref.ref(child), parent
         self.same, self.ctx, self.view = same, ctx, view
+
+    def parent(self):
+        return self.held
 
 
 class _ThreadState(threading.local):
@@ -87,7 +101,14 @@ def ancestors(array):
     return chain
 
 
-CROSS = "cross"     # identity(): the result may be an array the link cannot name
+class _Cross:
+    def __repr__(self):
+        return "CROSS"
+
+
+# identity(): the result may be an array no link can name (compare with `is`: the other
+# answers may be arrays, whose == is elementwise)
+CROSS = _Cross()
 
 
 def identity(result, given, all_given, ctx):
@@ -200,7 +221,7 @@ def check_write(array):
     while seen is not None:
         entry = marked.get(id(seen))
         if entry is not None and entry[0]() is seen:
-            raise ControlFlowError(entry[1])
+            raise PathAliasingError(entry[1])
         link_ = seen._view
         seen = link_.base if link_ is not None else None
 

@@ -8,7 +8,10 @@ arguments, and reports every difference as a `Finding`:
   arguments -- the caller's arguments afterwards (in-place updates, writes through views);
   gradient  -- inside autograd.record(), the gradients of every float argument of a
                weighted sum of the float outputs;
-  raises    -- when one side raises, the other must raise the same error class.
+  raises    -- when one side raises, the other must raise the same error class;
+  strict    -- a variable that is the caller's array on some paths of an if/while only
+               must be compiled: hybridize(strict=True) must not refuse it (a fallback of
+               kind 'path-aliasing' is reported; other documented fallbacks are counted).
 Values compare with a tolerance for floats, exactly otherwise, NaN and Inf positions
 included (kiln's semantics; see the README's "Compiled equals eager").
 """
@@ -201,6 +204,15 @@ def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0,
                     observe["explained"] = observe.get("explained", 0) + 1
             else:
                 check("gradient", e_grad, got)
+        for brk in _breaks(compiled):
+            if brk.kind == "path-aliasing":
+                findings.append(Finding("strict", backend, f"not compiled: {brk}"))
         if observe is not None:
             observe["fallbacks"] += traced_ops(compiled, observe["ops"])
     return findings
+
+
+def _breaks(compiled):
+    """Why each signature of `compiled` that fell back to eager code did."""
+    return [brk for entry in compiled._cached.entries.values() if entry.eager
+            for brk in entry.breaks]

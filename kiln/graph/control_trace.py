@@ -17,6 +17,7 @@ from ..ops.subgraph import Subgraph
 from .subgraph import trace_in_subcontext, union_captures
 
 _NUMBER = (bool, int, float, _np.number)
+_CROSS = alias_paths.CROSS
 
 
 class Static:
@@ -224,7 +225,7 @@ class _BranchPaths:
 
     def add_outputs(self, ctx_t, ctx_e, fresh_t, fresh_e, outs_t, outs_e):
         for k, orig in enumerate(self.originals):
-            if not _is_array(orig) or self.identities[k] == (True, True):
+            if not _is_array(orig) or self.identities[k][0] is self.identities[k][1] is True:
                 continue
             if self.written[k]:
                 # a branch wrote into its array in place: eagerly, the caller's array
@@ -232,7 +233,7 @@ class _BranchPaths:
                 outs_t.append(ctx_t.node_of(fresh_t[k]))
                 outs_e.append(ctx_e.node_of(fresh_e[k]))
             s_t, s_e = self.identities[k]
-            if alias_paths.CROSS not in (s_t, s_e) and (_is_array(s_t) or _is_array(s_e)):
+            if s_t is not _CROSS and s_e is not _CROSS and (_is_array(s_t) or _is_array(s_e)):
                 self.extra[("same", k)] = len(self.extra)
                 outs_t.append(ctx_t.node_of(_as_bool(s_t)))
                 outs_e.append(ctx_e.node_of(_as_bool(s_e)))
@@ -246,7 +247,7 @@ class _BranchPaths:
             if not _is_array(orig) or not _is_array(out[k]):
                 continue
             s_t, s_e = self.identities[k]
-            if (s_t, s_e) == (True, True):
+            if s_t is s_e is True:
                 # every path keeps the array (updated in place or not): so does the name
                 if self.written[k]:
                     orig._rebind(out[k])
@@ -254,7 +255,7 @@ class _BranchPaths:
                 continue
             if ("value", k) in self.extra:
                 orig._rebind(extra[self.extra[("value", k)]])
-            if alias_paths.CROSS in (s_t, s_e):
+            if s_t is _CROSS or s_e is _CROSS:
                 refusal.mark(k, orig, out[k])
             elif ("same", k) in self.extra:
                 alias_paths.link(orig, out[k], extra[self.extra[("same", k)]])
@@ -347,16 +348,16 @@ def emit_while(cond_fn, body_fn, values, names=None, max_iterations=None, what="
     if ident is None:
         return unflatten(structure, loop.out_leaves)
     for k, s in enumerate(ident):
-        if s is alias_paths.CROSS and written[k]:
-            raise ControlFlowError(f"{what}: {_label(names, k, 'value')} is written in place "
-                                   f"in the loop body and then becomes another variable's "
-                                   f"array (or a view of one), so the writes of later "
-                                   f"iterations reach other names, which one compiled "
-                                   f"program does not follow{where}")
+        if s is _CROSS and written[k]:
+            raise alias_paths.PathAliasingError(
+                f"{what}: {_label(names, k, 'value')} is written in place in the loop body "
+                f"and then becomes another variable's array (or a view of one), so the "
+                f"writes of later iterations reach other names, which one compiled program "
+                f"does not follow{where}")
     # which original array a variable is on each run, when the body may keep it on some
     # iterations (an inner if) or writes into it before rebinding it: carried flags
     track = [k for k, s in enumerate(ident) if _is_array(leaves[k]) and s is not True
-             and s is not alias_paths.CROSS and (_is_array(s) or written[k])]
+             and s is not _CROSS and (_is_array(s) or written[k])]
     flags, kept = {}, {}
     if track:
         loop = _tracked_loop(cond_fn, body_fn, values, names, max_iterations, what, where,
@@ -523,7 +524,7 @@ class _Loop:
                 continue
             if k in kept:
                 orig._rebind(kept[k])
-            if s is alias_paths.CROSS or (k not in flags and _has_random(self.cond_graph)):
+            if s is _CROSS or (k not in flags and _has_random(self.cond_graph)):
                 refusal.mark(k, orig, out[k])
                 continue
             # a new array on every iteration: the original when the loop ran no time
