@@ -26,7 +26,7 @@ def _check(fn, *shapes):
     "np.clip(v, -1, 1)", "v + np.ones(v.shape, dtype='float32')", "v + v.T.T"])
 def test_elementwise_result_of_a_transposed_view(make):
     def f(a):
-        v = np.swapaxes(a, 0, 1)
+        v = np.swapaxes(a, 0, 1)     # noqa: F841 -- read by eval(make)
         w = eval(make)
         flat = w.reshape(-1)        # a copy when w is F-ordered, a view when C-ordered
         flat -= flat
@@ -38,7 +38,7 @@ def test_elementwise_result_of_a_transposed_view(make):
                                     "w.prod(axis=2)", "w.min(axis=1, keepdims=True)"])
 def test_reduction_of_a_transposed_view(reduce):
     def f(a):
-        w = a.transpose(2, 1, 0)
+        w = a.transpose(2, 1, 0)     # noqa: F841 -- read by eval(reduce)
         r = eval(reduce)
         flat = r.reshape(-1)
         flat *= -2

@@ -68,7 +68,7 @@ ACTIVATIONS = ["npx.leaky_relu(z, slope=0.1)", "npx.leaky_relu(z)", "npx.relu(z)
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 def test_activations_keep_a_0d_value_0d_with_its_gradient(activation):
     def f(a):
-        z = a.sum() * 0.5
+        z = a.sum() * 0.5      # noqa: F841 -- read by eval(activation)
         return eval(activation)
     a = np.array([[0.5, -1.25], [2.0, 0.25]], dtype="float32")
     x = a.copy()
