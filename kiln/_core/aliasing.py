@@ -44,8 +44,8 @@ def _link_of(array):
     if link is None:
         link = array._view = ViewLink(None, None, None, None)
     if link.shadow is None and array._node is not None:
-        # a stand-in with the array's layout: np.empty commits no memory until written
-        link.shadow = _np.empty(array.shape, array.dtype)
+        # a stand-in with the array's layout (layouts.py; np.empty commits no memory)
+        link.shadow = layouts.of(array)
     return link
 
 

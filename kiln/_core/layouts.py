@@ -35,18 +35,23 @@ _ORDER_KEEPING = frozenset(("sum", "max", "min", "prod", "argmax", "argmin"))
 class _ThreadState(threading.local):
     def __init__(self):
         self.paths = {}     # id(array) -> (weak reference, [(condition or None, stand-in)])
+        self.given = {}     # id(array) -> (weak reference, stand-in): a root's own layout
 
 
 _local = _ThreadState()
 
 
 def of(array):
-    """A NumPy array with `array`'s strides: its data when eager, else its stand-in."""
+    """A NumPy array with `array`'s strides: its data when eager, else its stand-in (which
+    aliasing._link_of takes as the shadow of a root array)."""
     if array._node is None:
         return array._data
     link = array._view
     if link is not None and link.shadow is not None:
         return link.shadow
+    hit = _local.given.get(id(array))
+    if hit is not None and hit[0]() is array:
+        return hit[1]
     return _np.empty(array.shape, array.dtype)
 
 
@@ -58,11 +63,11 @@ def _give(array, stand_in):
     """`array` (a new root array) has the layout of `stand_in`."""
     if stand_in is None or stand_in.flags.c_contiguous:
         return
-    from .aliasing import ViewLink
-    if array._view is None:
-        array._view = ViewLink(None, None, None, stand_in)
-    elif array._view.base is None:
-        array._view.shadow = stand_in
+    if array._view is not None:
+        if array._view.base is None:
+            array._view.shadow = stand_in
+        return
+    _local.given[id(array)] = (weakref.ref(array), stand_in)
 
 
 def set_paths(array, entries):
@@ -141,7 +146,10 @@ def strided(arrays):
                 return True
             continue
         link = a._view
-        if link is not None and link.shadow is not None and not link.shadow.flags.c_contiguous:
+        if link is not None and link.shadow is not None:
+            if not link.shadow.flags.c_contiguous:
+                return True
+        elif _local.given and id(a) in _local.given and _local.given[id(a)][0]() is a:
             return True
         if _local.paths and candidates(a) is not None:
             return True
@@ -212,3 +220,4 @@ def _small(layout):
 def clear():
     """Forget the records (a trace ended)."""
     _local.paths.clear()
+    _local.given.clear()
