@@ -4,6 +4,7 @@
 in test_compiled_equals_eager.py.
 """
 import numpy as onp
+import pytest
 
 from kiln.fuzz.child import Child
 from kiln.fuzz.generate import generate
@@ -11,6 +12,11 @@ from kiln.fuzz.minimize import minimize, split_body
 from kiln.fuzz.run import fuzz
 
 CI_SEED, CI_PROGRAMS = 20261123, 20
+# seeds added with the forms of issue 24 (products with zeros, 0-d operands into
+# activations, variables that are the caller's array on some paths of an if/while), each
+# with a few of every new form in its first programs
+NEW_SEEDS, NEW_PROGRAMS = (2403, 2404, 2405), 10
+NEW_FORMS = ("product", "activation of a 0-d value", "if/while, then an in-place write")
 
 
 def test_fixed_seed_budget_finds_nothing():
@@ -20,6 +26,18 @@ def test_fixed_seed_budget_finds_nothing():
     assert report.programs == CI_PROGRAMS
     assert (report.mismatches, report.crashes, report.hangs) == (0, 0, 0), "\n".join(lines)
     assert len(report.ops) >= 35      # a real spread of the registry, not a few ops
+
+
+@pytest.mark.parametrize("seed", NEW_SEEDS)
+def test_new_seeds_with_the_new_forms_find_nothing(seed):
+    """A fallback of kind 'path-aliasing' counts as a mismatch here (compare's 'strict'
+    finding): hybridize(strict=True) must compile these programs."""
+    lines = []
+    report = fuzz(minutes=2.0, seed=seed, max_programs=NEW_PROGRAMS, do_minimize=False,
+                  out=lines.append, jobs=2)
+    assert report.programs == NEW_PROGRAMS
+    assert (report.mismatches, report.crashes, report.hangs) == (0, 0, 0), "\n".join(lines)
+    assert all(report.forms[form] > 0 for form in NEW_FORMS), report.forms
 
 
 def test_generation_is_deterministic_and_runnable():
@@ -53,7 +71,9 @@ def test_minimize_drops_what_the_failure_does_not_need():
         return keep in candidate
     small = minimize(source, still_fails)
     _, small_body, _ = split_body(small)
-    assert [line.strip() for stmt in small_body for line in stmt] == [keep]
+    # the first statement, with the lines under it (an `if` keeps its block)
+    assert [line.strip() for stmt in small_body for line in stmt] == [
+        line.strip() for line in body[0]]
 
 
 def test_conv_blocks_are_generated_and_the_ops_passes_make_are_counted():
