@@ -22,9 +22,10 @@ other; layouts.py): it is a new array then, linked to what it reshapes as a resh
 its memory on the paths where NumPy makes a view (`link(..., view=True)`).
 
 What a link cannot say is marked instead (`mark`): a result that is, on some path,
-another name's array (a swap, `x = y` in one branch). The first in-place write into such
-an array or its views breaks the trace, and hybridize runs that code eagerly, with a
-warning.
+another name's array or a view of its own (a swap, `x = y` or `x = x[::-1]` in one
+branch), and a reshape whose view-ness on some path no symbol says. The first in-place
+write into such an array or its views breaks the trace (PathAliasingError), and hybridize
+runs that code eagerly, with a warning; strict mode refuses it.
 
 Links and marks belong to the trace that made them and are kept per thread, as traces
 are; a write follows only the links of the trace it is made in.
@@ -48,16 +49,13 @@ class PathAliasingError(ControlFlowError):
 class _Link:
     """`child` (a merged result) is `parent` on the paths where `same` is true; with
     `view`, it is a reshape of parent's memory there (and a copy elsewhere)."""
-    __slots__ = ("child", "held", "same", "ctx", "view")
+    __slots__ = ("child", "parent", "same", "ctx", "view")
 
     def __init__(self, child, parent, same, ctx, view):
         # the parent is held: a view that only the link still reaches (the name moved to
         # the merged result) is how a write through the child reaches its base's memory
-        self.child, self.held = weakref.ref(child), parent
+        self.child, self.parent = weakref.ref(child), parent
         self.same, self.ctx, self.view = same, ctx, view
-
-    def parent(self):
-        return self.held
 
 
 class _ThreadState(threading.local):
@@ -92,12 +90,9 @@ def ancestors(array):
     chain, conditions = [(array, [])], []
     entry = _parent_link(array)
     while entry is not None and not entry.view:
-        parent = entry.parent()
-        if parent is None:
-            break
         conditions = conditions + [entry.same]
-        chain.append((parent, conditions))
-        entry = _parent_link(parent)
+        chain.append((entry.parent, conditions))
+        entry = _parent_link(entry.parent)
     return chain
 
 
@@ -165,11 +160,12 @@ def _links_of(array, ctx):
     out = []
     entry = _parent_link(array)
     if entry is not None and entry.ctx is ctx:
-        out.append((entry, entry.parent()))
+        out.append((entry, entry.parent))
     for entry in _local.children.get(id(array), ()):
-        if entry.ctx is ctx and entry.parent() is array:
-            out.append((entry, entry.child()))
-    return [(e, other) for e, other in out if other is not None]
+        child = entry.child()
+        if entry.ctx is ctx and entry.parent is array and child is not None:
+            out.append((entry, child))
+    return out
 
 
 def after_write(array):
@@ -201,8 +197,8 @@ def after_write(array):
 
 
 def mark(pairs, why):
-    """Refuse in-place writes into these (original, result) arrays from now on: the result
-    is another name's array on some path, which no link can follow."""
+    """Refuse in-place writes into the arrays of these pairs from now on: which memory
+    they are depends on the path in a way no link follows."""
     marked = _local.marked
     for pair in pairs:
         for a in pair:
@@ -210,7 +206,7 @@ def mark(pairs, why):
 
 
 def check_write(array):
-    """Raise ControlFlowError before an in-place write into a marked array or its views."""
+    """Raise PathAliasingError before an in-place write into a marked array or its views."""
     marked = _local.marked
     if not marked:
         return

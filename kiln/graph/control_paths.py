@@ -3,7 +3,7 @@ paths (kiln/_core/alias_paths.py has the links this makes and what a write does 
 them).
 
 Each branch and loop body is traced with its own array objects for the variables it
-assigns. Read inside that trace, `identities` says for each variable whether the array
+assigns. Read inside that trace, `identities_of` says for each variable whether the array
 returned is the one given (True), a new one (False), the given one only where a symbol
 holds (an inner if/while linked them), or possibly another variable's (CROSS). After an
 `if`, `BranchPaths` adds the `cond` outputs that carry these symbols and the branches'
@@ -15,8 +15,9 @@ does for the loop what BranchPaths.settle does for an `if`.
 """
 import numpy as _np
 
-from .._core import alias_paths, layouts
+from .._core import alias_paths, layouts, trace
 from .._core.ndarray import as_array
+from ..ops.registry import REGISTRY
 from .control_values import flatten, is_array
 from .subgraph import trace_in_subcontext
 
@@ -33,16 +34,17 @@ def trace_tracking(fn, given, name, track, inputs=None):
         result = fn(*args)
         if track:
             returned = tuple(result) if isinstance(result, list) else result
-            found.append(identities(flatten(returned)[0], flatten(tuple(given))[0]))
+            found.append(identities_of(flatten(returned)[0], flatten(tuple(given))[0]))
         return result
     ctx, result = trace_in_subcontext(traced, given, name, inputs)
     return ctx, result, found[0] if found else None
 
 
-def identities(returned, given):
+def identities_of(returned, given):
+    """alias_paths.identity of each returned value and the given value of its variable
+    (None when the two do not pair up), in the current (sub)trace."""
     if len(returned) != len(given):
         return None
-    from .._core import trace
     ctx = trace.current()
     arrays = [g for g in given if is_array(g)]
     return [alias_paths.identity(r, g, arrays, ctx) if is_array(r) and is_array(g)
@@ -51,7 +53,6 @@ def identities(returned, given):
 
 def as_bool(value):
     """A 0-d bool array: a Python bool as a constant, an array's truth (nonzero, as cond)."""
-    from ..ops.registry import REGISTRY
     if not is_array(value):
         return as_array(_np.array(bool(value)))
     if value.shape != ():
@@ -100,7 +101,6 @@ class BranchPaths:
     def settle(self, leaves, extra, pred, refusal):
         """Write the branches' in-place updates into the original arrays, and link (or
         mark) each merged result that is an original array on some paths only."""
-        from ..ops.registry import REGISTRY
         out = list(leaves)
         for k, orig in enumerate(self.originals):
             if not is_array(orig) or not is_array(out[k]):
@@ -130,7 +130,6 @@ def tracked_loop(cond_fn, body_fn, values, names, written, leaves, track):
     (is it still the array it entered as?) and, for one the body writes into, that
     array's value: eagerly, a write on an iteration that starts with the original array
     goes into it. Returns (cond_fn, body_fn, values, names) for control_trace's _Loop."""
-    from ..ops.registry import REGISTRY
     n_top = len(values)
     kept_k = [k for k in track if written[k]]
     flags0 = tuple(as_array(_np.array(True)) for _ in track)
@@ -148,7 +147,7 @@ def tracked_loop(cond_fn, body_fn, values, names, written, leaves, track):
         returned = flatten(new)[0]
         if len(returned) != len(given):
             return new      # _trace_loop reports the structure
-        same = identities(returned, given)
+        same = identities_of(returned, given)
         new_flags = tuple(REGISTRY["logical_and"](f, as_bool(same[k]))
                           for f, k in zip(flags, track))
         new_kept = tuple(REGISTRY["where"](flags[track.index(k)], given[k], v)
@@ -163,7 +162,6 @@ def settle_loop(loop, originals, identities, written, flags, kept, refusal):
     """Write a loop's in-place updates into the original arrays, and link (or mark) each
     result that is its original array on some runs only. `loop` is control_trace's _Loop:
     its results, what the body returned, and zero_iterations()."""
-    from ..ops.registry import REGISTRY
     out = list(loop.out_leaves[:len(originals)])
     zero = []
 

@@ -27,8 +27,6 @@ def _where():
 
 
 # ---- cond ----------------------------------------------------------------------------------
-
-
 def emit_cond(pred, then_fn, else_fn, args=(), names=None, what="if"):
     """Trace both branches on `args` and return the merged result as symbolic arrays."""
     where = _where()
@@ -156,8 +154,6 @@ def _refuse_random_gradients(graphs, operands, what, where):
 
 
 # ---- while_loop ----------------------------------------------------------------------------
-
-
 def emit_while(cond_fn, body_fn, values, names=None, max_iterations=None, what="while"):
     """Trace `while cond_fn(*values): values = body_fn(*values)` into while_loop nodes."""
     where = _where()
