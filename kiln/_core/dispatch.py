@@ -9,7 +9,7 @@ from . import autograd
 from .base import DEFAULT_FLOAT, DEFAULT_INT, KilnError, op_error
 from .ndarray import ndarray, as_array
 from .primitive import REGISTRY
-from . import layouts, trace
+from . import alias_paths, layouts, trace
 from .writes import arrays_written
 from .aliasing import VIEW_OPS, note_view
 
@@ -123,7 +123,9 @@ def inplace_binary(name, target, other):
         if result.shape != target.shape:
             raise op_error(name, f"in-place result of shape {result.shape} does not fit the "
                            f"target's shape {target.shape}")
+        alias_paths.check_write(target)
         target._data[...] = result._data
+        alias_paths.after_write(target)     # arrays that are this one on some paths
         arrays_written()
     else:
         if result.shape != target.shape:

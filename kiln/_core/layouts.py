@@ -11,8 +11,9 @@ source's. This module gives the other arrays the layout eager NumPy would give t
   into it leaves -x.T alone): `note_result` runs the op's kernel on small stand-ins with
   the operands' axis order, and gives the result that order;
 - a branch or loop body gets its variables with their layouts (`inherit`); a loop whose
-  body changes a carried array's layout is traced again with that layout unknown
-  (`keeps`, `set_unknown`);
+  body changes a carried array's layout is traced again with each layout an iteration
+  may start with, no symbol saying which (`loop_layouts`, `set_layouts`), until the body
+  makes no new one (after a few rounds, the layout is unknown);
 - after an `if`/`while` on an array, a variable is on each path what that path made of
   it, so its layout may depend on the path: `merge` records the candidate layouts, each
   with the 0-d bool symbol true on the paths that give it (None where no symbol says),
@@ -82,19 +83,43 @@ def set_paths(array, entries):
 
 def merge(result, arrays, conditions):
     """`result` (a new root array) is, on each path, arrays[i] (or has its layout) where
-    conditions()[i] holds (called only when the layouts differ)."""
-    stands = [None if candidates(a) is not None else of(a) for a in arrays]
-    if all(s is not None for s in stands) and all(_same(stands[0], s) for s in stands):
-        _give(result, stands[0])
-    else:
-        _local.paths[id(result)] = (weakref.ref(result), list(zip(conditions(), stands)))
+    conditions()[i] holds. An array whose own layout depends on the path gives each of
+    its layouts, with no symbol saying where (its conditions may belong to another
+    trace, a loop body's)."""
+    stands = [layouts_of(a) for a in arrays]
+    flat = [s for found in stands for s in found]
+    if all(s is not None for s in flat) and all(_same(flat[0], s) for s in flat):
+        _give(result, flat[0])
+        return
+    entries = []
+    for found, condition in zip(stands, conditions()):
+        entries += [(condition, found[0])] if len(found) == 1 else [(None, s) for s in found]
+    _local.paths[id(result)] = (weakref.ref(result), entries)
 
 
-def keeps(start, returned):
-    """Does a loop body that got an array laid out as `start` return one laid out alike
-    (so every iteration sees the layout the body was traced with)?"""
-    return (candidates(start) is None and candidates(returned) is None
-            and _same(of(start), of(returned)))
+def layouts_of(array):
+    """The layouts `array` may have (stand-ins; None: unknown), one per path."""
+    found = candidates(array)
+    return [of(array)] if found is None else [s for _, s in found]
+
+
+def loop_layouts(known, returned):
+    """A loop body, traced with a carried array laid out as any of `known` (stand-ins;
+    None: unknown), returned `returned` for it. The layouts to trace the body with again,
+    so that every iteration starts with one of them, or None when `known` has them all."""
+    if any(k is None for k in known):
+        return None
+    found = layouts_of(returned)
+    if any(s is None for s in found):
+        return [None]
+    new = [s for s in found if not any(_same(s, k) for k in known)]
+    return known + new if new else None
+
+
+def set_layouts(array, stands):
+    """`array` (a new root array: a loop-carried value in the body) is laid out as one of
+    `stands` (None: unknown), no symbol saying which."""
+    set_paths(array, [(None, s) for s in stands])
 
 
 def inherit(array, source):
@@ -178,12 +203,14 @@ def note_result(prim, arrays, attrs, out):
             entries.append((condition, None))
             continue
         layouts[i] = stand_in
-        entries.append((condition, _result_layout(prim, layouts, attrs, out)))
+        laid = _result_layout(prim, layouts, attrs, out)
+        entries.append((condition, _np.empty(out.shape, out.dtype) if laid is None else laid))
     set_paths(out, entries)
 
 
 def _result_layout(prim, layouts, attrs, out):
-    """A full-size stand-in for `out` in the axis order prim's kernel gives its result."""
+    """A full-size stand-in for `out` in the axis order prim's kernel gives its result
+    (None: C order)."""
     try:
         with _np.errstate(all="ignore"):
             small = _np.asarray(prim.impl(*[_small(s) for s in layouts], **attrs))

@@ -6,6 +6,8 @@ also become graph values when they differ between branches or are carried by a l
 counter `i = 0`); anything else (None, a module, a string) must be the same object on
 every path. Which variables keep the arrays they had, on which paths: control_paths.py.
 """
+import itertools
+
 import numpy as _np
 
 from .._core import alias_paths, layouts
@@ -154,6 +156,11 @@ def _refuse_random_gradients(graphs, operands, what, where):
 
 
 # ---- while_loop ----------------------------------------------------------------------------
+# rounds of tracing a loop body again with the layouts its carried arrays may start an
+# iteration with, before such a layout is taken as unknown
+_LAYOUT_ROUNDS = 3
+
+
 def emit_while(cond_fn, body_fn, values, names=None, max_iterations=None, what="while"):
     """Trace `while cond_fn(*values): values = body_fn(*values)` into while_loop nodes."""
     where = _where()
@@ -200,10 +207,12 @@ class _Loop:
         self.leaves, self.max_iterations = leaves, max_iterations
         carried_pos = [k for k, v in enumerate(leaves) if not isinstance(v, Static)]
         init = {k: initial_array(leaves[k]) for k in carried_pos}
-        unknown = set()     # carried arrays whose layout changes between iterations
-        for attempt in range(3):
+        # carried arrays whose layout changes between iterations: the layouts an iteration
+        # may start with (after _LAYOUT_ROUNDS, [None]: unknown, which ends the rounds)
+        varying = {}
+        for attempt in itertools.count():
             traced = _trace_loop(cond_fn, body_fn, leaves, structure, carried_pos, init,
-                                 where, names, what, unknown)
+                                 where, names, what, varying)
             retry = False
             if attempt == 0 and traced["temps"]:
                 # a name first assigned inside the body is read after the loop in Python:
@@ -229,12 +238,16 @@ class _Loop:
                                        f"makes it {out.dtype}{list(out.shape)}; a value carried "
                                        f"by a loop with an array condition must keep its "
                                        f"shape and dtype{where}")
-            if not retry and not unknown:
-                # the body was traced with each array laid out as it enters the loop: if it
-                # returns another layout, later iterations see that one (layouts.py)
-                unknown = {k for k, out in traced["body_outs"].items()
-                           if not layouts.keeps(init[k], out)}
-                retry = bool(unknown)
+            if not retry:
+                # the body was traced with each array laid out as it enters the loop (or as
+                # an earlier iteration may leave it): if it returns another layout, later
+                # iterations see that one (layouts.py); after a few rounds, it is unknown
+                for k, out in traced["body_outs"].items():
+                    known = varying.get(k) or layouts.layouts_of(init[k])
+                    grown = layouts.loop_layouts(known, out)
+                    if grown is not None:
+                        varying[k] = grown if attempt < _LAYOUT_ROUNDS else [None]
+                        retry = True
             if not retry:
                 break
         ctx_c, ctx_b = traced["ctx_c"], traced["ctx_b"]
@@ -319,7 +332,7 @@ def _keep_float_width(ctx, value, start):
 
 
 def _trace_loop(cond_fn, body_fn, leaves, structure, carried_pos, init, where, names, what,
-                unknown):
+                varying):
     def symbols():
         nodes, args = [], list(leaves)
         for k in carried_pos:
@@ -328,8 +341,8 @@ def _trace_loop(cond_fn, body_fn, leaves, structure, carried_pos, init, where, n
             node = Node("input", (), {}, a.shape, a.dtype, name=label)
             nodes.append(node)
             args[k] = ndarray._from_node(node)
-            if k in unknown:
-                layouts.set_unknown(args[k])
+            if k in varying:
+                layouts.set_layouts(args[k], varying[k])
             else:
                 layouts.inherit(args[k], a)
         return nodes, unflatten(structure, args)

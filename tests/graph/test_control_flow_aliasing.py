@@ -319,7 +319,32 @@ def fuzz_view_kept_by_a_link_only(a0, a1, a2):          # fuzz seed 101, #103
     return a1
 
 
-COMPILED = [fuzz_loop_result_updated, fuzz_counter_updated_in_an_if,
+def fuzz_loop_leaves_a_strided_view_or_a_new_array(a0):     # fuzz seed 731559, #127
+    v1 = a0[:, 1:]
+    v2 = np.zeros(())
+    while (np.abs(v1).sum() > 1) * (v2 < 3):
+        v1 = v1 / 2             # C-ordered, where the view entering the loop is strided
+        v2 = v2 + 1
+    v3 = v1.reshape((1, 1) + v1.shape)     # a view on both paths
+    v3 *= 2
+    a0 /= -2.0
+    return np.sin(v1), v3
+
+
+def fuzz_constant_written_after_an_if(a0, a1):            # fuzz seed 731559, #904
+    v4 = np.arange(4) * 0.5     # no argument reaches it: an eager array while tracing
+    v5 = v4.T
+    if a1.sum() > 0:
+        v5 = np.abs(v5)
+    v4 += 1                     # reaches v5 where the test was false
+    if np.abs(a0).max() < 1.5:
+        v5 -= 0.25
+    v4[1:] = v4[1:] * 2
+    return v4 * 1, v5 * 1
+
+
+COMPILED = [fuzz_loop_leaves_a_strided_view_or_a_new_array, fuzz_constant_written_after_an_if,
+            fuzz_loop_result_updated, fuzz_counter_updated_in_an_if,
             fuzz_transposed_view_of_the_result_written, fuzz_element_assigned,
             fuzz_copy_of_a_view_of_the_argument, fuzz_reshape_divided_in_place,
             fuzz_swapped_view_zeroed, fuzz_counter_decremented,
