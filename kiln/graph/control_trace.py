@@ -10,10 +10,11 @@ import itertools
 
 import numpy as _np
 
-from .._core import alias_paths, layouts
+from .._core import alias_paths, autograd, layouts, trace
 from .._core.base import ControlFlowError, user_frame
 from .._core.ir import Node
 from .._core.ndarray import ndarray, as_array
+from ..ops.registry import REGISTRY
 from ..ops.subgraph import Subgraph
 from .control_paths import (CROSS, BranchPaths, Refusal, as_bool, settle_loop, tracked_loop,
                             trace_tracking)
@@ -83,7 +84,6 @@ def emit_cond(pred, then_fn, else_fn, args=(), names=None, what="if"):
     else_graph = Subgraph(ins_e, [], outs_e, "else")
     _refuse_random([then_graph, else_graph], len(outs_t), "if", where)
     _refuse_random_gradients([then_graph, else_graph], [pred] + operands, what, where)
-    from ..ops.registry import REGISTRY
     prim = REGISTRY["cond"]
     results = [prim(pred, *operands, then_graph=then_graph, else_graph=else_graph, index=j)
                for j in range(len(outs_t))]
@@ -105,7 +105,6 @@ def _fresh(args):
     eager array becomes a constant node first: an in-place op in a branch then rebinds it
     (seen by BranchPaths) instead of writing into memory the other branch and the caller
     share."""
-    from .._core import trace
     ctx = trace.current()
     fresh = []
     for a in args:
@@ -123,7 +122,6 @@ def _node(a):
 
 
 def _has_random(graph):
-    from ..ops.registry import REGISTRY
     for n in graph.nodes:
         if not n.is_source and REGISTRY[n.op].random:
             return True
@@ -146,7 +144,6 @@ def _refuse_random(graphs, n_outputs, what, where):
 def _refuse_random_gradients(graphs, operands, what, where):
     """The gradient of a branch or loop re-evaluates its body, which would draw new random
     numbers (dropout) and so differentiate a different function: run such code eagerly."""
-    from .._core import autograd
     if not autograd.is_recording() or not any(a._tape is not None for a in operands):
         return
     if any(_has_random(g) for g in graphs):
@@ -259,7 +256,6 @@ class _Loop:
         self.operands = operands = [init[k] for k in carried_pos] + invariants
         _refuse_random([self.cond_graph, body_graph], 2, "while loop", where)
         _refuse_random_gradients([self.cond_graph, body_graph], operands, what, where)
-        from ..ops.registry import REGISTRY
         prim = REGISTRY["while_loop"]
         results = [prim(*operands, cond_graph=self.cond_graph, body_graph=body_graph,
                         n_carried=len(carried_pos), index=j, max_iterations=max_iterations)
@@ -285,7 +281,6 @@ class _Loop:
     def zero_iterations(self):
         """0-d bool: the loop ran no time (its condition on the values it started with is
         false), evaluated by a `cond` on the loop's own condition graph."""
-        from ..ops.registry import REGISTRY
         if self.max_iterations == 0:
             return as_bool(True)
         first = REGISTRY["cond"](as_bool(True), *self.operands, then_graph=self.cond_graph,
@@ -322,7 +317,6 @@ def _keep_float_width(ctx, value, start):
     loop graph the index is an int64 array, which would widen y. Keep the carried width."""
     if (value.dtype != start.dtype and value.dtype.kind == start.dtype.kind == "f"
             and value.shape == start.shape):
-        from .._core import trace
         trace.push(ctx)
         try:
             return value.astype(start.dtype)
