@@ -145,10 +145,24 @@ def _set(target, new):
 
 
 def _detach(array):
+    """`array`, a read-only view, is written: it becomes an array of its own (eager rebinds
+    it to a copy). Views made of it before stay views of what it viewed, as eager's still
+    view that memory: a stand-in with its old value takes its place in the chain."""
     link = array._view
     base_link = link.base._view
+    kept = [r for r in link.views if r() is not None and r()._view is not None
+            and r()._view.base is array]
     if base_link is not None:
         base_link.views = [r for r in base_link.views if r() is not None and r() is not array]
+    if kept:
+        stand_in = type(array)._alias_of(array, None, 0)
+        stand_in._view = ViewLink(link.base, link.prim, link.attrs, link.shadow,
+                                  link.detached)
+        stand_in._view.views = kept
+        for ref in kept:
+            ref()._view.base = stand_in
+        if base_link is not None:
+            base_link.views.append(weakref.ref(stand_in))
     array._view = None
 
 
