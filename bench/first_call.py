@@ -1,4 +1,5 @@
 """First-call latency of a hybridized seed MLP in a fresh process: cold and warm C cache."""
+import argparse
 import os
 import subprocess
 import sys
@@ -42,5 +43,15 @@ def report():
             f"| warm (compiled object on disk) | {warm * 1e3:.0f} ms | {kind} |\n")
 
 
-if __name__ == "__main__":
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m kiln bench first_call",
+        description="first call (trace, optimize, compile) of a hybridized seed MLP in a "
+                    "new process, with an empty and with a warm compile cache")
+    parser.parse_args(argv)
     print(report())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

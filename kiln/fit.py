@@ -23,7 +23,8 @@ def make_step(net, loss_fn, trainer, compiled=True, backend=None):
         loss.backward()
         trainer.step(x.shape[0])
         return loss
-    return hybridize(step, backend=backend) if compiled else step
+    # the step is kiln's code: the user is not told its side effects run only in tracing
+    return hybridize(step, backend=backend, trace_warning=False) if compiled else step
 
 
 def accuracy(net, loader):

@@ -167,6 +167,7 @@ class Initializer:
 @register
 @alias("zeros")
 class Zero(Initializer):
+    """Initializes to zeros (also known as 'zeros')."""
     def _init_weight(self, name, arr):
         _fill(arr, 0.0)
 
@@ -174,12 +175,14 @@ class Zero(Initializer):
 @register
 @alias("ones")
 class One(Initializer):
+    """Initializes to ones (also known as 'ones')."""
     def _init_weight(self, name, arr):
         _fill(arr, 1.0)
 
 
 @register
 class Constant(Initializer):
+    """Initializes every element to `value`."""
     def __init__(self, value=0.0):
         super().__init__(value=value)
         self.value = value

@@ -62,3 +62,22 @@ def test_readme_python_blocks_run(tmp_path):
                           capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         pytest.fail(f"a README block failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+
+
+def bash_blocks(text):
+    """The sources of the ```bash blocks, in order."""
+    return re.findall(r"^```bash\n(.*?)\n```", text, flags=re.M | re.S)
+
+
+def test_ci_runs_the_readme_commands():
+    """The README starts with its two set-up commands (install + demo, then the test
+    command), and .ci/run runs exactly the test command in a fresh environment."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    install, tests = bash_blocks(text)[:2]
+    assert text.index(install) < text.index("## "), "the set-up commands come first"
+    assert install.startswith("python -m pip install -e") and "kiln demo" in install
+    assert tests.endswith("python -m pytest -q") and "docs" in tests, tests
+    with open(os.path.join(ROOT, ".ci", "run")) as f:
+        ci = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    assert ci[-1] == tests.strip()

@@ -47,19 +47,25 @@ _state = _State()
 
 
 def is_recording():
+    """Whether operations are being recorded for differentiation (inside `autograd.record()`), in
+    this thread."""
     return _state.recording
 
 
 def is_training():
+    """Whether layers run in training mode (dropout active, batch norm updating its statistics), in
+    this thread."""
     return _state.training
 
 
 def set_recording(flag):
+    """Turn recording on or off for this thread; returns the previous state."""
     prev, _state.recording = _state.recording, bool(flag)
     return prev
 
 
 def set_training(flag):
+    """Turn training mode on or off for this thread; returns the previous state."""
     prev, _state.training = _state.training, bool(flag)
     return prev
 
@@ -101,14 +107,18 @@ def record(train_mode=True):
 
 
 def pause(train_mode=False):
+    """A scope (or decorator) in which nothing is recorded, in predict mode unless
+    `train_mode=True`."""
     return _scope(False, train_mode)
 
 
 def train_mode():
+    """A scope (or decorator) in which layers run in training mode; recording is left as it is."""
     return _scope(None, True)
 
 
 def predict_mode():
+    """A scope (or decorator) in which layers run in predict mode; recording is left as it is."""
     return _scope(None, False)
 
 
@@ -304,6 +314,8 @@ def _as_lists(heads, head_grads):
 
 
 def mark_variables(variables, gradients, grad_reqs="write"):
+    """Attach gradient buffers to arrays: each of `variables` gets the matching array of
+    `gradients` as its `.grad`, with `grad_reqs` ('write', 'add' or 'null')."""
     if not isinstance(variables, (list, tuple)):
         variables, gradients = [variables], [gradients]
     reqs = grad_reqs if isinstance(grad_reqs, (list, tuple)) else [grad_reqs] * len(variables)

@@ -34,14 +34,18 @@ class KilnError(Exception):
 
 
 class ShapeError(KilnError, ValueError):
+    """A KilnError (and ValueError) for operands whose shapes do not fit the op; the message names
+    the op and the user's line."""
     pass
 
 
 class DTypeError(KilnError, TypeError):
+    """A KilnError (and TypeError) for an unsupported or mismatched dtype."""
     pass
 
 
 class KilnIndexError(KilnError, IndexError):
+    """A KilnError (and IndexError) for an index out of range or of the wrong kind."""
     pass
 
 
@@ -89,11 +93,29 @@ def postorder(roots, children):
     return order
 
 
+_ENTRY_POINTS = set()      # code objects of kiln's command-line entry points
+
+
+def command_line_entry(fn):
+    """Mark `fn` as a command-line entry point (`python -m kiln ...`): the frames outside
+    it are the launcher's (runpy, a console script), not user code, so errors raised under
+    it name no location unless user code (a script it runs) is on the way."""
+    _ENTRY_POINTS.add(fn.__code__)
+    return fn
+
+
 def user_frame():
-    """The innermost stack frame outside the kiln package, as (file, line, code)."""
+    """The innermost stack frame outside the kiln package, as (file, line, code); None
+    when there is none (Python's frozen modules, such as runpy, are not user code)."""
     frame = sys._getframe(1)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
+        if frame.f_code in _ENTRY_POINTS:
+            return None
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen "):
+            frame = frame.f_back
+            continue
+        path = os.path.abspath(name)
         if not path.startswith(_PACKAGE_DIR + os.sep):
             line = frame.f_lineno
             code = ""
@@ -108,6 +130,8 @@ def user_frame():
 
 
 def where_in_user_code():
+    """The user's file, line and code where the current kiln call was made, as text to append to an
+    error message ('' outside user code)."""
     found = user_frame()
     if found is None:
         return ""
@@ -126,6 +150,8 @@ def op_error(op, message, kind=ShapeError):
 
 
 def normalize_dtype(dtype, default=None):
+    """`dtype` (a NumPy dtype, a type or a name; 'float' means kiln's default float) as a NumPy
+    dtype kiln supports, or `default` when None; an unsupported one is a DTypeError."""
     if dtype is None:
         return default
     if isinstance(dtype, str) and dtype in ("float", "float_"):

@@ -2,6 +2,9 @@
 
 
 class Context:
+    """A device (MXNet's Context, also called Device): a type ('cpu', 'cpu_pinned', 'gpu') and an
+    id. kiln computes on the CPU; contexts exist so code that names them runs, and data placed
+    on a GPU context is an error."""
     __slots__ = ("device_type", "device_id")
 
     def __init__(self, device_type="cpu", device_id=0):
@@ -33,10 +36,12 @@ Device = Context
 
 
 def cpu(device_id=0):
+    """The CPU context `cpu(device_id)`, where kiln computes."""
     return Context("cpu", device_id)
 
 
 def cpu_pinned(device_id=0):
+    """MXNet's pinned-memory CPU context; on kiln the same memory as `cpu()`."""
     return Context("cpu_pinned", device_id)
 
 
@@ -57,10 +62,12 @@ def check_usable(ctx, what):
 
 
 def num_gpus():
+    """The number of GPUs kiln can use: always 0 (kiln runs on the CPU)."""
     return 0
 
 
 def current_context():
+    """The context new arrays are created on: always `cpu(0)`; `current_device` is the same."""
     return cpu()
 
 

@@ -31,6 +31,9 @@ def _late(name):
 
 
 class ndarray(NumpyMethods):
+    """kiln's array (MXNet's `np.ndarray`): NumPy values with NumPy's methods and operators,
+    float32 by default, recorded on the autograd tape inside `autograd.record()` and traced into
+    a graph inside hybridized code. `attach_grad()`, `.grad`, `backward()`, `asnumpy()`."""
     __slots__ = ("_data", "_node", "_tape", "_tidx", "_grad", "_grad_req", "_view",
                  "__weakref__")
     __array_priority__ = 100.0

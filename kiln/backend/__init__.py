@@ -7,15 +7,21 @@ from .._core.base import KilnError
 from . import numpy_exec as _numpy_exec  # noqa: F401
 from .c import eager_gemm as _eager_gemm  # noqa: F401
 from .dnnl import eager as _dnnl_eager  # noqa: F401
+from .c import build
 
 
 class _NumpyBackend:
+    """The NumPy executor; `reason` says why it runs (kiln.explain shows it)."""
     name = "numpy"
 
-    @staticmethod
-    def compile(graph):
+    def __init__(self, reason):
+        self.reason = reason
+
+    def compile(self, graph):
         from .numpy_exec import NumpyProgram
-        return NumpyProgram(graph)
+        program = NumpyProgram(graph)
+        program.reason = self.reason
+        return program
 
 
 class _CBackend:
@@ -24,31 +30,40 @@ class _CBackend:
 
     @staticmethod
     def compile(graph):
-        from .c.program import compile_graph
-        program = compile_graph(graph)
-        return program if program is not None else _NumpyBackend.compile(graph)
+        from .c.program import CannotCompile, compile_graph
+        try:
+            return compile_graph(graph)
+        except CannotCompile as exc:
+            return _NumpyBackend(str(exc)).compile(graph)
 
 
-BACKENDS = {"numpy": _NumpyBackend, "c": _CBackend}
-
-
-def default_backend():
-    from .c import build
-    return "c" if build.available() else "numpy"
+BACKENDS = ("numpy", "c")
 
 
 def select(name=None):
-    name = name or os.environ.get("KILN_BACKEND") or default_backend()
-    try:
-        return BACKENDS[name]
-    except KeyError:
-        raise KilnError(f"unknown backend {name!r}; expected one of {sorted(BACKENDS)}") from None
+    """The backend named by hybridize(backend=...), else KILN_BACKEND, else C when a
+    compiler works here (without one: the NumPy executor, with a warning once)."""
+    origin = f"hybridize(backend={name!r})"
+    if not name and os.environ.get("KILN_BACKEND"):
+        name = os.environ["KILN_BACKEND"]
+        origin = f"KILN_BACKEND={name}"
+    if not name:
+        try:
+            build.compiler()
+            return _CBackend
+        except build.CompilerUnavailable as exc:
+            build.record_unavailable(str(exc))
+            return _NumpyBackend(f"the C backend is unavailable: {exc}")
+    if name == "c":
+        return _CBackend
+    if name == "numpy":
+        return _NumpyBackend(f"chosen with {origin}")
+    raise KilnError(f"unknown backend {name!r}; expected one of {sorted(BACKENDS)}")
 
 
 def fast_dispatcher():
     """A C dispatcher serving a hybridized function's compiled calls whole (see
     c/fastcall.py), or None when the C extension is not available here."""
-    from .c import build
     if not build.available():
         return None
     from .c.fastcall import dispatcher

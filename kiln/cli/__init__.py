@@ -7,6 +7,8 @@ imported only when its command runs, so one broken command cannot break the othe
 import importlib
 import sys
 
+from .._core.base import command_line_entry
+
 COMMANDS = {
     "demo": ("kiln.demo", "main", "train an MLP on the bundled 8x8 digits and report accuracy"),
     "bench": ("kiln.cli.bench", "main",
@@ -32,6 +34,7 @@ def usage():
     return "\n".join(lines)
 
 
+@command_line_entry
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):

@@ -74,8 +74,9 @@ def inspect_main(argv):
         print(f"constants: {len(sym.consts)}")
     params_file = a.params_file or _default_params(a.symbol_file)
     if params_file:
-        from ..export.params import read_params, match_params
-        match_params(sym, read_params(params_file), params_file)
+        from ..export.params import match_params
+        from ..npx.io import read_npz
+        match_params(sym, read_npz(params_file, "params file"), params_file)
         print(f"params file {params_file}: matches ({_human(os.path.getsize(params_file))})")
     else:
         print("params file: not found")
@@ -103,12 +104,8 @@ def run_main(argv):
         raise KilnError(f"the model takes {len(sym.inputs)} inputs ({sym.input_names}); "
                         f"got {len(a.input)} --input files")
     from .._core.ndarray import ndarray
-    args = []
-    for path in a.input:
-        try:
-            args.append(ndarray._wrap(_np.load(path, allow_pickle=False)))
-        except (OSError, ValueError) as exc:
-            raise KilnError(f"cannot read input {path}: {exc}") from None
+    from ..npx.io import read_npy
+    args = [ndarray._wrap(read_npy(path, "input")) for path in a.input]
     outs = block(*args)
     outs = outs if isinstance(outs, list) else [outs]
     values = [o.asnumpy() for o in outs]

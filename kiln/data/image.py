@@ -109,6 +109,8 @@ def imread(filename, flag=1, to_rgb=True, out=None):
 
 
 def imresize(src, w, h, interp=1):
+    """`src` (an HWC image) resized to width `w` and height `h` with interpolation `interp`
+    (MXNet's image.imresize)."""
     return _wrap(_resize_numpy(_to_numpy(src, "imresize"), int(w), int(h), interp))
 
 

@@ -67,21 +67,25 @@ def init():
 
 
 def rank():
+    """This process's rank in the MPI job (0 without MPI); starts MPI on first use."""
     init()
     return _State.rank
 
 
 def size():
+    """The number of processes in the MPI job (1 without MPI); starts MPI on first use."""
     init()
     return _State.size
 
 
 def local_rank():
+    """This process's rank among the ranks on the same machine (0 without MPI)."""
     init()
     return _State.local_rank
 
 
 def is_distributed():
+    """Whether the job has more than one process."""
     return size() > 1
 
 

@@ -4,7 +4,8 @@ import numpy as _np
 
 from .._core.base import KilnError
 from .._core.ir import Graph, Node
-from .params import match_params, read_params
+from ..npx.io import read_npz
+from .params import match_params
 from .symbol import read_symbol
 
 
@@ -16,8 +17,10 @@ class LoadedModel:
 
 
 def load_model(symbol_file, param_file):
+    """The model of an exported symbol file and its npz parameter file, as a LoadedModel: its
+    symbol, its parameters by structural name and its constants."""
     symbol = read_symbol(symbol_file)
-    params, consts = match_params(symbol, read_params(param_file), str(param_file))
+    params, consts = match_params(symbol, read_npz(param_file, "load"), str(param_file))
     return LoadedModel(symbol, params, consts)
 
 

@@ -23,8 +23,8 @@ import struct
 import numpy as _np
 
 from .._core.base import KilnError
-from ..npx.io import write_bytes_atomic
-from .symbol import MAX_PARAMS_FILE_BYTES, MAX_RANK, MAX_TENSOR_ELEMENTS, read_capped
+from ..npx.io import (MAX_PARAMS_FILE_BYTES, MAX_RANK, MAX_TENSOR_ELEMENTS, read_capped,
+                      read_npz, write_bytes_atomic)
 
 LIST_MAGIC = 0x112
 V1, V2, V3 = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
@@ -81,8 +81,9 @@ def _array(r, k):
             raise KilnError(f"{r.source}: {where} has a negative dimension in {shape}")
         size *= d
         if size > MAX_TENSOR_ELEMENTS:
-            raise KilnError(f"{r.source}: {where} declares shape {shape}, larger than the "
-                            "reader's cap")
+            raise KilnError(f"{r.source}: {where} declares shape {shape}: {size} elements or "
+                            f"more, larger than the cap of {MAX_TENSOR_ELEMENTS} elements per "
+                            "array")
     if ndim == 0 and magic != V3:
         return _np.zeros((0,), "float32")   # MXNet 1.x writes an empty array as rank 0
     r.unpack("i", f"{where}'s device type")
@@ -100,7 +101,7 @@ def _array(r, k):
 
 def parse(data, source="<params>"):
     """(list of arrays, list of names or None) from the bytes of an MXNet params file."""
-    r = _Reader(bytes(data), source)
+    r = _Reader(memoryview(data), source)      # slices of a view copy nothing
     magic = r.unpack("Q", "the file magic")
     if magic != LIST_MAGIC:
         raise KilnError(f"{source}: not an MXNet params file (magic {magic:#x}, expected "
@@ -119,7 +120,7 @@ def parse(data, source="<params>"):
         if length > MAX_NAME:
             raise KilnError(f"{source}: name {k} declares {length} bytes")
         try:
-            names.append(r.take(length, f"name {k}").decode("utf-8"))
+            names.append(bytes(r.take(length, f"name {k}")).decode("utf-8"))
         except UnicodeDecodeError:
             raise KilnError(f"{source}: name {k} is not UTF-8") from None
     if r.pos != len(r.data):
@@ -151,7 +152,6 @@ def read_any(path, what="load"):
         raise KilnError(f"{what}: cannot read {path}: {exc}") from None
     if is_mxnet_params(head):
         return read_dict(path)
-    from ..npx.io import read_npz
     return read_npz(path, what)
 
 

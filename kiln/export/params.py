@@ -4,16 +4,13 @@ Parameters are keyed by structural names ('features.2.bias'), so the file also l
 a new instance of the original model class with Block.load_parameters. Constants of the
 graph sit beside them under reserved names ('__const__.7'), which load_parameters skips.
 
-Reading looks at every member's .npy header first (dtype and shape) and refuses object
-dtypes and oversized arrays before NumPy allocates or unpickles anything.
+Reading is npx.io.read_npz, which looks at every member's .npy header first (dtype and
+shape) and refuses object dtypes and oversized arrays before NumPy allocates or unpickles
+anything.
 """
-import zipfile
-
-import numpy as _np
-
 from .._core.base import KilnError
 from ..npx.io import write_npz_atomic
-from .symbol import CONST_PREFIX, MAX_TENSOR_ELEMENTS
+from .symbol import CONST_PREFIX
 
 
 def params_path(prefix, epoch):
@@ -24,48 +21,6 @@ def write_params(path, params, consts):
     entries = dict(params)
     entries.update(consts)
     write_npz_atomic(path, entries)
-
-
-def _check_headers(path, zf):
-    fmt = _np.lib.format
-    for info in zf.infolist():
-        if not info.filename.endswith(".npy"):
-            raise KilnError(f"{path}: unexpected member {info.filename[:80]!r}")
-        with zf.open(info) as f:
-            version = fmt.read_magic(f)
-            if version == (1, 0):
-                shape, _, dtype = fmt.read_array_header_1_0(f)
-            elif version == (2, 0):
-                shape, _, dtype = fmt.read_array_header_2_0(f)
-            else:
-                raise KilnError(f"{path}: unsupported .npy version {version}")
-        if dtype.hasobject:
-            raise KilnError(f"{path}: member {info.filename!r} holds Python objects "
-                            "(pickled data); kiln never unpickles")
-        size = 1
-        for d in shape:
-            size *= d
-        if size > MAX_TENSOR_ELEMENTS:
-            raise KilnError(f"{path}: member {info.filename!r} declares shape {shape}, "
-                            "larger than the reader's cap")
-
-
-def read_params(path):
-    """name -> NumPy array, for any npz file; every failure is a KilnError."""
-    try:
-        with zipfile.ZipFile(path) as zf:
-            _check_headers(path, zf)
-        with _np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except KilnError:
-        raise
-    except FileNotFoundError:
-        raise KilnError(f"no such params file: {path}") from None
-    except MemoryError:
-        raise KilnError(f"{path}: an entry is too large to load") from None
-    except Exception as exc:  # zip/npy parsing of a corrupt file fails in many ways
-        raise KilnError(f"{path} is not a valid params file (corrupt or truncated: "
-                        f"{type(exc).__name__}: {exc})") from None
 
 
 def match_params(symbol, entries, source, allow_missing=False, ignore_extra=False):

@@ -22,6 +22,7 @@ import json
 
 from .._core.base import Shaped, KilnError
 from .._core.ir import SOURCE_OPS
+from ..npx.io import MAX_FILE_BYTES, MAX_RANK, MAX_TENSOR_ELEMENTS, read_capped
 from ..ops.registry import REGISTRY
 from . import attrs as tattrs
 
@@ -29,15 +30,10 @@ FORMAT = "kiln-symbol"
 FORMAT_VERSION = 1
 CONST_PREFIX = "__const__."   # params-file names of constants; never a parameter name
 
-# caps so a hostile file cannot make a reader allocate without bound
+# caps so a hostile file cannot make a reader allocate without bound (with those of every
+# file reader: npx/io.py)
 MAX_NODES = 1_000_000
-MAX_RANK = 32
-MAX_TENSOR_ELEMENTS = 1 << 28        # 1 GiB of float32 in one value
 MAX_TOTAL_ELEMENTS = 1 << 30         # over all nodes of the graph
-MAX_FILE_BYTES = 256 << 20
-# MXNet's published VGG-16/19 parameter files are 528 and 548 MiB; every record is
-# bounds-checked against the bytes read, so the cap only bounds the read itself
-MAX_PARAMS_FILE_BYTES = 4 << 30
 
 
 class NodeSpec(Shaped):
@@ -128,20 +124,8 @@ def graph_to_json(graph, param_names, kiln_version, grad_reqs=None):
 
 # ---- reading -------------------------------------------------------------------------------
 
-def read_capped(path, kind="symbol file", limit=MAX_FILE_BYTES):
-    """The bytes of `path`, refusing files larger than `limit`."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(limit + 1)
-    except OSError as exc:
-        raise KilnError(f"cannot read {kind} {path}: {exc}") from None
-    if len(raw) > limit:
-        raise KilnError(f"{kind} {path} is larger than {limit} bytes")
-    return raw
-
-
 def read_symbol(path):
-    return parse_symbol(read_capped(path), str(path))
+    return parse_symbol(read_capped(path, "symbol file", MAX_FILE_BYTES), str(path))
 
 
 def parse_symbol(raw, source="<symbol>"):
@@ -150,6 +134,8 @@ def parse_symbol(raw, source="<symbol>"):
         doc = json.loads(text)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise KilnError(f"{source} is not a valid kiln symbol file (bad JSON: {exc})") from None
+    except MemoryError:
+        raise KilnError(f"not enough memory to parse the symbol file {source}") from None
     return _validate(doc, source)
 
 

@@ -77,6 +77,9 @@ class HookHandle:
 
 
 class Block:
+    """The base class of layers and models (MXNet's Gluon Block): it holds child blocks and
+    Parameters, and its `forward` says what it computes. `collect_params`, `initialize`,
+    `save_parameters`/`load_parameters` and forward hooks act on the whole tree of blocks."""
     def __init__(self, prefix=None, params=None, **kwargs):
         # `prefix` is accepted for MXNet 1.x code and ignored: names are structural.
         # `params` (MXNet 1.x sharing): parameters registered later under the same names

@@ -8,6 +8,7 @@ A shape may hold 0 for a dimension that is not known yet (Dense(256) before it h
 its input). `initialize()` on such a parameter is deferred until the owning layer infers
 the shape from its first input.
 """
+import os
 import warnings
 
 import numpy as _np
@@ -45,7 +46,28 @@ def _shape_known(shape):
     return shape is not None and all(d > 0 for d in shape)
 
 
+def _memory_limit():
+    """The bytes this process could ever hold: the machine's memory, or less under an
+    address-space limit (None when neither is known)."""
+    limits = []
+    try:
+        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limits.append(soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    return min(limits) if limits else None
+
+
 class Parameter:
+    """A named weight of a Block: its shape (dimensions left 0 are inferred on the first call),
+    dtype, initializer, gradient request ('write', 'add' or 'null') and learning-rate and
+    weight-decay multipliers; `data()` and `grad()` give its arrays."""
     def __init__(self, name="weight", grad_req="write", shape=None, dtype="float32", init=None,
                  allow_deferred_init=True, differentiable=True, lr_mult=1.0, wd_mult=1.0,
                  stype="default", grad_stype="default"):
@@ -177,15 +199,36 @@ class Parameter:
 
     def _init_now(self, own, default_init):
         from .. import init as kinit
+        self._check_size()
         # Fill a fresh array and copy it in: in-place ops such as `data *= mask` in a
         # custom initializer would otherwise run on the autograd leaf (see _install).
-        fresh = ndarray._wrap(_np.zeros(self._shape, self._dtype))
+        try:
+            fresh = ndarray._wrap(_np.zeros(self._shape, self._dtype))
+        except MemoryError:
+            raise KilnError(f"Parameter {self._label()}: not enough memory for shape "
+                            f"{_shape_text(self._shape)} ({self._dtype.name})"
+                            f"{where_in_user_code()}") from None
         desc = kinit.InitDesc(self._path or self._name,
                               {"__init__": own} if own is not None else {})
         with trace.suspended(), autograd.pause():
             kinit.create(default_init)(desc, fresh)
         self._install(fresh._concrete("initialize"))
         self._deferred = None
+
+    def _check_size(self):
+        """Refuse, before allocating, a shape this machine cannot hold (a size argument
+        off by orders of magnitude, such as Dense(1 << 40)): the error names the
+        parameter, where NumPy's would name only the bytes."""
+        count = 1
+        for d in self._shape:
+            count *= d          # Python integers: no overflow
+        nbytes = count * self._dtype.itemsize
+        limit = _memory_limit()
+        if limit is not None and nbytes > limit:
+            raise KilnError(f"Parameter {self._label()} of shape {_shape_text(self._shape)} "
+                            f"({self._dtype.name}) needs {nbytes} bytes, more than this "
+                            f"machine's memory ({limit} bytes); check the layer's size "
+                            f"arguments (units, channels, in_units){where_in_user_code()}")
 
     def _install(self, value):
         """Put `value` (NumPy) in the parameter, keeping the array object if there is one."""

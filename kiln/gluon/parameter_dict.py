@@ -12,6 +12,8 @@ from .parameter import Parameter, Constant
 
 
 class ParameterDict(OrderedDict):
+    """An ordered dict of Parameters by name (what `collect_params()` returns), with `initialize`,
+    `zero_grad`, `setattr`, `save` and `load` acting on all of them."""
     def __init__(self, items=(), owner=None, shared=None):
         super().__init__(items)
         self._owner = owner      # the Block whose own parameters these are, if any

@@ -16,6 +16,7 @@ import numpy as _np
 
 from .._core.base import KilnError, where_in_user_code
 from .._core.ndarray import ndarray
+from ..npx.io import read_npz
 from ..ops.registry import REGISTRY
 from .block import HybridBlock
 from .parameter import Parameter
@@ -96,9 +97,10 @@ class SymbolBlock(HybridBlock):
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):
         """Parameters and the graph's constants, checked against the symbol's shapes/dtypes."""
-        from ..export.params import read_params, match_params
-        params, consts = match_params(self._symbol, read_params(filename), str(filename),
-                                      allow_missing, ignore_extra)
+        from ..export.params import match_params
+        entries = read_npz(filename, "SymbolBlock.load_parameters")
+        params, consts = match_params(self._symbol, entries, str(filename), allow_missing,
+                                      ignore_extra)
         for name, value in params.items():
             self._reg_params[name]._load_init(value, source=str(filename))
         for k, value in consts.items():

@@ -50,6 +50,8 @@ def print_summary(block, *inputs):
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
+    """`data` split along `batch_axis` into `num_slice` slices; the last takes the remainder unless
+    `even_split`, which requires an even split."""
     size = data.shape[batch_axis]
     if not 1 <= num_slice <= max(size, 1):
         raise KilnError(f"split_data: cannot split a batch of {size} into {num_slice} slices")
@@ -65,6 +67,8 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
 
 
 def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
+    """`data` split along `batch_axis` into one slice per context of `ctx_list`, each on its
+    context (all CPU on kiln)."""
     from .._core.ndarray import as_array
     data = as_array(data)
     if not isinstance(ctx_list, (list, tuple)):
@@ -110,11 +114,14 @@ def check_sha1(filename, sha1_hash):
 
 
 def replace_file(src, dst):
+    """Move `src` to `dst`, replacing `dst` atomically (os.replace)."""
     import os
     os.replace(src, dst)
 
 
 def shape_is_known(shape):
+    """Whether every dimension of `shape` is known: not None and each dimension positive (MXNet
+    marks an unknown one with 0)."""
     return shape is not None and all(d > 0 for d in shape)
 
 

@@ -67,8 +67,11 @@ def _input_nodes(arrays, name_prefix="data"):
     return nodes
 
 
-def capture(fn, args, name, param_names=None, grad_inputs=None):
+def capture(fn, args, name, param_names=None, grad_inputs=None, note_side_effects=True):
     """Trace fn(*args).
+
+    note_side_effects=False: fn is kiln's own code (kiln.fit's step, kiln.explain's copy),
+    whose side effects running only while tracing is nothing the user needs told.
 
     With grad_inputs (one flag per array argument: does it need a gradient?), the backward
     pass is traced too. The graph then takes one extra input per float output (its incoming
@@ -106,7 +109,8 @@ def capture(fn, args, name, param_names=None, grad_inputs=None):
                                                                      leaves, entries)
     finally:
         trace.pop()
-    _warn_side_effects_once(name)
+    if note_side_effects:
+        _warn_side_effects_once(name)
     param_nodes = [e.node for e in entries]
     names = param_names or {}
     for e in entries:

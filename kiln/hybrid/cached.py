@@ -121,10 +121,12 @@ class _Entry:
 
 
 class CachedFunction:
-    def __init__(self, fn, name, backend=None, param_names=None, strict=False):
+    def __init__(self, fn, name, backend=None, param_names=None, strict=False,
+                 trace_warning=True):
         self.fn = fn
         self.name = name
         self.strict = strict             # a trace that breaks is an error, not a fallback
+        self.trace_warning = trace_warning   # the KilnTraceWarning on the first trace
         self.backend = backend
         self.param_names = param_names   # callable -> {id(param): structural name}
         self.entries = {}
@@ -141,12 +143,14 @@ class CachedFunction:
 
     def _build(self, args, grad_mask):
         if grad_mask is None:
-            cap = capture(self.fn, args, self.name, self._names())
+            cap = capture(self.fn, args, self.name, self._names(),
+                          note_side_effects=self.trace_warning)
             graph = run_pipeline("generic", cap.graph)
             program = make_program(graph, self.backend, cap)
             self._known_params = list(cap.params.values())
             return _Entry(cap, program, [cap.params[id(p)] for p in graph.params])
-        cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask)
+        cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask,
+                      note_side_effects=self.trace_warning)
         cap.grad_mask = grad_mask
         joint = run_pipeline("generic", cap.graph)
         if select(self.backend).name == "c":
@@ -353,14 +357,14 @@ def _structural_names(block):
 class HybridFunction:
     """What kiln.hybridize returns: call it like the original; .graph(*args) shows the graph."""
 
-    def __init__(self, fn, backend=None, strict=False):
+    def __init__(self, fn, backend=None, strict=False, trace_warning=True):
         self.__wrapped__ = fn
         names = None
         if hasattr(fn, "collect_params"):
             names = lambda: _structural_names(fn)  # noqa: E731
         name = getattr(fn, "__name__", type(fn).__name__)
         self._cached = CachedFunction(self._run, name, backend=backend, param_names=names,
-                                      strict=strict)
+                                      strict=strict, trace_warning=trace_warning)
 
     def _run(self, *args):
         from ..graph.convert import convert     # array-dependent if/while become graph ops
@@ -379,7 +383,12 @@ class HybridFunction:
 
 
 def hybridize(fn_or_block=None, backend=None, **flags):
-    """Compile a function or block: kiln.hybridize(f)(x) computes f(x) as a graph program."""
+    """Compile a function or block: kiln.hybridize(f)(x) computes f(x) as a graph program.
+
+    strict=True: code that cannot be compiled is an error, not an eager fallback.
+    trace_warning=False: no KilnTraceWarning ("side effects run only while tracing") for
+    this function, whose author knows (kiln.fit's own step)."""
     if fn_or_block is None:
         return lambda f: hybridize(f, backend=backend, **flags)
-    return HybridFunction(fn_or_block, backend=backend, strict=bool(flags.get("strict")))
+    return HybridFunction(fn_or_block, backend=backend, strict=bool(flags.get("strict")),
+                          trace_warning=bool(flags.get("trace_warning", True)))

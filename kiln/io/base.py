@@ -28,6 +28,7 @@ class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
 
 
 def as_desc(item):
+    """A DataDesc from a DataDesc or a (name, shape) pair."""
     if isinstance(item, DataDesc):
         return item
     if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str):

@@ -23,6 +23,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import types
 import warnings
@@ -245,6 +246,8 @@ def install_paths():
 
 
 def is_installed():
+    """Whether `import mxnet` gives kiln: `install()` was called and its import finder is in place.
+    """
     return _FINDER.mxnet and _FINDER in sys.meta_path
 
 
@@ -276,6 +279,9 @@ def main(argv):
         print("usage: python -m kiln mxnet SCRIPT.py [args...]\n\nRuns SCRIPT with `import "
               "mxnet` (and mxnet.np, mxnet.gluon, ...) resolving to kiln.")
         return 0 if argv else 2
+    if not os.path.exists(argv[0]):      # a script, or a directory or zip with __main__.py
+        print(f"kiln mxnet: no such script: {argv[0]}", file=sys.stderr)
+        return 2
     if not install():
         print("kiln mxnet: the real MXNet is already imported; not aliasing", file=sys.stderr)
     sys.argv = list(argv)

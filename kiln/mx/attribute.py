@@ -22,6 +22,8 @@ class _CurrentScope:
 
 
 class AttrScope:
+    """A scope whose string attributes are given to every symbol created inside it (`with
+    mx.AttrScope(ctx_group='dev1'):`)."""
     current = _CurrentScope()
 
     def __init__(self, **kwargs):

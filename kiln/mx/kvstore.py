@@ -16,6 +16,7 @@ import numpy as _np
 from .._core.base import KilnError
 from .._core.writes import arrays_written
 from .. import distributed as _dist
+from ..npx.io import MAX_PARAMS_FILE_BYTES, read_capped
 
 _LOCAL = ("local", "device", "nccl", "local_allreduce_cpu", "local_allreduce_device",
           "local_update_cpu")
@@ -45,6 +46,9 @@ def _pairs(key, value, what):
 
 
 class KVStore:
+    """MXNet's key-value store of arrays: `init` keys, `push` values (summed; over the MPI ranks
+    too for 'dist_sync'), `pull` the stored values; with an optimizer set, a push updates the
+    stored value."""
     def __init__(self, name="local"):
         self._type = name
         self._store = {}
@@ -172,8 +176,8 @@ class KVStore:
     def load_optimizer_states(self, fname):
         if self._optimizer is None:
             raise KilnError("KVStore.load_optimizer_states: no optimizer set")
-        with open(fname, "rb") as f:
-            self._updater.set_states(f.read())
+        self._updater.set_states(read_capped(fname, "optimizer states file",
+                                             MAX_PARAMS_FILE_BYTES))
 
     def barrier(self):
         if self.num_workers > 1:

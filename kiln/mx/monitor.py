@@ -25,6 +25,8 @@ def _asum_stat(x):
 
 
 class Monitor:
+    """Statistics (by default `norm(x) / sqrt(x.size)`) of an executor's arrays whose names match
+    `pattern`, every `interval` batches: `install`, `tic`, `toc`, `toc_print`."""
     def __init__(self, interval, stat_func=None, pattern=".*", sort=False, monitor_all=False):
         self.interval, self.stat_func = interval, stat_func or _asum_stat
         self.re_prog, self.sort, self.monitor_all = re.compile(pattern), sort, monitor_all

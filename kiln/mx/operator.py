@@ -95,6 +95,7 @@ def register(reg_name):
 
 
 def get_all_registered_operators():
+    """The names of the custom operators registered with `mx.operator.register`, sorted."""
     return sorted(_REGISTRY)
 
 

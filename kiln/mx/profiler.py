@@ -137,22 +137,27 @@ def set_state(state="stop", profile_process="worker"):
 
 
 def start(profile_process="worker"):
+    """Start timing (`set_state('run')`)."""
     set_state("run")
 
 
 def stop(profile_process="worker"):
+    """Stop timing (`set_state('stop')`); the data stays until dumped."""
     set_state("stop")
 
 
 def pause(profile_process="worker"):
+    """Pause timing until `resume()`."""
     _state["paused"] = True
 
 
 def resume(profile_process="worker"):
+    """Resume timing after `pause()`."""
     _state["paused"] = False
 
 
 def state():
+    """'run' while the profiler is timing, else 'stop'."""
     return "run" if _state["running"] else "stop"
 
 
@@ -266,14 +271,17 @@ class _Duration:
 
 
 class Task(_Duration):
+    """A named duration in a profiler Domain: `start()`/`stop()` (or `with`) records one."""
     pass
 
 
 class Frame(_Duration):
+    """A named frame duration in a profiler Domain: `start()`/`stop()` (or `with`) records one."""
     pass
 
 
 class Event(_Duration):
+    """A named event duration (no domain): `start()`/`stop()` (or `with`) records one."""
     def __init__(self, name):
         super().__init__("event", name)
 

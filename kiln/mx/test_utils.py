@@ -17,10 +17,12 @@ _default_ctx = [None]
 
 
 def default_rtols():
+    """MXNet's default relative tolerances of the test helpers, as a dict from dtype to rtol."""
     return {_np.dtype(k): v for k, v in _RTOLS.items()}
 
 
 def default_atols():
+    """MXNet's default absolute tolerances of the test helpers, as a dict from dtype to atol."""
     return {_np.dtype(k): v for k, v in _ATOLS.items()}
 
 
@@ -30,6 +32,7 @@ def default_context():
 
 
 def set_default_context(ctx):
+    """Set the Context `default_context()` returns; `set_default_device` is the same."""
     if not isinstance(ctx, Context):
         raise KilnError(f"set_default_context: expected a Context, got {type(ctx).__name__}")
     _default_ctx[0] = ctx
@@ -40,6 +43,7 @@ set_default_device = set_default_context
 
 
 def default_dtype():
+    """The dtype the test helpers create arrays in: float32."""
     return _np.float32
 
 
@@ -61,10 +65,12 @@ def _tolerance(arrays, tol, table):
 
 
 def get_rtol(rtol=None, dtype=_np.float64):
+    """`rtol` when given, else the default relative tolerance of `dtype`."""
     return _tolerance([_np.zeros(0, dtype)], rtol, _RTOLS)
 
 
 def get_atol(atol=None, dtype=_np.float64):
+    """`atol` when given, else the default absolute tolerance of `dtype`."""
     return _tolerance([_np.zeros(0, dtype)], atol, _ATOLS)
 
 
@@ -108,6 +114,7 @@ def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=
 
 
 def assert_almost_equal_ignore_nan(a, b, rtol=None, atol=None, names=("a", "b")):
+    """`assert_almost_equal(a, b)` with every position where either holds NaN left out."""
     a, b = _np.copy(_host(a)), _np.copy(_host(b))
     nan = _np.logical_or(_np.isnan(a), _np.isnan(b))
     a[nan] = 0
@@ -132,11 +139,14 @@ def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):
 
 
 def rand_shape_2d(dim0=10, dim1=10, allow_zero_size=False):
+    """A random 2-D shape, each dimension from 1 (0 with `allow_zero_size`) to `dim0` and `dim1`."""
     low = 0 if allow_zero_size else 1
     return (int(_np.random.randint(low, dim0 + 1)), int(_np.random.randint(low, dim1 + 1)))
 
 
 def rand_shape_3d(dim0=10, dim1=10, dim2=10, allow_zero_size=False):
+    """A random 3-D shape, each dimension from 1 (0 with `allow_zero_size`) to `dim0`, `dim1` and
+    `dim2`."""
     return rand_shape_2d(dim0, dim1, allow_zero_size) + rand_shape_nd(1, dim2,
                                                                      allow_zero_size)
 
@@ -179,6 +189,8 @@ def _bind(sym, location, aux_states, grad_req="write"):
 
 def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None,
                            ctx=None, equal_nan=False, dtype=_np.float32):
+    """Bind `sym` to the arrays of `location`, run it forward in predict mode and assert that its
+    outputs are close to `expected`."""
     exe = _bind(sym, location, aux_states)
     outputs = [o.asnumpy() for o in exe.forward(is_train=False)]
     if isinstance(expected, dict):
@@ -191,6 +203,8 @@ def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_st
 def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=None,
                             aux_states=None, grad_req="write", ctx=None, grad_stypes=None,
                             equal_nan=False, dtype=_np.float32):
+    """Bind `sym` to the arrays of `location`, run it forward and backward with `out_grads`, and
+    assert that the arguments' gradients are close to `expected`."""
     from .._core.ndarray import ndarray
     exe = _bind(sym, location, aux_states, grad_req)
     exe.forward(is_train=True)
@@ -253,6 +267,8 @@ def effective_dtype(dat):
 
 
 def get_tolerance(dat, tol, default_tol):
+    """`tol` when it is a number, else the tolerance for the dtype of `dat` from the dict `tol` or
+    `default_tol`."""
     if tol is not None and not isinstance(tol, dict):
         return tol
     dtype = effective_dtype(dat)
@@ -266,6 +282,7 @@ def default_numeric_eps():
 
 
 def list_gpus():
+    """The ids of the GPUs: none (an empty range), as kiln runs on the CPU."""
     return range(0)
 
 

@@ -34,6 +34,7 @@ def set_np_shape(active):
 
 
 def set_np_array(active):
+    """Returns the previous state (always True); set_np_array(False) is refused."""
     return _set("np_array", active)
 
 
@@ -56,6 +57,7 @@ def np_shape(active=True):
 
 @contextlib.contextmanager
 def np_array(active=True):
+    """`with mx.util.np_array(True):` -- a no-op scope; False is refused."""
     _set("np_array", active)
     yield
 
@@ -84,6 +86,8 @@ def is_np_default_dtype():
 
 
 def set_np_default_dtype(is_np_default_dtype=True):
+    """kiln creates float32 arrays by default, as MXNet does: False is accepted (and returned),
+    True (a float64 default) is refused."""
     if is_np_default_dtype:
         raise KilnError("set_np_default_dtype(True): kiln creates float32 arrays by default "
                         "(as MXNet does) and has no float64 default mode")
@@ -96,6 +100,7 @@ def getenv(name):
 
 
 def setenv(name, value):
+    """Set the environment variable `name` to `value`, or remove it when `value` is None."""
     if value is None:
         os.environ.pop(name, None)
     else:
@@ -103,10 +108,12 @@ def setenv(name, value):
 
 
 def get_gpu_count():
+    """The number of GPUs: 0, as kiln runs on the CPU."""
     return 0
 
 
 def get_gpu_memory(gpu_dev_id):
+    """An error: kiln runs on the CPU and has no GPU memory to report."""
     raise KilnError(f"get_gpu_memory({gpu_dev_id}): kiln runs on the CPU; there are no GPUs")
 
 
@@ -131,6 +138,9 @@ def np_ufunc_legal_option(key, value):
 
 
 def _wrap_ufunc(func):
+    """A decorator for NumPy-style ufuncs (`wrap_np_unary_func`, `wrap_np_binary_func`): keywords
+    MXNet does not accept (`where`, `casting`, `order`, `subok` with other values) are refused,
+    the rest reach `func`."""
     def wrapped(*args, **kwargs):
         for key, value in kwargs.items():
             if key not in ("out", "dtype") and not np_ufunc_legal_option(key, value):
@@ -144,5 +154,6 @@ wrap_np_unary_func = wrap_np_binary_func = _wrap_ufunc
 
 
 def get_cuda_compute_capability(ctx):
+    """An error: kiln runs on the CPU and has no CUDA device."""
     raise KilnError(f"get_cuda_compute_capability({ctx}): kiln runs on the CPU; there is "
                     "no CUDA device")

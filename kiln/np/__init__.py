@@ -62,6 +62,7 @@ alltrue, sometrue, product, round_, row_stack = all, any, prod, round, vstack
 
 
 def real(val):
+    """The real part of `val`: kiln's arrays are real, so a copy of it as an array."""
     return asarray(val) + 0
 finfo = _onp.finfo
 # arrays print through NumPy, so NumPy's print options are kiln's
@@ -71,18 +72,23 @@ iinfo = _onp.iinfo
 
 
 def isscalar(x):
+    """NumPy's isscalar: whether `x` is a Python or NumPy scalar (a kiln array is not)."""
     return _onp.isscalar(x)
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element of `a` and `b` is close (`|a - b| <= atol + rtol * |b|`), as a Python
+    bool; computed eagerly."""
     return bool(_onp.allclose(_onp.asarray(a), _onp.asarray(b), rtol, atol, equal_nan))
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise `|a - b| <= atol + rtol * |b|`, as a boolean array; computed eagerly."""
     return array(_onp.isclose(_onp.asarray(a), _onp.asarray(b), rtol, atol, equal_nan))
 
 
 def array_equal(a1, a2):
+    """Whether `a1` and `a2` have the same shape and elements, as a Python bool."""
     return bool(_onp.array_equal(_onp.asarray(a1), _onp.asarray(a2)))
 
 

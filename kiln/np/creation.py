@@ -23,6 +23,8 @@ def _shape(op, shape):
 
 
 def array(object, dtype=None, copy=True, ctx=None, device=None, **kwargs):
+    """An array from a list, tuple, NumPy array or kiln array; float32 by default for Python
+    floats, as in MXNet (`dtype` overrides)."""
     check_usable(ctx or device, "np.array")
     dt = normalize_dtype(dtype)
     if isinstance(object, ndarray):
@@ -39,10 +41,12 @@ def array(object, dtype=None, copy=True, ctx=None, device=None, **kwargs):
 
 
 def asarray(object, dtype=None, ctx=None, device=None):
+    """`object` as a kiln array, without a copy when it already is one of the dtype."""
     return array(object, dtype=dtype, copy=False)
 
 
 def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None, out=None):
+    """A new array of `shape` filled with `fill_value` (float32 unless `dtype` says otherwise)."""
     check_usable(ctx or device, "np.full")
     if isinstance(fill_value, ndarray):
         fill_value = fill_value.item()
@@ -55,12 +59,15 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None, out=No
 
 
 def zeros(shape, dtype=None, order="C", ctx=None, device=None):
+    """A new array of `shape` filled with zeros (float32 by default). `empty` is the same: kiln
+    never hands out uninitialized memory."""
     check_usable(ctx or device, "np.zeros")
     return _full_prim(shape=_shape("zeros", shape), value=0,
                       dtype=normalize_dtype(dtype, DEFAULT_FLOAT))
 
 
 def ones(shape, dtype=None, order="C", ctx=None, device=None):
+    """A new array of `shape` filled with ones (float32 by default)."""
     check_usable(ctx or device, "np.ones")
     return _full_prim(shape=_shape("ones", shape), value=1,
                       dtype=normalize_dtype(dtype, DEFAULT_FLOAT))
@@ -75,14 +82,19 @@ def _like(a, value, dtype):
 
 
 def zeros_like(a, dtype=None, order="C", ctx=None, device=None, out=None):
+    """An array of zeros with the shape (and, unless `dtype` is given, the dtype) of `a`;
+    `empty_like` is the same."""
     return _maybe_out(_like(a, 0, dtype), out)
 
 
 def ones_like(a, dtype=None, order="C", ctx=None, device=None, out=None):
+    """An array of ones with the shape (and, unless `dtype` is given, the dtype) of `a`."""
     return _maybe_out(_like(a, 1, dtype), out)
 
 
 def full_like(a, fill_value, dtype=None, order="C", ctx=None, device=None, out=None):
+    """An array with the shape (and, unless `dtype` is given, the dtype) of `a`, filled with
+    `fill_value`."""
     return _maybe_out(_like(a, fill_value, dtype), out)
 
 
@@ -106,6 +118,8 @@ def _numpy_made(op):
 
 @_numpy_made("arange")
 def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
+    """Evenly spaced values in `[start, stop)` with `step` (one argument: `[0, start)`); float32 by
+    default, as in MXNet."""
     check_usable(ctx or device, "np.arange")
     if stop is None:
         start, stop = 0, start
@@ -118,6 +132,8 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
 @_numpy_made("linspace")
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None,
              device=None):
+    """`num` evenly spaced values from `start` to `stop` (inclusive unless `endpoint=False`); with
+    `retstep=True` also the step."""
     values, step = _np.linspace(start, stop, num, endpoint=endpoint, retstep=True, axis=axis)
     out = ndarray._wrap(values.astype(normalize_dtype(dtype, DEFAULT_FLOAT)))
     return (out, step) if retstep else out
@@ -125,25 +141,32 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 @_numpy_made("logspace")
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, ctx=None):
+    """`num` values spaced evenly on a log scale, `base ** linspace(start, stop, num)`."""
     values = _np.logspace(start, stop, num, endpoint=endpoint, base=base, axis=axis)
     return ndarray._wrap(values.astype(normalize_dtype(dtype, DEFAULT_FLOAT)))
 
 
 @_numpy_made("eye")
 def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
+    """A 2-D array with ones on the `k`-th diagonal and zeros elsewhere (`N` rows, `M` columns,
+    default `N`)."""
     return ndarray._wrap(_np.eye(N, M, k, dtype=normalize_dtype(dtype, DEFAULT_FLOAT)))
 
 
 def identity(n, dtype=None, ctx=None):
+    """The `n` x `n` identity matrix."""
     return eye(n, dtype=dtype)
 
 
 def meshgrid(*xi, indexing="xy"):
+    """Coordinate matrices from coordinate vectors (`indexing='xy'` or `'ij'`); computed eagerly."""
     grids = _np.meshgrid(*[_concrete(x) for x in xi], indexing=indexing)
     return [as_array(g, g.dtype) for g in grids]
 
 
 def tril(m, k=0):
+    """A copy of `m` with the elements above the `k`-th diagonal set to zero (over the last two
+    axes)."""
     from .indexing import where
     m = array(m, copy=False)
     mask = _np.tri(m.shape[-2], m.shape[-1], k, dtype=bool)
@@ -151,6 +174,8 @@ def tril(m, k=0):
 
 
 def triu(m, k=0):
+    """A copy of `m` with the elements below the `k`-th diagonal set to zero (over the last two
+    axes)."""
     from .indexing import where
     m = array(m, copy=False)
     mask = _np.tri(m.shape[-2], m.shape[-1], k - 1, dtype=bool)

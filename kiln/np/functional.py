@@ -6,6 +6,8 @@ from .manipulation import reshape, moveaxis, concatenate, expand_dims
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """`func1d` applied to the 1-D slices of `arr` along `axis`; the results are stacked in their
+    place."""
     a = _arr(arr)
     axis = normalize_axis("apply_along_axis", axis, a.ndim)
     moved = moveaxis(a, axis, -1)
@@ -20,6 +22,8 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
 
 
 def apply_over_axes(func, a, axes):
+    """`func(a, axis)` applied repeatedly over each axis in `axes`, keeping the number of
+    dimensions."""
     a = _arr(a)
     for ax in (axes if isinstance(axes, (tuple, list)) else (axes,)):
         res = _arr(func(a, ax))

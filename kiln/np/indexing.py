@@ -19,6 +19,8 @@ from .manipulation import reshape, transpose, moveaxis, broadcast_to
 
 
 def where(condition, x=None, y=None):
+    """Elements of `x` where `condition` is true, else of `y` (broadcast together); with only
+    `condition`, the same as `nonzero(condition)`."""
     if x is None and y is None:
         return nonzero(condition)
     c = _arr(condition)
@@ -32,6 +34,9 @@ def where(condition, x=None, y=None):
 
 
 def take(a, indices, axis=None, mode="clip", out=None):
+    """Elements of `a` at `indices` along `axis` (of the flattened array when `axis` is None);
+    out-of-range indices are clipped (`mode='clip'`, MXNet's default; `'raise'` clips too)
+    or wrapped (`mode='wrap'`)."""
     a = _arr(a)
     idx = indices if isinstance(indices, ndarray) else ndarray._wrap(
         _np.asarray(indices, dtype=_np.int64))
@@ -75,6 +80,8 @@ def pick_along(data, index, axis):
 
 
 def choose(a, choices, mode="raise"):
+    """An array built by picking, for each element of the index array `a`, the element of
+    `choices[a]` at that position."""
     idx = _arr(a)
     opts = to_operands(list(choices))
     if mode == "raise":
@@ -104,6 +111,8 @@ def select(condlist, choicelist, default=0):
 
 
 def compress(condition, a, axis=None):
+    """The slices of `a` along `axis` (or elements of the flattened `a`) where `condition` is true;
+    the condition is read eagerly."""
     a = _arr(a)
     cond = _np.asarray(condition._concrete("compress()") if isinstance(condition, ndarray)
                        else condition).astype(bool)
@@ -113,26 +122,34 @@ def compress(condition, a, axis=None):
 
 
 def extract(condition, arr):
+    """The elements of `arr` where `condition` is true, as a 1-D array; the condition is read
+    eagerly."""
     cond = condition._concrete("extract()") if isinstance(condition, ndarray) else condition
     return compress(_np.ravel(cond), reshape(_arr(arr), (-1,)))
 
 
 def nonzero(a):
+    """A tuple of index arrays, one per dimension, of the nonzero elements of `a`; computed eagerly
+    (its shape depends on the values)."""
     a = _arr(a)
     return tuple(ndarray._wrap(i) for i in _np.nonzero(a._concrete("nonzero()")))
 
 
 def argwhere(a):
+    """The indices of the nonzero elements of `a`, one row per element; computed eagerly."""
     return ndarray._wrap(_np.argwhere(_arr(a)._concrete("argwhere()")))
 
 
 def flatnonzero(a):
+    """The indices of the nonzero elements of the flattened `a`; computed eagerly."""
     return ndarray._wrap(_np.flatnonzero(_arr(a)._concrete("flatnonzero()")))
 
 
 # ---- diagonals ---------------------------------------------------------------------------
 
 def diag(v, k=0):
+    """The `k`-th diagonal of a 2-D array, or a 2-D array with the 1-D `v` on its `k`-th diagonal.
+    """
     a = _arr(v)
     if k == 0 and a.ndim == 1:
         return ndarray._wrap(_np.eye(a.shape[0], dtype=a.dtype)) * a
@@ -143,6 +160,8 @@ def diag(v, k=0):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal with `offset` of the 2-D sub-arrays over `axis1` and `axis2`, as the last axis
+    of the result."""
     a = _arr(a)
     i1 = normalize_axis("diagonal", axis1, a.ndim)
     i2 = normalize_axis("diagonal", axis2, a.ndim)
@@ -157,6 +176,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def diagflat(v, k=0):
+    """A 2-D array with the flattened `v` on its `k`-th diagonal."""
     v = reshape(_arr(v), (-1,))
     n = v.shape[0] + _b.abs(k)
     i = _np.arange(v.shape[0])
@@ -166,6 +186,7 @@ def diagflat(v, k=0):
 
 
 def diag_indices_from(arr):
+    """The index arrays of the main diagonal of `arr`, whose dimensions must all be equal."""
     a = _arr(arr)
     if a.ndim < 2 or len(set(a.shape)) != 1:
         raise op_error("diag_indices_from", f"input must be at least 2-d with all dimensions "

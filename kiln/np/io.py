@@ -15,9 +15,12 @@ def genfromtxt(*args, **kwargs):
 
 
 def loadtxt(*args, **kwargs):
+    """NumPy's loadtxt: an array read from a text file (float32 for float data, as MXNet returns
+    it)."""
     return _wrap(_onp.loadtxt(*args, **kwargs))
 
 
 def savetxt(fname, X, *args, **kwargs):
+    """NumPy's savetxt: write the 1-D or 2-D array `X` to the text file `fname`."""
     data = X._concrete("savetxt") if isinstance(X, ndarray) else X
     _onp.savetxt(fname, data, *args, **kwargs)

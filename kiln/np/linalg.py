@@ -9,6 +9,8 @@ from .reductions import sum, max
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
+    """The matrix or vector norm of `x` (Frobenius or 2-norm by default; `ord` and `axis` as in
+    NumPy)."""
     x = _float(_arr(x))
     if ord is None or ord == 2 and (axis is not None and not isinstance(axis, tuple)) or \
             ord == "fro":
@@ -46,6 +48,7 @@ matrix_rank = _eager("matrix_rank", _np.linalg.matrix_rank)
 
 
 def solve(a, b):
+    """The solution `x` of the linear system `a @ x = b`; computed eagerly by NumPy."""
     return ndarray._wrap(_np.linalg.solve(_arr(a)._concrete("linalg.solve()"),
                                           _arr(b)._concrete("linalg.solve()")))
 
@@ -66,6 +69,8 @@ def lstsq(a, b, rcond="warn"):
 
 
 def tensorsolve(a, b, axes=None):
+    """The solution `x` of the tensor equation `tensordot(a, x, x.ndim) = b`; computed eagerly by
+    NumPy."""
     return ndarray._wrap(_np.linalg.tensorsolve(_arr(a)._concrete("linalg.tensorsolve()"),
                                                 _arr(b)._concrete("linalg.tensorsolve()"),
                                                 axes))

@@ -42,6 +42,8 @@ def _resolve_shape(op, size, shape):
 
 
 def reshape(a, newshape=None, order="C", shape=None, reverse=False):
+    """`a` with a new shape and the same data (one dimension may be -1 and is inferred); `shape=`
+    is accepted as MXNet's spelling of `newshape`."""
     a = _arr(a)
     target = _resolve_shape("reshape", a.size, newshape if newshape is not None else shape)
     if target == a.shape:
@@ -50,10 +52,12 @@ def reshape(a, newshape=None, order="C", shape=None, reverse=False):
 
 
 def ravel(a, order="C"):
+    """`a` flattened to one dimension."""
     return reshape(a, (-1,))
 
 
 def transpose(a, axes=None):
+    """`a` with its axes permuted by `axes` (reversed when None)."""
     a = _arr(a)
     if axes is None:
         axes = tuple(range(a.ndim))[::-1]
@@ -61,6 +65,7 @@ def transpose(a, axes=None):
 
 
 def swapaxes(a, axis1, axis2):
+    """`a` with `axis1` and `axis2` interchanged."""
     a = _arr(a)
     axes = list(range(a.ndim))
     i, j = normalize_axis("swapaxes", axis1, a.ndim), normalize_axis("swapaxes", axis2, a.ndim)
@@ -69,10 +74,13 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
+    """`a` with the axes `source` moved to the positions `destination`, the other axes keeping
+    their order."""
     return compose.moveaxis(_arr(a), source, destination)
 
 
 def expand_dims(a, axis):
+    """`a` with a new axis of length one inserted at `axis` (an int or a tuple of ints)."""
     a = _arr(a)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     ndim = a.ndim + len(axes)
@@ -84,6 +92,8 @@ def expand_dims(a, axis):
 
 
 def squeeze(a, axis=None):
+    """`a` without its axes of length one (only those in `axis` when given; naming an axis longer
+    than one is an error)."""
     a = _arr(a)
     if axis is None:
         axes = [i for i, d in enumerate(a.shape) if d == 1]
@@ -98,6 +108,7 @@ def squeeze(a, axis=None):
 
 
 def broadcast_to(array, shape):
+    """`array` broadcast to `shape` by NumPy's broadcasting rules."""
     a = _arr(array)
     shape = (int(shape),) if isinstance(shape, (int, _np.integer)) else tuple(int(d) for d in shape)
     if shape == a.shape:
@@ -106,6 +117,7 @@ def broadcast_to(array, shape):
 
 
 def broadcast_arrays(*args):
+    """The arrays broadcast against each other to one common shape, as a list."""
     from ..ops.rules import broadcast_shapes
     arrays = [_arr(a) for a in args]
     shape = broadcast_shapes("broadcast_arrays", *[a.shape for a in arrays])
@@ -113,6 +125,7 @@ def broadcast_arrays(*args):
 
 
 def concatenate(seq, axis=0, out=None):
+    """The arrays of `seq` joined along an existing `axis` (flattened first when `axis` is None)."""
     arrays = to_operands(list(seq))
     if axis is None:
         arrays, axis = [reshape(a, (-1,)) for a in arrays], 0
@@ -136,6 +149,7 @@ concat = concatenate
 
 
 def stack(arrays, axis=0, out=None):
+    """The arrays, all of one shape, joined along a new `axis`."""
     arrays = to_operands(list(arrays))
     if not arrays:
         raise op_error("stack", "need at least one array to stack")
@@ -148,21 +162,25 @@ def stack(arrays, axis=0, out=None):
 
 
 def vstack(tup):
+    """The arrays stacked vertically (along the first axis; 1-D arrays become rows)."""
     arrays = [_arr(a) for a in tup]
     return concatenate([reshape(a, (1, -1)) if a.ndim == 1 else a for a in arrays], axis=0)
 
 
 def hstack(tup):
+    """The arrays stacked horizontally (along the second axis; along the first for 1-D arrays)."""
     arrays = [_arr(a) for a in tup]
     return concatenate(arrays, axis=0 if arrays[0].ndim == 1 else 1)
 
 
 def column_stack(tup):
+    """1-D arrays as the columns of a 2-D array (2-D arrays are joined along the second axis)."""
     arrays = [_arr(a) for a in tup]
     return concatenate([reshape(a, (-1, 1)) if a.ndim == 1 else a for a in arrays], axis=1)
 
 
 def dstack(tup):
+    """The arrays stacked along the third axis (depth)."""
     arrays = [_arr(a) for a in tup]
     return concatenate([reshape(a, (1, -1, 1)) if a.ndim == 1 else
                         expand_dims(a, 2) if a.ndim == 2 else a for a in arrays], axis=2)
@@ -178,6 +196,8 @@ def _take_range(a, axis, start, stop):
 
 
 def split(ary, indices_or_sections, axis=0):
+    """A list of sub-arrays of `ary` along `axis`: `indices_or_sections` equal sections, or the
+    split points."""
     a = _arr(ary)
     axis = normalize_axis("split", axis, a.ndim)
     n = a.shape[axis]
@@ -193,6 +213,7 @@ def split(ary, indices_or_sections, axis=0):
 
 
 def array_split(ary, indices_or_sections, axis=0):
+    """Like `split`, but a number of sections need not divide the axis evenly."""
     a = _arr(ary)
     if isinstance(indices_or_sections, (int, _np.integer)):
         n, k = a.shape[normalize_axis("array_split", axis, a.ndim)], int(indices_or_sections)
@@ -202,19 +223,23 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def hsplit(ary, indices_or_sections):
+    """`split` along the second axis (the first for 1-D arrays)."""
     a = _arr(ary)
     return split(a, indices_or_sections, axis=0 if a.ndim == 1 else 1)
 
 
 def vsplit(ary, indices_or_sections):
+    """`split` along the first axis."""
     return split(ary, indices_or_sections, axis=0)
 
 
 def dsplit(ary, indices_or_sections):
+    """`split` along the third axis."""
     return split(ary, indices_or_sections, axis=2)
 
 
 def flip(m, axis=None):
+    """`m` with the order of its elements reversed along `axis` (all axes when None)."""
     a = _arr(m)
     axes = range(a.ndim) if axis is None else (
         axis if isinstance(axis, (tuple, list)) else (axis,))
@@ -225,14 +250,18 @@ def flip(m, axis=None):
 
 
 def fliplr(m):
+    """`m` with its columns reversed (`flip(m, 1)`)."""
     return flip(m, 1)
 
 
 def flipud(m):
+    """`m` with its rows reversed (`flip(m, 0)`)."""
     return flip(m, 0)
 
 
 def roll(a, shift, axis=None):
+    """`a` with its elements shifted by `shift` along `axis` (of the flattened array when None),
+    wrapping around."""
     a = _arr(a)
     if axis is None:
         return reshape(roll(reshape(a, (-1,)), shift, 0), a.shape)
@@ -249,6 +278,7 @@ def roll(a, shift, axis=None):
 
 
 def rot90(m, k=1, axes=(0, 1)):
+    """`m` rotated by 90 degrees `k` times in the plane of `axes`."""
     m = _arr(m)
     k %= 4
     if k == 0:
@@ -264,6 +294,7 @@ def rot90(m, k=1, axes=(0, 1)):
 
 
 def rollaxis(a, axis, start=0):
+    """`a` with `axis` moved to before position `start`."""
     a = _arr(a)
     axis = normalize_axis("rollaxis", axis, a.ndim)
     start = start + a.ndim if start < 0 else start
@@ -273,6 +304,8 @@ def rollaxis(a, axis, start=0):
 
 
 def repeat(a, repeats, axis=None):
+    """Each element of `a` repeated `repeats` times along `axis` (of the flattened array when
+    None)."""
     a = _arr(a)
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
@@ -282,6 +315,7 @@ def repeat(a, repeats, axis=None):
 
 
 def tile(A, reps):
+    """`A` repeated `reps` times along each axis."""
     a = _arr(A)
     reps = (reps,) if isinstance(reps, (int, _np.integer)) else tuple(reps)
     if len(reps) < a.ndim:
@@ -295,28 +329,34 @@ def tile(A, reps):
 
 
 def copy(a):
+    """A copy of the array `a`."""
     return _arr(a).copy()
 
 
 def shape(a):
+    """The shape of `a`, as a tuple."""
     return _arr(a).shape
 
 
 def size(a, axis=None):
+    """The number of elements of `a` (along `axis` when given)."""
     a = _arr(a)
     return a.size if axis is None else a.shape[axis]
 
 
 def ndim(a):
+    """The number of dimensions of `a`."""
     return _arr(a).ndim
 
 
 def atleast_1d(*arys):
+    """The inputs as arrays of at least one dimension (one array, or a list of them)."""
     res = [reshape(a, (1,)) if _arr(a).ndim == 0 else _arr(a) for a in arys]
     return res[0] if len(res) == 1 else res
 
 
 def atleast_2d(*arys):
+    """The inputs as arrays of at least two dimensions (one array, or a list of them)."""
     res = []
     for a in arys:
         a = _arr(a)
@@ -325,6 +365,7 @@ def atleast_2d(*arys):
 
 
 def atleast_3d(*arys):
+    """The inputs as arrays of at least three dimensions (one array, or a list of them)."""
     res = []
     for a in arys:
         a = _arr(a)
@@ -336,6 +377,7 @@ def atleast_3d(*arys):
 # ---- editing along an axis ------------------------------------------------------------------
 
 def append(arr, values, axis=None):
+    """A copy of `arr` with `values` appended along `axis` (both flattened when `axis` is None)."""
     a, v = _arr(arr), _arr(values)
     if axis is None:
         return concatenate([reshape(a, (-1,)), reshape(v, (-1,))])
@@ -357,6 +399,8 @@ def _positions(op, obj, n):
 
 
 def delete(arr, obj, axis=None):
+    """A copy of `arr` without the sub-arrays at the indices `obj` along `axis` (of the flattened
+    array when None)."""
     a = _arr(arr)
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
@@ -394,6 +438,8 @@ def insert(arr, obj, values, axis=None):
 
 
 def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
+    """`array` padded with `constant_values` by `pad_width` before and after each axis
+    (`mode='constant'` only)."""
     a = _arr(array)
     if mode != "constant":
         raise op_error("pad", f"only mode='constant' is supported, got {mode!r}", KilnError)

@@ -75,45 +75,55 @@ logical_xor = _binary("logical_xor")
 # ---- composites ----------------------------------------------------------------------------
 
 def square(x, out=None):
+    """Elementwise `x * x`."""
     x = _arr(x)
     return _out(x * x, out)
 
 
 def reciprocal(x, out=None):
+    """Elementwise `1 / x`, in floating point."""
     return _out(1.0 / _float(_arr(x)), out)
 
 
 def log2(x, out=None):
+    """Elementwise base-2 logarithm."""
     return _out(log(x) * (1.0 / _np.log(2.0)), out)
 
 
 def log10(x, out=None):
+    """Elementwise base-10 logarithm."""
     return _out(log(x) * (1.0 / _np.log(10.0)), out)
 
 
 def log1p(x, out=None):
+    """Elementwise `log(1 + x)`, accurate for small `x`."""
     return _out(_R["log1p"](_float(_arr(x))), out)
 
 
 def expm1(x, out=None):
+    """Elementwise `exp(x) - 1`, accurate for small `x`."""
     return _out(_R["expm1"](_float(_arr(x))), out)
 
 
 def tan(x, out=None):
+    """Elementwise tangent."""
     return _out(sin(x) / cos(x), out)
 
 
 def sinh(x, out=None):
+    """Elementwise hyperbolic sine."""
     e = exp(x)
     return _out((e - 1.0 / e) * 0.5, out)
 
 
 def cosh(x, out=None):
+    """Elementwise hyperbolic cosine."""
     e = exp(x)
     return _out((e + 1.0 / e) * 0.5, out)
 
 
 def floor_divide(x1, x2, out=None):
+    """Elementwise `floor(x1 / x2)`, with broadcasting (Python's `//`)."""
     x1, x2 = to_operands([x1, x2])
     q = floor(divide(x1, x2))
     dt = _np.result_type(x1.dtype, x2.dtype)
@@ -125,6 +135,8 @@ def floor_divide(x1, x2, out=None):
 
 
 def round(x, decimals=0, out=None):
+    """Elementwise rounding to `decimals` decimals, halves to even (as NumPy); `around` and
+    `round_` are the same function."""
     x = _arr(x)
     if decimals == 0:
         return _out(rint(x), out)
@@ -136,6 +148,8 @@ around = round
 
 
 def clip(a, a_min=None, a_max=None, out=None):
+    """`a` with values below `a_min` set to `a_min` and above `a_max` set to `a_max` (either may be
+    None)."""
     a = _arr(a)
     if a_min is not None:
         a = maximum(a, a_min)
@@ -145,16 +159,19 @@ def clip(a, a_min=None, a_max=None, out=None):
 
 
 def isnan(x, out=None):
+    """Elementwise test for NaN, as a boolean array."""
     x = _arr(x)
     return _out(x != x, out)
 
 
 def isinf(x, out=None):
+    """Elementwise test for positive or negative infinity, as a boolean array."""
     x = _arr(x)
     return _out(abs(x) == _np.inf, out)
 
 
 def isfinite(x, out=None):
+    """Elementwise test for a value that is neither infinite nor NaN, as a boolean array."""
     x = _arr(x)
     return _out(logical_not(logical_or(isnan(x), isinf(x))), out)
 
@@ -196,6 +213,7 @@ def _signbit(x):
 
 
 def signbit(x, out=None):
+    """Elementwise test for a set sign bit (`x < 0`, and `-0.0`), as a boolean array."""
     x = _arr(x)
     if x.dtype.kind in "iub":
         return _out(x < 0, out)
@@ -203,16 +221,19 @@ def signbit(x, out=None):
 
 
 def copysign(x1, x2, out=None):
+    """Elementwise magnitude of `x1` with the sign of `x2`."""
     a, b = _pair(x1, x2)
     mag = abs(a)
     return _out(where(_signbit(b), -mag, mag), out)
 
 
 def cbrt(x, out=None):
+    """Elementwise cube root."""
     return _out(_R["cbrt"](_arr(x)), out)
 
 
 def fabs(x, out=None):
+    """Elementwise absolute value, in floating point."""
     return _out(abs(_float(_arr(x))), out)
 
 
@@ -223,6 +244,7 @@ def fix(x, out=None):
 
 
 def trunc(x, out=None):
+    """Elementwise truncation towards zero."""
     x = _arr(x)
     if x.dtype.kind in "iub":
         return _out(x + 0, out)
@@ -230,10 +252,12 @@ def trunc(x, out=None):
 
 
 def deg2rad(x, out=None):
+    """Elementwise conversion of angles from degrees to radians (`radians` is the same)."""
     return _out(_float(_arr(x)) * (_np.pi / 180.0), out)
 
 
 def rad2deg(x, out=None):
+    """Elementwise conversion of angles from radians to degrees (`degrees` is the same)."""
     return _out(_float(_arr(x)) * (180.0 / _np.pi), out)
 
 
@@ -241,14 +265,17 @@ radians, degrees = deg2rad, rad2deg
 
 
 def arcsinh(x, out=None):
+    """Elementwise inverse hyperbolic sine."""
     return _out(_R["arcsinh"](_arr(x)), out)
 
 
 def arccosh(x, out=None):
+    """Elementwise inverse hyperbolic cosine."""
     return _out(_R["arccosh"](_arr(x)), out)
 
 
 def arctanh(x, out=None):
+    """Elementwise inverse hyperbolic tangent."""
     return _out(_R["arctanh"](_arr(x)), out)
 
 
@@ -265,15 +292,18 @@ def heaviside(x1, x2, out=None):
 
 
 def divmod(x1, x2, out=None):
+    """`(floor_divide(x1, x2), mod(x1, x2))`, elementwise."""
     return floor_divide(x1, x2), mod(x1, x2)
 
 
 def modf(x, out=None):
+    """The fractional and integral parts of `x`, elementwise, both with the sign of `x`."""
     whole = fix(x)
     return _float(_arr(x)) - whole, whole
 
 
 def ldexp(x1, x2, out=None):
+    """Elementwise `x1 * 2 ** x2`."""
     a = _float(_arr(x1))
     return _out(a * power(2.0, _arr(x2).astype(a.dtype)), out)
 
@@ -285,20 +315,25 @@ def frexp(x, out=None):
 
 
 def positive(x, out=None):
+    """Elementwise `+x`: a copy of `x`."""
     return _out(_arr(x) + 0, out)
 
 
 def isposinf(x, out=None):
+    """Elementwise test for positive infinity, as a boolean array."""
     x = _arr(x)
     return _out(x == _np.inf, out)
 
 
 def isneginf(x, out=None):
+    """Elementwise test for negative infinity, as a boolean array."""
     x = _arr(x)
     return _out(x == -_np.inf, out)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """`x` with NaN replaced by `nan` and infinities by `posinf` / `neginf` (default: the dtype's
+    largest and smallest finite values)."""
     x = _arr(x)
     if x.dtype.kind != "f":
         return x + 0
@@ -310,6 +345,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def logaddexp(x1, x2, out=None):
+    """Elementwise `log(exp(x1) + exp(x2))`, computed without overflow."""
     a, b = _pair(x1, x2)
     big = _R["maximum"](a, b)
     return _out(big + log1p(exp(-abs(a - b))), out)
@@ -334,6 +370,7 @@ bitwise_xor = _integer_binary("bitwise_xor")
 
 
 def invert(x, out=None):
+    """Elementwise bitwise NOT (logical NOT for booleans); `bitwise_not` is the same."""
     return _out(_R["invert"](_arr(x)), out)
 
 

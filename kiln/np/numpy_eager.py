@@ -74,6 +74,8 @@ FUNCTIONS.update({n: eager(n, wrap=False) for n in
 
 
 def ix_(*args):
+    """Open meshes from 1-D index sequences, for cross-product indexing (`a[np.ix_(rows, cols)]`);
+    computed eagerly."""
     return tuple(ndarray._wrap(r) for r in _np.ix_(*[_concrete(a, "ix_()") for a in args]))
 
 

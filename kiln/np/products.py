@@ -12,6 +12,8 @@ from .math import multiply
 
 
 def matmul(a, b, out=None):
+    """The matrix product of `a` and `b` (Python's `@`): batched over leading axes, with NumPy's
+    rules for 1-D operands."""
     a, b = to_operands([a, b])
     if a.ndim == 0 or b.ndim == 0:
         raise op_error("matmul", "matmul does not take 0-d arrays; use multiply")
@@ -45,6 +47,8 @@ def dot(a, b, out=None):
 
 
 def tensordot(a, b, axes=2):
+    """The sum of products of `a` and `b` over the last `axes` axes of `a` and the first of `b` (or
+    the two lists of axes given)."""
     a, b = to_operands([a, b])
     if isinstance(axes, (int, _np.integer)):
         axes_a = list(range(a.ndim - axes, a.ndim))
@@ -69,10 +73,13 @@ def tensordot(a, b, axes=2):
 
 
 def vdot(a, b):
+    """The dot product of `a` and `b`, both flattened to 1-D."""
     return dot(reshape(_arr(a), (-1,)), reshape(_arr(b), (-1,)))
 
 
 def inner(a, b):
+    """The inner product of `a` and `b` over their last axes (an ordinary product when one is a
+    scalar)."""
     a, b = to_operands([a, b])
     if a.ndim == 0 or b.ndim == 0:
         return a * b
@@ -80,4 +87,5 @@ def inner(a, b):
 
 
 def outer(a, b):
+    """The outer product of `a` and `b`, both flattened: `out[i, j] = a[i] * b[j]`."""
     return multiply(reshape(_arr(a), (-1, 1)), reshape(_arr(b), (1, -1)))

@@ -11,6 +11,8 @@ from ..ops.creation import seed as _seed, _RandomState
 
 
 def seed(seed=None, ctx=None):
+    """Seed kiln's random number generator (used by every `np.random` function, the initializers
+    and dropout)."""
     _seed(seed)
 
 
@@ -35,6 +37,7 @@ def _scalar(op, value):
 
 
 def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Samples drawn uniformly from `[low, high)`, of shape `size` (float32 by default)."""
     low, high = _scalar("uniform", low), _scalar("uniform", high)
     dt = normalize_dtype(dtype, DEFAULT_FLOAT)
     if isinstance(low, ndarray) or isinstance(high, ndarray):
@@ -48,6 +51,8 @@ def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, device=None, out
 
 
 def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Samples from a normal distribution with mean `loc` and standard deviation `scale`, of shape
+    `size`."""
     loc, scale = _scalar("normal", loc), _scalar("normal", scale)
     dt = normalize_dtype(dtype, DEFAULT_FLOAT)
     if isinstance(loc, ndarray) or isinstance(scale, ndarray):
@@ -61,6 +66,7 @@ def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, out
 
 
 def randint(low, high=None, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Random integers from `[low, high)` (from `[0, low)` when `high` is None), of shape `size`."""
     if high is None:
         low, high = 0, low
     if high <= low:
@@ -71,14 +77,17 @@ def randint(low, high=None, size=None, dtype=None, ctx=None, device=None, out=No
 
 
 def rand(*size, **kwargs):
+    """Uniform samples from `[0, 1)` of shape `size` (given as separate ints)."""
     return uniform(size=size, **kwargs)
 
 
 def randn(*size, **kwargs):
+    """Standard normal samples of shape `size` (given as separate ints)."""
     return normal(size=size, **kwargs)
 
 
 def random(size=None, dtype=None):
+    """Uniform samples from `[0, 1)` of shape `size`; `random_sample` is the same."""
     return uniform(size=size, dtype=dtype)
 
 
@@ -86,6 +95,8 @@ random_sample = random
 
 
 def choice(a, size=None, replace=True, p=None, ctx=None):
+    """A random sample of `size` elements from `a` (or `arange(a)`), with or without replacement,
+    with probabilities `p`."""
     pool = a._concrete("choice") if isinstance(a, ndarray) else a
     prob = p._concrete("choice") if isinstance(p, ndarray) else p
     res = _RandomState.generator.choice(pool, size=size, replace=replace, p=prob)
@@ -103,6 +114,8 @@ def shuffle(x):
 
 
 def permutation(x):
+    """A random permutation of `arange(x)`, or a shuffled copy of the array `x` (along its first
+    axis)."""
     if isinstance(x, (int, _np.integer)):
         return ndarray._wrap(_RandomState.generator.permutation(int(x)))
     data = x._concrete("permutation") if isinstance(x, ndarray) else _np.asarray(x)
@@ -110,11 +123,13 @@ def permutation(x):
 
 
 def multinomial(n, pvals, size=None):
+    """Counts of `n` draws from the categories with probabilities `pvals`, `size` times."""
     p = pvals._concrete("multinomial") if isinstance(pvals, ndarray) else _np.asarray(pvals)
     return ndarray._wrap(_RandomState.generator.multinomial(n, p, size=size).astype(_np.int64))
 
 
 def bernoulli(prob=0.5, size=None, dtype=None):
+    """Samples that are 1 with probability `prob` and 0 otherwise."""
     u = uniform(size=size if size is not None else (
         prob.shape if isinstance(prob, ndarray) else None))
     return (u < prob).astype(normalize_dtype(dtype, DEFAULT_FLOAT))

@@ -46,6 +46,7 @@ def _tiny(dtype):
 
 
 def exponential(scale=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Samples from an exponential distribution with `scale` (1 / rate)."""
     (scale,), pshape = _params(scale)
     dt = _dtype(dtype)
     e = -log(_uniform_open(_shape(size, pshape), dt))
@@ -53,6 +54,7 @@ def exponential(scale=1.0, size=None, dtype=None, ctx=None, device=None, out=Non
 
 
 def gumbel(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Samples from a Gumbel distribution with `loc` and `scale`."""
     (loc, scale), pshape = _params(loc, scale)
     dt = _dtype(dtype)
     e = -log(_uniform_open(_shape(size, pshape), dt))
@@ -60,6 +62,7 @@ def gumbel(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, out
 
 
 def logistic(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Samples from a logistic distribution with `loc` and `scale`."""
     (loc, scale), pshape = _params(loc, scale)
     dt = _dtype(dtype)
     u = _uniform_open(_shape(size, pshape), dt)
@@ -67,6 +70,7 @@ def logistic(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, o
 
 
 def lognormal(mean=0.0, sigma=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Samples `exp(normal(mean, sigma))` from a log-normal distribution."""
     (mean, sigma), pshape = _params(mean, sigma)
     z = _R["random_normal"](shape=_shape(size, pshape), dtype=_dtype(dtype))
     return _out(exp(mean + sigma * z), out)
@@ -87,12 +91,14 @@ def power_(a, size=None, dtype=None, ctx=None, device=None, out=None):
 
 
 def rayleigh(scale=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Samples from a Rayleigh distribution with `scale`."""
     (scale,), pshape = _params(scale)
     u = _uniform_open(_shape(size, pshape), _dtype(dtype))
     return _out(scale * sqrt(-2.0 * log(u)), out)
 
 
 def weibull(a, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Samples from a Weibull distribution with shape `a` (and scale 1)."""
     (a,), pshape = _params(a)
     u = _uniform_open(_shape(size, pshape), _dtype(dtype))
     return _out(power(-log(u), 1.0 / a), out)
@@ -113,12 +119,14 @@ def _gamma_draw(alpha, shape, dt):
 
 
 def gamma(shape=1.0, scale=1.0, size=None, dtype=None, ctx=None, device=None, out=None):
+    """Samples from a gamma distribution with `shape` and `scale`."""
     (k, scale), pshape = _params(shape, scale)
     dt = _dtype(dtype)
     return _out(_gamma_draw(k, _shape(size, pshape), dt) * scale, out)
 
 
 def beta(a, b, size=None, dtype=None, ctx=None, device=None):
+    """Samples from a beta distribution with parameters `a` and `b`."""
     (a, b), pshape = _params(a, b)
     dt = _dtype(dtype)
     shape = _shape(size, pshape)
@@ -127,6 +135,7 @@ def beta(a, b, size=None, dtype=None, ctx=None, device=None):
 
 
 def chisquare(df, size=None, dtype=None, ctx=None, device=None):
+    """Samples from a chi-square distribution with `df` degrees of freedom."""
     (df,), pshape = _params(df)
     dt = _dtype(dtype)
     return _gamma_draw(df * 0.5, _shape(size, pshape), dt) * 2.0

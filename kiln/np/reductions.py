@@ -21,6 +21,7 @@ def _axes(op, a, axis):
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, **kwargs):
+    """The sum of the elements of `a` over `axis` (all axes when None)."""
     a = _arr(a)
     if dtype is not None:
         a = a.astype(normalize_dtype(dtype))
@@ -31,11 +32,13 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, **kwar
 
 
 def max(a, axis=None, out=None, keepdims=False):
+    """The maximum of `a` over `axis` (all axes when None); `amax` is the same."""
     a = _arr(a)
     return _out(_R["max"](a, axis=_axes("max", a, axis), keepdims=bool(keepdims)), out)
 
 
 def min(a, axis=None, out=None, keepdims=False):
+    """The minimum of `a` over `axis` (all axes when None); `amin` is the same."""
     a = _arr(a)
     return _out(_R["min"](a, axis=_axes("min", a, axis), keepdims=bool(keepdims)), out)
 
@@ -44,6 +47,8 @@ amax, amin = max, min
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """The product of the elements of `a` over `axis` (all axes when None); `product` is the same.
+    """
     a = _arr(a)
     if dtype is not None:
         a = a.astype(normalize_dtype(dtype))
@@ -58,25 +63,31 @@ def _arg(name, a, axis, keepdims):
 
 
 def argmax(a, axis=None, out=None, keepdims=False):
+    """The indices of the maximum values of `a` along `axis` (of the flattened array when None)."""
     return _out(_arg("argmax", a, axis, keepdims), out)
 
 
 def argmin(a, axis=None, out=None, keepdims=False):
+    """The indices of the minimum values of `a` along `axis` (of the flattened array when None)."""
     return _out(_arg("argmin", a, axis, keepdims), out)
 
 
 def all(a, axis=None, out=None, keepdims=False):
+    """Whether every element over `axis` is nonzero (True for an empty array); `alltrue` is the
+    same."""
     a = _arr(a)
     # a count, not min/max: NumPy's all() of an empty array is True, not an error
     return _out(sum((a == 0).astype(_np.int32), axis=axis, keepdims=keepdims) == 0, out)
 
 
 def any(a, axis=None, out=None, keepdims=False):
+    """Whether any element over `axis` is nonzero; `sometrue` is the same."""
     a = _arr(a)
     return _out(sum((a != 0).astype(_np.int32), axis=axis, keepdims=keepdims) > 0, out)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
+    """The number of nonzero elements of `a` over `axis` (all axes when None)."""
     return sum((_arr(a) != 0).astype(_np.int64), axis=axis, keepdims=keepdims)
 
 
@@ -98,12 +109,15 @@ def cumsum(a, axis=None, dtype=None, out=None):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """The sum along the diagonal with `offset` of the 2-D sub-arrays over `axis1` and `axis2`."""
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
 # ---- differences and integrals --------------------------------------------------------
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """The `n`-th discrete difference along `axis` (`a[1:] - a[:-1]`, applied `n` times), after
+    `prepend` and `append`."""
     a = _arr(a)
     if n < 0:
         raise op_error("diff", f"order must be non-negative but got {n}", KilnError)
@@ -126,6 +140,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
+    """The differences between consecutive elements of the flattened array, with `to_begin` and
+    `to_end` added."""
     flat = diff(reshape(_arr(ary), (-1,)))
     parts = [reshape(_arr(x), (-1,)) for x in (to_begin,) if x is not None]
     parts += [flat] + [reshape(_arr(x), (-1,)) for x in (to_end,) if x is not None]
@@ -133,6 +149,8 @@ def ediff1d(ary, to_end=None, to_begin=None):
 
 
 def trapz(y, x=None, dx=1.0, axis=-1):
+    """The integral of `y` along `axis` by the trapezoidal rule, at sample points `x` or spacing
+    `dx`."""
     y = _float(_arr(y))
     axis = normalize_axis("trapz", axis, y.ndim)
     n = y.shape[axis]

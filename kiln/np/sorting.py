@@ -19,6 +19,7 @@ def sort(a, axis=-1, kind=None, order=None):
 
 
 def argsort(a, axis=-1, kind=None, order=None):
+    """The indices that sort `a` along `axis`; computed eagerly (no gradient)."""
     return ndarray._wrap(_np.argsort(_arr(a)._concrete("argsort()"), axis=axis, kind=kind))
 
 
@@ -32,10 +33,13 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
 
 
 def msort(a):
+    """A copy of `a` sorted along its first axis."""
     return sort(a, axis=0)
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None):
+    """The sorted unique elements of `ar` (and, as asked, their first indices, the inverse indices
+    and the counts); computed eagerly."""
     res = _np.unique(_arr(ar)._concrete("unique()"), return_index, return_inverse,
                      return_counts, axis)
     if isinstance(res, tuple):

@@ -9,18 +9,22 @@ from .indexing import where
 
 
 def gammaln(x, out=None):
+    """Elementwise logarithm of the absolute value of the gamma function."""
     return _out(_R["gammaln"](_arr(x)), out)
 
 
 def gamma(x, out=None):
+    """Elementwise gamma function."""
     return _out(_R["gamma"](_arr(x)), out)
 
 
 def erf(x, out=None):
+    """Elementwise error function."""
     return _out(_R["erf"](_arr(x)), out)
 
 
 def erfinv(x, out=None):
+    """Elementwise inverse of the error function."""
     return _out(_R["erfinv"](_arr(x)), out)
 
 
@@ -30,6 +34,7 @@ def i0(x):
 
 
 def sinc(x):
+    """Elementwise normalized sinc, `sin(pi * x) / (pi * x)` (1 at 0)."""
     x = _float(_arr(x))
     px = x * _np.pi
     safe = where(px == 0, 1.0, px)

@@ -25,6 +25,8 @@ def _count(a, axis):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    """The arithmetic mean of `a` over `axis` (all axes when None); `average` is the same function
+    (no weights)."""
     a = _arr(a)
     dt = normalize_dtype(dtype) if dtype is not None else (
         a.dtype if is_float(a.dtype) else DEFAULT_FLOAT)
@@ -37,6 +39,7 @@ average = mean
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """The variance of `a` over `axis`, `mean(abs(a - a.mean())**2)`, divided by `N - ddof`."""
     a = _float(_arr(a))
     mu = mean(a, axis=axis, keepdims=True)
     d = a - mu
@@ -45,15 +48,19 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """The standard deviation of `a` over `axis`: the square root of `var`."""
     return _out(sqrt(var(a, axis=axis, ddof=ddof, keepdims=keepdims)), out)
 
 
 def ptp(a, axis=None, keepdims=False):
+    """The range of values (maximum minus minimum) of `a` over `axis`."""
     return max(a, axis=axis, keepdims=keepdims) - min(a, axis=axis, keepdims=keepdims)
 
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
         dtype=None):
+    """The covariance matrix of the variables in `m` (rows are variables unless `rowvar=False`),
+    and of `y` when given."""
     if fweights is not None or aweights is not None:
         raise op_error("cov", "fweights and aweights are not supported", KilnError)
     x = _float(atleast_2d(_arr(m)))
@@ -73,6 +80,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 
 
 def corrcoef(x, y=None, rowvar=True, dtype=None, **_):
+    """The Pearson correlation coefficients of the variables in `x` (and `y`): the covariance
+    normalized by the standard deviations."""
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return c / c

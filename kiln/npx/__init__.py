@@ -26,10 +26,12 @@ def reset_np():
 
 
 def is_np_array():
+    """True: kiln's arrays are always NumPy-style (MXNet's `npx.is_np_array`)."""
     return True
 
 
 def is_np_shape():
+    """True: zero-size dimensions and 0-d arrays are always allowed (MXNet's `npx.is_np_shape`)."""
     return True
 
 
@@ -38,5 +40,6 @@ def waitall():
 
 
 def seed(value):
+    """Seed kiln's random number generator (the same as `np.random.seed`)."""
     from ..np.random import seed as _seed
     _seed(value)

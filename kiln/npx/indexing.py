@@ -13,7 +13,7 @@ from ..ops import REGISTRY
 
 
 def gather_nd(data, indices):
-    """out[i...] = data[indices[0][i...], indices[1][i...], ...]: the first axis of
+    """`out[i...] = data[indices[0][i...], indices[1][i...], ...]`: the first axis of
     `indices` indexes data's leading axes (MXNet's gather_nd); negative indices wrap."""
     data, idx = _arr(data), _arr(indices)
     if idx.ndim < 1 or idx.shape[0] > data.ndim:

@@ -24,24 +24,30 @@ def _arr(x):
 
 
 def relu(data):
+    """Elementwise `max(x, 0)`."""
     return _R["relu"](_arr(data))
 
 
 def sigmoid(data):
+    """Elementwise logistic sigmoid `1 / (1 + exp(-x))`."""
     return _R["sigmoid"](_arr(data))
 
 
 def softplus(data):
+    """Elementwise `log(1 + exp(x))`, computed without overflow (MXNet's softrelu)."""
     x = _arr(data)
     return relu(x) + knp.log1p(knp.exp(-knp.abs(x)))
 
 
 def softsign(data):
+    """Elementwise `x / (1 + |x|)`."""
     x = _arr(data)
     return x / (1 + knp.abs(x))
 
 
 def gelu(data, approximation="erf"):
+    """Elementwise GELU, `x * Phi(x)` with the normal CDF (`approximation='erf'`) or its tanh
+    approximation (`'tanh'`)."""
     x = _arr(data)
     if approximation == "tanh":
         inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
@@ -50,16 +56,19 @@ def gelu(data, approximation="erf"):
 
 
 def elu(data, alpha=1.0):
+    """Elementwise ELU: `x` for `x > 0`, else `alpha * (exp(x) - 1)`."""
     x = _arr(data)
     return knp.where(x > 0, x, alpha * (knp.exp(knp.minimum(x, 0)) - 1))
 
 
 def selu(data):
+    """Elementwise SELU: `scale * elu(x, alpha)` with the constants of Klambauer et al. (2017)."""
     alpha, scale = 1.6732632423543772, 1.0507009873554805
     return scale * elu(data, alpha)
 
 
 def silu(data):
+    """Elementwise SiLU (swish), `x * sigmoid(x)`; `swish` is the same."""
     x = _arr(data)
     return x * sigmoid(x)
 
@@ -68,6 +77,8 @@ swish = silu
 
 
 def activation(data, act_type="relu", **kwargs):
+    """The activation named by `act_type` ('relu', 'sigmoid', 'tanh', 'softrelu', 'softsign',
+    'gelu', 'silu', 'swish', 'elu', 'selu') applied to `data` (MXNet's Activation)."""
     table = {"relu": relu, "sigmoid": sigmoid, "tanh": lambda x: _R["tanh"](_arr(x)),
              "softrelu": softplus, "softsign": softsign, "gelu": gelu, "silu": silu,
              "swish": silu, "elu": elu, "selu": selu}
@@ -79,6 +90,8 @@ def activation(data, act_type="relu", **kwargs):
 
 
 def leaky_relu(data, gamma=None, act_type="leaky", slope=0.25, **kwargs):
+    """MXNet's LeakyReLU family by `act_type`: 'leaky' (`x` or `slope * x`), 'prelu' (a learned
+    slope `gamma` per channel), 'elu', 'selu', 'gelu' and 'gelu_tanh'."""
     x = _arr(data)
     if act_type == "leaky":
         if 0 <= slope <= 1:
@@ -118,6 +131,8 @@ def _masked_fill(x, length, axis, value):
 
 
 def softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtype=None):
+    """The softmax of `data` along `axis` (after dividing by `temperature`); with `use_length`,
+    only the first `length` entries along the axis count."""
     x = _arr(data)
     if temperature is not None and temperature != 1.0:
         x = x / temperature
@@ -136,6 +151,7 @@ def softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtyp
 
 
 def log_softmax(data, axis=-1, length=None, temperature=None, use_length=False, dtype=None):
+    """The logarithm of the softmax of `data` along `axis`, computed stably."""
     x = _arr(data)
     if temperature is not None and temperature != 1.0:
         x = x / temperature
@@ -149,6 +165,8 @@ def log_softmax(data, axis=-1, length=None, temperature=None, use_length=False, 
 
 
 def masked_softmax(data, mask, axis=-1, temperature=1.0, normalize=True):
+    """The softmax of `data` along `axis` over the entries where `mask` is true; masked entries get
+    0."""
     x = _arr(data) / temperature
     m = _arr(mask).astype(_np.bool_)
     x = knp.where(m, x, -_np.inf)
@@ -157,6 +175,8 @@ def masked_softmax(data, mask, axis=-1, temperature=1.0, normalize=True):
 
 
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=None):
+    """A one-hot encoding of `indices`: a new last axis of length `depth` holding `on_value` at the
+    index and `off_value` elsewhere."""
     idx = _arr(indices)
     classes = ndarray._wrap(_np.arange(depth, dtype=_np.int64))
     hit = knp.expand_dims(idx.astype(_np.int64), -1) == classes
@@ -165,6 +185,8 @@ def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=None):
 
 
 def pick(data, index, axis=-1, keepdims=False, mode="clip"):
+    """The elements of `data` at `index` along `axis` (one per position of the other axes); indices
+    are clipped, or wrapped with `mode='wrap'`."""
     x, idx = _arr(data), _arr(index)
     axis = normalize_axis("pick", axis, x.ndim)
     if idx.ndim == x.ndim - 1:
@@ -178,6 +200,8 @@ def pick(data, index, axis=-1, keepdims=False, mode="clip"):
 
 
 def batch_dot(a, b, transpose_a=False, transpose_b=False):
+    """Batched matrix product of `a` and `b` over their last two axes, either transposed first when
+    asked."""
     a, b = _arr(a), _arr(b)
     if transpose_a:
         a = knp.swapaxes(a, -1, -2)
@@ -187,6 +211,8 @@ def batch_dot(a, b, transpose_a=False, transpose_b=False):
 
 
 def fully_connected(x, weight, bias=None, num_hidden=None, no_bias=False, flatten=True):
+    """A dense layer: `x @ weight.T + bias`, with `x` flattened to 2-D first when `flatten`
+    (MXNet's FullyConnected)."""
     x = _arr(x)
     if flatten and x.ndim != 2:
         x = knp.reshape(x, (x.shape[0], -1))
@@ -243,6 +269,8 @@ def _fusable(x, w, b):
 
 def convolution(data=None, weight=None, bias=None, kernel=None, stride=None, dilate=None,
                 pad=None, num_filter=None, num_group=1, no_bias=False, layout=None, **kwargs):
+    """N-d convolution of `data` (NCW, NCHW or NCDHW) with `weight`, `stride`, `dilate`, `pad` and
+    `num_group` groups, plus `bias` (MXNet's Convolution)."""
     x, w, b, attrs = _conv_args(data, weight, bias, stride, dilate, pad, num_group, no_bias)
     if _fusable(x, w, b):
         # eagerly, one primitive writes the output once (oneDNN takes the bias)
@@ -292,6 +320,8 @@ def deconvolution(data=None, weight=None, bias=None, kernel=None, stride=None, d
 
 def pooling(data=None, kernel=None, pool_type="max", stride=None, pad=None, global_pool=False,
             pooling_convention="valid", count_include_pad=True, layout=None, **kwargs):
+    """Max, average or sum pooling (`pool_type`) of `data` over its spatial axes with `kernel`,
+    `stride` and `pad`; `global_pool=True` pools each whole feature map (MXNet's Pooling)."""
     x = _arr(data)
     nsp = x.ndim - 2
     if nsp < 1:
@@ -337,6 +367,9 @@ def pooling(data=None, kernel=None, pool_type="max", stride=None, pad=None, glob
 
 
 def dropout(data, p=0.5, mode="training", axes=(), cudnn_off=False, **kwargs):
+    """Inverted dropout: in training mode each element is zeroed with probability `p` and the rest
+    are scaled by `1 / (1 - p)`; `axes` shares the mask along those axes; otherwise `data`
+    unchanged."""
     x = _arr(data)
     if p <= 0 or (mode == "training" and not autograd.is_training()):
         return x
@@ -368,6 +401,8 @@ def _eager_dropout(x, p, shape):
 
 def embedding(data, weight, input_dim=None, output_dim=None, dtype=None, sparse_grad=False,
               **kwargs):
+    """The rows of `weight` at the integer indices `data` (MXNet's Embedding); indices are clipped
+    to the table."""
     idx = _arr(data)
     if idx.dtype.kind == "f":
         idx = idx.astype(_np.int64)
@@ -375,6 +410,8 @@ def embedding(data, weight, input_dim=None, output_dim=None, dtype=None, sparse_
 
 
 def sequence_mask(data, sequence_length=None, use_sequence_length=False, value=0.0, axis=0):
+    """`data` with the steps at or after each sequence's `sequence_length` along `axis` set to
+    `value` (unchanged unless `use_sequence_length`)."""
     x = _arr(data)
     if not use_sequence_length or sequence_length is None:
         return x
@@ -391,6 +428,8 @@ def sequence_mask(data, sequence_length=None, use_sequence_length=False, value=0
 
 
 def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
+    """The `k` largest (or, with `is_ascend`, smallest) elements along `axis`: their indices,
+    values or both (`ret_typ`); computed eagerly."""
     x = _arr(data)
     order = _np.argsort(x._concrete("topk"), axis=axis)
     if not is_ascend:
@@ -406,6 +445,8 @@ def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"
 
 
 def smooth_l1(data, scalar=1.0):
+    """Elementwise smooth L1: `0.5 * (scalar * x)**2` where `|x| < 1 / scalar**2`, else `|x| - 0.5
+    / scalar**2`."""
     x = _arr(data)
     s2 = scalar * scalar
     ax = knp.abs(x)
@@ -413,6 +454,7 @@ def smooth_l1(data, scalar=1.0):
 
 
 def reshape_like(lhs, rhs):
+    """`lhs` reshaped to the shape of `rhs`."""
     return knp.reshape(lhs, _arr(rhs).shape)
 
 
@@ -425,6 +467,8 @@ def batch_flatten(data):
 
 
 def arange_like(data, start=0.0, step=1.0, repeat=1, axis=None, ctx=None):
+    """`start, start + step, ...` in the shape of `data` (or along its `axis`), each value repeated
+    `repeat` times, in `data`'s dtype."""
     x = _arr(data)
     n = x.size if axis is None else x.shape[axis]
     values = start + step * _np.arange(n // repeat).repeat(repeat)

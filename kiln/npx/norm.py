@@ -66,6 +66,8 @@ def _batch_norm_infer_eager(x, gamma, beta, mean, var, eps, axis, output_mean_va
 
 
 def layer_norm(data, gamma=None, beta=None, axis=-1, eps=1e-5, output_mean_var=False):
+    """Layer normalization: `data` normalized to zero mean and unit variance along `axis`, then
+    scaled by `gamma` and shifted by `beta`."""
     x = _arr(data)
     axis = normalize_axis("layer_norm", axis, x.ndim)
     mean = knp.mean(x, axis=axis, keepdims=True)
@@ -81,6 +83,9 @@ def layer_norm(data, gamma=None, beta=None, axis=-1, eps=1e-5, output_mean_var=F
 
 
 def group_norm(data, gamma, beta, num_groups=1, eps=1e-5):
+    """Group normalization: the channels of `data` (N, C, ...) split into `num_groups` groups, each
+    normalized over its channels and positions, then scaled by `gamma` and shifted by `beta` per
+    channel."""
     x = _arr(data)
     n, c = x.shape[:2]
     g = knp.reshape(x, (n, num_groups, -1))

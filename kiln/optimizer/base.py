@@ -44,6 +44,8 @@ def create(name, **kwargs):
 
 
 def registered():
+    """The names of the registered optimizers (what `optimizer.create` and `gluon.Trainer` accept),
+    sorted."""
     return sorted(_REGISTRY)
 
 

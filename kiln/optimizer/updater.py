@@ -10,12 +10,15 @@ import json
 import numpy as _np
 
 from .._core.base import KilnError
+from ..npx.io import read_npz
 from .base import _as_numpy
 
 _FORMAT = "kiln-updater-states-v1"
 
 
 class Updater:
+    """MXNet's Updater: called with (index, gradient, weight), it applies its optimizer to the
+    weight in place, keeping one optimizer state per index."""
     def __init__(self, optimizer):
         self.optimizer = optimizer
         self.states = {}
@@ -52,18 +55,18 @@ class Updater:
 
     def set_states(self, states):
         try:
-            with _np.load(io.BytesIO(states), allow_pickle=False) as z:
-                meta = json.loads(str(z["__index__"]))
-                if meta.get("format") != _FORMAT:
-                    raise ValueError(f"format {meta.get('format')!r}")
-                loaded = {}
-                for n, item in enumerate(meta["states"]):
-                    parts = [z[f"s{n}_{j}"].copy() for j in range(int(item["n"]))]
-                    kind = item["kind"]
-                    loaded[item["key"]] = (None if kind == "none" else parts[0] if
-                                           kind == "array" else tuple(parts) if
-                                           kind == "tuple" else parts)
-        except (ValueError, KeyError, TypeError, OSError) as e:
+            z = read_npz(states, "Updater.set_states")
+            meta = json.loads(str(z["__index__"]))
+            if meta.get("format") != _FORMAT:
+                raise ValueError(f"format {meta.get('format')!r}")
+            loaded = {}
+            for n, item in enumerate(meta["states"]):
+                parts = [z[f"s{n}_{j}"] for j in range(int(item["n"]))]
+                kind = item["kind"]
+                loaded[item["key"]] = (None if kind == "none" else parts[0] if
+                                       kind == "array" else tuple(parts) if
+                                       kind == "tuple" else parts)
+        except (KilnError, ValueError, KeyError, TypeError) as e:
             raise KilnError(f"Updater.set_states: not kiln updater states ({e})") from None
         self.states = loaded
 

@@ -2,7 +2,8 @@
 
 - tests/distributed/ranks/ (equivalence with one process, BatchNorm) run under `mpiexec -n 2`;
 - a rank that is killed, raises, or hangs ends the job non-zero with a message within 30 s;
-- a checkpoint written by rank 0 and loaded by a restarted job continues the run exactly.
+- a checkpoint written by rank 0 and loaded by a restarted job continues the run exactly;
+- kiln.fit on every rank prints no KilnTraceWarning about kiln's own compiled step.
 """
 import os
 import subprocess
@@ -67,3 +68,11 @@ def test_resume_from_a_rank0_checkpoint_equals_an_uninterrupted_run(tmp_path):
     for k in full.files:
         # the same programs on the same data and state: bit for bit
         onp.testing.assert_array_equal(resumed[k], full[k], err_msg=k)
+
+
+def test_fit_on_every_rank_gives_no_trace_warning():
+    done, _ = _mpiexec(["fit_worker.py"], timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert "rank 0: trained" in out and "rank 1: trained" in out, out[-3000:]
+    assert "KilnTraceWarning" not in out, out[-3000:]

@@ -234,3 +234,22 @@ def test_graph_of_a_fallen_back_function_explains():
     with pytest.warns(HybridizeFallbackWarning):
         with pytest.raises(HybridizeError, match="nothing was compiled.*asnumpy"):
             h.graph(X)
+
+
+def test_explain_says_which_backend_runs_each_graph_and_why():
+    from kiln.backend.c import build
+    if not build.available():
+        pytest.skip("no working C compiler")
+
+    def matmul(a, b):
+        return np.matmul(a, b)
+    floats = np.ones((3, 3))
+    report = kiln.explain(matmul, floats, floats)
+    assert [g.backend for g in report.graphs] == ["c"] and "generated C" in str(report)
+    ints = np.array(onp.ones((3, 3), "int32"))   # integer matmuls have no C lowering
+    report = kiln.explain(matmul, ints, ints)
+    assert [g.backend for g in report.graphs] == ["numpy"]
+    assert "NumPy executor" in str(report)
+    assert "cannot lower" in report.graphs[0].reason and "int32" in report.graphs[0].reason
+    report = kiln.explain(kiln.hybridize(matmul, backend="numpy"), floats, floats)
+    assert report.graphs[0].backend == "numpy"

@@ -17,6 +17,8 @@ import os
 import sys
 from dataclasses import dataclass
 
+from .. import fallbacks
+
 _OPENBLAS_SYMBOLS = (
     ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 64),
     ("cblas_sgemm64_", "cblas_dgemm64_", 64),
@@ -94,11 +96,26 @@ _found = None
 
 
 def find_blas():
-    """The Blas to use, or None."""
+    """The Blas to use, or None (kiln.explain then says why)."""
     global _found
     if _found is None:
         _found = _search() or False
+        if not _found:
+            fallbacks.record("BLAS", "matmuls run on kiln's own generated loops",
+                             f"no BLAS is used: {_why_none()}")
     return _found or None
+
+
+def _why_none():
+    choice = os.environ.get("KILN_BLAS", "").lower()
+    if os.environ.get("KILN_NO_BLAS"):
+        return "turned off (KILN_NO_BLAS)"
+    if choice == "none":
+        return "turned off (KILN_BLAS=none)"
+    if choice in _PROVIDERS:
+        return f"KILN_BLAS={choice}, and it was not found"
+    return ("no BLAS found (MKL from `pip install mkl`, or the OpenBLAS inside NumPy's "
+            "wheels)")
 
 
 def _search():

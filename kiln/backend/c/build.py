@@ -10,12 +10,13 @@ import ctypes
 import hashlib
 import os
 import re
+import stat
 import subprocess
 import tempfile
 import threading
-import warnings
 
 from ..._core.base import KilnError
+from .. import fallbacks
 
 # No reassociation by default: with -fassociative-math GCC rewrites (g + h) - h into g,
 # which turns eager's NaN (h = inf) into a finite number. The dot-product loops that need
@@ -46,16 +47,22 @@ _loaded = {}
 _building = {}     # key -> lock held while that key is compiled
 _lock = threading.Lock()
 _compiler_info = {}
-_warned = False
 
 
 class CompilerUnavailable(KilnError):
-    pass
+    """The C backend cannot build libraries here: no working compiler, or no directory
+    to keep them in."""
+
+
+def _compiler_command():
+    """(the compiler command, where that choice came from)."""
+    cc = os.environ.get("CC")
+    return (cc, "from CC") if cc else ("cc", "the default; CC chooses another")
 
 
 def compiler():
     """The compiler command and its version string, or raise CompilerUnavailable."""
-    cc = os.environ.get("CC") or "cc"
+    cc, origin = _compiler_command()
     hit = _compiler_info.get(cc)
     if hit is not None:
         if isinstance(hit, Exception):
@@ -65,16 +72,16 @@ def compiler():
         res = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
         version = res.stdout.strip().splitlines()[0] if res.returncode == 0 and res.stdout else ""
         if res.returncode != 0 or not version:
-            raise CompilerUnavailable(f"C compiler {cc!r} did not report a version "
-                                      f"(exit code {res.returncode})")
+            raise CompilerUnavailable(f"C compiler {cc!r} ({origin}) did not report a "
+                                      f"version (`{cc} --version` exit code {res.returncode})")
         probe = "" if _probe_passed_before(cc, version) else _compile_probe(cc)
         if not probe:
             _remember_probe(cc, version)
         if probe:
-            raise CompilerUnavailable(f"C compiler {cc!r} cannot build a shared library: "
-                                      f"{probe}")
+            raise CompilerUnavailable(f"C compiler {cc!r} ({origin}) cannot build a shared "
+                                      f"library: {probe}")
     except (OSError, subprocess.SubprocessError) as exc:
-        err = CompilerUnavailable(f"no working C compiler ({cc!r}): {exc}")
+        err = CompilerUnavailable(f"no working C compiler ({cc!r}, {origin}): {exc}")
         _compiler_info[cc] = err
         raise err from None
     except CompilerUnavailable as err:
@@ -130,12 +137,24 @@ def available():
         return False
 
 
-def warn_unavailable_once(reason):
-    global _warned
-    if not _warned:
-        _warned = True
-        warnings.warn(f"kiln: the C backend is unavailable ({reason}); using the NumPy "
-                      "executor instead", RuntimeWarning, stacklevel=3)
+def record_unavailable(reason):
+    """Note that graphs run on the NumPy executor because the C backend is unavailable,
+    and warn once (a user who chose that executor does not come here)."""
+    fallbacks.record("C backend", "graphs run on the NumPy executor",
+                     f"the C backend is unavailable: {reason}")
+    warn_no_compiler(reason)
+
+
+def warn_no_compiler(reason):
+    """One warning for everything a missing compiler slows down (the C backend, oneDNN's
+    shim), whichever meets it first."""
+    fallbacks.warn_once("C compiler", (
+        f"the C backend is unavailable: {reason}. Without a C compiler kiln runs "
+        "hybridized graphs on the NumPy executor instead of generated C, and "
+        "convolutions on its own kernels instead of oneDNN, "
+        "each up to 10x slower. To fix: install a C compiler (e.g. `apt install gcc`) or "
+        "set CC=/path/to/cc. KILN_BACKEND=numpy (and KILN_DNNL=0) choose those paths "
+        "without this warning."))
 
 
 def _vector_flags():
@@ -180,11 +199,77 @@ def _cpu_signature():
     return platform.machine() + hashlib.sha256(flags.encode()).hexdigest()[:16]
 
 
+_cache_dirs = {}       # the configured directory -> the one used
+_cache_lock = threading.Lock()
+
+
 def cache_dir():
-    path = os.environ.get("KILN_CACHE_DIR") or os.path.join(
+    """Where compiled libraries are kept: KILN_CACHE_DIR, else ~/.cache/kiln.
+
+    One that cannot be used (a regular file, a path under one, a read-only place such as
+    /proc) is replaced by a private directory under the system's temporary directory, with
+    a warning once. Keeping the C backend is better for users than falling back to the
+    NumPy executor: compiled programs stay up to 10x faster, and only the reuse of
+    compiled libraries across runs is at stake (and not even that while the temporary
+    directory lasts)."""
+    configured = os.environ.get("KILN_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "kiln")
-    os.makedirs(path, exist_ok=True)
-    return path
+    found = _cache_dirs.get(configured)
+    if found is not None:
+        return found
+    with _cache_lock:
+        found = _cache_dirs.get(configured)
+        if found is None:
+            problem = _unusable(configured)
+            if problem is None:
+                found = configured
+            else:
+                found = _private_temp_dir()
+                where = (f"KILN_CACHE_DIR={configured}" if os.environ.get("KILN_CACHE_DIR")
+                         else f"the default cache directory {configured}")
+                fallbacks.record("compile cache", f"they are kept in {found}",
+                                 f"{where} cannot hold compiled libraries ({problem})")
+                fallbacks.warn_once("compile cache", (
+                    f"{where} cannot hold compiled libraries ({problem}); they are kept "
+                    f"in {found} instead. Set KILN_CACHE_DIR to a writable directory to "
+                    "keep them across runs and silence this warning."))
+            _cache_dirs[configured] = found
+    return found
+
+
+def _unusable(path):
+    """Why `path` cannot be the cache directory, or None when it can."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if not os.path.isdir(path):
+        return "not a directory"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return "not writable"
+    return None
+
+
+def _private_temp_dir():
+    """A directory under the system's temporary directory that only this user can write:
+    one per user (reused across runs) when it is safely ours, else a new one for this
+    process. A shared /tmp lets anyone create names there, and a library someone else
+    planted would be loaded and run."""
+    uid = os.getuid()
+    path = os.path.join(tempfile.gettempdir(), f"kiln-cache-{uid}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077:
+            return path
+    except OSError:
+        pass
+    try:
+        return tempfile.mkdtemp(prefix="kiln-cache-")
+    except OSError as exc:
+        raise CompilerUnavailable(f"no writable directory for compiled libraries "
+                                  f"(KILN_CACHE_DIR, then {tempfile.gettempdir()}: "
+                                  f"{exc.strerror})") from None
 
 
 # Small programs (inference graphs) get -O3 -funroll-loops: the gemv kernel of a batch-1

@@ -26,6 +26,7 @@ import sysconfig
 import threading
 
 from . import build, fixed_source
+from .. import fallbacks
 
 MODULE = "kiln_fastcall"
 
@@ -86,12 +87,13 @@ def _install_block_call(module):
 
 def _build():
     if os.environ.get("KILN_NO_FASTCALL"):
-        return None
+        return _without("turned off (KILN_NO_FASTCALL)")
     try:
         import numpy
         include = sysconfig.get_paths()["include"]
         if not os.path.exists(os.path.join(include, "Python.h")):
-            return None
+            return _without(f"no Python headers ({include}/Python.h; e.g. apt install "
+                            "python3-dev)")
         # -O2: glue code, and -O3 -funroll-loops added a third to its 0.5 s compile, which
         # a cold first call waits for
         lib = build.load(fixed_source.text("fastcall.c"),
@@ -102,5 +104,13 @@ def _build():
         module = importlib.util.module_from_spec(spec)
         loader.exec_module(module)
         return module
-    except Exception:    # no headers, a compiler error, a NumPy without its C API: keep Python
-        return None
+    except Exception as exc:   # a compiler error, a NumPy without its C API: keep Python
+        return _without(f"it did not build: {type(exc).__name__}: {str(exc)[:200]}")
+
+
+def _without(why):
+    """No extension: compiled calls take the Python path, a few microseconds more per call
+    (no warning, see backend/fallbacks.py; kiln.explain says why)."""
+    fallbacks.record("C fast-call extension", "each compiled call goes through Python",
+                     f"the C fast-call extension is not used: {why}")
+    return None

@@ -313,15 +313,20 @@ def _converts_float_to_integer(graph, seen):
     return False
 
 
+class CannotCompile(KilnError):
+    """The C backend cannot run this graph here; the message says why (the graph then
+    runs on the NumPy executor)."""
+
+
 def compile_graph(graph):
-    """A CProgram, or None when the C backend cannot run this graph here."""
+    """A CProgram, or raise CannotCompile."""
     from .codegen import NotLowerable
     if not build.available():
         try:
             build.compiler()
         except build.CompilerUnavailable as exc:
-            build.warn_unavailable_once(str(exc))
-        return None
+            build.record_unavailable(str(exc))
+            raise CannotCompile(f"the C backend is unavailable: {exc}") from None
     graph = _without_heavy_ops(graph)
     try:
         return CProgram(graph)
@@ -329,7 +334,7 @@ def compile_graph(graph):
         if debug_level() >= 1:
             print(f"[kiln] C backend cannot lower {graph.name} ({exc}); using NumPy",
                   file=sys.stderr)
-        return None
+        raise CannotCompile(f"the C backend cannot lower this graph ({exc})") from None
 
 
 def _without_heavy_ops(graph):

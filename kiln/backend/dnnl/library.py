@@ -14,6 +14,8 @@ import os
 import sys
 import threading
 
+from .. import fallbacks
+
 _state = {}
 _lock = threading.Lock()
 _forced_off = []
@@ -42,7 +44,7 @@ def _wheel_file(dist, suffix):
 
 def _find():
     """(path of libdnnl.so.3, include directory) or a reason string."""
-    if not (sys.platform.startswith("linux") and os.uname().machine in ("x86_64", "AMD64")):
+    if not _supported_here():
         return f"oneDNN is used on x86-64 Linux only (this is {sys.platform} {os.uname().machine})"
     lib = _wheel_file(WHEEL, "libdnnl.so.3")
     header = _wheel_file(HEADERS_WHEEL, "include/oneapi/dnnl/dnnl.h")
@@ -96,7 +98,9 @@ def _load():
             with open(os.path.join(os.path.dirname(__file__), name)) as f:
                 source += f.read() + "\n"
         shim = build.load(source, extra_flags=("-I" + include, "-pthread"), opt=("-O2",))
-    except (OSError, build.CompilerUnavailable) as exc:
+    except build.CompilerUnavailable as exc:
+        return f"{_NEEDS_COMPILER}: {exc}"
+    except OSError as exc:
         return f"oneDNN found but not loadable: {exc}"
     except Exception as exc:      # a compile error in the shim: a kiln bug, but not fatal
         return f"the oneDNN shim did not build: {str(exc)[:300]}"
@@ -180,7 +184,10 @@ def threads():
 
 def shim():
     """The loaded shim library, or None when the layer is off or unavailable."""
-    if _forced_off or os.environ.get("KILN_DNNL", "1") == "0":
+    if _forced_off:
+        return None
+    if os.environ.get("KILN_DNNL", "1") == "0":
+        fallbacks.record("oneDNN", _INSTEAD, "oneDNN is not used: turned off (KILN_DNNL=0)")
         return None
     got = _state.get("shim")
     if got is None:
@@ -188,7 +195,34 @@ def shim():
             got = _state.get("shim")
             if got is None:
                 got = _state["shim"] = _load()
+        if isinstance(got, str):
+            _note_missing(got)
     return None if isinstance(got, str) else got
+
+
+def _supported_here():
+    return sys.platform.startswith("linux") and os.uname().machine in ("x86_64", "AMD64")
+
+
+_INSTEAD = "convolutions and pooling run on kiln's own kernels (eagerly about 10x slower)"
+_NEEDS_COMPILER = "its shim needs a C compiler"
+
+
+def _note_missing(reason):
+    """Eagerly an order of magnitude slower (backend/fallbacks.py): a oneDNN that should be
+    here and is not warns, with how to fix it (a missing compiler, with the compiler's
+    warning); on a platform oneDNN is not used on there is nothing to fix."""
+    fallbacks.record("oneDNN", _INSTEAD, f"oneDNN is not used: {reason}")
+    if not _supported_here():
+        return
+    if reason.startswith(_NEEDS_COMPILER):
+        from ..c import build
+        build.warn_no_compiler(reason[len(_NEEDS_COMPILER) + 2:])
+        return
+    fallbacks.warn_once("oneDNN", (
+        f"oneDNN is not used: {reason}. {_INSTEAD[0].upper()}{_INSTEAD[1:]}. To fix: pip "
+        f"install {WHEEL}==2023.2.0 {HEADERS_WHEEL}==2023.2.0 (kiln's default dependencies "
+        "on x86-64 Linux); KILN_DNNL=0 turns oneDNN off without this warning."))
 
 
 def available():

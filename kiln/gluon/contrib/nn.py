@@ -84,12 +84,17 @@ class _PixelShuffle(HybridBlock):
 
 
 class PixelShuffle1D(_PixelShuffle):
+    """Moves channels into width: (N, C * f, W) becomes (N, C, W * f) for the factor f."""
     rank = 1
 
 
 class PixelShuffle2D(_PixelShuffle):
+    """Moves channels into space: (N, C * f1 * f2, H, W) becomes (N, C, H * f1, W * f2) for the
+    factors (f1, f2)."""
     rank = 2
 
 
 class PixelShuffle3D(_PixelShuffle):
+    """Moves channels into space: (N, C * f1 * f2 * f3, D, H, W) becomes (N, C, D * f1, H * f2, W *
+    f3)."""
     rank = 3

@@ -42,6 +42,8 @@ def _name_value(name, value):
 
 
 class EvalMetric:
+    """The base class of metrics: `update(labels, preds)` accumulates a batch, `get()` gives (name,
+    value), `reset()` starts again."""
     def __init__(self, name, output_names=None, label_names=None, **kwargs):
         self.name = str(name)
         self.output_names = output_names
@@ -100,6 +102,7 @@ class EvalMetric:
 
 @_register("composite")
 class CompositeEvalMetric(EvalMetric):
+    """Several metrics updated together; `get()` gives their names and values as two lists."""
     def __init__(self, metrics=None, name="composite", output_names=None, label_names=None):
         self.metrics = [create(m) for m in metrics or []]
         super().__init__(name, output_names, label_names)

@@ -7,6 +7,8 @@ from .base import EvalMetric, _register, check_label_shapes
 
 @_register("acc")
 class Accuracy(EvalMetric):
+    """The fraction of predictions equal to the labels; predictions whose shape differs from the
+    labels' are the argmax along `axis`."""
     def __init__(self, axis=1, name="accuracy", output_names=None, label_names=None):
         super().__init__(name, output_names, label_names, axis=axis)
         self.axis = axis
@@ -23,6 +25,7 @@ class Accuracy(EvalMetric):
 
 @_register("top_k_accuracy", "top_k_acc")
 class TopKAccuracy(EvalMetric):
+    """The fraction of samples whose label is among the `top_k` highest-scored classes."""
     def __init__(self, top_k=1, name="top_k_accuracy", output_names=None, label_names=None):
         if top_k <= 1:
             raise KilnError("TopKAccuracy: top_k must be more than 1 (use Accuracy)")
@@ -57,5 +60,7 @@ class CrossEntropy(EvalMetric):
 
 @_register("nll_loss")
 class NegativeLogLikelihood(CrossEntropy):
+    """The mean negative log of the probability each prediction gives its label (the same value as
+    CrossEntropy)."""
     def __init__(self, eps=1e-12, name="nll-loss", output_names=None, label_names=None):
         super().__init__(eps, name, output_names, label_names)

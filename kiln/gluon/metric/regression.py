@@ -20,6 +20,7 @@ class _Regression(EvalMetric):
 
 @_register("mae")
 class MAE(_Regression):
+    """The mean absolute error between labels and predictions."""
     def __init__(self, name="mae", output_names=None, label_names=None):
         super().__init__(name, output_names, label_names)
 
@@ -29,6 +30,7 @@ class MAE(_Regression):
 
 @_register("mse")
 class MSE(_Regression):
+    """The mean squared error between labels and predictions."""
     def __init__(self, name="mse", output_names=None, label_names=None):
         super().__init__(name, output_names, label_names)
 
@@ -38,6 +40,7 @@ class MSE(_Regression):
 
 @_register("rmse")
 class RMSE(_Regression):
+    """The root of the mean squared error between labels and predictions."""
     def __init__(self, name="rmse", output_names=None, label_names=None):
         super().__init__(name, output_names, label_names)
 

@@ -23,22 +23,26 @@ class Activation(HybridBlock):
 
 
 class ReLU(HybridBlock):
+    """The layer of `npx.relu`: `max(x, 0)`."""
     def forward(self, x):
         return npx.relu(x)
 
 
 class Sigmoid(HybridBlock):
+    """The layer of `npx.sigmoid`: `1 / (1 + exp(-x))`."""
     def forward(self, x):
         return npx.sigmoid(x)
 
 
 class Tanh(HybridBlock):
+    """The layer of `np.tanh`."""
     def forward(self, x):
         from ... import np as knp
         return knp.tanh(x)
 
 
 class LeakyReLU(HybridBlock):
+    """Leaky ReLU: `x` for `x > 0`, else `alpha * x` (`alpha >= 0`)."""
     def __init__(self, alpha, **kwargs):
         super().__init__(**kwargs)
         if alpha < 0:
@@ -64,6 +68,7 @@ class PReLU(HybridBlock):
 
 
 class ELU(HybridBlock):
+    """The layer of `npx.elu`: `x` for `x > 0`, else `alpha * (exp(x) - 1)`."""
     def __init__(self, alpha=1.0, **kwargs):
         super().__init__(**kwargs)
         self._alpha = alpha
@@ -73,11 +78,13 @@ class ELU(HybridBlock):
 
 
 class SELU(HybridBlock):
+    """The layer of `npx.selu`: a scaled ELU with fixed constants."""
     def forward(self, x):
         return npx.selu(x)
 
 
 class SiLU(HybridBlock):
+    """The layer of `npx.silu`: `x * sigmoid(x)`."""
     def forward(self, x):
         return npx.silu(x)
 
@@ -94,6 +101,7 @@ class Swish(HybridBlock):
 
 
 class GELU(HybridBlock):
+    """The layer of `npx.gelu`, exact (`approximation='erf'`) or the tanh approximation."""
     def __init__(self, approximation="erf", **kwargs):
         super().__init__(**kwargs)
         if approximation not in ("erf", "tanh"):
@@ -106,6 +114,7 @@ class GELU(HybridBlock):
 
 
 class Softmax(HybridBlock):
+    """The layer of `npx.softmax` along `axis`."""
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
         self._axis = axis

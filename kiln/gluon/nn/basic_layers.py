@@ -5,6 +5,7 @@ from .. import f_namespace
 from ..block import Block, HybridBlock, _deref
 from ..parameter import Parameter
 from .activations import Activation
+from .inputs import expect_batch, expect_dtype
 
 
 # ---- containers ------------------------------------------------------------------------------
@@ -43,10 +44,14 @@ class _SequentialMixin:
 
 
 class Sequential(_SequentialMixin, Block):
+    """A Block that runs its children in the order they were added (`add`), each on the previous
+    one's output."""
     pass
 
 
 class HybridSequential(_SequentialMixin, HybridBlock):
+    """A HybridBlock that runs its children in the order they were added (`add`); hybridized, the
+    whole chain becomes one compiled graph."""
     pass
 
 
@@ -67,10 +72,14 @@ class _ConcatenateMixin:
 
 
 class Concatenate(_ConcatenateMixin, Block):
+    """A Block that runs each child on the same input and concatenates their outputs along `axis`.
+    """
     pass
 
 
 class HybridConcatenate(_ConcatenateMixin, HybridBlock):
+    """A HybridBlock that runs each child on the same input and concatenates their outputs along
+    `axis`."""
     pass
 
 
@@ -99,10 +108,18 @@ class Dense(HybridBlock):
                               allow_deferred_init=True) if use_bias else None
         self.act = Activation(activation) if activation is not None else None
 
+    def _expected_input(self):
+        n = self.weight.shape[1] or "features"
+        return f"(batch, {n}) or (batch, ...) flattening to it" if self._flatten else \
+            f"(..., {n})"
+
     def infer_shape(self, x, *args):
+        expect_batch(self, x, self._expected_input())
         self.weight.shape = (self._units, _features(x.shape, self._flatten))
 
     def forward(self, x):
+        expect_batch(self, x, self._expected_input())
+        expect_dtype(self, x, self.weight)
         weight = self.weight.data()
         if _features(x.shape, self._flatten) != weight.shape[1]:
             raise KilnError(f"{self.name} (Dense {weight.shape[1]} -> {self._units}): expected "
@@ -159,10 +176,16 @@ class Flatten(HybridBlock):
     """(N, d1, d2, ...) -> (N, d1 * d2 * ...)."""
 
     def forward(self, x):
-        return knp.reshape(x, (x.shape[0], -1))
+        expect_batch(self, x, "(batch, ...)")
+        features = 1
+        for d in x.shape[1:]:
+            features *= d
+        # the size, not -1: with a dimension of 0 (an empty batch) -1 is ambiguous
+        return knp.reshape(x, (x.shape[0], features))
 
 
 class Identity(HybridBlock):
+    """A layer that returns its input unchanged."""
     def forward(self, x):
         return x
 

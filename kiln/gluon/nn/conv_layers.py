@@ -8,6 +8,7 @@ from ..._core.base import KilnError, where_in_user_code
 from ..block import HybridBlock
 from ..parameter import Parameter
 from .activations import Activation
+from .inputs import expect_batch, expect_dtype
 
 _LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
@@ -32,7 +33,10 @@ def _check_layout(layout, n, cls):
     return layout
 
 
-def _check_input(block, x, nsp):
+def _check_input(block, x, nsp, channels=None):
+    spatial = ", ".join("DHW"[3 - nsp:])
+    expect_batch(block, x, f"(batch, {channels or 'channels'}, {spatial}) "
+                           f"({_LAYOUTS[nsp]})")
     if x.ndim != nsp + 2:
         raise KilnError(f"{block.name} ({type(block).__name__}): expected input of "
                         f"{nsp + 2} dimensions ({_LAYOUTS[nsp]}), got shape {tuple(x.shape)}"
@@ -76,15 +80,20 @@ class _Conv(HybridBlock):
             return (in_channels, self._channels // self._groups) + self._kernel
         return (self._channels, in_channels // self._groups) + self._kernel
 
+    def _expected_channels(self):
+        shape = self.weight.shape
+        return shape[0] if self._transposed else shape[1] * self._groups
+
     def infer_shape(self, x, *args):
         _check_input(self, x, self._nsp)
         self.weight.shape = self._weight_shape(x.shape[1])
 
     def forward(self, x):
-        _check_input(self, x, self._nsp)
+        _check_input(self, x, self._nsp, self._expected_channels())
+        expect_dtype(self, x, self.weight, exact=True)
         w = self.weight.data()
         b = self.bias.data() if self.bias is not None else None
-        expected = w.shape[0] if self._transposed else w.shape[1] * self._groups
+        expected = self._expected_channels()
         if x.shape[1] != expected:
             raise KilnError(f"{self.name} ({type(self).__name__}): expected input with "
                             f"{expected} channels, got input of shape {tuple(x.shape)}"
@@ -122,26 +131,38 @@ class _Conv(HybridBlock):
 
 
 class Conv1D(_Conv):
+    """1-D convolution over (N, C, W) input: `channels` filters of `kernel_size`, with `strides`,
+    `padding`, `dilation`, `groups`, an optional bias and activation."""
     _nsp = 1
 
 
 class Conv2D(_Conv):
+    """2-D convolution over (N, C, H, W) input: `channels` filters of `kernel_size`, with
+    `strides`, `padding`, `dilation`, `groups`, an optional bias and activation."""
     _nsp = 2
 
 
 class Conv3D(_Conv):
+    """3-D convolution over (N, C, D, H, W) input: `channels` filters of `kernel_size`, with
+    `strides`, `padding`, `dilation`, `groups`, an optional bias and activation."""
     _nsp = 3
 
 
 class Conv1DTranspose(_Conv):
+    """1-D transposed convolution (the gradient of Conv1D with respect to its input), with
+    `output_padding`."""
     _nsp, _transposed = 1, True
 
 
 class Conv2DTranspose(_Conv):
+    """2-D transposed convolution (the gradient of Conv2D with respect to its input), with
+    `output_padding`."""
     _nsp, _transposed = 2, True
 
 
 class Conv3DTranspose(_Conv):
+    """3-D transposed convolution (the gradient of Conv3D with respect to its input), with
+    `output_padding`."""
     _nsp, _transposed = 3, True
 
 

@@ -55,12 +55,16 @@ class _CellMixin:
 
 
 class RecurrentCell(_CellMixin, Block):
+    """The base class of recurrent cells: one time step (`cell(x, states)` gives the output and the
+    new states), `begin_state`, and `unroll` over a sequence."""
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.reset()
 
 
 class HybridRecurrentCell(_CellMixin, HybridBlock):
+    """The base class of hybridizable recurrent cells (RNNCell, LSTMCell, GRUCell, ...); see
+    RecurrentCell."""
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.reset()
@@ -204,10 +208,13 @@ class _SequentialMixin:
 
 
 class SequentialRNNCell(_SequentialMixin, RecurrentCell):
+    """A stack of recurrent cells run one after another at each time step, their states
+    concatenated in order."""
     pass
 
 
 class HybridSequentialRNNCell(_SequentialMixin, HybridRecurrentCell):
+    """A hybridizable stack of recurrent cells run one after another at each time step."""
     pass
 
 

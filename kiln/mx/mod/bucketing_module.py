@@ -15,6 +15,8 @@ def _shapes(descs):
 
 
 class BucketingModule(BaseModule):
+    """MXNet 1.x's BucketingModule: one Module per bucket key, built from `sym_gen(key)`, all
+    sharing the default bucket's parameters and optimizer."""
     def __init__(self, sym_gen, default_bucket_key=None, logger=logging, context=None,
                  work_load_list=None, fixed_param_names=None, state_names=None,
                  group2ctxs=None, compression_params=None):

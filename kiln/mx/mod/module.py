@@ -17,6 +17,9 @@ from .base_module import BaseModule
 
 
 class Module(BaseModule):
+    """MXNet 1.x's Module: a symbol bound to data shapes (`bind`), with parameters (`init_params`),
+    an optimizer (`init_optimizer`), `forward`, `backward`, `update`, and `fit`, `predict` and
+    `score` over data iterators."""
     def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",),
                  context=None, work_load_list=None, fixed_param_names=None, **_):
         self._symbol = symbol

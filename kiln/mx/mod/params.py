@@ -30,6 +30,8 @@ def load_param_file(fname, aux_names):
 
 
 def save_param_file(fname, arg_params, aux_params):
+    """Write `arg_params` and `aux_params` to `fname` in MXNet's .params format, named 'arg:NAME'
+    and 'aux:NAME'."""
     from ...export import mxnet_params
     names = [f"arg:{k}" for k in arg_params] + [f"aux:{k}" for k in aux_params]
     arrays = [v.asnumpy() for v in list(arg_params.values()) + list(aux_params.values())]

@@ -24,37 +24,46 @@ def _dtype(dtype):
 
 
 def array(source_array, ctx=None, dtype=None):
+    """An NDArray from `source_array` (float32 unless `dtype` says otherwise, as in MXNet 1.x)."""
     if isinstance(source_array, ndarray):
         return source_array.astype(dtype or source_array.dtype)
     return ndarray._wrap(_np.array(source_array, dtype=_dtype(dtype)))
 
 
 def zeros(shape, ctx=None, dtype=None, **_):
+    """An NDArray of zeros of `shape` (float32 by default)."""
     return knp.zeros(shape, dtype=_dtype(dtype))
 
 
 def ones(shape, ctx=None, dtype=None, **_):
+    """An NDArray of ones of `shape` (float32 by default)."""
     return knp.ones(shape, dtype=_dtype(dtype))
 
 
 def empty(shape, ctx=None, dtype=None):
+    """An NDArray of `shape` (filled with zeros: kiln never hands out uninitialized memory)."""
     return zeros(shape, ctx, dtype)
 
 
 def full(shape, val, ctx=None, dtype=None, **_):
+    """An NDArray of `shape` filled with `val`."""
     return knp.full(shape, val, dtype=_dtype(dtype))
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
+    """Values from `start` to `stop` by `step` (float32 by default), each repeated `repeat` times.
+    """
     out = knp.arange(start, stop, step, dtype=_dtype(dtype))
     return knp.repeat(out, int(repeat)) if int(repeat) > 1 else out
 
 
 def zeros_like(data, **_):
+    """An NDArray of zeros with the shape and dtype of `data`."""
     return knp.zeros_like(data)
 
 
 def ones_like(data, **_):
+    """An NDArray of ones with the shape and dtype of `data`."""
     return knp.ones_like(data)
 
 
@@ -112,6 +121,7 @@ def nansum(data, axis=None, keepdims=False, exclude=False, **_):
 
 
 def concat(*data, dim=1, **kw):
+    """The arrays joined along `dim` (1 by default, as MXNet's concat)."""
     return mx_function("Concat")(*data, dim=dim, **kw)
 
 

@@ -30,10 +30,12 @@ def _check(op, a, square=True):
 
 
 def gemm(A, B, C, transpose_a=False, transpose_b=False, alpha=1.0, beta=1.0, axis=-2, **_):
+    """`alpha * op(A) @ op(B) + beta * C` over the last two axes, `op` transposing when asked."""
     return gemm2(A, B, transpose_a, transpose_b, alpha, axis) + C * float(beta)
 
 
 def gemm2(A, B, transpose_a=False, transpose_b=False, alpha=1.0, axis=-2, **_):
+    """`alpha * op(A) @ op(B)` over the last two axes, `op` transposing when asked."""
     if axis != -2:
         A, B = knp.moveaxis(A, axis, -2), knp.moveaxis(B, axis, -2)
     out = knp.matmul(_t(A) if transpose_a else A, _t(B) if transpose_b else B) * float(alpha)
@@ -60,11 +62,13 @@ def syrk(A, transpose=False, alpha=1.0, **_):
 
 
 def sumlogdiag(A, **_):
+    """The sum of the logarithms of the diagonal of each square matrix."""
     _check("sumlogdiag", A)
     return _one(knp.sum(knp.log(knp.diagonal(A, 0, -2, -1)), axis=-1))
 
 
 def extractdiag(A, offset=0, **_):
+    """The diagonal with `offset` of each matrix, as a vector."""
     _check("extractdiag", A, square=False)
     return knp.diagonal(A, int(offset), -2, -1)
 
@@ -119,6 +123,8 @@ def _wrap(value, like):
 
 
 def potrf(A, **_):
+    """The lower Cholesky factor `L` (`A = L @ L.T`) of each symmetric positive-definite matrix;
+    computed eagerly."""
     (a,) = _values("potrf", A)
     try:
         return _wrap(_np.linalg.cholesky(a), a)
@@ -146,16 +152,20 @@ def trsm(A, B, transpose=False, rightside=False, lower=True, alpha=1.0, **_):
 
 
 def inverse(A, **_):
+    """The inverse of each square matrix; computed eagerly."""
     (a,) = _values("inverse", A)
     return _wrap(_np.linalg.inv(a), a)
 
 
 def det(A, **_):
+    """The determinant of each square matrix; computed eagerly."""
     (a,) = _values("det", A)
     return _one(_wrap(_np.linalg.det(a), a))
 
 
 def slogdet(A, **_):
+    """The sign and the logarithm of the absolute determinant of each square matrix; computed
+    eagerly."""
     (a,) = _values("slogdet", A)
     sign, logdet = _np.linalg.slogdet(a)
     return [_one(_wrap(sign, a)), _one(_wrap(logdet, a))]

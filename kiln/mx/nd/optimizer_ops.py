@@ -195,6 +195,8 @@ def adamw_update(weight, grad, mean, var, rescale_grad, lr, eta, beta1=0.9, beta
 
 
 def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, out=None, **kwargs):
+    """MXNet's multi-precision AdamW step: the float32 master weight `weight32` is updated in place
+    and `weight` receives it in its own dtype."""
     new32 = adamw_update(weight32, grad.astype(_np.float32), mean, var, rescale_grad, **kwargs)
     _store(weight32, new32)
     return _result(weight, new32, out)

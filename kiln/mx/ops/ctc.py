@@ -26,6 +26,9 @@ def _gluon_ctc():
      ("data", "label", "data_lengths", "label_lengths"))
 def CTCLoss(data, label, data_lengths=None, label_lengths=None, use_data_lengths=False,
             use_label_lengths=False, blank_label="first", **_):
+    """The connectionist temporal classification loss of `data` (time, batch, alphabet) against
+    `label` (batch, label length), one value per sequence; the blank is the `'first'` or
+    `'last'` class."""
     if blank_label not in ("first", "last"):
         raise KilnError(f"CTCLoss: blank_label must be 'first' or 'last', got {blank_label!r}")
     if data.ndim != 3 or label.ndim != 2 or label.shape[0] != data.shape[1]:

@@ -9,6 +9,8 @@ _DTYPE_FLAGS = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8", "4
 
 
 class MXOp:
+    """An entry of the MXNet operator table: the operator's name, the kiln function computing it,
+    its input and auxiliary-state names, and its number of outputs."""
     __slots__ = ("name", "fn", "inputs", "aux", "variadic", "num_outputs", "param_shapes")
 
     def __init__(self, name, fn, inputs=("data",), aux=(), variadic=False, num_outputs=1,

@@ -17,6 +17,7 @@ from ..._core import trace
 from ..._core.ir import Node
 from ..ops import OPS
 from ..._core.ndarray import ndarray
+from ...npx.io import MAX_TENSOR_ELEMENTS
 from ...ops.registry import REGISTRY
 from .symbol import KILN_PREFIX, Symbol, SymNode, nodes_of
 
@@ -177,7 +178,6 @@ def trace_symbol(symbol, shapes, dtypes=None, training=False):
 
 
 def _check_size(name, shape):
-    from ...export.symbol import MAX_TENSOR_ELEMENTS
     size = 1
     for d in shape:
         if not isinstance(d, (int, _np.integer)) or d < 0:
@@ -310,6 +310,8 @@ def _no_trace_warning():
 
 
 def compile_symbols(symbols, backend=None):
+    """The symbols (one or a list) compiled together into one program by kiln's passes and
+    `backend`, to call with arrays for their arguments."""
     if isinstance(symbols, Symbol):
         symbols = [symbols]
     from .symbol import Group

@@ -19,7 +19,8 @@ import json
 from ..._core.base import KilnError
 from ...ops.registry import REGISTRY
 from ...export import attrs as tattrs
-from ...export.symbol import MAX_NODES, read_capped
+from ...export.symbol import MAX_NODES
+from ...npx.io import MAX_FILE_BYTES, read_capped
 from ..ops import OPS, parse_attr
 from .symbol import KILN_PREFIX, Symbol, SymNode, nodes_of
 
@@ -173,7 +174,7 @@ def from_dict(doc, source="<symbol>"):
 
 
 def read_text(path):
-    raw = read_capped(path)
+    raw = read_capped(path, "symbol file", MAX_FILE_BYTES)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

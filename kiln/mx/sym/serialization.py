@@ -65,10 +65,14 @@ def from_block(block, *example_inputs):
 
 
 def fromjson(text, source="<symbol>"):
+    """A Symbol from JSON text: MXNet's symbol JSON or kiln's own (`format: kiln-symbol`);
+    `load_json` is the same."""
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise KilnError(f"{source} is not valid JSON: {exc}") from None
+    except MemoryError:
+        raise KilnError(f"not enough memory to parse the symbol file {source}") from None
     if isinstance(doc, dict) and doc.get("format") == "kiln-symbol":
         from ...export.symbol import parse_symbol
         return from_kiln_symbol(parse_symbol(text, source))
@@ -76,6 +80,7 @@ def fromjson(text, source="<symbol>"):
 
 
 def load(fname):
+    """A Symbol read from a JSON file (MXNet's `-symbol.json` or kiln's)."""
     return fromjson(mxnet_json.read_text(fname), str(fname))
 
 

@@ -245,6 +245,8 @@ class Symbol:
 
 def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
         stype=None, **kwargs):
+    """A symbolic variable named `name`, with an optional shape, dtype, initializer and
+    learning-rate and weight-decay multipliers kept as attributes; `Variable` is the same."""
     if not isinstance(name, str):
         raise KilnError(f"sym.var: the name must be a string, got {type(name).__name__}"
                         + where_in_user_code())
@@ -267,6 +269,7 @@ Variable = var
 
 
 def Group(symbols):
+    """One Symbol whose outputs are the outputs of all `symbols`, in order."""
     heads = []
     for s in symbols:
         heads.extend(s._heads)

@@ -27,6 +27,9 @@ _EVENTS = (("train_begin", TrainBegin), ("epoch_begin", EpochBegin),
 
 
 class Estimator:
+    """MXNet's Gluon Estimator: trains `net` with `loss` and a `trainer` over a DataLoader (`fit`),
+    evaluates it (`evaluate`), updates the train and validation metrics, and calls the event
+    handlers at each stage."""
     def __init__(self, net, loss, train_metrics=None, val_metrics=None, initializer=None,
                  trainer=None, context=None, val_net=None, val_loss=None,
                  batch_processor=None):

@@ -16,6 +16,8 @@ from ... import metric as _metric
 
 
 class EventHandler:
+    """The base class of the Estimator's event handlers; a handler also subclasses the events
+    (TrainBegin, EpochEnd, ...) whose methods it implements."""
     pass
 
 
@@ -44,31 +46,39 @@ def check_metrics(metrics):
 
 
 class TrainBegin(EventHandler):
+    """An event handler whose `train_begin(estimator)` runs once before training starts."""
     def train_begin(self, estimator, *args, **kwargs):
         pass
 
 
 class TrainEnd(EventHandler):
+    """An event handler whose `train_end(estimator)` runs once after training ends."""
     def train_end(self, estimator, *args, **kwargs):
         pass
 
 
 class EpochBegin(EventHandler):
+    """An event handler whose `epoch_begin(estimator)` runs before each epoch."""
     def epoch_begin(self, estimator, *args, **kwargs):
         pass
 
 
 class EpochEnd(EventHandler):
+    """An event handler whose `epoch_end(estimator)` runs after each epoch; returning True stops
+    training."""
     def epoch_end(self, estimator, *args, **kwargs):
         return False
 
 
 class BatchBegin(EventHandler):
+    """An event handler whose `batch_begin(estimator, batch=...)` runs before each batch."""
     def batch_begin(self, estimator, *args, **kwargs):
         pass
 
 
 class BatchEnd(EventHandler):
+    """An event handler whose `batch_end(estimator, batch=, pred=, label=, loss=)` runs after each
+    batch; returning True stops training."""
     def batch_end(self, estimator, *args, **kwargs):
         return False
 

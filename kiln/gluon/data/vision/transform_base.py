@@ -9,16 +9,20 @@ from ....ops.creation import _RandomState
 
 
 def to_numpy(x, what):
+    """`x` as a NumPy array (a kiln array's values; inside a trace, an error naming `what`)."""
     if isinstance(x, ndarray):
         return x._concrete(what)
     return _np.asarray(x)
 
 
 def wrap(arr):
+    """A NumPy array as a (C-contiguous) kiln array."""
     return ndarray._wrap(_np.ascontiguousarray(arr))
 
 
 def rng():
+    """The NumPy random Generator that kiln's random functions share (seeded by `np.random.seed`).
+    """
     return _RandomState.generator
 
 

@@ -40,10 +40,12 @@ class Compose(Transform):
 
 
 class HybridCompose(Compose):
+    """Transforms run in order, each on the previous one's output (the same as Compose)."""
     pass
 
 
 class Cast(Transform):
+    """Converts the input to `dtype` (float32 by default)."""
     def __init__(self, dtype="float32"):
         self._dtype = normalize_dtype(dtype)
 
@@ -161,10 +163,12 @@ class _RandomFlip(Transform):
 
 
 class RandomFlipLeftRight(_RandomFlip):
+    """Flips an HWC image left to right with probability `p`."""
     _axis = 1
 
 
 class RandomFlipTopBottom(_RandomFlip):
+    """Flips an HWC image top to bottom with probability `p`."""
     _axis = 0
 
 
@@ -186,6 +190,7 @@ class RandomApply(Transform):
 
 
 class HybridRandomApply(RandomApply):
+    """Applies `transforms` with probability `p` (the same as RandomApply)."""
     pass
 
 

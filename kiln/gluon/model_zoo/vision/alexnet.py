@@ -5,6 +5,8 @@ from ._pretrained import load_pretrained
 
 
 class AlexNet(nn.HybridBlock):
+    """AlexNet (Krizhevsky et al., 2012): five convolutions and three dense layers, for `classes`
+    classes."""
     def __init__(self, classes=1000, **kwargs):
         super().__init__(**kwargs)
         self.features = nn.HybridSequential()
@@ -27,4 +29,6 @@ class AlexNet(nn.HybridBlock):
 
 
 def alexnet(pretrained=False, ctx=None, root=None, **kwargs):
+    """AlexNet (Krizhevsky et al., 2012); with `pretrained=True` its parameters are loaded from
+    MXNet's model file under `root`."""
     return load_pretrained(AlexNet(**kwargs), "alexnet", pretrained, ctx, root)

@@ -27,6 +27,8 @@ def _transition(channels):
 
 
 class DenseNet(nn.HybridBlock):
+    """DenseNet (Huang et al., 2017): dense blocks whose layers take every earlier feature map,
+    joined by transition layers."""
     def __init__(self, num_init_features, growth_rate, block_config, bn_size=4, dropout=0,
                  classes=1000, **kwargs):
         super().__init__(**kwargs)
@@ -58,6 +60,8 @@ densenet_spec = {121: (64, 32, [6, 12, 24, 16]), 161: (96, 48, [6, 12, 36, 24]),
 
 
 def get_densenet(num_layers, pretrained=False, ctx=None, root=None, **kwargs):
+    """A DenseNet of `num_layers` (121, 161, 169 or 201; Huang et al., 2017); `pretrained=True`
+    loads MXNet's parameter file from `root`."""
     if num_layers not in densenet_spec:
         raise ValueError(f"get_densenet: num_layers must be one of {sorted(densenet_spec)}, "
                          f"got {num_layers}")
@@ -65,7 +69,15 @@ def get_densenet(num_layers, pretrained=False, ctx=None, root=None, **kwargs):
     return load_pretrained(net, f"densenet{num_layers}", pretrained, ctx, root)
 
 
-def densenet121(**kwargs): return get_densenet(121, **kwargs)
-def densenet161(**kwargs): return get_densenet(161, **kwargs)
-def densenet169(**kwargs): return get_densenet(169, **kwargs)
-def densenet201(**kwargs): return get_densenet(201, **kwargs)
+def densenet121(**kwargs):
+    """DenseNet-121 (`get_densenet(121, ...)`)."""
+    return get_densenet(121, **kwargs)
+def densenet161(**kwargs):
+    """DenseNet-161 (`get_densenet(161, ...)`)."""
+    return get_densenet(161, **kwargs)
+def densenet169(**kwargs):
+    """DenseNet-169 (`get_densenet(169, ...)`)."""
+    return get_densenet(169, **kwargs)
+def densenet201(**kwargs):
+    """DenseNet-201 (`get_densenet(201, ...)`)."""
+    return get_densenet(201, **kwargs)

@@ -81,6 +81,7 @@ def _make_E():
 
 
 class Inception3(nn.HybridBlock):
+    """Inception v3 (Szegedy et al., 2016), for 299x299 input."""
     def __init__(self, classes=1000, **kwargs):
         super().__init__(**kwargs)
         self.features = nn.HybridSequential()
@@ -102,4 +103,6 @@ class Inception3(nn.HybridBlock):
 
 
 def inception_v3(pretrained=False, ctx=None, root=None, **kwargs):
+    """Inception v3 (Szegedy et al., 2016); with `pretrained=True` its parameters are loaded from
+    MXNet's model file under `root`."""
     return load_pretrained(Inception3(**kwargs), "inceptionv3", pretrained, ctx, root)

@@ -43,6 +43,8 @@ class LinearBottleneck(nn.HybridBlock):
 
 
 class MobileNet(nn.HybridBlock):
+    """MobileNet v1 (Howard et al., 2017): depthwise separable convolutions, with widths scaled by
+    `multiplier`."""
     def __init__(self, multiplier=1.0, classes=1000, **kwargs):
         super().__init__(**kwargs)
         self.features = nn.HybridSequential()
@@ -62,6 +64,8 @@ class MobileNet(nn.HybridBlock):
 
 
 class MobileNetV2(nn.HybridBlock):
+    """MobileNet v2 (Sandler et al., 2018): inverted residual blocks with linear bottlenecks,
+    widths scaled by `multiplier`."""
     def __init__(self, multiplier=1.0, classes=1000, **kwargs):
         super().__init__(**kwargs)
         self.features = nn.HybridSequential()
@@ -90,21 +94,41 @@ def _file_suffix(multiplier):
 
 
 def get_mobilenet(multiplier, pretrained=False, ctx=None, root=None, **kwargs):
+    """MobileNet v1 (Howard et al., 2017) with width `multiplier`; `pretrained=True` loads MXNet's
+    parameter file from `root`."""
     net = MobileNet(multiplier, **kwargs)
     return load_pretrained(net, f"mobilenet{_file_suffix(multiplier)}", pretrained, ctx, root)
 
 
 def get_mobilenet_v2(multiplier, pretrained=False, ctx=None, root=None, **kwargs):
+    """MobileNet v2 (Sandler et al., 2018) with width `multiplier`; `pretrained=True` loads MXNet's
+    parameter file from `root`."""
     net = MobileNetV2(multiplier, **kwargs)
     return load_pretrained(net, f"mobilenetv2_{_file_suffix(multiplier)}", pretrained, ctx,
                            root)
 
 
-def mobilenet1_0(**kwargs): return get_mobilenet(1.0, **kwargs)
-def mobilenet0_75(**kwargs): return get_mobilenet(0.75, **kwargs)
-def mobilenet0_5(**kwargs): return get_mobilenet(0.5, **kwargs)
-def mobilenet0_25(**kwargs): return get_mobilenet(0.25, **kwargs)
-def mobilenet_v2_1_0(**kwargs): return get_mobilenet_v2(1.0, **kwargs)
-def mobilenet_v2_0_75(**kwargs): return get_mobilenet_v2(0.75, **kwargs)
-def mobilenet_v2_0_5(**kwargs): return get_mobilenet_v2(0.5, **kwargs)
-def mobilenet_v2_0_25(**kwargs): return get_mobilenet_v2(0.25, **kwargs)
+def mobilenet1_0(**kwargs):
+    """MobileNet v1 with width multiplier 1.0."""
+    return get_mobilenet(1.0, **kwargs)
+def mobilenet0_75(**kwargs):
+    """MobileNet v1 with width multiplier 0.75."""
+    return get_mobilenet(0.75, **kwargs)
+def mobilenet0_5(**kwargs):
+    """MobileNet v1 with width multiplier 0.5."""
+    return get_mobilenet(0.5, **kwargs)
+def mobilenet0_25(**kwargs):
+    """MobileNet v1 with width multiplier 0.25."""
+    return get_mobilenet(0.25, **kwargs)
+def mobilenet_v2_1_0(**kwargs):
+    """MobileNet v2 with width multiplier 1.0."""
+    return get_mobilenet_v2(1.0, **kwargs)
+def mobilenet_v2_0_75(**kwargs):
+    """MobileNet v2 with width multiplier 0.75."""
+    return get_mobilenet_v2(0.75, **kwargs)
+def mobilenet_v2_0_5(**kwargs):
+    """MobileNet v2 with width multiplier 0.5."""
+    return get_mobilenet_v2(0.5, **kwargs)
+def mobilenet_v2_0_25(**kwargs):
+    """MobileNet v2 with width multiplier 0.25."""
+    return get_mobilenet_v2(0.25, **kwargs)

@@ -26,6 +26,8 @@ class _ResidualV1(nn.HybridBlock):
 
 
 class BasicBlockV1(_ResidualV1):
+    """ResNet v1's basic residual block: two 3x3 convolutions with batch norm, added to the
+    (downsampled) input, then ReLU."""
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(**kwargs)
         self.body = nn.HybridSequential()
@@ -35,6 +37,8 @@ class BasicBlockV1(_ResidualV1):
 
 
 class BottleneckV1(_ResidualV1):
+    """ResNet v1's bottleneck block: 1x1, 3x3 and 1x1 convolutions with batch norm, added to the
+    (downsampled) input, then ReLU."""
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(**kwargs)
         self.body = nn.HybridSequential()
@@ -64,6 +68,8 @@ class _ResidualV2(nn.HybridBlock):
 
 
 class BasicBlockV2(_ResidualV2):
+    """ResNet v2's basic residual block: batch norm and ReLU before each of two 3x3 convolutions
+    (pre-activation)."""
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(channels, stride, downsample, in_channels, **kwargs)
         self.conv1 = _conv3x3(channels, stride, in_channels)
@@ -75,6 +81,8 @@ class BasicBlockV2(_ResidualV2):
 
 
 class BottleneckV2(_ResidualV2):
+    """ResNet v2's bottleneck block: 1x1, 3x3 and 1x1 convolutions, each after batch norm and ReLU
+    (pre-activation)."""
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(channels, stride, downsample, in_channels, **kwargs)
         self.conv1 = nn.Conv2D(channels // 4, kernel_size=1, strides=1, use_bias=False)
@@ -111,6 +119,7 @@ def _check_stages(name, layers, channels):
 
 
 class ResNetV1(nn.HybridBlock):
+    """ResNet v1 (He et al., 2016) built from `block`s in stages of `layers` with `channels`."""
     def __init__(self, block, layers, channels, classes=1000, thumbnail=False, **kwargs):
         super().__init__(**kwargs)
         _check_stages("ResNetV1", layers, channels)
@@ -127,6 +136,8 @@ class ResNetV1(nn.HybridBlock):
 
 
 class ResNetV2(nn.HybridBlock):
+    """ResNet v2 (pre-activation; He et al., 2016) built from `block`s in stages of `layers` with
+    `channels`."""
     def __init__(self, block, layers, channels, classes=1000, thumbnail=False, **kwargs):
         super().__init__(**kwargs)
         _check_stages("ResNetV2", layers, channels)
@@ -156,6 +167,8 @@ _BLOCKS = {1: {"basic": BasicBlockV1, "bottleneck": BottleneckV1},
 
 
 def get_resnet(version, num_layers, pretrained=False, ctx=None, root=None, **kwargs):
+    """A ResNet of `version` 1 (He et al., 2016) or 2 (pre-activation) with `num_layers` (18, 34,
+    50, 101 or 152); `pretrained=True` loads MXNet's parameter file from `root`."""
     if version not in _BLOCKS or num_layers not in _SPEC:
         raise ValueError(f"get_resnet: version must be 1 or 2 and num_layers one of "
                          f"{sorted(_SPEC)}, got {version} and {num_layers}")
@@ -165,13 +178,33 @@ def get_resnet(version, num_layers, pretrained=False, ctx=None, root=None, **kwa
     return load_pretrained(net, f"resnet{num_layers}_v{version}", pretrained, ctx, root)
 
 
-def resnet18_v1(**kwargs): return get_resnet(1, 18, **kwargs)
-def resnet34_v1(**kwargs): return get_resnet(1, 34, **kwargs)
-def resnet50_v1(**kwargs): return get_resnet(1, 50, **kwargs)
-def resnet101_v1(**kwargs): return get_resnet(1, 101, **kwargs)
-def resnet152_v1(**kwargs): return get_resnet(1, 152, **kwargs)
-def resnet18_v2(**kwargs): return get_resnet(2, 18, **kwargs)
-def resnet34_v2(**kwargs): return get_resnet(2, 34, **kwargs)
-def resnet50_v2(**kwargs): return get_resnet(2, 50, **kwargs)
-def resnet101_v2(**kwargs): return get_resnet(2, 101, **kwargs)
-def resnet152_v2(**kwargs): return get_resnet(2, 152, **kwargs)
+def resnet18_v1(**kwargs):
+    """ResNet-18 v1."""
+    return get_resnet(1, 18, **kwargs)
+def resnet34_v1(**kwargs):
+    """ResNet-34 v1."""
+    return get_resnet(1, 34, **kwargs)
+def resnet50_v1(**kwargs):
+    """ResNet-50 v1."""
+    return get_resnet(1, 50, **kwargs)
+def resnet101_v1(**kwargs):
+    """ResNet-101 v1."""
+    return get_resnet(1, 101, **kwargs)
+def resnet152_v1(**kwargs):
+    """ResNet-152 v1."""
+    return get_resnet(1, 152, **kwargs)
+def resnet18_v2(**kwargs):
+    """ResNet-18 v2 (pre-activation)."""
+    return get_resnet(2, 18, **kwargs)
+def resnet34_v2(**kwargs):
+    """ResNet-34 v2 (pre-activation)."""
+    return get_resnet(2, 34, **kwargs)
+def resnet50_v2(**kwargs):
+    """ResNet-50 v2 (pre-activation)."""
+    return get_resnet(2, 50, **kwargs)
+def resnet101_v2(**kwargs):
+    """ResNet-101 v2 (pre-activation)."""
+    return get_resnet(2, 101, **kwargs)
+def resnet152_v2(**kwargs):
+    """ResNet-152 v2 (pre-activation)."""
+    return get_resnet(2, 152, **kwargs)

@@ -25,6 +25,8 @@ def _pool():
 
 
 class SqueezeNet(nn.HybridBlock):
+    """SqueezeNet (Iandola et al., 2016) `version` '1.0' or '1.1': fire modules of 1x1 squeeze and
+    1x1/3x3 expand convolutions."""
     def __init__(self, version, classes=1000, **kwargs):
         super().__init__(**kwargs)
         if version not in ("1.0", "1.1"):
@@ -52,9 +54,15 @@ class SqueezeNet(nn.HybridBlock):
 
 
 def get_squeezenet(version, pretrained=False, ctx=None, root=None, **kwargs):
+    """SqueezeNet `version` '1.0' or '1.1' (Iandola et al., 2016); `pretrained=True` loads MXNet's
+    parameter file from `root`."""
     net = SqueezeNet(version, **kwargs)
     return load_pretrained(net, f"squeezenet{version}", pretrained, ctx, root)
 
 
-def squeezenet1_0(**kwargs): return get_squeezenet("1.0", **kwargs)
-def squeezenet1_1(**kwargs): return get_squeezenet("1.1", **kwargs)
+def squeezenet1_0(**kwargs):
+    """SqueezeNet 1.0."""
+    return get_squeezenet("1.0", **kwargs)
+def squeezenet1_1(**kwargs):
+    """SqueezeNet 1.1."""
+    return get_squeezenet("1.1", **kwargs)

@@ -6,6 +6,8 @@ from ._pretrained import load_pretrained
 
 
 class VGG(nn.HybridBlock):
+    """VGG (Simonyan and Zisserman, 2014): stages of 3x3 convolutions (`layers` per stage,
+    `filters` each) and max pooling, then three dense layers."""
     def __init__(self, layers, filters, classes=1000, batch_norm=False, **kwargs):
         super().__init__(**kwargs)
         if len(layers) != len(filters):
@@ -36,6 +38,9 @@ _FILTERS = [64, 128, 256, 512, 512]
 
 
 def get_vgg(num_layers, pretrained=False, ctx=None, root=None, **kwargs):
+    """A VGG network of `num_layers` (11, 13, 16 or 19; Simonyan and Zisserman, 2014), with batch
+    normalization when `batch_norm=True`; `pretrained=True` loads MXNet's parameter file from
+    `root`."""
     if num_layers not in _SPEC:
         raise ValueError(f"get_vgg: num_layers must be one of {sorted(_SPEC)}, got "
                          f"{num_layers}")
@@ -44,11 +49,27 @@ def get_vgg(num_layers, pretrained=False, ctx=None, root=None, **kwargs):
     return load_pretrained(net, name, pretrained, ctx, root)
 
 
-def vgg11(**kwargs): return get_vgg(11, **kwargs)
-def vgg13(**kwargs): return get_vgg(13, **kwargs)
-def vgg16(**kwargs): return get_vgg(16, **kwargs)
-def vgg19(**kwargs): return get_vgg(19, **kwargs)
-def vgg11_bn(**kwargs): return get_vgg(11, batch_norm=True, **kwargs)
-def vgg13_bn(**kwargs): return get_vgg(13, batch_norm=True, **kwargs)
-def vgg16_bn(**kwargs): return get_vgg(16, batch_norm=True, **kwargs)
-def vgg19_bn(**kwargs): return get_vgg(19, batch_norm=True, **kwargs)
+def vgg11(**kwargs):
+    """VGG-11."""
+    return get_vgg(11, **kwargs)
+def vgg13(**kwargs):
+    """VGG-13."""
+    return get_vgg(13, **kwargs)
+def vgg16(**kwargs):
+    """VGG-16."""
+    return get_vgg(16, **kwargs)
+def vgg19(**kwargs):
+    """VGG-19."""
+    return get_vgg(19, **kwargs)
+def vgg11_bn(**kwargs):
+    """VGG-11 with batch normalization."""
+    return get_vgg(11, batch_norm=True, **kwargs)
+def vgg13_bn(**kwargs):
+    """VGG-13 with batch normalization."""
+    return get_vgg(13, batch_norm=True, **kwargs)
+def vgg16_bn(**kwargs):
+    """VGG-16 with batch normalization."""
+    return get_vgg(16, batch_norm=True, **kwargs)
+def vgg19_bn(**kwargs):
+    """VGG-19 with batch normalization."""
+    return get_vgg(19, batch_norm=True, **kwargs)

@@ -29,17 +29,23 @@ def SyncBatchNorm(*args, **kwargs):
 
 
 def BatchNormWithReLU(*args, **kwargs):
+    """MXNet's contrib BatchNormWithReLU: `relu(BatchNorm(...))`."""
     from ....npx import relu
     return relu(_mx_function("BatchNorm")(*args, **kwargs))
 
 
 def SparseEmbedding(*args, **kwargs):
+    """MXNet's contrib SparseEmbedding: the lookup of Embedding (kiln's gradients are dense)."""
     return _mx_function("Embedding")(*args, **kwargs)
 
 
 def DeformableConvolution(*args, **kwargs):
+    """MXNet's contrib DeformableConvolution: a convolution that samples its input at positions
+    moved by the given offsets."""
     return _mx_function("DeformableConvolution")(*args, **kwargs)
 
 
 def ModulatedDeformableConvolution(*args, **kwargs):
+    """MXNet's contrib ModulatedDeformableConvolution (DCNv2): a deformable convolution whose
+    samples are also weighted by a mask."""
     return _mx_function("ModulatedDeformableConvolution")(*args, **kwargs)

@@ -29,23 +29,31 @@ def _scores(q, k, d):
 
 
 def interleaved_matmul_selfatt_qk(queries_keys_values, heads=1, **_):
+    """Self-attention scores per head, `q @ k.T / sqrt(head_dim)`, from queries, keys and values
+    interleaved in one (seq, batch, heads * 3 * head_dim) array."""
     (q, k, _v), d = _split_heads(knp.asarray(queries_keys_values), int(heads), 3)
     return _scores(q, k, d)
 
 
 def interleaved_matmul_selfatt_valatt(queries_keys_values, attention, heads=1, **_):
+    """The attention-weighted values per head, `attention @ v`, with `v` from the interleaved
+    queries/keys/values, merged back to (seq, batch, heads * head_dim)."""
     qkv = knp.asarray(queries_keys_values)
     (_q, _k, v), _ = _split_heads(qkv, int(heads), 3)
     return _merge_heads(knp.matmul(knp.asarray(attention), v), int(heads), qkv.shape[1])
 
 
 def interleaved_matmul_encdec_qk(queries, keys_values, heads=1, **_):
+    """Encoder-decoder attention scores per head, `q @ k.T / sqrt(head_dim)`, from `queries` and
+    interleaved keys/values."""
     (q,), d = _split_heads(knp.asarray(queries), int(heads), 1)
     (k, _v), _ = _split_heads(knp.asarray(keys_values), int(heads), 2)
     return _scores(q, k, d)
 
 
 def interleaved_matmul_encdec_valatt(keys_values, attention, heads=1, **_):
+    """The attention-weighted values per head, `attention @ v`, with `v` from interleaved
+    keys/values, merged back to (seq, batch, heads * head_dim)."""
     kv = knp.asarray(keys_values)
     (_k, v), _ = _split_heads(kv, int(heads), 2)
     return _merge_heads(knp.matmul(knp.asarray(attention), v), int(heads), kv.shape[1])

@@ -39,11 +39,13 @@ def index_copy(old_tensor, index_vector, new_tensor, **_):
 
 
 def div_sqrt_dim(data, **_):
+    """`data / sqrt(data.shape[-1])`."""
     data = knp.asarray(data)
     return data / float(_np.sqrt(data.shape[-1]))
 
 
 def quadratic(data, a=0.0, b=0.0, c=0.0, **_):
+    """Elementwise `a * x**2 + b * x + c`."""
     data = knp.asarray(data)
     return data * data * float(a) + data * float(b) + float(c)
 
@@ -59,6 +61,8 @@ def _as_float(fn):
         data = knp.asarray(data)
         return fn(data).astype(data.dtype if data.dtype.kind == "f" else _np.float32)
     test.__name__ = fn.__name__
+    test.__doc__ = (f"MXNet's contrib {fn.__name__}: np.{fn.__name__} of `data` as 1.0 or 0.0, "
+                    "in data's float dtype (float32 for other dtypes).")
     return test
 
 
@@ -66,16 +70,20 @@ isnan, isinf, isfinite = (_as_float(f) for f in (knp.isnan, knp.isinf, knp.isfin
 
 
 def round_ste(data, **_):
+    """Elementwise rounding whose gradient passes straight through (the gradient of the identity).
+    """
     data = knp.asarray(data)
     return data + stop_gradient(knp.round(data) - data)
 
 
 def sign_ste(data, **_):
+    """Elementwise sign whose gradient passes straight through (the gradient of the identity)."""
     data = knp.asarray(data)
     return data + stop_gradient(knp.sign(data) - data)
 
 
 def gradientmultiplier(data, scalar=1.0, **_):
+    """`data` unchanged forward; backward, its gradient multiplied by `scalar`."""
     data = knp.asarray(data)
     s = float(scalar)
     return data * s + stop_gradient(data * (1.0 - s))

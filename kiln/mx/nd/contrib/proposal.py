@@ -99,6 +99,9 @@ def MultiProposal(cls_prob, bbox_pred, im_info, rpn_pre_nms_top_n=6000,
                   rpn_post_nms_top_n=300, threshold=0.7, rpn_min_size=16,
                   scales=(4.0, 8.0, 16.0, 32.0), ratios=(0.5, 1.0, 2.0), feature_stride=16,
                   output_score=False, iou_loss=False, **_):
+    """MXNet's contrib (Multi)Proposal: region proposals of a region proposal network (Faster
+    R-CNN) for each image of a batch, from anchor scores and box deltas, after non-maximum
+    suppression; computed eagerly."""
     if iou_loss:
         raise KilnError("Proposal: iou_loss=True is not supported")
     cls = knp.asarray(cls_prob)._concrete("contrib.Proposal()")

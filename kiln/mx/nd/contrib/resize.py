@@ -38,6 +38,8 @@ def _apply_separable(data, wh, ww):
 
 def BilinearResize2D(data, like=None, height=1, width=1, scale_height=None, scale_width=None,
                      mode="size", align_corners=True, **_):
+    """Bilinear resizing of NCHW `data` to `height` x `width` (or by `scale_height`/`scale_width`,
+    or to the size of `like`, by `mode`)."""
     data = knp.asarray(data)
     h, w = data.shape[-2:]
     if mode == "like" and like is not None:
@@ -64,6 +66,7 @@ def _adaptive_weights(n_in, n_out):
 
 
 def AdaptiveAvgPooling2D(data, output_size=1, **_):
+    """Average pooling of NCHW `data` to an `output_size` grid, with windows sized to fit."""
     data = knp.asarray(data)
     size = (output_size,) * 2 if isinstance(output_size, int) else tuple(output_size)
     if len(size) == 1:

@@ -51,6 +51,7 @@ def _not_tracing(op):
 
 
 def exponential(scale=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
+    """Samples from exponential distributions with `scale` (a number or an array of scales)."""
     shape = _shape(shape) if not isinstance(scale, ndarray) or shape else ()
     (s, full) = _param(scale, shape)
     u = _R["random_uniform"](shape=full, dtype=_dt(dtype), low=0.0, high=1.0)
@@ -58,6 +59,7 @@ def exponential(scale=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
 
 
 def gamma(alpha=1.0, beta=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
+    """Samples from gamma distributions with shape `alpha` and scale `beta` (numbers or arrays)."""
     shape = _shape(shape) if not any(isinstance(v, ndarray) for v in (alpha, beta)) or shape \
         else ()
     a, b = _param(alpha, shape), _param(beta, shape)
@@ -74,6 +76,7 @@ def gamma(alpha=1.0, beta=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
 
 
 def poisson(lam=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
+    """Samples from Poisson distributions with rate `lam` (a number or an array), as floats."""
     shape = _shape(shape) if not isinstance(lam, ndarray) or shape else ()
     lam_, full = _param(lam, shape)
     if isinstance(lam_, float):
