@@ -23,6 +23,7 @@ import weakref
 
 import numpy as _np
 
+from . import alias_paths, layouts
 from .primitive import REGISTRY
 
 VIEW_OPS = frozenset(("reshape", "transpose", "slice", "broadcast_to"))
@@ -43,8 +44,8 @@ def _link_of(array):
     if link is None:
         link = array._view = ViewLink(None, None, None, None)
     if link.shadow is None and array._node is not None:
-        # a stand-in with the array's layout: np.empty commits no memory until written
-        link.shadow = _np.empty(array.shape, array.dtype)
+        # a stand-in with the array's layout (layouts.py; np.empty commits no memory)
+        link.shadow = layouts.of(array)
     return link
 
 
@@ -61,12 +62,48 @@ def note_view(prim, source, attrs, out):
     else:
         shadow = prim.impl(base.shadow, **attrs)
         shares = _np.may_share_memory(shadow, base.shadow)
+        if prim.name == "reshape":
+            paths = layouts.candidates(source)
+            if paths is not None:
+                shares = _reshape_on_paths(prim, source, attrs, out, paths, shares)
     if not shares:
         return
     out._view = ViewLink(source, prim, attrs, shadow)
     if len(base.views) >= 16:      # a long-lived array viewed on every training step
         base.views = [r for r in base.views if r() is not None]
     base.views.append(weakref.ref(out))
+
+
+def _reshape_on_paths(prim, source, attrs, out, paths, shares):
+    """Whether `out = reshape(source)` is a view, when source's layout depends on the path
+    taken through an earlier if/while (layouts.py): True or False when it is the same on
+    every path; else out becomes a new array, linked to source as a reshape of its memory
+    on the paths where NumPy makes a view (alias_paths), and this returns False."""
+    found = []
+    for condition, stand_in in paths:
+        if stand_in is None:
+            found.append((condition, None, None))
+            continue
+        result = prim.impl(stand_in, **attrs)
+        found.append((condition, _np.may_share_memory(result, stand_in), result))
+    views = {is_view for _, is_view, _ in found}
+    if views == {True} or views == {False}:
+        return views.pop()
+    if None in views or any(condition is None for condition, _, _ in found):
+        alias_paths.mark([(out, source)], "reshape: the array reshaped has a memory layout "
+                         "that depends on the path taken through an earlier if/while, so the "
+                         "reshape is a view on some paths and a copy on others; an in-place "
+                         "write into either cannot be compiled")
+        return shares
+    view_on = [condition for condition, is_view, _ in found if is_view]
+    same = view_on[0]
+    for condition in view_on[1:]:
+        same = REGISTRY["logical_or"](same, condition)
+    alias_paths.link(source, out, same, view=True)
+    copy = _np.empty(out.shape, out.dtype)      # a reshape copy is C-ordered
+    layouts.set_paths(out, [(condition, result if is_view else copy)
+                            for condition, is_view, result in found])
+    return False
 
 
 def note_detach(source, out):
@@ -108,10 +145,24 @@ def _set(target, new):
 
 
 def _detach(array):
+    """`array`, a read-only view, is written: it becomes an array of its own (eager rebinds
+    it to a copy). Views made of it before stay views of what it viewed, as eager's still
+    view that memory: a stand-in with its old value takes its place in the chain."""
     link = array._view
     base_link = link.base._view
+    kept = [r for r in link.views if r() is not None and r()._view is not None
+            and r()._view.base is array]
     if base_link is not None:
         base_link.views = [r for r in base_link.views if r() is not None and r() is not array]
+    if kept:
+        stand_in = type(array)._alias_of(array, None, 0)
+        stand_in._view = ViewLink(link.base, link.prim, link.attrs, link.shadow,
+                                  link.detached)
+        stand_in._view.views = kept
+        for ref in kept:
+            ref()._view.base = stand_in
+        if base_link is not None:
+            base_link.views.append(weakref.ref(stand_in))
     array._view = None
 
 

@@ -9,7 +9,7 @@ from . import autograd
 from .base import DEFAULT_FLOAT, DEFAULT_INT, KilnError, op_error
 from .ndarray import ndarray, as_array
 from .primitive import REGISTRY
-from . import trace
+from . import alias_paths, layouts, trace
 from .writes import arrays_written
 from .aliasing import VIEW_OPS, note_view
 from .bfloat16 import is_floating as _is_floating, any_bfloat16, run_in_float32
@@ -70,6 +70,8 @@ def apply(prim, args, attrs):
     if _is_symbolic(prim, arrays):
         shape, dtype = prim.shape(*[x._value for x in arrays], **attrs)
         out = ndarray._from_node(trace.add_node(prim, arrays, attrs, shape, dtype))
+        if prim.name not in VIEW_OPS and layouts.strided(arrays):
+            layouts.note_result(prim, arrays, attrs, out)   # NumPy keeps their memory order
     else:
         datas = [a._data for a in arrays]
         shape, dtype = prim.shape(*datas, **attrs)
@@ -121,7 +123,9 @@ def inplace_binary(name, target, other):
         if result.shape != target.shape:
             raise op_error(name, f"in-place result of shape {result.shape} does not fit the "
                            f"target's shape {target.shape}")
+        alias_paths.check_write(target)
         target._data[...] = result._data
+        alias_paths.after_write(target)     # arrays that are this one on some paths
         arrays_written()
     else:
         if result.shape != target.shape:

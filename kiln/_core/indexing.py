@@ -3,7 +3,7 @@ import operator
 
 import numpy as _np
 
-from . import autograd
+from . import alias_paths, autograd
 from . import trace
 from .base import GraphBreak, KilnError, op_error
 from .ndarray import ndarray
@@ -270,12 +270,14 @@ def _eager_setitem(x, key, value):
         new._tape, new._tidx = x._tape, x._tidx
         x._rebind(new)
         return
+    alias_paths.check_write(x)
     if not x._data.flags.writeable:
         x._data = _np.array(x._data, copy=True)
     try:
         _write(x._data, key, value)
     finally:
         arrays_written()
+    alias_paths.after_write(x)      # arrays that are this one on some paths (if/while)
 
 
 def _write(data, key, value):

@@ -15,7 +15,7 @@ from .bfloat16 import is_bfloat16
 from .context import cpu, check_usable
 from .primitive import REGISTRY
 from .writes import arrays_written
-from .alias_paths import check_write as check_path_dependent_write
+from . import alias_paths
 
 from .methods import NumpyMethods, _np_api
 
@@ -86,13 +86,14 @@ class ndarray(NumpyMethods):
     def _rebind(self, other):
         """Make this object hold `other`'s value: in-place ops on tracked or symbolic arrays
         (through the array it is a view of, and into its views: aliasing.py)."""
-        check_path_dependent_write(self)
+        alias_paths.check_write(self)
         if self._view is not None:
             from .aliasing import write
             write(self, other)
         else:
             self._data, self._node = other._data, other._node
             self._tape, self._tidx = other._tape, other._tidx
+        alias_paths.after_write(self)   # arrays that are this one on some paths (if/while)
         arrays_written()
 
     # ---- basic properties ------------------------------------------------------------------

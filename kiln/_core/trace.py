@@ -10,7 +10,7 @@ import numpy as _np
 
 from .base import KilnError
 from .ir import Node
-from . import alias_paths
+from . import alias_paths, layouts
 
 
 class ParamEntry:
@@ -116,8 +116,9 @@ def push(ctx):
 def pop():
     stack = _local.stack
     ctx = stack.pop()
-    if not stack:        # the outermost trace ended: its path-dependent marks with it
+    if not stack:        # the outermost trace ended: its path-dependent records with it
         alias_paths.clear()
+        layouts.clear()
     return ctx
 
 

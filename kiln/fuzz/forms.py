@@ -6,6 +6,8 @@ decided by running it eagerly (generate._probe), so a form may well propose nons
 """
 import math
 
+from . import alias_forms
+
 UNARY = ("np.abs({x})", "np.exp({x})", "np.log({x})", "np.sqrt({x})", "np.sin({x})",
          "np.cos({x})", "np.tanh({x})", "np.floor({x})", "np.ceil({x})", "np.round({x})",
          "np.sign({x})", "-{x}", "npx.sigmoid({x})", "npx.relu({x})", "np.square({x})",
@@ -35,6 +37,19 @@ REDUCE = ("{x}.sum({ax})", "{x}.mean({ax})", "{x}.max({ax})", "{x}.min({ax})",
           "np.any({x} > 0{c_ax})", "np.all({x} > 0{c_ax})", "np.cumsum({x}{c_ax})",
           "np.linalg.norm({x})")
 CASTS = ("float32", "float64", "int32", "int64", "bool")
+# factors with zeros in them (one or several per run): prod's gradient must not divide
+ZERO_FACTORS = ("{x} * ({x} > 0)", "np.where(np.abs({x}) < 1, 0, {x})", "np.floor({x} / 2)",
+                "np.minimum({x}, 0)", "np.round({x})")
+# 0-d operands (and the activations and npx ops that take them) keep their shape
+ZERO_D = ("{x}.sum() * 0.5", "np.max({x})", "{x}.mean()", "1.0 / (np.abs(np.all({x} > -1)) + 1)",
+          "np.linalg.norm({x})", "{x}.reshape(-1)[0]")
+ACTIVATIONS = ("npx.leaky_relu({x}, slope=0.1)", "npx.leaky_relu({x})", "npx.relu({x})",
+               "npx.sigmoid({x})", "npx.gelu({x})", "npx.gelu({x}, approximation='tanh')",
+               "npx.elu({x})", "npx.selu({x})", "npx.softplus({x})", "npx.softsign({x})",
+               "npx.silu({x})", "npx.activation({x}, act_type='softrelu')",
+               "npx.activation({x}, act_type='tanh')", "npx.smooth_l1({x})",
+               "npx.leaky_relu({x}, act_type='elu', slope=0.5)",
+               "npx.leaky_relu({x}, act_type='gelu')", "npx.leaky_relu({x}, act_type='selu')")
 INPLACE = ("+=", "-=", "*=", "/=")
 
 
@@ -105,6 +120,20 @@ def binary(s):
     if x in SCALARS and y in SCALARS:
         return None
     return f"{s.new()} = " + s.choice(BINARY).format(x=x, y=y)
+
+
+def zero_product(s):
+    x = s.pick(lambda sh, d: _float(sh, d) and len(sh) >= 1)
+    if x is None:
+        return None
+    axis = _axis(s, x)
+    ax = "" if axis is None else f", axis={axis}" + (", keepdims=True" if s.chance(0.3) else "")
+    return f"{s.new()} = np.prod({s.choice(ZERO_FACTORS).format(x=x)}{ax})"
+
+
+def activation_0d(s):
+    zero_d = s.choice(ZERO_D).format(x=s.pick())
+    return f"{s.new()} = " + s.choice(ACTIVATIONS).format(x=zero_d)
 
 
 def cast(s):
@@ -362,7 +391,9 @@ def nn_op(s):
 FORMS = ((unary, 6), (binary, 8), (cast, 3), (reduce_, 4), (shape_op, 4), (index, 4),
          (assign, 4), (inplace, 5), (view_then_write, 4), (copy, 2), (matmul, 3),
          (create, 2), (random_draw, 1), (if_else, 2), (while_loop, 1), (windows, 1),
-         (gluon, 1), (convolutional, 1), (nn_op, 2), (recurrent, 1), (collective, 1))
+         (gluon, 1), (convolutional, 1), (nn_op, 2), (recurrent, 1), (collective, 1),
+         (zero_product, 1), (activation_0d, 2), (alias_forms.alias_if, 2),
+         (alias_forms.alias_while, 1))
 
 
 def draw(state):

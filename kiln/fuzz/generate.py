@@ -10,7 +10,10 @@ The statement forms (FORMS) cover elementwise math and comparisons with mixed dt
 broadcasting, casts, reductions, shape ops and views, slicing and integer-array indexing,
 slice and index assignment, in-place updates of arguments, temporaries and views, copies,
 matmuls, creation functions, random draws (multiplied by zero, so values compare), array
-`if`/`while`, windowed ops (pooling, convolution) and small Gluon blocks.
+`if`/`while`, windowed ops (pooling, convolution), small Gluon blocks, products over runs
+with zeros, 0-d values into activations and npx ops, and variables that are the caller's
+array (or another name's, or a view's base) on some paths of an `if`/`while` only, written
+in place afterwards (alias_forms.py).
 """
 import numpy as onp
 

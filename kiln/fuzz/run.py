@@ -20,6 +20,13 @@ FORM_PATTERNS = {
     "while on an array": re.compile(r"^ +while ", re.M),
     "Gluon block": re.compile(r"^blk\d+ = nn\.", re.M),
     "matmul family": re.compile(r"np\.(dot|matmul|inner|outer|tensordot)|npx\.batch_dot| @ "),
+    "product": re.compile(r"np\.prod\(|\.prod\("),
+    "activation of a 0-d value": re.compile(
+        r"npx\.\w+\((\w+\.sum\(\) \* 0\.5|np\.max\(|\w+\.mean\(\)|1\.0 / \(np\.abs|"
+        r"np\.linalg\.norm\(|\w+\.reshape\(-1\)\[0\])"),
+    "if/while, then an in-place write": re.compile(
+        r"^    (if|while) [^\n]*\n(        [^\n]*\n|    else:\n)+    \w+(\[[^\n]*\])? "
+        r"([-+*/]= |= (?!=))", re.M),
 }
 
 

@@ -30,7 +30,8 @@ def apply(x, slope):
     lib = _shim(x)
     if lib is None:
         return None
-    xd = _np.ascontiguousarray(x._data)
+    # (not ascontiguousarray: it turns a 0-d value into shape (1,))
+    xd = _np.require(x._data, requirements="C")
     y = _np.empty(xd.shape, _np.float32)
     lib.kd_leaky_forward(xd.ctypes.data, xd.size, slope, y.ctypes.data)
     out = ndarray._wrap(y)
@@ -43,7 +44,7 @@ def apply(x, slope):
         if (autograd.is_recording() or g._node is not None or g.dtype != _np.float32
                 or tuple(g.shape) != tuple(y.shape)):
             return [_composite_grad(g, y, slope)]
-        gd = _np.ascontiguousarray(g._data)
+        gd = _np.require(g._data, requirements="C")
         dx = _np.empty(gd.shape, _np.float32)
         lib.kd_leaky_backward(gd.ctypes.data, y._data.ctypes.data, gd.size, slope,
                               dx.ctypes.data)

@@ -213,9 +213,15 @@ def _power_grad_b(g, out, a, b):
 def power(a, b):
     with _np.errstate(divide="ignore", invalid="ignore"):
         if not is_float(a.dtype) and not is_float(b.dtype):
-            # integer ** negative integer is an error in NumPy; use float semantics there
-            if (_np.asarray(b) < 0).any():
-                return _np.power(a.astype(DEFAULT_FLOAT), b)
+            negative = _np.asarray(b) < 0
+            if negative.any():
+                # integer ** negative integer is an error in NumPy; kiln takes the float
+                # power there, truncated, element by element (as the C backend's
+                # kiln_ipow): the other elements keep NumPy's integer power, which wraps
+                dtype = _np.result_type(a, b)
+                ints = _np.power(a, _np.where(negative, 0, b).astype(b.dtype))
+                floats = _np.power(_np.asarray(a, DEFAULT_FLOAT), _np.asarray(b, DEFAULT_FLOAT))
+                return _np.where(negative, floats.astype(dtype), ints)
         return _np.power(a, b)
 
 

@@ -72,8 +72,25 @@ def min_(x, axis=None, keepdims=False):
 
 
 def _prod_grad(g, out, x, axis=None, keepdims=False):
-    # exact where x has no zeros; kiln's prod gradient follows MXNet in dividing by x
-    return (_expand_back(g * out, x, axis, keepdims) / x,)
+    """g times the product of the other factors, zeros included (as PyTorch's rule): out / x
+    where x is not 0 (out is 0 there when the run holds a zero, which is right); where x is
+    0, the product of the run's other factors when it is the run's only zero, else 0.
+    out / x alone gives 0/0 = NaN at a zero, so a compiled dot that rounded a factor to an
+    exact 0 where eager left 1e-8 gave NaN against eager's number (fuzz, issue 24).
+    The rule is written with primitives, so it has gradients of its own: exact with at most
+    one zero in a run; with several, the second derivative between two zeros is 0 here."""
+    from .creation import full
+    from .elementwise import cast, equal, where
+    zero = equal(x, 0)
+    # 1 at a zero, through where: the factor at the zero then has no gradient path into
+    # `others`, which must not depend on it
+    safe = where(zero, full(shape=tuple(x.shape), value=1, dtype=x.dtype), x)
+    others = prod(safe, axis=axis, keepdims=keepdims)
+    only_zero = equal(sum_(cast(zero, dtype=x.dtype), axis=axis, keepdims=keepdims), 1)
+    at_zero = where(only_zero, others, full(shape=tuple(others.shape), value=0, dtype=x.dtype))
+    factor = where(zero, _expand_back(at_zero, x, axis, keepdims),
+                   _expand_back(out, x, axis, keepdims) / safe)
+    return (_expand_back(g, x, axis, keepdims) * factor,)
 
 
 @register("prod", _reduce_rule("prod", _sum_dtype), _prod_grad)

@@ -6,12 +6,19 @@ in test_compiled_equals_eager.py.
 import numpy as onp
 import pytest
 
+from kiln import np
 from kiln.fuzz.child import Child
+from kiln.fuzz.compare import _within_eager_rounding, compare
 from kiln.fuzz.generate import generate
 from kiln.fuzz.minimize import minimize, split_body
 from kiln.fuzz.run import fuzz
 
 CI_SEED, CI_PROGRAMS = 20261123, 20
+# seeds added with the forms of issue 24 (products with zeros, 0-d operands into
+# activations, variables that are the caller's array on some paths of an if/while), each
+# with a few of every new form in its first programs
+NEW_SEEDS, NEW_PROGRAMS = (2403, 2404, 2405), 10
+NEW_FORMS = ("product", "activation of a 0-d value", "if/while, then an in-place write")
 
 
 def test_fixed_seed_budget_finds_nothing():
@@ -34,6 +41,18 @@ def test_bfloat16_stream_finds_nothing():
     assert (report.mismatches, report.crashes, report.hangs) == (0, 0, 0), "\n".join(lines)
     sources = [generate(CI_SEED, k, 15, True).source() for k in range(CI_PROGRAMS)]
     assert sum("'bfloat16'" in src for src in sources) >= CI_PROGRAMS // 4
+
+
+@pytest.mark.parametrize("seed", NEW_SEEDS)
+def test_new_seeds_with_the_new_forms_find_nothing(seed):
+    """A fallback of kind 'path-aliasing' counts as a mismatch here (compare's 'strict'
+    finding): hybridize(strict=True) must compile these programs."""
+    lines = []
+    report = fuzz(minutes=2.0, seed=seed, max_programs=NEW_PROGRAMS, do_minimize=False,
+                  out=lines.append, jobs=2)
+    assert report.programs == NEW_PROGRAMS
+    assert (report.mismatches, report.crashes, report.hangs) == (0, 0, 0), "\n".join(lines)
+    assert all(report.forms[form] > 0 for form in NEW_FORMS), report.forms
 
 
 def test_generation_is_deterministic_and_runnable():
@@ -67,7 +86,9 @@ def test_minimize_drops_what_the_failure_does_not_need():
         return keep in candidate
     small = minimize(source, still_fails)
     _, small_body, _ = split_body(small)
-    assert [line.strip() for stmt in small_body for line in stmt] == [keep]
+    # the first statement, with the lines under it (an `if` keeps its block)
+    assert [line.strip() for stmt in small_body for line in stmt] == [
+        line.strip() for line in body[0]]
 
 
 def test_conv_blocks_are_generated_and_the_ops_passes_make_are_counted():
@@ -97,3 +118,34 @@ def test_conv_blocks_are_generated_and_the_ops_passes_make_are_counted():
     from kiln.backend.dnnl.library import shim
     if shim() is not None:
         assert "conv_bias" in seen
+
+
+
+def test_a_gradient_that_cancels_to_rounding_noise_is_judged_against_float64():
+    """fuzz seed 731559, #1132: the input gradient of a LayerNorm's plain sum is 0; eager
+    computes 1e-5 noise, the C program other noise. compare judges both against the
+    float64 run and finds nothing."""
+    from kiln import init, npx
+    from kiln.gluon import nn
+    blk = nn.LayerNorm(in_channels=4)
+    npx.random.seed(1)
+    blk.initialize(init.Uniform(0.5))
+
+    def layer_norm_of_a_std(a0):
+        return blk(np.std(a0, axis=-2))
+    a0 = np.array([[[-0.25, 1.25, 1.0, -2.0], [-1.5, -0.25, -1.0, -1.75],
+                     [0.25, -0.5, 1.0, -0.5]], [[-0.75, -1.25, 0.5, -1.75],
+                    [1.5, 0.25, 2.0, -1.0], [-1.75, 1.75, -1.0, 1.0]]], dtype="float32")
+    assert compare(layer_norm_of_a_std, [a0]) == []
+
+
+def test_rounding_noise_excuses_no_nan_and_no_tie_taken_the_other_way():
+    e = [onp.array([1e-5, 0.0], dtype="float32")]
+    reference = [onp.array([0.0, 0.0])]
+    assert _within_eager_rounding(e, [onp.array([-1e-5, 0.0], dtype="float32")], reference)
+    assert not _within_eager_rounding(e, [onp.array([onp.nan, 0.0], dtype="float32")],
+                                      reference)
+    # eager's 0 where float64 gives 1 (a tie decided the other way) is no noise
+    assert not _within_eager_rounding([onp.array([0.0], dtype="float32")],
+                                      [onp.array([0.5], dtype="float32")], [onp.array([1.0])])
+    assert not _within_eager_rounding(e, [onp.array([1e-5, 0.0], dtype="float32")], None)

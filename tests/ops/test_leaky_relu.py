@@ -64,3 +64,17 @@ def test_compiled_equals_eager(slope):
     compiled = _value_and_grad(block, xv, gv)
     for a, b in zip(compiled, eager):
         assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("value", [2.0, -2.0])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_0d_value_stays_0d(value, dtype):
+    """Issue 24: the one-pass float32 kernel made a 0-d input shape (1,) (NumPy's
+    ascontiguousarray does that), and its gradient could not go back into the 0-d input.
+    NumPy and MXNet's numpy interface keep 0-d values 0-d, as the compiled code does."""
+    y, gx = _value_and_grad(lambda x: npx.leaky_relu(x, slope=0.1),
+                            onp.array(value, dtype), onp.array(3.0, dtype))
+    assert y.shape == () and gx.shape == ()
+    factor = 1.0 if value > 0 else 0.1
+    assert_close(y, value * factor, rtol=1e-6, atol=0)
+    assert_close(gx, 3.0 * factor, rtol=1e-6, atol=0)
