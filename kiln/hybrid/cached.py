@@ -17,12 +17,15 @@ from .._core import autograd
 from .._core.ndarray import ndarray
 from .._core.writes import arrays_written
 from .._core import trace
+from .._core.base import GraphBreak, SymbolicValueError
+from .._core.symdim import building
 from ..backend import fast_dispatcher, select
 from ..graph.capture import capture
 from ..graph.passes.pipeline import run_pipeline
 from ..graph.split import split_forward_backward
 from ..graph.tree import flatten, unflatten, ARRAY
 from .fallback import build_entry
+from .dynamic import ShapePolicy, policy_from_flags
 
 
 MISS = object()
@@ -96,6 +99,7 @@ class _Entry:
     """One compiled signature."""
     eager = False       # see fallback.EagerEntry
     guards = None       # None, or a check that captured constants are unchanged (guards.py)
+    symbolic = None     # dynamic.SymbolicInputs of a program with symbolic dimensions
 
     def __init__(self, cap, program, params, grad=None):
         self.cap = cap
@@ -121,8 +125,10 @@ class _Entry:
 
 
 class CachedFunction:
-    def __init__(self, fn, name, backend=None, param_names=None, strict=False):
+    def __init__(self, fn, name, backend=None, param_names=None, strict=False,
+                 shape_policy=None):
         self.fn = fn
+        self.policy = shape_policy or ShapePolicy()    # which dimensions are symbolic
         self.name = name
         self.strict = strict             # a trace that breaks is an error, not a fallback
         self.backend = backend
@@ -140,13 +146,37 @@ class CachedFunction:
         return self.param_names() if self.param_names is not None else None
 
     def _build(self, args, grad_mask):
+        """Trace and compile for args: with symbolic sizes where the shape policy says so
+        (a build that cannot keep them symbolic specializes, and the policy remembers why)."""
+        arrays, structure = flatten(tuple(args))
+        avals = tuple((a.shape, a.dtype) for a in arrays)
+        relaxed = self.policy.relaxed_key((structure, avals, autograd.is_training(),
+                                           grad_mask))
+        plan = self.policy.plan(getattr(self, "policy_target", self.fn), relaxed, [s for s, _ in avals],
+                                getattr(select(self.backend), "symbolic", False))
+        if plan is None:
+            return self._build_for(args, grad_mask)
+        try:
+            with building(plan.env):
+                entry = self._build_for(args, grad_mask, plan.shapes)
+        except (GraphBreak, SymbolicValueError):
+            raise
+        except Exception as exc:  # a rule or pass that cannot take a symbolic size
+            self.policy.refuse(relaxed, f"{type(exc).__name__}: {exc}")
+            return self._build_for(args, grad_mask)
+        entry.symbolic = plan
+        self.policy.add(relaxed, entry)
+        return entry
+
+    def _build_for(self, args, grad_mask, input_shapes=None):
         if grad_mask is None:
-            cap = capture(self.fn, args, self.name, self._names())
+            cap = capture(self.fn, args, self.name, self._names(), input_shapes=input_shapes)
             graph = run_pipeline("generic", cap.graph)
             program = make_program(graph, self.backend, cap)
             self._known_params = list(cap.params.values())
             return _Entry(cap, program, [cap.params[id(p)] for p in graph.params])
-        cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask)
+        cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask,
+                      input_shapes=input_shapes)
         cap.grad_mask = grad_mask
         joint = run_pipeline("generic", cap.graph)
         if select(self.backend).name == "c":
@@ -169,6 +199,12 @@ class CachedFunction:
             training = autograd.is_training()
         key = (structure, tuple((a.shape, a.dtype) for a in arrays), training, grad_mask)
         entry = self.entries.get(key)
+        if entry is None:
+            # a symbolic program whose guards hold for these sizes serves them from now on
+            relaxed = self.policy.observe(key)
+            entry = self.policy.serving(relaxed, [a.shape for a in arrays])
+            if entry is not None:
+                self.entries[key] = entry
         if entry is None or entry.guards is not None and not entry.guards():
             with self._lock:
                 building = self._building.setdefault(key, threading.RLock())
@@ -301,7 +337,9 @@ class CachedFunction:
             absent = tuple(j for j, k in enumerate(float_outs) if k not in given)
             params = [param_values[id(p)] for p in bparams]
             program = bprogram
-            if absent:
+            # a symbolic backward gets zeros for the absent gradients: a pruned program
+            # compiled now could add guards that sizes already served do not meet
+            if absent and entry.symbolic is None:
                 program, kept = _backward_for(entry, absent, self.backend)
                 params = [params[k] for k in kept]
             res = list(residuals)
@@ -338,9 +376,16 @@ def cached_function_of(block):
                 cached = CachedFunction(block, type(block).__name__,
                                         backend=opts.get("backend"),
                                         strict=bool(opts.get("strict", False)),
-                                        param_names=lambda: _structural_names(block))
+                                        param_names=lambda: _structural_names(block),
+                                        shape_policy=shape_policy_of(opts))
                 block.__dict__["_kiln_cached"] = cached
     return cached
+
+
+def shape_policy_of(opts):
+    """The ShapePolicy hybridize's flags ask for (static_shape, dynamic, dynamic_axes)."""
+    return policy_from_flags(bool(opts.get("static_shape", False)), opts.get("dynamic"),
+                             opts.get("dynamic_axes"))
 
 
 def _structural_names(block):
@@ -353,14 +398,15 @@ def _structural_names(block):
 class HybridFunction:
     """What kiln.hybridize returns: call it like the original; .graph(*args) shows the graph."""
 
-    def __init__(self, fn, backend=None, strict=False):
+    def __init__(self, fn, backend=None, strict=False, shape_policy=None):
         self.__wrapped__ = fn
         names = None
         if hasattr(fn, "collect_params"):
             names = lambda: _structural_names(fn)  # noqa: E731
         name = getattr(fn, "__name__", type(fn).__name__)
         self._cached = CachedFunction(self._run, name, backend=backend, param_names=names,
-                                      strict=strict)
+                                      strict=strict, shape_policy=shape_policy)
+        self._cached.policy_target = fn     # dynamic_axes name fn's arguments
 
     def _run(self, *args):
         from ..graph.convert import convert     # array-dependent if/while become graph ops
@@ -379,7 +425,12 @@ class HybridFunction:
 
 
 def hybridize(fn_or_block=None, backend=None, **flags):
-    """Compile a function or block: kiln.hybridize(f)(x) computes f(x) as a graph program."""
+    """Compile a function or block: kiln.hybridize(f)(x) computes f(x) as a graph program.
+
+    Flags: strict=True (a trace that breaks is an error); static_shape=True (one program
+    per input shape), dynamic=True (every size symbolic), dynamic_axes={'x': {0: 'batch'}}
+    (these sizes symbolic); by default sizes become symbolic once they vary (dynamic.py)."""
     if fn_or_block is None:
         return lambda f: hybridize(f, backend=backend, **flags)
-    return HybridFunction(fn_or_block, backend=backend, strict=bool(flags.get("strict")))
+    return HybridFunction(fn_or_block, backend=backend, strict=bool(flags.get("strict")),
+                          shape_policy=shape_policy_of(flags))

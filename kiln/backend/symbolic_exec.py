@@ -1,0 +1,88 @@
+"""Running a graph with symbolic dimensions on NumPy: one program for every size.
+
+The symbols' values come from the call's input shapes; an op attribute that mentions a
+symbol (a reshape's target, a slice's bounds) is evaluated with them before the op runs.
+Buffers are not planned (their sizes vary), each op's eager kernel allocates its result.
+Every result's shape is checked against the node's shape evaluated for the call, so a
+size the trace got wrong is an error, never a wrong answer.
+"""
+import threading
+
+import numpy as _np
+
+from .._core.base import KilnError
+from .._core.symdim import SymInt, concrete_value, mentions_symbolic
+from ..ops.registry import REGISTRY
+
+
+def bind_symbols(graph, inputs):
+    """{symbol: size} from the inputs' shapes; a symbol met twice must have one size."""
+    bindings = {}
+    for node, value in zip(graph.inputs, inputs):
+        shape = _np.shape(value)
+        if len(shape) != len(node.shape):
+            raise KilnError(f"{graph.name}: input {node.name} expected {len(node.shape)} "
+                            f"dimensions, got shape {shape}")
+        for dim, size in zip(node.shape, shape):
+            if isinstance(dim, SymInt) and dim.expr[0] == "sym":
+                name = dim.expr[1]
+                if bindings.setdefault(name, size) != size:
+                    raise KilnError(f"{graph.name}: the dimensions named {name!r} differ "
+                                    f"({bindings[name]} and {size})")
+    for node, value in zip(graph.inputs, inputs):
+        expected = concrete_value(node.shape, bindings)
+        if tuple(_np.shape(value)) != tuple(expected):
+            raise KilnError(f"{graph.name}: input {node.name} expected shape {node.shape}, "
+                            f"got {_np.shape(value)}")
+    return bindings
+
+
+class SymbolicNumpyProgram:
+    """A graph with symbolic dimensions, prepared for repeated execution on NumPy."""
+
+    backend = "numpy"
+
+    def __init__(self, graph):
+        self.graph = graph
+        slot = {}
+        self.consts = {}
+        steps = []
+        for node in graph.inputs + graph.params + graph.nodes:
+            if id(node) in slot:
+                continue
+            slot[id(node)] = len(slot)
+            if node.op == "const":
+                self.consts[slot[id(node)]] = node.value
+            elif not node.is_source:
+                symbolic_attrs = mentions_symbolic(node.attrs)
+                steps.append((REGISTRY[node.op].impl, tuple(slot[id(i)] for i in node.inputs),
+                              slot[id(node)], node.attrs, symbolic_attrs, node))
+        self.n_slots = len(slot)
+        self.input_slots = [slot[id(n)] for n in graph.inputs]
+        self.param_slots = [slot[id(n)] for n in graph.params]
+        self.output_slots = [slot[id(o)] for o in graph.outputs]
+        self.steps = steps
+        self._lock = threading.Lock()
+
+    def __call__(self, inputs, params):
+        bindings = bind_symbols(self.graph, inputs)
+        vals = [None] * self.n_slots
+        for s, v in self.consts.items():
+            vals[s] = v
+        for s, v in zip(self.input_slots, inputs):
+            vals[s] = v
+        for s, v in zip(self.param_slots, params):
+            vals[s] = v
+        for impl, ins, out, attrs, symbolic_attrs, node in self.steps:
+            if symbolic_attrs:
+                attrs = concrete_value(attrs, bindings)
+            value = _np.asarray(impl(*[vals[i] for i in ins], **attrs))
+            if value.dtype != node.dtype:
+                value = value.astype(node.dtype)
+            expected = tuple(concrete_value(node.shape, bindings))
+            if value.shape != expected:
+                raise KilnError(f"{self.graph.name}: {node.op} ({node.name}) computed shape "
+                                f"{value.shape}, its symbolic shape {node.shape} is "
+                                f"{expected} for this call")
+            vals[out] = value
+        return [_np.array(vals[s], copy=True) for s in self.output_slots]
