@@ -319,6 +319,12 @@ def _who_asked():
     return "; ".join(parts) or "unknown"
 
 
+def same_shape(a, b):
+    """a == b for shapes that may hold symbolic sizes: ranks first, and a size compared
+    with itself needs no guard (tuple == compares items before lengths)."""
+    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b))
+
+
 def is_symbolic(dim):
     return isinstance(dim, SymInt)
 
