@@ -152,7 +152,8 @@ class CachedFunction:
         avals = tuple((a.shape, a.dtype) for a in arrays)
         relaxed = self.policy.relaxed_key((structure, avals, autograd.is_training(),
                                            grad_mask))
-        plan = self.policy.plan(getattr(self, "policy_target", self.fn), relaxed, [s for s, _ in avals],
+        plan = self.policy.plan(getattr(self, "policy_target", self.fn), relaxed,
+                                [s for s, _ in avals],
                                 getattr(select(self.backend), "symbolic", False))
         if plan is None:
             return self._build_for(args, grad_mask)
