@@ -24,6 +24,7 @@ import weakref
 import numpy as _np
 
 from .primitive import REGISTRY
+from .symdim import SymInt, hinted
 
 VIEW_OPS = frozenset(("reshape", "transpose", "slice", "broadcast_to"))
 
@@ -44,7 +45,7 @@ def _link_of(array):
         link = array._view = ViewLink(None, None, None, None)
     if link.shadow is None and array._node is not None:
         # a stand-in with the array's layout: np.empty commits no memory until written
-        link.shadow = _np.empty(array.shape, array.dtype)
+        link.shadow = _np.empty(hinted(array.shape), array.dtype)
     return link
 
 
@@ -59,14 +60,30 @@ def note_view(prim, source, attrs, out):
         shadow = None
         shares = source._node is None and _np.may_share_memory(out._data, source._data)
     else:
-        shadow = prim.impl(base.shadow, **attrs)
+        shadow = prim.impl(base.shadow, **hinted(attrs))
         shares = _np.may_share_memory(shadow, base.shadow)
+        _guard_view_decision(prim, base.shadow, source.shape, out.shape)
     if not shares:
         return
     out._view = ViewLink(source, prim, attrs, shadow)
     if len(base.views) >= 16:      # a long-lived array viewed on every training step
         base.views = [r for r in base.views if r() is not None]
     base.views.append(weakref.ref(out))
+
+
+def _guard_view_decision(prim, shadow, *shapes):
+    """A stand-in of symbolic sizes has their traced values, and the view decision made on
+    it holds for every size of the same kind: each size stays 0, 1 or >= 2 (NumPy treats
+    those apart), and a reshape of a stand-in that is not C-contiguous, whose outcome
+    depends on the sizes' values, keeps the traced ones (guards, _core/symdim.py)."""
+    pin = prim.name == "reshape" and not shadow.flags.c_contiguous
+    for shape in shapes:
+        for d in shape:
+            if isinstance(d, SymInt):
+                if pin or d.hint < 2:
+                    d.concrete()
+                else:
+                    assert d >= 2      # records the guard; true for the traced value
 
 
 def note_detach(source, out):
@@ -131,7 +148,7 @@ def _refresh_views(array):
         if saved.detached:
             view._tape = None
         if view._node is not None and saved.shadow is None:
-            saved.shadow = _np.empty(view.shape, view.dtype)
+            saved.shadow = _np.empty(hinted(view.shape), view.dtype)
         _refresh_views(view)
     link.views = live
 

@@ -351,6 +351,20 @@ def concrete_value(value, bindings):
     return value
 
 
+def hinted(value):
+    """`value` with its symbolic sizes replaced by their values in the trace (for a
+    stand-in array that never reaches a result: see aliasing.py)."""
+    if isinstance(value, SymInt):
+        return value.hint
+    if isinstance(value, tuple):
+        return tuple(hinted(v) for v in value)
+    if isinstance(value, list):
+        return [hinted(v) for v in value]
+    if isinstance(value, dict):
+        return {k: hinted(v) for k, v in value.items()}
+    return value
+
+
 def mentions_symbolic(value):
     if isinstance(value, SymInt):
         return True

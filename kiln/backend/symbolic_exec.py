@@ -11,6 +11,7 @@ import threading
 import numpy as _np
 
 from .._core.base import KilnError
+from .._core.ir import Graph
 from .._core.symdim import SymInt, concrete_value, mentions_symbolic
 from ..ops.registry import REGISTRY
 
@@ -54,6 +55,8 @@ class SymbolicNumpyProgram:
             if node.op == "const":
                 self.consts[slot[id(node)]] = node.value
             elif not node.is_source:
+                if _holds_subgraph(node.attrs):
+                    _pin_sizes(node)
                 symbolic_attrs = mentions_symbolic(node.attrs)
                 steps.append((REGISTRY[node.op].impl, tuple(slot[id(i)] for i in node.inputs),
                               slot[id(node)], node.attrs, symbolic_attrs, node))
@@ -86,3 +89,23 @@ class SymbolicNumpyProgram:
                                 f"{expected} for this call")
             vals[out] = value
         return [_np.array(vals[s], copy=True) for s in self.output_slots]
+
+
+def _holds_subgraph(value):
+    if isinstance(value, Graph):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_holds_subgraph(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_subgraph(v) for v in value.values())
+    return False
+
+
+def _pin_sizes(node):
+    """A control-flow op's subgraphs were traced at the sizes of this call: its operands'
+    and results' symbolic sizes take those values (guards), until subgraphs are traced
+    with symbols themselves."""
+    for n in (node,) + node.inputs:
+        for d in n.shape:
+            if isinstance(d, SymInt):
+                d.concrete()
