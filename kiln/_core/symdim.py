@@ -152,7 +152,7 @@ class SymInt:
             return NotImplemented
         if b[0] == self.expr:                       # the same expression: no guard needed
             return op in ("==", "<=", ">=")
-        if b[0][0] == "const" and self.expr[0] == "sym":
+        if b[0][0] == "const" and _nonnegative(self.expr):
             known = _known_about_size(op, b[1])
             if known is not None:
                 return known
@@ -199,6 +199,16 @@ class SymInt:
 
 _COMPARE = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__,
             ">": int.__gt__, ">=": int.__ge__}
+
+
+def _nonnegative(expr):
+    """Whether an expression is >= 0 for all sizes (made of sizes, +, *, //, %)."""
+    kind = expr[0]
+    if kind == "sym":
+        return True
+    if kind == "const":
+        return expr[1] >= 0
+    return kind != "-" and _nonnegative(expr[1]) and _nonnegative(expr[2])
 
 
 def _known_about_size(op, value):

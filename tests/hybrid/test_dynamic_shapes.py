@@ -126,3 +126,18 @@ def test_the_c_backend_keeps_specializing_by_default():
     for b in (2, 3):
         net(np.ones((b, 20)))
     assert net._kiln_cached.policy.programs == {}
+
+
+def test_explain_and_programs_name_the_symbolic_sizes_and_guards():
+    def f(x):
+        return x.reshape(x.shape[0] // 2, -1) if x.shape[0] > 2 else x
+    report = kiln.explain(f, np.ones((4, 6)), dynamic_axes={"x": {0: "rows"}})
+    text = str(report)
+    assert "symbolic sizes rows" in text and "rows > 2" in text
+    assert "test_dynamic_shapes.py" in text        # the line that forced the guard
+    g = kiln.hybridize(f, backend="numpy")
+    for b in (4, 6, 8):
+        onp.testing.assert_allclose(g(np.ones((b, 6))).asnumpy(), f(np.ones((b, 6))).asnumpy())
+    listing = kiln.programs(g)
+    assert len(listing) == 2 and len(listing.symbolic) == 1
+    assert "2 program(s)" in str(listing) and "s0" in str(listing)
