@@ -141,3 +141,13 @@ def test_explain_and_programs_name_the_symbolic_sizes_and_guards():
     listing = kiln.programs(g)
     assert len(listing) == 2 and len(listing.symbolic) == 1
     assert "2 program(s)" in str(listing) and "s0" in str(listing)
+
+
+def test_export_after_symbolic_calls_writes_the_latest_sizes(tmp_path):
+    net = _mlp()
+    net.hybridize(backend="numpy", dynamic=True)
+    for b in (3, 5):
+        out = net(np.ones((b, 20)))
+    sym_file, par_file = net.export(str(tmp_path / "mlp"))
+    loaded = nn.SymbolBlock.imports(sym_file, ["data"], par_file)
+    onp.testing.assert_allclose(loaded(np.ones((5, 20))).asnumpy(), out.asnumpy(), rtol=1e-5)
