@@ -65,10 +65,11 @@ class SymbolicNumpyProgram:
         self.param_slots = [slot[id(n)] for n in graph.params]
         self.output_slots = [slot[id(o)] for o in graph.outputs]
         self.steps = steps
+        self._per_shape = {}      # input shapes -> _sizes_for's answer
         self._lock = threading.Lock()
 
     def __call__(self, inputs, params):
-        bindings = bind_symbols(self.graph, inputs)
+        sizes = self._sizes_for(tuple(_np.shape(v) for v in inputs), inputs)
         vals = [None] * self.n_slots
         for s, v in self.consts.items():
             vals[s] = v
@@ -76,13 +77,10 @@ class SymbolicNumpyProgram:
             vals[s] = v
         for s, v in zip(self.param_slots, params):
             vals[s] = v
-        for impl, ins, out, attrs, symbolic_attrs, node in self.steps:
-            if symbolic_attrs:
-                attrs = concrete_value(attrs, bindings)
+        for (impl, ins, out, _, _, node), (attrs, expected) in zip(self.steps, sizes):
             value = _np.asarray(impl(*[vals[i] for i in ins], **attrs))
             if value.dtype != node.dtype:
                 value = value.astype(node.dtype)
-            expected = tuple(concrete_value(node.shape, bindings))
             if value.shape != expected:
                 raise KilnError(f"{self.graph.name}: {node.op} ({node.name}) computed shape "
                                 f"{value.shape}, its symbolic shape {node.shape} is "
@@ -90,6 +88,20 @@ class SymbolicNumpyProgram:
             vals[out] = value
         return [_np.array(vals[s], copy=True) for s in self.output_slots]
 
+    def _sizes_for(self, shapes, inputs):
+        """Per step, (attributes, result shape) for these input shapes: worked out once
+        per shape and kept (a bounded number of them)."""
+        found = self._per_shape.get(shapes)
+        if found is None:
+            bindings = bind_symbols(self.graph, inputs)
+            found = [(concrete_value(attrs, bindings) if symbolic_attrs else attrs,
+                      tuple(concrete_value(node.shape, bindings)))
+                     for _, _, _, attrs, symbolic_attrs, node in self.steps]
+            with self._lock:
+                if len(self._per_shape) >= 256:
+                    self._per_shape.clear()
+                self._per_shape[shapes] = found
+        return found
 
 def _holds_subgraph(value):
     if isinstance(value, Graph):
