@@ -11,8 +11,8 @@ import threading
 import numpy as _np
 
 from .._core.base import KilnError
-from .._core.ir import Graph
-from .._core.symdim import SymInt, concrete_value, mentions_symbolic
+from .._core.ir import Graph, Node
+from .._core.symdim import SymInt, active_env, concrete_value, hinted, mentions_symbolic
 from ..ops.registry import REGISTRY
 
 
@@ -30,6 +30,11 @@ def bind_symbols(graph, inputs):
                 if bindings.setdefault(name, size) != size:
                     raise KilnError(f"{graph.name}: the dimensions named {name!r} differ "
                                     f"({bindings[name]} and {size})")
+    missing = {s for n in graph.nodes for d in n.shape if isinstance(d, SymInt)
+               for s in d.symbols()} - set(bindings)
+    if missing:
+        raise KilnError(f"{graph.name}: the sizes {sorted(missing)} are not sizes of its "
+                        "inputs, so a call cannot give them")
     for node, value in zip(graph.inputs, inputs):
         expected = concrete_value(node.shape, bindings)
         if tuple(_np.shape(value)) != tuple(expected):
@@ -55,7 +60,7 @@ class SymbolicNumpyProgram:
             if node.op == "const":
                 self.consts[slot[id(node)]] = node.value
             elif not node.is_source:
-                if _holds_subgraph(node.attrs):
+                if _holds_subgraph(node.attrs) and active_env() is not None:
                     _pin_sizes(node)
                 symbolic_attrs = mentions_symbolic(node.attrs)
                 steps.append((REGISTRY[node.op].impl, tuple(slot[id(i)] for i in node.inputs),
@@ -114,10 +119,53 @@ def _holds_subgraph(value):
 
 
 def _pin_sizes(node):
-    """A control-flow op's subgraphs were traced at the sizes of this call: its operands'
-    and results' symbolic sizes take those values (guards), until subgraphs are traced
-    with symbols themselves."""
+    """A control-flow op's subgraphs run at the sizes of this trace: every symbolic size
+    of its operands, results and subgraphs takes its traced value (a guard each), until
+    subgraphs are traced with symbols themselves."""
     for n in (node,) + node.inputs:
-        for d in n.shape:
-            if isinstance(d, SymInt):
-                d.concrete()
+        _pin(n.shape)
+    for graph in _subgraphs(node.attrs):
+        for n in graph.nodes:
+            _pin(n.shape)
+            _pin(n.attrs)
+            if _holds_subgraph(n.attrs):
+                _pin_sizes(n)
+
+
+def _pin(value):
+    if isinstance(value, SymInt):
+        value.concrete()
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _pin(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _pin(v)
+
+
+def _subgraphs(value):
+    if isinstance(value, Graph):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _subgraphs(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _subgraphs(v)
+
+
+def with_traced_sizes(graph):
+    """A copy of a subgraph whose symbolic sizes all hold their traced values (pinned,
+    see _pin_sizes) with those values in place, for the NumPy executor's planner."""
+    mapping = {}
+
+    def copy(n):
+        hit = mapping.get(id(n))
+        if hit is None:
+            hit = mapping[id(n)] = Node(n.op, [copy(i) for i in n.inputs], hinted(n.attrs),
+                                        hinted(n.shape), n.dtype, name=n.name, value=n.value)
+        return hit
+    for n in graph.nodes:
+        copy(n)
+    return Graph([copy(n) for n in graph.inputs], [copy(n) for n in graph.params],
+                 [copy(n) for n in graph.outputs], graph.name)

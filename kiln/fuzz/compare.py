@@ -8,7 +8,9 @@ arguments, and reports every difference as a `Finding`:
   arguments -- the caller's arguments afterwards (in-place updates, writes through views);
   gradient  -- inside autograd.record(), the gradients of every float argument of a
                weighted sum of the float outputs;
-  raises    -- when one side raises, the other must raise the same error class.
+  raises    -- when one side raises, the other must raise the same error class;
+  sizes     -- (sizes=True) one program with symbolic sizes, called as the arguments'
+               leading axis changes (sizes.py).
 Values compare with a tolerance for floats, exactly otherwise, NaN and Inf positions
 included (kiln's semantics; see the README's "Compiled equals eager").
 """
@@ -20,6 +22,7 @@ from .._core import autograd
 from .._core.ndarray import ndarray
 from ..graph.tree import flatten
 from ..hybrid.cached import hybridize
+from .sizes import compare_sizes
 
 BACKENDS = ("numpy", "c")
 
@@ -161,7 +164,7 @@ def _explained_by_control_flow(expected, got, compiled):
 
 
 def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0, -0.5, 2.0),
-            strict=False, observe=None):
+            strict=False, observe=None, sizes=False):
     """Every difference between eager `fn` and hybridized `fn` (a list of Findings).
     observe: a dict that gets 'ops' (the traced op names) and 'fallbacks'."""
     findings = []
@@ -203,4 +206,6 @@ def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0,
                 check("gradient", e_grad, got)
         if observe is not None:
             observe["fallbacks"] += traced_ops(compiled, observe["ops"])
+    if sizes:
+        findings += compare_sizes(fn, args, _run, _same_error, same_values, Finding, strict)
     return findings

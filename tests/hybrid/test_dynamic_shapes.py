@@ -151,3 +151,21 @@ def test_export_after_symbolic_calls_writes_the_latest_sizes(tmp_path):
     sym_file, par_file = net.export(str(tmp_path / "mlp"))
     loaded = nn.SymbolBlock.imports(sym_file, ["data"], par_file)
     onp.testing.assert_allclose(loaded(np.ones((5, 20))).asnumpy(), out.asnumpy(), rtol=1e-5)
+
+
+def test_fuzzer_size_stage_with_control_flow_over_symbolic_sizes():
+    """Fuzz seed 3: a loop and a branch on arrays whose sizes are symbolic ran their
+    subgraphs outside the build (SymbolicShapeError); their sizes are pinned now."""
+    from kiln.fuzz.compare import compare
+
+    def f(a0):
+        v = a0 * 2
+        n = np.zeros(())
+        while (np.abs(v).sum() > 1) * (n < 5):
+            v = v / 2
+            n = n + 1
+        if v.sum() > 0:
+            v = -v
+        return v, n
+    x = np.array(onp.random.RandomState(3).rand(4, 3).astype("float32"))
+    assert not compare(f, [x], backends=("numpy",), grad=False, sizes=True)
