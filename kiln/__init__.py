@@ -17,6 +17,7 @@ from . import init, gluon, optimizer  # noqa: F401
 from .optimizer import lr_scheduler  # noqa: F401
 from .hybrid.cached import hybridize  # noqa: F401
 from .hybrid.explain import explain  # noqa: F401
+from .hybrid.programs import programs  # noqa: F401
 from .fit import fit  # noqa: F401
 from . import distributed  # noqa: F401  (MPI only when launched under mpiexec)
 from .gluon import trainer as _trainer  # noqa: F401,E402  (sets distributed.DistributedTrainer)

@@ -25,6 +25,7 @@ import numpy as _np
 
 from . import alias_paths, layouts
 from .primitive import REGISTRY
+from .symdim import SymInt, hinted
 
 VIEW_OPS = frozenset(("reshape", "transpose", "slice", "broadcast_to"))
 
@@ -60,8 +61,9 @@ def note_view(prim, source, attrs, out):
         shadow = None
         shares = source._node is None and _np.may_share_memory(out._data, source._data)
     else:
-        shadow = prim.impl(base.shadow, **attrs)
+        shadow = prim.impl(base.shadow, **hinted(attrs))
         shares = _np.may_share_memory(shadow, base.shadow)
+        _guard_view_decision(prim, base.shadow, source.shape, out.shape)
         if prim.name == "reshape":
             paths = layouts.candidates(source)
             if paths is not None:
@@ -74,6 +76,19 @@ def note_view(prim, source, attrs, out):
     base.views.append(weakref.ref(out))
 
 
+def _guard_view_decision(prim, shadow, *shapes):
+    """A stand-in of symbolic sizes has their traced values, and the view decision made on
+    it holds for every size of the same kind: each size stays 0, 1 or >= 2 (NumPy treats
+    those apart), and a reshape of a stand-in that is not C-contiguous, whose outcome
+    depends on the sizes' values, keeps the traced ones (guards, _core/symdim.py)."""
+    pin = prim.name == "reshape" and not shadow.flags.c_contiguous
+    for shape in shapes:
+        for d in shape:
+            if isinstance(d, SymInt):
+                if pin or d.hint < 2:
+                    d.concrete()
+                else:
+                    assert d >= 2      # records the guard; true for the traced value
 def _reshape_on_paths(prim, source, attrs, out, paths, shares):
     """Whether `out = reshape(source)` is a view, when source's layout depends on the path
     taken through an earlier if/while (layouts.py): True or False when it is the same on
@@ -84,7 +99,7 @@ def _reshape_on_paths(prim, source, attrs, out, paths, shares):
         if stand_in is None:
             found.append((condition, None, None))
             continue
-        result = prim.impl(stand_in, **attrs)
+        result = prim.impl(stand_in, **hinted(attrs))
         found.append((condition, _np.may_share_memory(result, stand_in), result))
     views = {is_view for _, is_view, _ in found}
     if views == {True} or views == {False}:
@@ -100,7 +115,7 @@ def _reshape_on_paths(prim, source, attrs, out, paths, shares):
     for condition in view_on[1:]:
         same = REGISTRY["logical_or"](same, condition)
     alias_paths.link(source, out, same, view=True)
-    copy = _np.empty(out.shape, out.dtype)      # a reshape copy is C-ordered
+    copy = _np.empty(hinted(out.shape), out.dtype)      # a reshape copy is C-ordered
     layouts.set_paths(out, [(condition, result if is_view else copy)
                             for condition, is_view, result in found])
     return False
@@ -182,7 +197,7 @@ def _refresh_views(array):
         if saved.detached:
             view._tape = None
         if view._node is not None and saved.shadow is None:
-            saved.shadow = _np.empty(view.shape, view.dtype)
+            saved.shadow = _np.empty(hinted(view.shape), view.dtype)
         _refresh_views(view)
     link.views = live
 

@@ -4,6 +4,7 @@ import itertools
 import numpy as _np
 
 from .base import Shaped, postorder
+from .symdim import SymInt
 
 # ops that are not computations: graph inputs, parameters and constants
 SOURCE_OPS = ("input", "param", "const")
@@ -18,7 +19,8 @@ class Node(Shaped):
         self.op = op                    # a registry primitive name, or one of SOURCE_OPS
         self.inputs = tuple(inputs)
         self.attrs = dict(attrs)
-        self.shape = tuple(int(d) for d in shape)
+        # a size is an int, or a SymInt for a symbolic dimension (symdim.py)
+        self.shape = tuple(d if isinstance(d, SymInt) else int(d) for d in shape)
         self.dtype = _np.dtype(dtype)
         self.value = value              # the NumPy value of a const node
         self.id = next(_ids)

@@ -28,6 +28,8 @@ import weakref
 
 import numpy as _np
 
+from .symdim import hinted
+
 # ops whose NumPy kernels allocate the result in the operands' memory order (besides the
 # elementwise ones)
 _ORDER_KEEPING = frozenset(("sum", "max", "min", "prod", "argmax", "argmin"))
@@ -53,7 +55,7 @@ def of(array):
     hit = _local.given.get(id(array))
     if hit is not None and hit[0]() is array:
         return hit[1]
-    return _np.empty(array.shape, array.dtype)
+    return _np.empty(hinted(array.shape), array.dtype)
 
 
 def _same(a, b):
@@ -204,7 +206,9 @@ def note_result(prim, arrays, attrs, out):
             continue
         layouts[i] = stand_in
         laid = _result_layout(prim, layouts, attrs, out)
-        entries.append((condition, _np.empty(out.shape, out.dtype) if laid is None else laid))
+        if laid is None:
+            laid = _np.empty(hinted(out.shape), out.dtype)
+        entries.append((condition, laid))
     set_paths(out, entries)
 
 
@@ -219,7 +223,7 @@ def _result_layout(prim, layouts, attrs, out):
     if small.ndim != out.ndim or small.flags.c_contiguous:
         return None
     order = _axis_order(small)
-    return _np.empty(tuple(out.shape[i] for i in order), out.dtype).transpose(
+    return _np.empty(tuple(hinted(out.shape[i]) for i in order), out.dtype).transpose(
         _np.argsort(order))
 
 

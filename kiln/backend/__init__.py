@@ -2,6 +2,7 @@
 import os
 
 from .._core.base import KilnError
+from .._core.symdim import graph_is_symbolic
 # On import the backends register what the floors below them call: the primitives' eager
 # kernels (dnnl/eager.py, c/eager_gemm.py) and the subgraph runner (numpy_exec.py).
 from . import numpy_exec as _numpy_exec  # noqa: F401
@@ -13,11 +14,17 @@ from .c import build
 class _NumpyBackend:
     """The NumPy executor; `reason` says why it runs (kiln.explain shows it)."""
     name = "numpy"
+    symbolic = True       # runs graphs with symbolic dimensions (symbolic_exec.py)
 
     def __init__(self, reason):
         self.reason = reason
 
     def compile(self, graph):
+        if graph_is_symbolic(graph):
+            from .symbolic_exec import SymbolicNumpyProgram
+            program = SymbolicNumpyProgram(graph)
+            program.reason = self.reason
+            return program
         from .numpy_exec import NumpyProgram
         program = NumpyProgram(graph)
         program.reason = self.reason
@@ -27,9 +34,14 @@ class _NumpyBackend:
 class _CBackend:
     """Generated C; graphs it cannot lower, or a missing compiler, fall back to NumPy."""
     name = "c"
+    # generated C has fixed sizes so far: a graph with symbolic dimensions runs on NumPy
+    symbolic = False
 
     @staticmethod
     def compile(graph):
+        if graph_is_symbolic(graph):
+            return _NumpyBackend("generated C has fixed sizes so far; this graph has "
+                                 "symbolic ones").compile(graph)
         from .c.program import CannotCompile, compile_graph
         try:
             return compile_graph(graph)

@@ -18,6 +18,8 @@ from .._core.bfloat16 import any_bfloat16, run_in_float32
 from ..ops import subgraph
 from ..ops.registry import REGISTRY
 from ..graph.passes import plan_memory, run_pipeline
+from .._core.symdim import graph_is_symbolic
+from .symbolic_exec import with_traced_sizes
 
 # ops computed as NumPy views of their first input: free, and never written through
 VIEW_OPS = frozenset(("reshape", "transpose", "broadcast_to", "slice"))
@@ -247,6 +249,9 @@ def run_subgraph(graph, values, index=None):
     if hit is None:
         outputs = graph.outputs if index is None else [graph.outputs[index]]
         pruned = Graph(graph.inputs, [], outputs, graph.name)
+        if graph_is_symbolic(pruned):
+            # traced with symbolic sizes that the op using it pinned (symbolic_exec.py)
+            pruned = with_traced_sizes(pruned)
         program = NumpyProgram(run_pipeline("generic", pruned))
         # a program reuses its buffers: one caller at a time (threads share compiled code)
         hit = cache.setdefault(key, (program, threading.Lock()))

@@ -55,6 +55,11 @@ def inference_graph(block, example_inputs=None):
         examples = [ndarray._wrap(_np.zeros(shape, dtype)) for shape, dtype in avals]
         args = unflatten(structure, examples)
     entry, _ = cached.entry_for(args, training=False)
+    if entry.symbolic is not None:
+        # the symbol file records fixed sizes so far: trace these sizes on their own
+        from .._core import trace
+        with trace.body_of(block):      # the block's own code, not its programs
+            entry, _ = _specialized(block, cached).entry_for(args, training=False)
     cap = entry.cap
     if cap.written_args:
         raise KilnError(f"export: {type(block).__name__}.forward updates its input(s) "
@@ -78,6 +83,16 @@ def inference_graph(block, example_inputs=None):
         elif not node.is_source and node.op not in REGISTRY:
             raise KilnError(f"export: op {node.op!r} is not a registry primitive")
     return graph, param_names, cap
+
+
+def _specialized(block, cached):
+    """A fresh cache for block that keeps every size fixed (its own entries untouched)."""
+    from ..hybrid.cached import CachedFunction
+    from ..hybrid.dynamic import ShapePolicy
+    fixed = CachedFunction(block, cached.name, backend="numpy", param_names=cached.param_names,
+                           shape_policy=ShapePolicy("static"))
+    fixed.quiet = True
+    return fixed
 
 
 def export_block(block, path, epoch=0):

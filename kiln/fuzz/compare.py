@@ -12,6 +12,8 @@ arguments, and reports every difference as a `Finding`:
   strict    -- a variable that is the caller's array on some paths of an if/while only
                must be compiled: hybridize(strict=True) must not refuse it (a fallback of
                kind 'path-aliasing' is reported; other documented fallbacks are counted).
+  sizes     -- (sizes=True) one program with symbolic sizes, called as the arguments'
+               leading axis changes (sizes.py).
 Values compare with a tolerance for floats, exactly otherwise, NaN and Inf positions
 included (kiln's semantics; see the README's "Compiled equals eager"). A float value that
 cancels to rounding noise (a LayerNorm's input gradient of a plain sum is 0, computed as
@@ -27,6 +29,7 @@ from .._core.bfloat16 import is_floating
 from .._core.ndarray import ndarray
 from ..graph.tree import flatten
 from ..hybrid.cached import hybridize
+from .sizes import compare_sizes
 
 BACKENDS = ("numpy", "c")
 
@@ -217,7 +220,7 @@ def _explained_by_control_flow(expected, got, compiled):
 
 
 def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0, -0.5, 2.0),
-            strict=False, observe=None):
+            strict=False, observe=None, sizes=False):
     """Every difference between eager `fn` and hybridized `fn` (a list of Findings).
     observe: a dict that gets 'ops' (the traced op names) and 'fallbacks'."""
     findings = []
@@ -275,6 +278,8 @@ def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0,
                 findings.append(Finding("strict", backend, f"not compiled: {brk}"))
         if observe is not None:
             observe["fallbacks"] += traced_ops(compiled, observe["ops"])
+    if sizes:
+        findings += compare_sizes(fn, args, _run, _same_error, same_values, Finding, strict)
     return findings
 
 

@@ -54,7 +54,7 @@ def run_source(source, directory, name):
     except Exception as exc:     # noqa: BLE001 -- a program whose set-up fails is skipped
         return {"findings": [], "ops": [], "fallbacks": 0, "skipped": repr(exc)[:300],
                 "seconds": time.time() - start}
-    findings = compare(module.f, module.ARGS, module.NEW_ARGS, observe=observe)
+    findings = compare(module.f, module.ARGS, module.NEW_ARGS, observe=observe, sizes=True)
     return {"findings": [[f.stage, f.backend, f.detail] for f in findings],
             "ops": sorted(observe["ops"] | _applied), "fallbacks": observe["fallbacks"],
             "raised": observe.get("eager_raised"), "explained": observe.get("explained", 0),

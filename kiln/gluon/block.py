@@ -15,7 +15,7 @@ from collections import OrderedDict
 from .._core.base import KilnError, where_in_user_code
 from .._core import trace
 from ..backend.c import fastcall
-from ..hybrid.cached import MISS
+from ..hybrid.cached import MISS, shape_policy_of
 from . import f_namespace
 from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
@@ -331,6 +331,8 @@ class HybridBlock(Block):
         cached = self.__dict__.get("_kiln_cached")
         if cached is not None:      # hybridize(strict=...) again: applies to the next trace
             cached.strict = bool(kwargs.get("strict", False))
+            if cached.policy.mode != shape_policy_of(opts).mode or kwargs.get("dynamic_axes"):
+                cached.policy = shape_policy_of(opts)
         super().hybridize(active, backend=backend, static_alloc=static_alloc,
                           static_shape=static_shape, **kwargs)
 

@@ -60,15 +60,17 @@ class Capture:
         self.n_inputs = n_inputs
 
 
-def _input_nodes(arrays, name_prefix="data"):
+def _input_nodes(arrays, name_prefix="data", shapes=None):
     nodes = []
     for k, a in enumerate(arrays):
         name = name_prefix if len(arrays) == 1 else f"{name_prefix}{k}"
-        nodes.append(Node("input", (), {}, a.shape, a.dtype, name=name))
+        shape = a.shape if shapes is None else shapes[k]
+        nodes.append(Node("input", (), {}, shape, a.dtype, name=name))
     return nodes
 
 
-def capture(fn, args, name, param_names=None, grad_inputs=None, note_side_effects=True):
+def capture(fn, args, name, param_names=None, grad_inputs=None, note_side_effects=True,
+            input_shapes=None):
     """Trace fn(*args).
 
     note_side_effects=False: fn is kiln's own code (kiln.fit's step, kiln.explain's copy),
@@ -81,7 +83,7 @@ def capture(fn, args, name, param_names=None, grad_inputs=None, note_side_effect
     with_grad = grad_inputs is not None
     arrays, in_structure = flatten(tuple(args))
     ctx = trace.TraceContext(name, differentiate=with_grad)
-    in_nodes = _input_nodes(arrays)
+    in_nodes = _input_nodes(arrays, shapes=input_shapes)
     symbols = []
     for node in in_nodes:
         ctx.add(node)

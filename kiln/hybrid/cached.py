@@ -17,6 +17,8 @@ from .._core import autograd
 from .._core.ndarray import ndarray
 from .._core.writes import arrays_written
 from .._core import trace
+from .._core.base import GraphBreak, SymbolicValueError
+from .._core.symdim import building
 from ..backend import fast_dispatcher, select
 from ..graph.capture import capture
 from ..graph.passes.pipeline import run_pipeline
@@ -24,6 +26,7 @@ from ..graph.split import split_forward_backward
 from ..graph.tree import flatten, unflatten, ARRAY
 from .fallback import build_entry
 from .._core.bfloat16 import is_floating
+from .dynamic import ShapePolicy, policy_from_flags
 
 
 MISS = object()
@@ -97,6 +100,7 @@ class _Entry:
     """One compiled signature."""
     eager = False       # see fallback.EagerEntry
     guards = None       # None, or a check that captured constants are unchanged (guards.py)
+    symbolic = None     # dynamic.SymbolicInputs of a program with symbolic dimensions
 
     def __init__(self, cap, program, params, grad=None):
         self.cap = cap
@@ -123,8 +127,9 @@ class _Entry:
 
 class CachedFunction:
     def __init__(self, fn, name, backend=None, param_names=None, strict=False,
-                 trace_warning=True):
+                 trace_warning=True, shape_policy=None):
         self.fn = fn
+        self.policy = shape_policy or ShapePolicy()    # which dimensions are symbolic
         self.name = name
         self.strict = strict             # a trace that breaks is an error, not a fallback
         self.trace_warning = trace_warning   # the KilnTraceWarning on the first trace
@@ -153,15 +158,39 @@ class CachedFunction:
         return run_pipeline(name, graph, **options)
 
     def _build(self, args, grad_mask):
+        """Trace and compile for args: with symbolic sizes where the shape policy says so
+        (a build that cannot keep them symbolic specializes, and the policy remembers why)."""
+        arrays, structure = flatten(tuple(args))
+        avals = tuple((a.shape, a.dtype) for a in arrays)
+        relaxed = self.policy.relaxed_key((structure, avals, autograd.is_training(),
+                                           grad_mask))
+        plan = self.policy.plan(getattr(self, "policy_target", self.fn), relaxed,
+                                [s for s, _ in avals],
+                                getattr(select(self.backend), "symbolic", False))
+        if plan is None:
+            return self._build_for(args, grad_mask)
+        try:
+            with building(plan.env):
+                entry = self._build_for(args, grad_mask, plan.shapes)
+        except (GraphBreak, SymbolicValueError):
+            raise
+        except Exception as exc:  # a rule or pass that cannot take a symbolic size
+            self.policy.refuse(relaxed, f"{type(exc).__name__}: {exc}")
+            return self._build_for(args, grad_mask)
+        entry.symbolic = plan
+        self.policy.add(relaxed, entry)
+        return entry
+
+    def _build_for(self, args, grad_mask, input_shapes=None):
         if grad_mask is None:
             cap = capture(self.fn, args, self.name, self._names(),
-                          note_side_effects=self.trace_warning)
+                          note_side_effects=self.trace_warning, input_shapes=input_shapes)
             graph = run_pipeline("generic", self.with_precision(cap.graph))
             program = make_program(graph, self.backend, cap)
             self._known_params = list(cap.params.values())
             return _Entry(cap, program, [cap.params[id(p)] for p in graph.params])
         cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask,
-                      note_side_effects=self.trace_warning)
+                      note_side_effects=self.trace_warning, input_shapes=input_shapes)
         cap.grad_mask = grad_mask
         joint = run_pipeline("generic", self.with_precision(cap.graph))
         if select(self.backend).name == "c":
@@ -184,6 +213,12 @@ class CachedFunction:
             training = autograd.is_training()
         key = (structure, tuple((a.shape, a.dtype) for a in arrays), training, grad_mask)
         entry = self.entries.get(key)
+        if entry is None:
+            # a symbolic program whose guards hold for these sizes serves them from now on
+            relaxed = self.policy.observe(key)
+            entry = self.policy.serving(relaxed, [a.shape for a in arrays])
+            if entry is not None:
+                self.entries[key] = entry
         if entry is None or entry.guards is not None and not entry.guards():
             with self._lock:
                 building = self._building.setdefault(key, threading.RLock())
@@ -316,7 +351,9 @@ class CachedFunction:
             absent = tuple(j for j, k in enumerate(float_outs) if k not in given)
             params = [param_values[id(p)] for p in bparams]
             program = bprogram
-            if absent:
+            # a symbolic backward gets zeros for the absent gradients: a pruned program
+            # compiled now could add guards that sizes already served do not meet
+            if absent and entry.symbolic is None:
                 program, kept = _backward_for(entry, absent, self.backend)
                 params = [params[k] for k in kept]
             res = list(residuals)
@@ -353,7 +390,8 @@ def cached_function_of(block):
                 cached = CachedFunction(block, type(block).__name__,
                                         backend=opts.get("backend"),
                                         strict=bool(opts.get("strict", False)),
-                                        param_names=lambda: _structural_names(block))
+                                        param_names=lambda: _structural_names(block),
+                                        shape_policy=shape_policy_of(opts))
                 cached.precision = block.__dict__.get("_kiln_precision",
                                                       _default_precision[0])
                 block.__dict__["_kiln_cached"] = cached
@@ -377,6 +415,12 @@ def set_precision_pipeline(block, name, **options):
         block.__dict__["_kiln_precision"] = None if name is None else (name, dict(options))
 
 
+def shape_policy_of(opts):
+    """The ShapePolicy hybridize's flags ask for (static_shape, dynamic, dynamic_axes)."""
+    return policy_from_flags(bool(opts.get("static_shape", False)), opts.get("dynamic"),
+                             opts.get("dynamic_axes"))
+
+
 def _structural_names(block):
     try:
         return {id(p): name for name, p in block.collect_params().items()}
@@ -387,14 +431,16 @@ def _structural_names(block):
 class HybridFunction:
     """What kiln.hybridize returns: call it like the original; .graph(*args) shows the graph."""
 
-    def __init__(self, fn, backend=None, strict=False, trace_warning=True):
+    def __init__(self, fn, backend=None, strict=False, trace_warning=True, shape_policy=None):
         self.__wrapped__ = fn
         names = None
         if hasattr(fn, "collect_params"):
             names = lambda: _structural_names(fn)  # noqa: E731
         name = getattr(fn, "__name__", type(fn).__name__)
         self._cached = CachedFunction(self._run, name, backend=backend, param_names=names,
-                                      strict=strict, trace_warning=trace_warning)
+                                      strict=strict, trace_warning=trace_warning,
+                                      shape_policy=shape_policy)
+        self._cached.policy_target = fn     # dynamic_axes name fn's arguments
 
     def _run(self, *args):
         from ..graph.convert import convert     # array-dependent if/while become graph ops
@@ -417,8 +463,12 @@ def hybridize(fn_or_block=None, backend=None, **flags):
 
     strict=True: code that cannot be compiled is an error, not an eager fallback.
     trace_warning=False: no KilnTraceWarning ("side effects run only while tracing") for
-    this function, whose author knows (kiln.fit's own step)."""
+    this function, whose author knows (kiln.fit's own step).
+    static_shape=True: one program per input shape; dynamic=True: every size symbolic;
+    dynamic_axes={'x': {0: 'batch'}}: these sizes symbolic. By default sizes become
+    symbolic once they vary (dynamic.py)."""
     if fn_or_block is None:
         return lambda f: hybridize(f, backend=backend, **flags)
     return HybridFunction(fn_or_block, backend=backend, strict=bool(flags.get("strict")),
-                          trace_warning=bool(flags.get("trace_warning", True)))
+                          trace_warning=bool(flags.get("trace_warning", True)),
+                          shape_policy=shape_policy_of(flags))

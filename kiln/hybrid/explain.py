@@ -14,9 +14,11 @@ from collections import Counter
 from .._core import autograd, trace
 from .._core.ir import Graph
 from ..backend import fallbacks
+from .._core.symdim import SymInt
 from ..ops.subgraph import CONTROL_OPS
 from ..graph.tree import flatten
 from .cached import CachedFunction, HybridFunction, _structural_names
+from .dynamic import policy_from_flags
 
 
 class GraphInfo:
@@ -28,11 +30,15 @@ class GraphInfo:
         self.ops = Counter(graph.ops)
         self.n_ops = sum(self.ops.values())
         self.control_flow = sum(_control_ops(graph).values())
+        self.input_shapes = [n.shape for n in graph.inputs]
+        self.symbolic = sorted({d.name for s in self.input_shapes for d in s
+                                if isinstance(d, SymInt)})
 
     def __str__(self):
         flow = f", {self.control_flow} control-flow ops" if self.control_flow else ""
         why = f" ({self.reason})" if self.reason else ""
-        return f"graph {self.name}: {self.n_ops} ops{flow}, runs on {self.backend}{why}"
+        sym = f", symbolic sizes {', '.join(self.symbolic)}" if self.symbolic else ""
+        return f"graph {self.name}: {self.n_ops} ops{flow}{sym}, runs on {self.backend}{why}"
 
 
 def _control_ops(graph, seen=None):
@@ -53,8 +59,9 @@ _BACKEND_NAMES = {"c": "generated C", "numpy": "the NumPy executor"}
 
 
 class Explanation:
-    def __init__(self, name, graphs, breaks, watched):
+    def __init__(self, name, graphs, breaks, watched, symbolic=None):
         self.name = name
+        self.symbolic = symbolic      # dynamic.SymbolicInputs: symbols and their guards
         self.graphs = graphs          # [GraphInfo]
         self.breaks = breaks          # [fallback.Break]
         self.watched = watched        # descriptions of guarded constants
@@ -83,6 +90,8 @@ class Explanation:
                 if b.code:
                     lines.append(f"      {b.code}")
                 lines.append(f"      {b.reason}")
+        if self.symbolic is not None:
+            lines.append("  " + self.symbolic.describe().replace("\n", "\n  "))
         if self.watched:
             lines.append("  retraces when these captured constants change: "
                          + ", ".join(self.watched))
@@ -95,8 +104,11 @@ class Explanation:
     __repr__ = __str__
 
 
-def explain(fn_or_block, *args, training=False):
-    """Trace fn_or_block(*args) as hybridize would and report what happened."""
+def explain(fn_or_block, *args, training=False, dynamic=None, dynamic_axes=None):
+    """Trace fn_or_block(*args) as hybridize would and report what happened. With
+    dynamic=True or dynamic_axes (hybridize's flags), the report names the symbolic sizes
+    and every guard the trace recorded, with the line of kiln and of the caller's code
+    that forced it."""
     target = fn_or_block
     backend = None              # the one hybridize was asked for, if any
     if isinstance(target, HybridFunction):
@@ -112,6 +124,8 @@ def explain(fn_or_block, *args, training=False):
     else:
         wrapper = HybridFunction(target)
         cached = CachedFunction(wrapper._run, name, backend=backend, trace_warning=False)
+        cached.policy_target = target
+    cached.policy = policy_from_flags(False, dynamic, dynamic_axes)
     cached.quiet = True
     # the block's calls while it is traced go to its own code, not its compiled programs
     with trace.body_of(target) if is_block else contextlib.nullcontext():
@@ -124,7 +138,7 @@ def explain(fn_or_block, *args, training=False):
     if entry.grad is not None:
         graphs.append(GraphInfo(entry.grad[0]))
     watched = list(getattr(entry.guards, "descriptions", []))
-    return Explanation(name, graphs, [], watched)
+    return Explanation(name, graphs, [], watched, entry.symbolic)
 
 
 def _arrays(args):

@@ -8,6 +8,7 @@ import numpy as _np
 from .._core.base import normalize_axis, op_error, KilnError
 from .._core.dispatch import to_operands
 from .._core.ndarray import ndarray
+from .._core.symdim import SymInt
 from ..ops import REGISTRY as _R, compose
 from ._base import _arr, _gather
 
@@ -22,7 +23,8 @@ def _resolve_shape(op, size, shape):
     if isinstance(shape, (int, _np.integer)):
         shape = (int(shape),)
     try:
-        shape = [operator.index(d) for d in shape]
+        # a symbolic size (a traced x.shape[0] // 2, say) stays symbolic
+        shape = [d if isinstance(d, SymInt) else operator.index(d) for d in shape]
     except TypeError:
         raise op_error(op, f"shape must be a tuple of ints, got {shape!r}", KilnError) from None
     unknown = [i for i, d in enumerate(shape) if d == -1]

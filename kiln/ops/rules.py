@@ -13,7 +13,8 @@ def is_float(dtype):
 
 
 def broadcast_shapes(op, *shapes):
-    if len(shapes) == 2 and shapes[0] == shapes[1]:
+    # (ranks first: comparing a symbolic size with a fixed one would record a guard)
+    if len(shapes) == 2 and len(shapes[0]) == len(shapes[1]) and shapes[0] == shapes[1]:
         return tuple(shapes[0])     # the common case, on most binary ops: nothing to do
     ndim = max(len(s) for s in shapes)
     out = []

@@ -58,14 +58,21 @@ def broadcast_to(x, shape):
 # A slice is given per dimension as (begin, end, step), already normalized to concrete,
 # in-range values by the indexing front end (kiln/_core/indexing.py).
 
-def _slice_len(begin, end, step):
-    return len(range(begin, end, step))
+def _slice_len(size, begin, end, step):
+    """How many items x[begin:end:step] has on an axis of `size` (end < 0: to the end),
+    clamped as NumPy clamps. The whole of a symbolic axis keeps its symbol; any other
+    slice of one needs its value (a guard, see _core/symdim.py)."""
+    if step == 1 and isinstance(begin, int) and begin == 0 and end is size:
+        return size
+    stop = None if end < 0 else end
+    return len(range(*slice(begin, stop, step).indices(size)))
 
 
 def _slice_rule(x, begin, end, step):
     if not len(begin) == len(end) == len(step) == x.ndim:
         raise op_error("slice", f"expected {x.ndim} (begin, end, step) triples")
-    return tuple(_slice_len(b, e, s) for b, e, s in zip(begin, end, step)), x.dtype
+    return tuple(_slice_len(d, b, e, s)
+                 for d, b, e, s in zip(x.shape, begin, end, step)), x.dtype
 
 
 def _slices(begin, end, step):

@@ -13,6 +13,7 @@ import numpy as _np
 
 from ..._core.ir import Graph, Node
 from .fold import MAX_FOLDED_ELEMENTS
+from ..._core.symdim import same_shape
 
 
 def _is_zeros(node):
@@ -111,7 +112,7 @@ def gather_pieces(graph):
         got = None
         if n.op == "add" and not inner(n):
             terms = leaves(n)
-            if all(t.shape == n.shape and t.dtype == n.dtype for t in terms):
+            if all(same_shape(t.shape, n.shape) and t.dtype == n.dtype for t in terms):
                 got = _gathered(n, [mapping[id(t)] for t in terms])
         if got is None:
             new_inputs = tuple(mapping[id(i)] for i in n.inputs)

@@ -1,0 +1,174 @@
+"""When hybridize's dimensions become symbolic, and which program serves which sizes.
+
+Three policies (`hybridize(...)` flags, MXNet's and torch.compile's meanings):
+- `static_shape=True`: one program per input shape, as before;
+- default ("auto"): the first call specializes; when a later call differs from an earlier
+  one only in some sizes (same structure, dtypes, ranks, mode), the sizes that changed
+  become symbols and one program serves all their values; on a backend that cannot run
+  symbolic sizes (generated C, so far) programs stay specialized;
+- `dynamic=True`: every dimension is symbolic from the first call; `dynamic_axes=
+  {'x': {0: 'batch'}}` (argument name or position -> {axis: symbol name}) names the
+  symbolic ones up front; a name used twice says those sizes are equal.
+
+A symbolic program is served to a call only after its guards (symdim.py) hold for the
+call's sizes; the check is made once per concrete signature, whose entry is then cached.
+"""
+import inspect
+
+from .._core.base import KilnError
+from .._core.symdim import ShapeEnv, SymInt
+
+POLICIES = ("auto", "dynamic", "static")
+
+
+def policy_from_flags(static_shape=False, dynamic=None, dynamic_axes=None):
+    if static_shape and (dynamic or dynamic_axes):
+        raise KilnError("hybridize: static_shape=True contradicts dynamic/dynamic_axes")
+    if static_shape or dynamic is False:
+        return ShapePolicy("static")
+    return ShapePolicy("dynamic" if dynamic else "auto", dynamic_axes)
+
+
+class ShapePolicy:
+    """One hybridized function's choices of symbolic dimensions and its symbolic programs."""
+
+    def __init__(self, mode="auto", dynamic_axes=None):
+        if mode not in POLICIES:
+            raise KilnError(f"hybridize: unknown shape policy {mode!r}; expected one of "
+                            f"{POLICIES}")
+        self.mode = mode
+        self.dynamic_axes = dict(dynamic_axes or {})
+        self.first_shapes = {}     # relaxed key -> input shapes of the first call
+        self.varying = {}          # relaxed key -> {(input, axis)} seen to change
+        self.programs = {}         # relaxed key -> [symbolic entries], oldest first
+        self.refused = {}          # relaxed key -> why a symbolic build fell back
+
+    @staticmethod
+    def relaxed_key(key):
+        """A signature key with the sizes left out (ranks kept)."""
+        structure, avals, training, grad_mask = key
+        return structure, tuple((len(s), d) for s, d in avals), training, grad_mask
+
+    def observe(self, key):
+        """Note a call's signature; returns its relaxed key."""
+        relaxed = self.relaxed_key(key)
+        shapes = [s for s, _ in key[1]]
+        first = self.first_shapes.setdefault(relaxed, shapes)
+        if first is not shapes:
+            changed = self.varying.setdefault(relaxed, set())
+            for k, (a, b) in enumerate(zip(first, shapes)):
+                changed.update((k, axis) for axis, (x, y) in enumerate(zip(a, b)) if x != y)
+        return relaxed
+
+    def serving(self, relaxed, shapes):
+        """A symbolic entry whose guards accept these input shapes, or None."""
+        for entry in reversed(self.programs.get(relaxed, ())):
+            bindings = entry.symbolic.bind(shapes)
+            if bindings is not None and entry.symbolic.env.accepts(bindings):
+                return entry
+        return None
+
+    def plan(self, fn, relaxed, shapes, backend_symbolic):
+        """SymbolicInputs for a build of these shapes, or None to specialize."""
+        if self.mode == "static" or relaxed in self.refused:
+            return None
+        names = dict(self._named_axes(fn, len(shapes)))
+        if self.mode == "dynamic":
+            for k, shape in enumerate(shapes):
+                for axis in range(len(shape)):
+                    names.setdefault((k, axis), None)
+        elif backend_symbolic:
+            for position in sorted(self.varying.get(relaxed, ())):
+                names.setdefault(position, None)
+        if not names:
+            return None
+        return SymbolicInputs(shapes, names)
+
+    def _named_axes(self, fn, n_inputs):
+        if not self.dynamic_axes:
+            return {}
+        params = _argument_names(fn)
+        found = {}
+        for arg, axes in self.dynamic_axes.items():
+            k = arg if isinstance(arg, int) else params.get(arg)
+            if k is None or not 0 <= k < n_inputs:
+                raise KilnError(f"hybridize: dynamic_axes names argument {arg!r}, which is "
+                                f"not one of the array arguments {sorted(params)}")
+            for axis, name in axes.items():
+                found[(k, int(axis))] = str(name)
+        return found
+
+    def add(self, relaxed, entry):
+        self.programs.setdefault(relaxed, []).append(entry)
+
+    def refuse(self, relaxed, reason):
+        self.refused[relaxed] = reason
+
+
+def _argument_names(fn):
+    target = getattr(fn, "forward", fn)
+    try:
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    params = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return {p.name: k for k, p in enumerate(params)}
+
+
+class SymbolicInputs:
+    """The symbolic shapes one build gives its array arguments, and its ShapeEnv."""
+
+    def __init__(self, shapes, names):
+        self.env = ShapeEnv()
+        self.positions = {}          # (input, axis) -> symbol name
+        auto = 0
+        for (k, axis), name in sorted(names.items(), key=lambda kv: kv[0]):
+            if axis >= len(shapes[k]):
+                raise KilnError(f"hybridize: dynamic_axes names axis {axis} of argument "
+                                f"{k}, which has shape {shapes[k]}")
+            if name is None:
+                name, auto = f"s{auto}", auto + 1
+                while name in names.values():
+                    name, auto = f"s{auto}", auto + 1
+            self.positions[(k, axis)] = name
+        self.shapes = []
+        for k, shape in enumerate(shapes):
+            dims = []
+            for axis, size in enumerate(shape):
+                name = self.positions.get((k, axis))
+                if name is None:
+                    dims.append(size)
+                    continue
+                if self.env.symbols.setdefault(name, size) != size:
+                    raise KilnError(f"hybridize: the dimensions named {name!r} differ in "
+                                    f"this call ({self.env.symbols[name]} and {size})")
+                dims.append(SymInt.symbol(name, size))
+            self.shapes.append(tuple(dims))
+
+    def bind(self, shapes):
+        """{symbol: size} for a call's input shapes, or None when they do not fit (a
+        fixed size differs, or one symbol would take two values)."""
+        bindings = {}
+        if len(shapes) != len(self.shapes):
+            return None
+        for traced, shape in zip(self.shapes, shapes):
+            if len(traced) != len(shape):
+                return None
+            for dim, size in zip(traced, shape):
+                if isinstance(dim, SymInt):
+                    if bindings.setdefault(dim.expr[1], size) != size:
+                        return None
+                elif dim != size:
+                    return None
+        return bindings
+
+    def describe(self):
+        axes = ", ".join(f"input {k} axis {axis} = {name}"
+                         for (k, axis), name in sorted(self.positions.items()))
+        lines = [f"symbolic: {axes}"]
+        for guard in self.env.guards:
+            lines.append(f"  guard ({guard.kind()}): {guard!r}")
+        pinned = self.env.specialized()
+        if pinned:
+            lines.append("  specialized in: " + ", ".join(sorted(pinned)))
+        return "\n".join(lines)

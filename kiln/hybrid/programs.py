@@ -1,0 +1,65 @@
+"""kiln.programs(block_or_function): the compiled programs a hybridized object holds, the
+sizes each serves (which dimensions are symbolic) and why each was made (the guards that
+specialized it, or why a build could not keep sizes symbolic)."""
+from .._core.symdim import has_symbolic
+from .cached import HybridFunction
+
+
+class ProgramInfo:
+    def __init__(self, entry, signatures):
+        self.entry = entry
+        self.signatures = signatures          # the concrete input shapes it served
+        self.symbolic = entry.symbolic        # dynamic.SymbolicInputs or None
+        program = getattr(entry, "program", None)
+        self.backend = getattr(program, "backend", "eager" if entry.eager else "?")
+
+    @property
+    def symbolic_dims(self):
+        return dict(self.symbolic.positions) if self.symbolic is not None else {}
+
+    def __str__(self):
+        graph = getattr(getattr(self.entry, "program", None), "graph", None)
+        inputs = ", ".join(str(list(n.shape)) for n in graph.inputs) if graph else "?"
+        head = (f"program on {self.backend} for inputs ({inputs}), served "
+                f"{len(self.signatures)} signature(s)")
+        if self.symbolic is None:
+            return head + " (specialized)"
+        body = self.symbolic.describe().replace("\n", "\n    ")
+        return f"{head}\n    {body}"
+
+
+class Programs:
+    def __init__(self, name, infos, refused, mode):
+        self.name = name
+        self.programs = infos
+        self.refused = refused     # {signature: why a symbolic build fell back}
+        self.mode = mode           # the shape policy: auto | dynamic | static
+
+    def __len__(self):
+        return len(self.programs)
+
+    @property
+    def symbolic(self):
+        return [p for p in self.programs if p.symbolic is not None
+                and any(has_symbolic(n.shape) for n in p.entry.program.graph.inputs)]
+
+    def __str__(self):
+        lines = [f"{self.name}: {len(self.programs)} program(s), shape policy {self.mode}"]
+        lines += [f"  {k}. {p}" for k, p in enumerate(self.programs, 1)]
+        lines += [f"  specialized because: {why}" for why in self.refused.values()]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def programs(obj):
+    """What hybridize compiled for `obj` (a hybridized block, or kiln.hybridize's result)."""
+    cached = obj._cached if isinstance(obj, HybridFunction) else obj.__dict__.get("_kiln_cached")
+    name = type(obj).__name__ if cached is None else cached.name
+    if cached is None:
+        return Programs(name, [], {}, "auto")
+    served = {}
+    for key, entry in list(cached.entries.items()):
+        served.setdefault(id(entry), (entry, []))[1].append([s for s, _ in key[1]])
+    infos = [ProgramInfo(entry, sigs) for entry, sigs in served.values()]
+    return Programs(name, infos, dict(cached.policy.refused), cached.policy.mode)
