@@ -11,7 +11,7 @@ import itertools
 import numpy as _np
 
 from .._core import alias_paths, autograd, layouts, trace
-from .._core.base import ControlFlowError, user_frame
+from .._core.base import ControlFlowError, GraphBreak, KilnError, user_frame
 from .._core.ir import Node
 from .._core.ndarray import ndarray, as_array
 from ..ops.registry import REGISTRY
@@ -42,8 +42,8 @@ def emit_cond(pred, then_fn, else_fn, args=(), names=None, what="if"):
     fresh_t, fresh_e = _fresh(args), _fresh(args)
     given_t, given_e = [_node(a) for a in fresh_t], [_node(a) for a in fresh_e]
     track = names is not None
-    ctx_t, res_t, ident_t = trace_tracking(then_fn, fresh_t, "then", track)
-    ctx_e, res_e, ident_e = trace_tracking(else_fn, fresh_e, "else", track)
+    ctx_t, res_t, ident_t = _trace_branch(then_fn, fresh_t, "then", track, what, where)
+    ctx_e, res_e, ident_e = _trace_branch(else_fn, fresh_e, "else", track, what, where)
     leaves_t, struct_t = flatten(res_t)
     leaves_e, struct_e = flatten(res_e)
     if struct_t != struct_e:
@@ -99,6 +99,20 @@ def emit_cond(pred, then_fn, else_fn, args=(), names=None, what="if"):
         leaves = paths.settle(leaves, results[n_user:], pred,
                               Refusal(where, what, lambda k: label(names, k, "result")))
     return unflatten(struct_t, leaves)
+
+
+def _trace_branch(fn, given, name, track, what, where):
+    """trace_tracking of one branch. An error the branch raises for these shapes (a max of
+    an empty array, say) is not the program's: eagerly the branch runs only when taken, so
+    the signature runs eagerly instead (a graph break) and raises only if it is taken."""
+    try:
+        return trace_tracking(fn, given, name, track)
+    except GraphBreak:
+        raise
+    except KilnError as exc:
+        raise ControlFlowError(f"{what}: its {name} branch raises for these shapes when "
+                               f"traced ({str(exc).splitlines()[0]}); eagerly it runs only "
+                               f"if taken{where}") from exc
 
 
 def _fresh(args):
