@@ -95,3 +95,10 @@ def test_registry_factories(mx):
 def test_missing_path_still_names_mxnet(mx):
     with pytest.raises(ModuleNotFoundError, match="mxnet.no_such_module"):
         importlib.import_module("mxnet.no_such_module")
+
+
+def test_dataloader_batchify_names(mx):
+    from mxnet.gluon.data.dataloader import default_batchify_fn, default_mp_batchify_fn
+    batch = default_mp_batchify_fn([(onp.ones(2), 1), (onp.zeros(2), 0)])
+    assert default_mp_batchify_fn is default_batchify_fn
+    assert batch[0].shape == (2, 2) and batch[1].asnumpy().tolist() == [1, 0]
