@@ -77,6 +77,23 @@ MXNET_PATHS = {
     "mxnet.gluon.contrib.data.sampler": "kiln.gluon.contrib.data",
 }
 
+# MXNet module paths kiln deliberately has no module for, and why (the ImportError says so)
+MXNET_ABSENT = {
+    "mxnet.module.executor_group": "kiln's Module binds one executor on the CPU; there is no "
+                                   "DataParallelExecutorGroup across devices",
+    "mxnet.module.python_module": "PythonModule/PythonLossModule are not part of kiln's "
+                                  "Module API",
+    "mxnet.module.sequential_module": "SequentialModule is not part of kiln's Module API",
+    "mxnet._ctypes": "kiln has no C library behind its Python API",
+    "mxnet._ffi": "kiln has no C library behind its Python API",
+    "mxnet.cython": "kiln has no C library behind its Python API",
+    "mxnet.libinfo": "kiln has no libmxnet.so to locate",
+    "mxnet.library": "kiln loads no MXNet operator libraries",
+    "mxnet.rtc": "kiln runs on the CPU; there is no CUDA runtime compilation",
+    "mxnet.torch": "MXNet's Torch plugin is not part of kiln",
+    "mxnet.tvmop": "kiln has no TVM-generated operators",
+}
+
 
 def _kiln_name(mxnet_name):
     """'mxnet.numpy.random' -> the first importable kiln name, or None."""
@@ -285,6 +302,10 @@ class AliasFinder(importlib.abc.MetaPathFinder):
                                                   is_package=True)
         if not self.mxnet or (fullname != "mxnet" and not fullname.startswith("mxnet.")):
             return None
+        absent = [p for p in MXNET_ABSENT if fullname == p or fullname.startswith(p + ".")]
+        if absent:
+            raise ModuleNotFoundError(f"No module named {fullname!r}: {MXNET_ABSENT[absent[0]]} "
+                                      f"(kiln standing in for MXNet)", name=fullname)
         kiln_name = _redirect(fullname, (MXNET_PATHS,))[0] or _kiln_name(fullname)
         if kiln_name is None or not _importable(kiln_name):
             return None  # the usual ModuleNotFoundError names mxnet.<what is missing>

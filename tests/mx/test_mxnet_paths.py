@@ -102,3 +102,13 @@ def test_dataloader_batchify_names(mx):
     batch = default_mp_batchify_fn([(onp.ones(2), 1), (onp.zeros(2), 0)])
     assert default_mp_batchify_fn is default_batchify_fn
     assert batch[0].shape == (2, 2) and batch[1].asnumpy().tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("path, why", [
+    ("mxnet.module.executor_group", "DataParallelExecutorGroup"),
+    ("mxnet._ffi.base", "no C library"),
+])
+def test_paths_kiln_does_without_say_why(mx, path, why):
+    with pytest.raises(ModuleNotFoundError, match=why) as info:
+        importlib.import_module(path)
+    assert path.startswith(info.value.name)   # the first missing module on the path
