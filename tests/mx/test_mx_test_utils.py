@@ -7,6 +7,7 @@ import numpy as onp
 import pytest
 
 import kiln
+from kiln import nd
 from kiln import test_utils as tu
 
 
@@ -102,3 +103,21 @@ def test_check_consistency_across_dtypes():
     with pytest.raises(AssertionError):
         tu.check_consistency(sym, runs, ground_truth=wrong)
     tu.check_consistency(sym, runs, ground_truth=wrong, raise_on_err=False)
+
+
+def test_generator_checks_accept_the_right_distribution_and_reject_a_wrong_one():
+    pytest.importorskip("scipy")
+    from scipy import stats
+    kiln.random.seed(0)
+    normal = lambda n: nd.random.normal(0, 1, shape=(n,)).asnumpy()  # noqa: E731
+    assert tu.mean_check(normal, 0, 1, 20000) and tu.var_check(normal, 1, 20000)
+    assert not tu.mean_check(lambda n: normal(n) + 0.5, 0, 1, 20000)
+    buckets, probs = tu.gen_buckets_probs_with_ppf(lambda x: stats.norm.ppf(x, 0, 1), 5)
+    assert len(tu.verify_generator(normal, buckets, probs, nsamples=20000, nrepeat=3)) == 3
+    with pytest.raises(AssertionError, match="Generator test fails"):
+        tu.verify_generator(lambda n: normal(n) * 2, buckets, probs, nsamples=20000, nrepeat=3)
+    poisson = lambda n: nd.random.poisson(lam=2.0, shape=(n,)).asnumpy()  # noqa: E731
+    values = list(range(12))
+    p, observed, _ = tu.chi_square_check(poisson, values,
+                                         [stats.poisson.pmf(v, 2.0) for v in values], 20000)
+    assert observed.sum() > 19900 and p > 1e-4

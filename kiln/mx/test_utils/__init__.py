@@ -1,6 +1,7 @@
 """MXNet's `mx.test_utils` (1.9.1's public CPU helpers): comparisons with tolerances by
 dtype (comparison.py), random test inputs and NumPy references (inputs.py), checks of
-symbols and blocks (checks.py), and the test harness (harness.py).
+symbols and blocks (checks.py), statistical checks of random generators (statistics.py),
+and the test harness (harness.py).
 
 Like MXNet's module it has no `__all__`, so `from mxnet.test_utils import *` also gives a
 test `mx`, `np` (NumPy), `Symbol` and `Context`, as MXNet's tests expect.
@@ -24,6 +25,8 @@ from .inputs import (  # noqa: F401
 from .checks import (  # noqa: F401
     check_consistency, check_gluon_hybridize_consistency, check_numeric_gradient,
     check_symbolic_backward, check_symbolic_forward, simple_forward)
+from .statistics import (  # noqa: F401
+    chi_square_check, gen_buckets_probs_with_ppf, mean_check, var_check, verify_generator)
 from .harness import (  # noqa: F401
     discard_stderr, environment, getenv, has_tvm_ops, is_aarch64_run, is_cd_run,
     is_op_runnable, list_gpus, retry, setenv)
