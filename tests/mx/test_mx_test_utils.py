@@ -121,3 +121,23 @@ def test_generator_checks_accept_the_right_distribution_and_reject_a_wrong_one()
     p, observed, _ = tu.chi_square_check(poisson, values,
                                          [stats.poisson.pmf(v, 2.0) for v in values], 20000)
     assert observed.sum() > 19900 and p > 1e-4
+
+
+def test_matrices_with_known_eigenvalues_and_inputs():
+    onp.random.seed(1)
+    m = tu.new_matrix_with_real_eigvals_nd((2, 4, 4))
+    assert m.shape == (2, 4, 4) and onp.abs(onp.linalg.eigvals(m).imag).max() < 1e-8
+    s = tu.new_sym_matrix_with_real_eigvals_2d(5)
+    onp.testing.assert_allclose(s, s.T, atol=1e-12)
+    assert onp.abs(onp.linalg.eigvalsh(s)).max() <= 10 + 1e-9
+    q = tu.new_orthonormal_matrix_2d(4)
+    onp.testing.assert_allclose(q.T @ q, onp.eye(4), atol=1e-12)
+    assert tu.create_2d_tensor(3, 2).asnumpy().tolist() == [[0, 0], [1, 1], [2, 2]]
+    assert tu.create_vector(4).asnumpy().tolist() == [0, 1, 2, 3]
+    assert tu.get_identity_mat_batch(3).shape == (2, 3, 3)
+
+
+def test_same_symbol_structure():
+    a, b = kiln.sym.var("a"), kiln.sym.var("b")
+    assert tu.same_symbol_structure(kiln.sym.relu(a + b), kiln.sym.relu(b + a))
+    assert not tu.same_symbol_structure(kiln.sym.relu(a + b), kiln.sym.sigmoid(a + b))

@@ -19,12 +19,15 @@ from .comparison import (  # noqa: F401
     default_rtols, effective_dtype, get_atol, get_etol, get_rtol, get_tolerance, get_tols,
     same, same_array, set_default_context, set_default_device)
 from .inputs import (  # noqa: F401
-    assign_each, assign_each2, collapse_sum_like, np_reduce, rand_coord_2d, rand_ndarray,
-    rand_shape_2d, rand_shape_3d, rand_shape_nd, random_arrays, random_sample,
-    random_uniform_arrays)
+    assign_each, assign_each2, collapse_sum_like, create_2d_tensor, create_vector,
+    get_identity_mat, get_identity_mat_batch, new_matrix_with_real_eigvals_2d,
+    new_matrix_with_real_eigvals_nd, new_orthonormal_matrix_2d,
+    new_sym_matrix_with_real_eigvals_2d, new_sym_matrix_with_real_eigvals_nd, np_reduce,
+    rand_coord_2d, rand_ndarray, rand_shape_2d, rand_shape_3d, rand_shape_nd, random_arrays,
+    random_sample, random_uniform_arrays)
 from .checks import (  # noqa: F401
     check_consistency, check_gluon_hybridize_consistency, check_numeric_gradient,
-    check_symbolic_backward, check_symbolic_forward, simple_forward)
+    check_symbolic_backward, check_symbolic_forward, same_symbol_structure, simple_forward)
 from .statistics import (  # noqa: F401
     chi_square_check, gen_buckets_probs_with_ppf, mean_check, var_check, verify_generator)
 from .harness import (  # noqa: F401

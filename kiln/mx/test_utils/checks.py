@@ -223,3 +223,10 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
                 continue
             compare(i, name, arr.asnumpy(), gt[name])
     return gt
+
+
+def same_symbol_structure(sym1, sym2):
+    """Whether two symbols' graphs apply the same op at every node position (by their JSON)."""
+    import json
+    nodes1, nodes2 = (json.loads(s.tojson())["nodes"] for s in (sym1, sym2))
+    return all(a["op"] == b["op"] for a, b in zip(nodes1, nodes2))

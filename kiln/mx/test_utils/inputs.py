@@ -1,7 +1,9 @@
-"""mx.test_utils' test inputs: random shapes and arrays, and NumPy reference reductions."""
+"""mx.test_utils' test inputs: random shapes, arrays and matrices with known eigenvalues, and
+NumPy reference reductions."""
 import numpy as _np
 
 from ..._core.base import KilnError
+from ..._core.ndarray import ndarray
 
 def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):
     """A random shape of `num_dim` axes, each in [1, dim] ([0, dim] with allow_zero_size)."""
@@ -33,7 +35,6 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func
     """A dense kiln array of uniform [0, 1) values (MXNet's default-storage case)."""
     if stype != "default":
         raise KilnError(f"rand_ndarray: kiln has only dense arrays, got stype={stype!r}")
-    from ..._core.ndarray import ndarray
     values = _np.random.uniform(0, 1, size=shape).astype(dtype or _np.float32)
     if modifier_func is not None:
         values = _np.asarray(modifier_func(values), dtype=values.dtype)
@@ -110,3 +111,64 @@ def assign_each2(input1, input2, function):
     pairs = zip(_np.asarray(input1).flat, _np.asarray(input2).flat)
     return _np.array([function(x, y) for x, y in pairs],
                      dtype=_np.float64).reshape(_np.shape(input1))
+
+
+def create_vector(size, dtype=_np.int64):
+    """nd.arange(size) in `dtype` (MXNet's large-tensor tests)."""
+    from ..nd import arange
+    return arange(0, size, dtype=dtype)
+
+
+def create_2d_tensor(rows, columns, dtype=_np.int64):
+    """A (rows, columns) array whose row i holds i everywhere."""
+    from ..nd import arange, broadcast_to
+    return broadcast_to(arange(0, rows, dtype=dtype).reshape(rows, 1), shape=(rows, columns))
+
+
+def get_identity_mat(size):
+    """The (size, size) float32 identity as an NDArray."""
+    return ndarray._wrap(_np.eye(size, dtype=_np.float32))
+
+
+def get_identity_mat_batch(size):
+    """Two (size, size) float32 identities stacked: shape (2, size, size)."""
+    return ndarray._wrap(_np.stack([_np.eye(size, dtype=_np.float32)] * 2))
+
+
+def new_matrix_with_real_eigvals_2d(n):
+    """A NumPy (n, n) matrix with real eigenvalues in [-10, 10], similar to a diagonal by a
+    well-conditioned (cond < 3) Householder-times-diagonal matrix."""
+    while True:
+        d = _np.diag(_np.random.uniform(-1.0, 1.0, n))
+        v = _np.random.uniform(-1.0, 1.0, n).reshape(n, 1)
+        v = v / _np.linalg.norm(v, axis=-2, keepdims=True)
+        q = (_np.eye(n) - 2 * v @ v.T) @ d
+        if _np.linalg.cond(q, 2) < 3:
+            break
+    return _np.linalg.inv(q) @ _np.diag(_np.random.uniform(-10.0, 10.0, n)) @ q
+
+
+def new_matrix_with_real_eigvals_nd(shape):
+    """new_matrix_with_real_eigvals_2d for each matrix of a batch `shape` (..., n, n)."""
+    count = int(_np.prod(shape[:-2])) if len(shape) > 2 else 1
+    return _np.array([new_matrix_with_real_eigvals_2d(shape[-1])
+                      for _ in range(count)]).reshape(shape)
+
+
+def new_orthonormal_matrix_2d(n):
+    """A random NumPy (n, n) orthonormal matrix (Q of a QR decomposition)."""
+    x = _np.random.randn(n, n)
+    return _np.linalg.qr(x.T @ x)[0]
+
+
+def new_sym_matrix_with_real_eigvals_2d(n):
+    """A random symmetric NumPy (n, n) matrix with eigenvalues in [-10, 10]."""
+    q = new_orthonormal_matrix_2d(n)
+    return q.T @ _np.diag(_np.random.uniform(-10.0, 10.0, n)) @ q
+
+
+def new_sym_matrix_with_real_eigvals_nd(shape):
+    """new_sym_matrix_with_real_eigvals_2d for each matrix of a batch `shape` (..., n, n)."""
+    count = int(_np.prod(shape[:-2])) if len(shape) > 2 else 1
+    return _np.array([new_sym_matrix_with_real_eigvals_2d(shape[-1])
+                      for _ in range(count)]).reshape(shape)
