@@ -33,6 +33,8 @@ def test_base_names(mx):
     ("mxnet.ndarray.ndarray", "NDArray", lambda: kiln.nd.NDArray),
     ("mxnet.symbol.symbol", "Symbol", lambda: kiln.sym.Symbol),
     ("mxnet.symbol.numpy", "_Symbol", lambda: kiln.sym.Symbol),
+    ("mxnet.symbol.numpy.linalg", "norm", lambda: kiln.np.linalg.norm),
+    ("mxnet.symbol.numpy.random", "uniform", lambda: kiln.np.random.uniform),
     ("mxnet.numpy.multiarray", "ndarray", lambda: kiln.np.ndarray),
     ("mxnet.numpy.random", "multinomial", lambda: kiln.np.random.multinomial),
     ("mxnet.io.io", "NDArrayIter", lambda: kiln.io.NDArrayIter),

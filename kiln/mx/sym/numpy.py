@@ -7,4 +7,6 @@ from .symbol import Symbol as _Symbol  # noqa: F401
 
 
 def __getattr__(name):
+    if name.startswith("__"):   # __path__ and the like stay this module's own: not a package
+        raise AttributeError(name)
     return getattr(_knp, name)
