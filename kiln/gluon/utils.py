@@ -1,5 +1,9 @@
 """Gluon helpers: Block.summary, split_data / split_and_load, clip_global_norm, download."""
+import os
+
 from .._core.base import KilnError
+
+_DEFAULT_REPO_URL = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/"
 
 
 def _count(block):
@@ -158,3 +162,15 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
             if os.path.exists(tmp):
                 os.unlink(tmp)
     raise KilnError(f"download: could not fetch {url} to {fname}: {last}") from None
+
+
+def _get_repo_url():
+    """The base URL of MXNet's dataset and model store: $MXNET_GLUON_REPO, else Apache's
+    bucket (always ending in '/'), as MXNet's gluon.utils gives it."""
+    url = os.environ.get("MXNET_GLUON_REPO", _DEFAULT_REPO_URL)
+    return url if url.endswith("/") else url + "/"
+
+
+def _get_repo_file_url(namespace, filename):
+    """The URL of `filename` under `namespace` in MXNet's store."""
+    return f"{_get_repo_url()}{namespace}/{filename}"

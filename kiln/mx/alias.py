@@ -51,6 +51,51 @@ TOP_LEVEL = {name: "util" for name in (
     "np_array", "np_shape")}
 TOP_LEVEL["AttrScope"] = "attribute"
 
+# the MXNet version the alias reports: the 1.x API kiln follows, so `mxnet>=1.4,<2` checks pass
+MXNET_VERSION = "1.9.1"
+
+# MXNet module paths whose kiln module sits elsewhere (a file MXNet splits out that kiln
+# keeps in the namespace module, or a name that differs below the top level). An entry also
+# covers the modules under it, as FACES and MOVED do.
+MXNET_PATHS = {
+    "mxnet.base": "kiln.mx.base", "mxnet.error": "kiln.mx.base",
+    "mxnet.registry": "kiln.mx.registry",
+    "mxnet.ndarray.ndarray": "kiln.mx.nd", "mxnet.ndarray.op": "kiln.mx.nd",
+    "mxnet.symbol.op": "kiln.mx.sym", "mxnet.symbol.numpy._symbol": "kiln.mx.sym.numpy",
+    "mxnet.executor": "kiln.mx.sym.executor",
+    "mxnet.numpy.multiarray": "kiln.np", "mxnet.numpy.function_base": "kiln.np",
+    "mxnet.numpy.stride_tricks": "kiln.np", "mxnet.numpy.utils": "kiln.np",
+    "mxnet.numpy_extension.utils": "kiln.npx",
+    "mxnet.io.io": "kiln.io", "mxnet.image.image": "kiln.mx.image",
+    "mxnet.kvstore.kvstore": "kiln.mx.kvstore", "mxnet.kvstore.base": "kiln.mx.kvstore",
+    "mxnet.optimizer.optimizer": "kiln.optimizer",
+    "mxnet.rnn.rnn_cell": "kiln.mx.rnn", "mxnet.rnn.rnn": "kiln.mx.rnn",
+    "mxnet.gluon.contrib.nn.basic_layers": "kiln.gluon.contrib.nn",
+    "mxnet.gluon.contrib.rnn.rnn_cell": "kiln.gluon.contrib.rnn",
+    "mxnet.gluon.contrib.rnn.conv_rnn_cell": "kiln.gluon.contrib.conv_rnn",
+    "mxnet.gluon.contrib.cnn.conv_layers": "kiln.gluon.contrib.cnn",
+    "mxnet.gluon.contrib.data.sampler": "kiln.gluon.contrib.data",
+}
+
+# MXNet module paths kiln deliberately has no module for, and why (the ImportError says so)
+MXNET_ABSENT = {
+    "mxnet.module.executor_group": "kiln's Module binds one executor on the CPU; there is no "
+                                   "DataParallelExecutorGroup across devices",
+    "mxnet.module.python_module": "PythonModule/PythonLossModule are not part of kiln's "
+                                  "Module API",
+    "mxnet.module.sequential_module": "SequentialModule is not part of kiln's Module API",
+    "mxnet._ctypes": "kiln has no C library behind its Python API",
+    "mxnet._ffi": "kiln has no C library behind its Python API",
+    "mxnet.cython": "kiln has no C library behind its Python API",
+    "mxnet.libinfo": "kiln has no libmxnet.so to locate",
+    "mxnet.library": "kiln loads no MXNet operator libraries",
+    "mxnet.rtc": "kiln runs on the CPU; there is no CUDA runtime compilation",
+    "mxnet.torch": "MXNet's Torch plugin is not part of kiln",
+    "mxnet.tvmop": "kiln has no TVM-generated operators",
+    "mxnet.numpy_op_signature": "kiln's np functions are Python functions with their own "
+                                "signatures; there are no C operators to annotate",
+}
+
 
 def _kiln_name(mxnet_name):
     """'mxnet.numpy.random' -> the first importable kiln name, or None."""
@@ -148,12 +193,12 @@ MOVED = {
 }
 
 
-def _redirect(fullname):
-    """(real module name, deprecation message or None) for a kiln path that leads
-    elsewhere, else (None, None). A table entry also covers the modules under it."""
+def _redirect(fullname, tables=(FACES, MOVED)):
+    """(real module name, deprecation message or None) for a path that leads elsewhere,
+    else (None, None). A table entry also covers the modules under it."""
     head, rest = fullname, ""
     while head:
-        for table in (FACES, MOVED):
+        for table in tables:
             if head in table:
                 real = table[head] + rest
                 note = (f"{fullname} moved to {real}; the old path will be removed"
@@ -171,6 +216,8 @@ class _MXNetModule(types.ModuleType):
         import kiln
         if attr in TOP_LEVEL:
             return getattr(importlib.import_module(f"kiln.{TOP_LEVEL[attr]}"), attr)
+        if f"mxnet.{attr}" in MXNET_PATHS:
+            return importlib.import_module(f"mxnet.{attr}")
         for cand in RENAMES.get(attr, ()) + (attr,):
             if hasattr(kiln, cand):
                 return getattr(kiln, cand)
@@ -182,6 +229,31 @@ class _MXNetModule(types.ModuleType):
     def __dir__(self):
         import kiln
         return sorted(set(dir(kiln)) | set(RENAMES) | set(TOP_LEVEL))
+
+
+class _KeepsNames(types.ModuleType):
+    """A kiln module some of whose names are also MXNet submodule names (kiln.nd.ndarray is
+    the array class; mxnet.ndarray.ndarray is a module): the import system's
+    `setattr(parent, child, module)` after `import mxnet.ndarray.ndarray` leaves them be."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and name in vars(self).get("_alias_kept", ()):
+            return
+        super().__setattr__(name, value)
+
+
+def _keep_parent_name(alias):
+    """Before `alias` (an mxnet.* path) is imported: when its parent's real module holds a
+    non-module of the same name, keep that name from being replaced by the module."""
+    parent_name, _, child = alias.rpartition(".")
+    parent = sys.modules.get(parent_name)
+    value = vars(parent).get(child) if parent is not None else None
+    if value is None or isinstance(value, types.ModuleType):
+        return
+    if type(parent) is types.ModuleType:
+        parent.__class__ = _KeepsNames
+    if isinstance(parent, _KeepsNames):
+        vars(parent).setdefault("_alias_kept", set()).add(child)
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -200,7 +272,8 @@ class _AliasLoader(importlib.abc.Loader):
     def exec_module(self, module):
         if module.__name__ == "mxnet":
             import kiln
-            module.__version__ = kiln.__version__
+            module.__version__ = MXNET_VERSION
+            module.__kiln_version__ = kiln.__version__
             module.__kiln_alias__ = True
             return
         if self.note is not None:
@@ -211,6 +284,8 @@ class _AliasLoader(importlib.abc.Loader):
             # MXNet's ndarray/symbol are packages (`import mxnet.ndarray.contrib`); an empty
             # path lets the import system ask this finder for their submodules
             target.__path__ = []
+        if module.__name__.startswith("mxnet."):
+            _keep_parent_name(module.__name__)
         sys.modules[module.__name__] = target
 
 
@@ -229,8 +304,12 @@ class AliasFinder(importlib.abc.MetaPathFinder):
                                                   is_package=True)
         if not self.mxnet or (fullname != "mxnet" and not fullname.startswith("mxnet.")):
             return None
-        kiln_name = _kiln_name(fullname)
-        if kiln_name is None:
+        absent = [p for p in MXNET_ABSENT if fullname == p or fullname.startswith(p + ".")]
+        if absent:
+            raise ModuleNotFoundError(f"No module named {fullname!r}: {MXNET_ABSENT[absent[0]]} "
+                                      f"(kiln standing in for MXNet)", name=fullname)
+        kiln_name = _redirect(fullname, (MXNET_PATHS,))[0] or _kiln_name(fullname)
+        if kiln_name is None or not _importable(kiln_name):
             return None  # the usual ModuleNotFoundError names mxnet.<what is missing>
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(kiln_name),
                                               is_package=True)

@@ -37,6 +37,11 @@ def default_batchify_fn(data):
     return ndarray._wrap(_stack(data))
 
 
+# MXNet's batchify for worker processes (it stacks into shared memory there); kiln's workers
+# send batches back through to_wire/from_wire, so the same function serves both
+default_mp_batchify_fn = default_batchify_fn
+
+
 class Stack:
     """Stack samples along a new first axis."""
 

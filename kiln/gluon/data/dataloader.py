@@ -13,7 +13,7 @@ import signal
 import weakref
 
 from ..._core.base import KilnError
-from .batchify import default_batchify_fn, to_wire, from_wire
+from .batchify import default_batchify_fn, default_mp_batchify_fn, to_wire, from_wire  # noqa: F401
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 # per worker process: set by the pool initializer (each process has its own copy)

@@ -8,10 +8,10 @@ import os
 import zipfile
 
 from ..._core.base import KilnError
-from ..data.vision.dataset_files import REPO_URL, _verify_enabled, data_dir
+from ..data.vision.dataset_files import _verify_enabled, data_dir
 
-# MXNet's published sums for the files kiln's zoo can build
-_MODEL_SHA1 = {
+# MXNet's published sums (MXNet's name for this table) for the files kiln's zoo can build
+_model_sha1 = {
     "resnet18_v1": "a0666292f0a30ff61f857b0b66efc0228eb6a54b",
     "resnet34_v1": "48216ba99a8b1005d75c0f3a0c422301a0473233",
     "resnet50_v1": "0aee57f96768c0a2d5b23a6ec91eb08dfb0a45ce",
@@ -34,17 +34,17 @@ _MODEL_SHA1 = {
 
 
 def short_hash(name):
-    if name not in _MODEL_SHA1:
+    if name not in _model_sha1:
         raise KilnError(f"model_zoo: no pretrained parameters are published for {name!r}; "
-                        f"known: {', '.join(sorted(_MODEL_SHA1))}")
-    return _MODEL_SHA1[name][:8]
+                        f"known: {', '.join(sorted(_model_sha1))}")
+    return _model_sha1[name][:8]
 
 
 def get_model_file(name, root=None):
     """Path of `name`'s pretrained parameters, fetched from MXNet's store when missing."""
-    from ..utils import check_sha1, download
+    from ..utils import _get_repo_url, check_sha1, download
     root = os.path.expanduser(root) if root else os.path.join(data_dir(), "models")
-    sha1 = _MODEL_SHA1.get(name) or short_hash(name)
+    sha1 = _model_sha1.get(name) or short_hash(name)
     file_name = f"{name}-{sha1[:8]}"
     path = os.path.join(root, file_name + ".params")
 
@@ -56,7 +56,7 @@ def get_model_file(name, root=None):
     why = "missing" if not os.path.isfile(path) else f"SHA-1 differs from MXNet's {sha1}"
     try:
         os.makedirs(root, exist_ok=True)
-        zip_path = download(f"{REPO_URL}gluon/models/{file_name}.zip",
+        zip_path = download(f"{_get_repo_url()}gluon/models/{file_name}.zip",
                             path=os.path.join(root, file_name + ".zip"))
         with zipfile.ZipFile(zip_path) as zf:
             member = zf.getinfo(file_name + ".params")

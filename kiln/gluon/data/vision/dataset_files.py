@@ -16,9 +16,6 @@ import numpy as _np
 
 from ...._core.base import KilnError
 
-REPO_URL = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/"
-
-
 def data_dir():
     """MXNet's data folder: $MXNET_HOME, else ~/.mxnet."""
     return os.path.expanduser(os.environ.get("MXNET_HOME") or os.path.join("~", ".mxnet"))
@@ -45,7 +42,7 @@ def ensure_files(dataset, root, files, url_dir, archive=None):
     """Make sure each (name, sha1) in `files` is in `root` with its sum, downloading what is
     missing or different (`archive`=(name, sha1), a tar.gz holding them, when given).
     Returns the full paths. Raises KilnError naming the files and the folder otherwise."""
-    from ...utils import check_sha1, download
+    from ...utils import _get_repo_url, check_sha1, download
     paths = [os.path.join(root, name) for name, _ in files]
     verify = _verify_enabled()
 
@@ -63,12 +60,12 @@ def ensure_files(dataset, root, files, url_dir, archive=None):
         return paths
     try:
         if archive is not None:
-            tar_path = download(REPO_URL + url_dir + archive[0], path=root + os.sep,
+            tar_path = download(_get_repo_url() + url_dir + archive[0], path=root + os.sep,
                                 sha1_hash=archive[1])
             _extract_members(tar_path, root, [name for name, _ in files])
         else:
             for name, sha1 in files:
-                download(REPO_URL + url_dir + name, path=os.path.join(root, name),
+                download(_get_repo_url() + url_dir + name, path=os.path.join(root, name),
                          sha1_hash=sha1)
     except KilnError as exc:
         listing = "; ".join(f"{name} ({why})" for name, why in bad)

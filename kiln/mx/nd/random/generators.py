@@ -1,6 +1,9 @@
 """nd.random's normal, uniform, randn, randint, seed and shuffle: kiln.np.random's generators
-with MXNet 1.x's `shape=` (no shape gives one value of shape (1,))."""
+with MXNet 1.x's `shape=` (no shape gives one value of shape (1,)) and `out=`; array
+parameters take MXNet's sample_* layout (samplers.py)."""
+from ...._core.ndarray import ndarray
 from ....np import random as _r
+from .samplers import random_normal, random_uniform, written
 
 
 def _size(shape):
@@ -9,15 +12,20 @@ def _size(shape):
     return (shape,) if isinstance(shape, int) else tuple(shape)
 
 
-def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, **_):
+def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
     """Samples from a normal distribution with mean `loc` and standard deviation `scale`, of
-    `shape` (float32 by default)."""
-    return _r.normal(loc, scale, size=_size(shape), dtype=dtype or "float32")
+    `shape` (float32 by default); array parameters give `param.shape + shape`."""
+    if isinstance(loc, ndarray) or isinstance(scale, ndarray):
+        return random_normal(loc, scale, shape, dtype, out=out)
+    return written(_r.normal(loc, scale, size=_size(shape), dtype=dtype or "float32"), out)
 
 
-def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, **_):
-    """Samples drawn uniformly from `[low, high)`, of `shape` (float32 by default)."""
-    return _r.uniform(low, high, size=_size(shape), dtype=dtype or "float32")
+def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
+    """Samples drawn uniformly from `[low, high)`, of `shape` (float32 by default); array
+    bounds give `bound.shape + shape`."""
+    if isinstance(low, ndarray) or isinstance(high, ndarray):
+        return random_uniform(low, high, shape, dtype, out=out)
+    return written(_r.uniform(low, high, size=_size(shape), dtype=dtype or "float32"), out)
 
 
 def randn(*shape, loc=0.0, scale=1.0, dtype=None, **_):
@@ -25,9 +33,9 @@ def randn(*shape, loc=0.0, scale=1.0, dtype=None, **_):
     return normal(loc, scale, shape or None, dtype)
 
 
-def randint(low, high, shape=None, dtype=None, ctx=None, **_):
+def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **_):
     """Random integers from `[low, high)`, of `shape` (int32 by default)."""
-    return _r.randint(low, high, size=_size(shape), dtype=dtype or "int32")
+    return written(_r.randint(low, high, size=_size(shape), dtype=dtype or "int32"), out)
 
 
 def seed(seed_state, ctx="all"):

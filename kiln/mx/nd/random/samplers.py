@@ -43,6 +43,20 @@ def _draw_shape(params, shape):
     return out
 
 
+def written(result, out):
+    """`result`, or when `out` (an array of its shape) is given, `out` holding it (MXNet's
+    `out=`)."""
+    if out is None:
+        return result
+    if not isinstance(out, ndarray):
+        raise KilnError(f"nd.random: out must be an NDArray, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(result.shape):
+        raise KilnError(f"nd.random: out has shape {tuple(out.shape)}, the draws have "
+                        f"{tuple(result.shape)}")
+    out[:] = result
+    return out
+
+
 def _not_tracing(op):
     from ...._core import trace
     if trace.current() is not None:
@@ -55,7 +69,7 @@ def exponential(scale=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
     shape = _shape(shape) if not isinstance(scale, ndarray) or shape else ()
     (s, full) = _param(scale, shape)
     u = _R["random_uniform"](shape=full, dtype=_dt(dtype), low=0.0, high=1.0)
-    return -knp.log(1.0 - u) * s
+    return written(-knp.log(1.0 - u) * s, out)
 
 
 def gamma(alpha=1.0, beta=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
@@ -72,7 +86,7 @@ def gamma(alpha=1.0, beta=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
         _not_tracing("gamma")
         alphas = _np.broadcast_to(a[0]._concrete("nd.random.gamma"), full)
         g = ndarray._wrap(_RandomState.generator.gamma(alphas).astype(_dt(dtype)))
-    return g * b[0]
+    return written(g * b[0], out)
 
 
 def poisson(lam=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
@@ -80,10 +94,10 @@ def poisson(lam=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
     shape = _shape(shape) if not isinstance(lam, ndarray) or shape else ()
     lam_, full = _param(lam, shape)
     if isinstance(lam_, float):
-        return _R["random_poisson"](shape=full, dtype=_dt(dtype), lam=lam_)
+        return written(_R["random_poisson"](shape=full, dtype=_dt(dtype), lam=lam_), out)
     _not_tracing("poisson")
     lams = _np.broadcast_to(lam_._concrete("nd.random.poisson"), full)
-    return ndarray._wrap(_RandomState.generator.poisson(lams).astype(_dt(dtype)))
+    return written(ndarray._wrap(_RandomState.generator.poisson(lams).astype(_dt(dtype))), out)
 
 
 def negative_binomial(k=1, p=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
@@ -96,7 +110,7 @@ def negative_binomial(k=1, p=1.0, shape=None, dtype=None, ctx=None, out=None, **
     expand = (lambda v: v.reshape(v.shape + (1,) * len(shape)) if v.ndim else v)
     draws = _RandomState.generator.negative_binomial(
         _np.broadcast_to(expand(k_), full), _np.broadcast_to(expand(p_), full))
-    return ndarray._wrap(draws.astype(_dt(dtype)))
+    return written(ndarray._wrap(draws.astype(_dt(dtype))), out)
 
 
 def generalized_negative_binomial(mu=1.0, alpha=1.0, shape=None, dtype=None, ctx=None,
@@ -113,7 +127,7 @@ def generalized_negative_binomial(mu=1.0, alpha=1.0, shape=None, dtype=None, ctx
     gen = _RandomState.generator
     rate = _np.where(al_b > 0, gen.gamma(1.0 / _np.where(al_b > 0, al_b, 1.0)) * al_b * mu_b,
                      mu_b)
-    return ndarray._wrap(gen.poisson(rate).astype(_dt(dtype)))
+    return written(ndarray._wrap(gen.poisson(rate).astype(_dt(dtype))), out)
 
 
 def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **_):
@@ -131,12 +145,44 @@ def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **_):
     picks = picks.reshape(probs.shape[:-1] + extra or (1,))     # 1.x has no 0-d arrays
     result = ndarray._wrap(picks.astype(_np.dtype(dtype)))
     if not get_prob:
-        return result
+        return written(result, out)
     # the log-probabilities as a differentiable gather from log(data)
     k = probs.shape[-1]
     flat = picks.reshape(rows.shape[0], -1) + (_np.arange(rows.shape[0]) * k)[:, None]
     logp = knp.take(knp.reshape(knp.log(knp.asarray(data)), (-1,)), flat.reshape(-1))
     return [result, knp.reshape(logp, result.shape)]
+
+
+# ---- the flat 1.x names (nd.random_uniform, nd.sample_normal, ...) --------------------------
+
+def _loc_scale(base, loc, scale, shape, dtype):
+    """loc + scale * draw, with MXNet's param.shape + shape layout for array parameters."""
+    shape = _shape(shape) if not any(isinstance(v, ndarray) for v in (loc, scale)) or shape \
+        else ()
+    a, b = _param(loc, shape), _param(scale, shape)
+    full = _draw_shape([a, b], shape)
+    return a[0] + b[0] * _R[base](shape=full, dtype=_dt(dtype))
+
+
+def random_uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
+    """Uniform draws in [low, high); array bounds give `bound.shape + shape`."""
+    if isinstance(low, ndarray) or isinstance(high, ndarray):
+        draws = _loc_scale("random_uniform", low, knp.asarray(high) - low, shape, dtype)
+    else:
+        draws = _loc_scale("random_uniform", float(low), float(high) - float(low), shape,
+                           dtype)
+    return written(draws, out)
+
+
+def random_normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
+    """Normal draws; array `loc`/`scale` give `param.shape + shape`."""
+    return written(_loc_scale("random_normal", loc, scale, shape, dtype), out)
+
+
+def random_randint(low, high, shape=None, dtype=None, ctx=None, out=None, **_):
+    """Random integers in [low, high), int32 by default."""
+    return written(_R["random_randint"](shape=_shape(shape), dtype=_np.dtype(dtype or "int32"),
+                                        low=int(low), high=int(high)), out)
 
 
 # ---- *_like: the shape of `data` ------------------------------------------------------------
@@ -153,19 +199,6 @@ def _like(fn, **renames):
     return like
 
 
-def _normal(loc=0.0, scale=1.0, shape=None, dtype=None, **_):
-    from .generators import normal
-    return normal(loc, scale, shape=shape, dtype=dtype)
-
-
-def _uniform(low=0.0, high=1.0, shape=None, dtype=None, **_):
-    from .generators import uniform
-    return uniform(low, high, shape=shape, dtype=dtype)
-
-
-_normal.__name__, _uniform.__name__ = "normal", "uniform"
-
-
 def _exponential_lam(lam=1.0, **kw):
     scale = 1.0 / knp.asarray(lam) if isinstance(lam, ndarray) else 1.0 / float(lam)
     return exponential(scale, **kw)
@@ -173,39 +206,13 @@ def _exponential_lam(lam=1.0, **kw):
 
 _exponential_lam.__name__ = "exponential"
 
-normal_like = _like(_normal)
-uniform_like = _like(_uniform)
+normal_like = _like(random_normal)
+uniform_like = _like(random_uniform)
 exponential_like = _like(_exponential_lam)
 gamma_like = _like(gamma)
 poisson_like = _like(poisson)
 negative_binomial_like = _like(negative_binomial)
 generalized_negative_binomial_like = _like(generalized_negative_binomial)
-
-
-# ---- the flat 1.x names (nd.random_uniform, nd.sample_normal, ...) --------------------------
-
-def _loc_scale(base, loc, scale, shape, dtype):
-    """loc + scale * draw, with MXNet's param.shape + shape layout for array parameters."""
-    shape = _shape(shape) if not any(isinstance(v, ndarray) for v in (loc, scale)) or shape \
-        else ()
-    a, b = _param(loc, shape), _param(scale, shape)
-    full = _draw_shape([a, b], shape)
-    return a[0] + b[0] * _R[base](shape=full, dtype=_dt(dtype))
-
-
-def random_uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
-    if isinstance(low, ndarray) or isinstance(high, ndarray):
-        return _loc_scale("random_uniform", low, knp.asarray(high) - low, shape, dtype)
-    return _loc_scale("random_uniform", float(low), float(high) - float(low), shape, dtype)
-
-
-def random_normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **_):
-    return _loc_scale("random_normal", loc, scale, shape, dtype)
-
-
-def random_randint(low, high, shape=None, dtype=None, ctx=None, out=None, **_):
-    return _R["random_randint"](shape=_shape(shape), dtype=_np.dtype(dtype or "int32"),
-                                low=int(low), high=int(high))
 
 
 FLAT = {
