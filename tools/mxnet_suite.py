@@ -97,7 +97,10 @@ def read_junit(path):
     results = {}
     for case in ET.parse(path).iter("testcase"):
         module = case.get("classname", "").split(".")[0]
-        test_id = f"{module}.py::{case.get('name')}" if module else f"{case.get('file')}::<collection>"
+        if module:
+            test_id = f"{module}.py::{case.get('name')}"
+        else:                       # the file failed to import: pytest names no class
+            test_id = f"{case.get('file')}::<collection>"
         outcome, message = "passed", ""
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
@@ -135,6 +138,10 @@ def compare(kiln, reference):
     return table, causes
 
 
+def _passed(results):
+    return sum(outcome == "passed" for outcome, _ in results.values())
+
+
 def markdown(table):
     rows = ["| file | MXNet 1.9.1 passed | kiln passed | both |", "| --- | ---: | ---: | ---: |"]
     total = collections.Counter()
@@ -153,7 +160,8 @@ def main(argv=None):
     parser.add_argument("--files", nargs="*", default=list(TARGETS))
     parser.add_argument("--timeout", type=int, default=90, help="seconds per test")
     parser.add_argument("--out", default=None, help="folder for the reports (default: temp)")
-    parser.add_argument("--reuse-reference", help="a previous results.json to take MXNet's side from")
+    parser.add_argument("--reuse-reference",
+                        help="a previous results.json to take MXNet's side from")
     parser.add_argument("--expected", help="file of test ids kiln passed before")
     args = parser.parse_args(argv)
 
@@ -168,11 +176,11 @@ def main(argv=None):
     for name in args.files:
         got, seconds = run_file(sys.executable, "kiln", staged, name, args.timeout, out_dir)
         kiln.update(got)
-        line = f"{name}: kiln {sum(o == 'passed' for o, _ in got.values())} passed ({seconds:.0f} s)"
+        line = f"{name}: kiln {_passed(got)} passed ({seconds:.0f} s)"
         if args.reference:
             got, seconds = run_file(args.reference, "mxnet", staged, name, args.timeout, out_dir)
             reference.update(got)
-            line += f", MXNet {sum(o == 'passed' for o, _ in got.values())} passed ({seconds:.0f} s)"
+            line += f", MXNet {_passed(got)} passed ({seconds:.0f} s)"
         else:
             reference.update({t: v for t, v in previous.items() if t.startswith(name + "::")})
         print(line, flush=True)
