@@ -37,7 +37,9 @@ TARGETS = (
     "test_sparse_ndarray.py", "test_sparse_operator.py")
 
 UNITTEST = "tests/python/unittest"
-SHARED = "tests/python/common"      # models.py and friends, which unittest/common.py imports
+# what the unittest files put on sys.path themselves: common/ (models.py, for common.py)
+# and train/ (test_bucketing.py, for test_module.py)
+SHARED = ("tests/python/common", "tests/python/train")
 
 # Installed into the staged folder: the alias for kiln's runs, MXNet's markers for both.
 CONFTEST = '''\
@@ -55,7 +57,7 @@ def pytest_configure(config):
 
 def stage(source, rev, dest):
     """Unpack MXNet's unittest folder of `rev` from the git directory `source` into dest."""
-    archive = subprocess.run(["git", f"--git-dir={source}", "archive", rev, UNITTEST, SHARED],
+    archive = subprocess.run(["git", f"--git-dir={source}", "archive", rev, UNITTEST, *SHARED],
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
     folder = os.path.join(dest, UNITTEST)
