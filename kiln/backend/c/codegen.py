@@ -335,7 +335,8 @@ def _pack_cache(em, node, storage, is_alias, top):
     b = node.inputs[1]
     if b.op == "transpose" and is_alias(b):      # read transposed in place: B is the param
         b = b.inputs[0]
-    if not top or b.op != "param" or node.ndim != 2 or node.dtype != "float32":
+    if not top or b.op != "param" or node.dtype != "float32" or not (
+            node.ndim == 2 or kernels.rows_times_matrix(node)):
         return None     # (MKL packs float32 only)
     slot = storage(b)
     if em.slots[slot][0] != "param" or slot in em.param_writes.values():
