@@ -24,7 +24,11 @@ def _libm(x):
 
 @elementwise_rule("exp", "log", "sin", "cos", "erf", "tanh")
 def _vector_math(x):     # vectorized where libmvec is (csrc/vector_math.h)
-    return f"kiln_vm_{x.op}{x.f}({x.a})" if x.float else None
+    if not x.float:
+        return None
+    # float exp and log on the double kernels: kiln_vm_exp_f, kiln_vm_log_f
+    suffix = "_f" if x.f and x.op in ("exp", "log") else x.f
+    return f"kiln_vm_{x.op}{suffix}({x.a})"
 
 
 @elementwise_rule("arcsin", "arccos", "arctan")

@@ -5,8 +5,9 @@ gradients) call kiln_vm_* functions (csrc/vector_math.h). With libmvec they run 
 elements per call on AVX2 or AVX-512; without it they are libm's scalar functions, the
 same results to within the documented 4 ulp. libmvec is part of glibc on x86-64 (erff and
 tanhf since glibc 2.35); a probe program, compiled and run once per machine (a marker
-file beside the compile cache keeps the answer), decides, so an older glibc, another C library or a machine without AVX2
-simply runs the scalar functions. KILN_VECTOR_MATH=0 turns it off (tests compare both).
+file beside the compile cache keeps the answer), decides, so an older glibc, another C
+library or a machine without AVX2 simply runs the scalar functions. KILN_VECTOR_MATH=0
+turns it off (tests compare both).
 """
 import ctypes
 import hashlib
@@ -30,7 +31,7 @@ int kiln_vm_probe(void) {
   float x[37], y[37], z[37];
   for (int i = 0; i < 37; i++) x[i] = -4.0f + 0.23f * i;
   for (int i = 0; i < 37; i++) y[i] = kiln_vm_erff(x[i]) + kiln_vm_tanhf(x[i])
-      + kiln_vm_expf(x[i]) + kiln_vm_logf(x[i] + 5.0f) + kiln_vm_powf(x[i] + 5.0f, 1.5f)
+      + kiln_vm_expf(x[i]) + kiln_vm_log_f(x[i] + 5.0f) + kiln_vm_powf(x[i] + 5.0f, 1.5f)
       + kiln_vm_sinf(x[i]) + kiln_vm_cosf(x[i]) + (float)(kiln_vm_exp(x[i])
       + kiln_vm_log(x[i] + 5.0) + kiln_vm_erf(x[i]) + kiln_vm_tanh(x[i]) + kiln_vm_sin(x[i])
       + kiln_vm_cos(x[i]));
