@@ -23,6 +23,7 @@ from control_flow_cases import control_cases
 from heavy_cases import heavy_cases
 from batchnorm_cases import batchnorm_cases
 from special_cases import special_cases
+from attention_cases import attention_cases
 
 R = onp.random.default_rng(0)
 
@@ -255,6 +256,7 @@ CASES.update(control_cases(C))   # cond / while_loop: attributes are subgraphs
 CASES.update(heavy_cases(C))     # conv, pool and their gradients
 CASES.update(batchnorm_cases(C))  # batch norm and its gradients
 CASES.update(special_cases(C))   # gammaln, digamma, gamma, erfinv, bitwise ops
+CASES.update(attention_cases(C))  # scaled dot-product attention
 
 IDS = [(name, i) for name in sorted(REGISTRY) for i in range(len(CASES.get(name, [None])))]
 
@@ -380,6 +382,8 @@ SECOND_ORDER = {
     "sum": (lambda x: np.sum(x * x, axis=1) ** 2, [u(2, 3)]),
     "max": (lambda x: np.max(x * x, axis=0) * x[0], [distinct(3, 2) + 0.4]),
     "take": (lambda x: x[onp.array([0, 2, 2])] ** 3, [u(3, 2)]),
+    "attention": (lambda q, k, v: np.tanh(npx.attention(q, k, v, onp.array([[1, 1, 0]], bool))),
+                  [u(2, 2, 3), u(2, 3, 3), u(2, 3, 2)]),
     "batch_norm": (lambda x, g, b: np.tanh(npx.batch_norm(
         x, g, b, np.zeros(3, dtype="float64"), np.ones(3, dtype="float64"), eps=0.1,
         fix_gamma=False)), [u(2, 3, 2), u(3), u(3)]),
