@@ -3,7 +3,7 @@ from .nn import (relu, sigmoid, softplus, softsign, gelu, elu, selu, silu, swish
                  activation, leaky_relu, softmax, log_softmax, masked_softmax, one_hot, pick,
                  batch_dot, fully_connected, convolution, deconvolution, pooling, dropout,
                  batch_norm, layer_norm, group_norm, embedding, sequence_mask, topk, smooth_l1,
-                 reshape_like, arange_like, stop_gradient, batch_flatten)
+                 reshape_like, arange_like, stop_gradient, batch_flatten, attention)
 from .detection import multibox_prior, roi_pooling  # noqa: F401
 from .multibox import multibox_target, multibox_detection  # noqa: F401
 from .io import save, load  # noqa: F401

@@ -174,6 +174,29 @@ def masked_softmax(data, mask, axis=-1, temperature=1.0, normalize=True):
     return e / knp.maximum(knp.sum(e, axis=axis, keepdims=True), 1e-30)
 
 
+def attention(query, key, value, mask=None, scale=None):
+    """softmax(query keyᵀ * scale) value over the last two axes, as one op (kiln/ops/
+    attention.py): the C backend runs it in blocks without a whole score matrix.
+
+    query (..., Tq, d), key (..., Tk, d), value (..., Tk, dv) -> (..., Tq, dv); scale
+    defaults to 1 / sqrt(d). mask: True where a query may attend to a key, broadcast to
+    (..., Tq, Tk); the probabilities of masked keys are 0, and a query with no key left
+    gets zeros (as npx.masked_softmax gives)."""
+    q, k, v = _arr(query), _arr(key), _arr(value)
+    if scale is None:
+        scale, divide = math.sqrt(q.shape[-1]), True
+    else:
+        scale, divide = float(scale), False
+    if mask is None:
+        m = ndarray._wrap(_np.ones((), dtype=_np.bool_))
+        fill, zero_masked, floor = -_np.inf, False, 0.0
+    else:
+        m = _arr(mask).astype(_np.bool_)
+        fill, zero_masked, floor = -_np.inf, True, 1e-30
+    return _R["attention"](q, k, v, m, scale=scale, divide=divide, fill=fill,
+                           zero_masked=zero_masked, floor=floor)
+
+
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=None):
     """A one-hot encoding of `indices`: a new last axis of length `depth` holding `on_value` at the
     index and `off_value` elsewhere."""

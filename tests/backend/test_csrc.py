@@ -86,6 +86,17 @@ def _variants(name):
     if name == "dot.h" and MACHINE in ("x86_64", "AMD64"):
         # the AVX-512 vectors and the plain fallback, whatever this machine has
         return [("avx512", flags + ["-mavx512f"]), ("plain", flags + ["-mno-avx512f"])]
+    if name == "program_prelude.h" and MACHINE in ("x86_64", "AMD64"):
+        # vector_math.h: libmvec's AVX-512 and AVX2 variants, and plain libm
+        avx2 = ["-mavx2", "-mfma", "-mno-avx512f"]
+        return [("libmvec-avx512", flags + ["-DKILN_LIBMVEC", "-mavx2", "-mfma", "-mavx512f"]),
+                ("libmvec-avx2", flags + ["-DKILN_LIBMVEC"] + avx2), ("libm", flags)]
+    if name == "attention.h" and MACHINE in ("x86_64", "AMD64"):
+        # put in a program after program_prelude.h, whose vector_math.h gives kiln_vm_exp*
+        after = flags + ["-include", "math.h", "-include", str(CSRC / "vector_math.h")]
+        return [("libmvec-avx512", after + ["-DKILN_LIBMVEC", "-mavx2", "-mfma", "-mavx512f"]),
+                ("libmvec-avx2", after + ["-DKILN_LIBMVEC", "-mavx2", "-mfma", "-mno-avx512f"]),
+                ("libm", after)]
     return [("", flags + ["-march=native"])]
 
 

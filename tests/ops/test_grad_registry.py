@@ -24,6 +24,7 @@ from heavy_cases import heavy_cases
 from batchnorm_cases import batchnorm_cases
 from special_cases import special_cases
 from lowp_cases import conv_bf16_cases, int8_cases, lowp_cases
+from attention_cases import attention_cases
 
 R = onp.random.default_rng(0)
 
@@ -265,6 +266,7 @@ CASES.update(special_cases(C))   # gammaln, digamma, gamma, erfinv, bitwise ops
 CASES.update(lowp_cases(C))      # matmul_bf16
 CASES.update(int8_cases(C))      # quantize_int8, dense_int8, conv_int8
 CASES.update(conv_bf16_cases(C))  # conv_bf16
+CASES.update(attention_cases(C))  # scaled dot-product attention
 
 IDS = [(name, i) for name in sorted(REGISTRY) for i in range(len(CASES.get(name, [None])))]
 
@@ -390,6 +392,8 @@ SECOND_ORDER = {
     "sum": (lambda x: np.sum(x * x, axis=1) ** 2, [u(2, 3)]),
     "max": (lambda x: np.max(x * x, axis=0) * x[0], [distinct(3, 2) + 0.4]),
     "take": (lambda x: x[onp.array([0, 2, 2])] ** 3, [u(3, 2)]),
+    "attention": (lambda q, k, v: np.tanh(npx.attention(q, k, v, onp.array([[1, 1, 0]], bool))),
+                  [u(2, 2, 3), u(2, 3, 3), u(2, 3, 2)]),
     "batch_norm": (lambda x, g, b: np.tanh(npx.batch_norm(
         x, g, b, np.zeros(3, dtype="float64"), np.ones(3, dtype="float64"), eps=0.1,
         fix_gamma=False)), [u(2, 3, 2), u(3), u(3)]),

@@ -4,6 +4,7 @@ Importing the package registers every op's C lowering (lowering.py lists them), 
 importing kiln.ops registers every primitive.
 """
 from . import (  # noqa: F401
+    attention,
     batchnorm,
     codegen,
     collective,

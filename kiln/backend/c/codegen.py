@@ -19,6 +19,7 @@ from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, c
 from .lowering import DRAWN, MATMUL, Elementwise, NotLowerable, lowering_of, register
 from . import collective, dense_chain, dnnl_dense, kernels, heavy, shared_reduce
 from .gemm_accumulate import accumulate_form
+from .runtime import thread_count
 from .param_writes import param_writes
 
 # a random primitive's value is drawn by its eager kernel before each call (program.py)
@@ -260,7 +261,7 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         body.append(f"  /* {s.kind}: {', '.join(n.op for n in s.nodes)} -> {s.sink.name} */")
         body.append("  {")   # each step in its own scope: its local names never clash
         if s.kind == "fused":
-            body.append(_fused(s, ptr, em.window_sums))
+            body.append(_fused(s, ptr, em.window_sums, em))
         elif s.kind == "matmul" and (t := dense_chain.partner(
                 steps, k, is_alias, storage, ptr, em.param_writes if top else {})) is not None:
             chained.add(id(t))
@@ -279,13 +280,13 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
                 code, rest = on_dnnl
                 body.append(code)
                 if rest:
-                    body.append(_fused(Step("fused", rest, []), ptr))
+                    body.append(_fused(Step("fused", rest, []), ptr, em=em))
             else:
                 body.append(kernels.matmul(s.nodes[0], ptr, is_alias,
                                            cache=_pack_cache(em, s.nodes[0], storage, is_alias,
                                                             top)))
                 if len(s.nodes) > 1:
-                    body.append(_fused(Step("fused", s.nodes[1:], []), ptr))
+                    body.append(_fused(Step("fused", s.nodes[1:], []), ptr, em=em))
         elif s.kind == "heavy":
             body.append(s.lowering.emit(em, s.sink, storage,
                                         lambda n: top and _stays(em, n, storage)))
@@ -340,7 +341,8 @@ def _pack_cache(em, node, storage, is_alias, top):
     b = node.inputs[1]
     if b.op == "transpose" and is_alias(b):      # read transposed in place: B is the param
         b = b.inputs[0]
-    if not top or b.op != "param" or node.ndim != 2 or node.dtype != "float32":
+    if not top or b.op != "param" or node.dtype != "float32" or not (
+            node.ndim == 2 or kernels.rows_times_matrix(node)):
         return None     # (MKL packs float32 only)
     slot = storage(b)
     if em.slots[slot][0] != "param" or slot in em.param_writes.values():
@@ -406,14 +408,32 @@ def _fused_parts(step, ptr, sums=None, named=None):
     return operands, body
 
 
-def _fused(step, ptr, sums=None):
+# an elementwise loop over this many elements or more runs as a job of the runtime's pool,
+# in blocks of at least FUSED_BLOCK_MIN elements
+FUSED_PARALLEL_MIN = 1 << 16
+FUSED_BLOCK_MIN = 1 << 14
+
+
+def _fused(step, ptr, sums=None, em=None):
     """The loop of an elementwise chain. Its one-element inputs (a learning rate, a
     scale) are read once before it: read through the pointer table at every element, the
     compiler must assume the loop's stores may change them, and with a few such loads
-    besides several arrays it gives up vectorizing the loop."""
+    besides several arrays it gives up vectorizing the loop. With `em`, a large loop is a
+    parallel job: a static function doing one block of its outermost dimension."""
     sums = sums or {}
     scalars = [i for i in _external_inputs(step.nodes) if i.size == 1 and id(i) not in sums]
     named = {id(i): f"s{k}" for k, i in enumerate(scalars)}
     before = [f"  const {ctype(i.dtype)} s{k} = {ptr(i)}[0];" for k, i in enumerate(scalars)]
     operands, body = _fused_parts(step, ptr, sums, named)
-    return "\n".join(before + [loop_nest(step.sink.shape, operands, body)])
+    size, threads = step.sink.size, thread_count()
+    blocks = min(size // FUSED_BLOCK_MIN, 4 * threads)
+    if em is None or size < FUSED_PARALLEL_MIN or threads < 2 or blocks < 2:
+        return "\n".join(before + [loop_nest(step.sink.shape, operands, body)])
+    name = f"kiln_fused_blocks{len(em.functions)}"
+    em.functions.append("\n".join([
+        f"/* block b of {blocks} of an elementwise loop: {', '.join(n.op for n in step.nodes)}"
+        f" -> {step.sink.name} */",
+        f"static void {name}(void *ctx, int64_t b) {{", "  void **P = ctx;", *before,
+        loop_nest(step.sink.shape, operands, body, block=("b", blocks)), "}"]))
+    return "\n".join([f"  if (kiln_parallel_ptr) kiln_parallel_ptr({name}, (void *)P, {blocks});",
+                      f"  else for (int64_t b = 0; b < {blocks}; b++) {name}((void *)P, b);"])

@@ -21,7 +21,7 @@ import threading
 import numpy as _np
 
 from .heavy import DNNL_FAILED
-from .kernels import GEMM_BLAS_MIN_FLOPS
+from .kernels import GEMM_BLAS_MIN_FLOPS, rows_times_matrix
 
 # rows from which oneDNN takes a matmul (seed MLP, side by side under load: batch 16 in
 # 36 us against 52 on MKL in kiln's pool, batch 8 even within the noise), and the
@@ -81,25 +81,27 @@ def grid(m, n, threads):
 
 
 def _operand(node, is_alias):
-    """(node whose storage holds it, element strides) of a 2-D matmul operand, reading an
-    unmaterialized transpose in place."""
+    """(node whose storage holds it, element strides) of a matmul operand read as one
+    matrix (a stack's rows one after another), reading an unmaterialized transpose in
+    place."""
     if node.op == "transpose" and node.ndim == 2 and node.attrs["axes"] == (1, 0) \
             and is_alias(node):
         base = node.inputs[0]
         return base, (1, base.shape[1])
-    return node, (node.shape[1], 1)
+    return node, (node.shape[-1], 1)
 
 
 def _epilogue(mm, chain):
     """(bias node or None, relu?, nodes taken): the bias add and ReLU that directly follow
     the matmul, as the primitive can run them."""
-    n = mm.shape[1]
+    n = mm.shape[-1]
     taken, bias, relu, current = 0, None, False, mm
     if chain and chain[0].op == "add" and len(chain[0].inputs) == 2:
         x, y = chain[0].inputs
         other = y if x is mm else x if y is mm else None
         if other is not None and other is not mm and other.dtype == _np.float32 \
-                and other.shape in ((n,), (1, n)) and chain[0].shape == mm.shape:
+                and other.shape in ((n,), (1,) * (mm.ndim - 1) + (n,)) \
+                and chain[0].shape == mm.shape:
             bias, current, taken = other, chain[0], 1
     if len(chain) > taken and chain[taken].op == "relu" and chain[taken].inputs[0] is current:
         relu, current, taken = True, chain[taken], taken + 1
@@ -119,13 +121,15 @@ def emit(em, step, storage, is_alias, weight_stays):
     if mm.ndim < 2 or mm.dtype != _np.float32 \
             or any(i.dtype != _np.float32 or i.ndim < 2 for i in mm.inputs):
         return None
-    M, K, N = mm.inputs[0].shape[-2], mm.inputs[0].shape[-1], mm.shape[-1]
-    if mm.size * K < DNNL_MIN_FLOPS or (mm.ndim == 2 and M < DNNL_MIN_ROWS):
+    K, N = mm.inputs[0].shape[-1], mm.shape[-1]
+    one_matrix = mm.ndim == 2 or rows_times_matrix(mm)
+    M = mm.size // N if one_matrix else mm.shape[-2]
+    if mm.size * K < DNNL_MIN_FLOPS or (one_matrix and M < DNNL_MIN_ROWS):
         return None
     from .. import dnnl
     if not dnnl.available():
         return None
-    if mm.ndim > 2:
+    if not one_matrix:
         return _batched(em, step, storage, is_alias)
     (a, sa), (b, sb) = _operand(mm.inputs[0], is_alias), _operand(mm.inputs[1], is_alias)
     bias, relu, taken = _epilogue(mm, chain)

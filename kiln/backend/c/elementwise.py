@@ -18,14 +18,18 @@ def _negative(x):
     return f"(-{x.a})"
 
 
-@elementwise_rule("exp", "log", "sqrt", "sin", "cos", "erf", "floor", "ceil")
+@elementwise_rule("sqrt", "floor", "ceil")
 def _libm(x):
     return f"{x.op}{x.f}({x.a})" if x.float else None
 
 
-@elementwise_rule("tanh")
-def _tanh(x):
-    return f"kiln_tanh{x.f}({x.a})" if x.float else None
+@elementwise_rule("exp", "log", "sin", "cos", "erf", "tanh")
+def _vector_math(x):     # vectorized where libmvec is (csrc/vector_math.h)
+    if not x.float:
+        return None
+    # float exp and log on the double kernels: kiln_vm_exp_f, kiln_vm_log_f
+    suffix = "_f" if x.f and x.op in ("exp", "log") else x.f
+    return f"kiln_vm_{x.op}{suffix}({x.a})"
 
 
 @elementwise_rule("arcsin", "arccos", "arctan")
@@ -82,7 +86,7 @@ def _divide(x):
 @elementwise_rule("power")
 def _power(x):
     if x.float:
-        return f"pow{x.f}({x.a}, {x.b})"
+        return f"kiln_vm_pow{x.f}({x.a}, {x.b})"
     return f"kiln_ipow_{x.T.replace('_t', '')}({x.a}, {x.b})" \
         if x.T in ("int32_t", "int64_t") else None
 

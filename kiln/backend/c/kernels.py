@@ -172,6 +172,13 @@ __attribute__((noinline)) static void kiln_gemm_{T}(int ta, int tb, int64_t M, i
 }}"""
 
 
+def rows_times_matrix(node):
+    """Is the matmul a stack of matrices (a contiguous (..., M, K)) times one matrix, so
+    that it is one (rows, K) x (K, N) product over all the stack's rows?"""
+    a, b = node.inputs
+    return node.ndim > 2 and b.ndim == 2 and a.shape[:-2] == node.shape[:-2]
+
+
 def matmul(node, ptr, is_alias, alpha="1", beta="0", out=None, cache=None):
     """is_alias(n): n is a transpose left unmaterialized, to be read transposed in place.
     Computes out = alpha * node + beta * out (out: a C pointer, default node's storage).
@@ -192,6 +199,8 @@ def matmul(node, ptr, is_alias, alpha="1", beta="0", out=None, cache=None):
     if K == 0 and beta == "0":
         return f"  memset({out}, 0, {node.size * node.dtype.itemsize});"
     batch = node.shape[:-2]
+    if rows_times_matrix(node):     # Dense on a sequence: one gemm over all the rows
+        M, batch = a.size // K, ()
     if not batch:
         if cache is not None and T == "float":
             return f"  kiln_gemm_cached_float({cache}, {int(ta)}, {int(tb)}, {M}, {N}, {K}, " \

@@ -76,11 +76,13 @@ def merge_dims(shape, operands):
     return new_shape, [Operand(op.ptr, op.base, st) for op, st in zip(operands, new_strides)]
 
 
-def loop_nest(shape, operands, body, indent="  ", var="i"):
+def loop_nest(shape, operands, body, indent="  ", var="i", block=None):
     """C for a loop nest over `shape`; body(offset_exprs) returns the innermost statements.
 
     `var` names the index variables (nests inside nests need distinct names). Vectorizing
     is left to the compiler (-O3; build.FLAGS keeps IEEE semantics, no reassociation).
+    block: (C expression of a block number b, number of blocks B): the nest covers only
+    block b of B equal parts of its outermost (merged) dimension, for a parallel job.
     """
     if any(d == 0 for d in shape):
         return ""
@@ -89,6 +91,11 @@ def loop_nest(shape, operands, body, indent="  ", var="i"):
     depth = len(shape)
     for d, n in enumerate(shape):
         pad = indent * (d + 1)
+        if d == 0 and block is not None:
+            b, blocks = block
+            lines.append(f"{pad}for (int64_t {var}0 = ({b}) * {n} / {blocks}; "
+                         f"{var}0 < (({b}) + 1) * {n} / {blocks}; {var}0++) {{")
+            continue
         lines.append(f"{pad}for (int64_t {var}{d} = 0; {var}{d} < {n}; {var}{d}++) {{")
     offsets = []
     for op in operands:

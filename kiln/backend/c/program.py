@@ -18,7 +18,7 @@ from ...graph.passes.pipeline import debug_level, run_pipeline
 from ..._core import aligned, writes
 from ..._core.ir import Graph
 from ...ops.registry import REGISTRY
-from . import build, heavy
+from . import build, heavy, vector_math
 from .codegen import generate
 from .fastcall import caller_type
 from .runtime import runtime
@@ -61,7 +61,8 @@ class CProgram:
         helpers = [threading.Thread(target=runtime), threading.Thread(target=caller_type)]
         for t in helpers:
             t.start()
-        lib = build.load(gen.source, extra_flags=conversion_flags(graph))
+        lib = build.load(gen.source,
+                         extra_flags=conversion_flags(graph) + vector_math.flags())
         for t in helpers:
             t.join()
         rt = runtime()

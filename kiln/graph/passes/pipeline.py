@@ -9,7 +9,8 @@ order. The pipelines:
   pruned-backward  a backward graph whose absent incoming gradients are zeros
                    (zero_cotangents.py), then generic
   c-program        the C backend, before generating a program: heavy ops without a kernel
-                   expanded, channels-last between the ones with one, conv epilogues fused
+                   expanded, attention written out fused into its op, channels-last between
+                   the heavy ops with a kernel, conv epilogues fused
   c-joint-layout   the C backend's channels-last layout on a traced forward+backward graph,
                    before it is split into two programs (graph/split.py)
   standalone-c     export's standalone C: no kernel library, so every heavy op expanded
@@ -31,8 +32,8 @@ KILN_DEBUG=1 prints the graph when a pipeline starts and after every step.
 import os
 import sys
 
-from . import (amp, conv_epilogue, cse, dce, expand_heavy, fold, fuse, gather_pieces, layout,
-               quantize, scan_grad_window, simplify, zero_cotangents)
+from . import (amp, attention, conv_epilogue, cse, dce, expand_heavy, fold, fuse, gather_pieces,
+               layout, quantize, scan_grad_window, simplify, zero_cotangents)
 
 
 class Step:
@@ -89,6 +90,7 @@ PIPELINES = {
     "c-program": (
         Step("heavy ops without a kernel expanded", expand_heavy, "expand_heavy_ops",
              {"keep": "takes"}, then="generic"),
+        Step("attention fused", attention, "fuse_attention", then="generic"),
         CHANNELS_LAST,
         Step("conv epilogues fused", conv_epilogue, "fuse_conv_epilogues", {"takes": "takes"},
              then="generic"),
