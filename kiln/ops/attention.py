@@ -26,11 +26,12 @@ import numpy as _np
 from .registry import register
 from .util import sum_to
 from .._core.base import op_error
+from .._core.bfloat16 import is_floating
 
 
 def _shape(q, k, v, mask, scale, divide, fill, zero_masked, floor):
     for name, a in (("query", q), ("key", k), ("value", v)):
-        if a.ndim < 2 or a.dtype.kind != "f":
+        if a.ndim < 2 or not is_floating(a.dtype):
             raise op_error("attention", f"{name} must be a float array of at least 2 "
                            f"dimensions, got shape {tuple(a.shape)} ({a.dtype})")
     if not (q.dtype == k.dtype == v.dtype):
