@@ -15,6 +15,7 @@ from ... import np as knp
 from ..._core.base import KilnError, where_in_user_code
 from ..ops import OPS
 from ..._core.ndarray import ndarray
+from .sparse.storage import BaseSparseNDArray
 
 NDArray = ndarray
 
@@ -30,8 +31,12 @@ def array(source_array, ctx=None, dtype=None):
     return ndarray._wrap(_np.array(source_array, dtype=_dtype(dtype)))
 
 
-def zeros(shape, ctx=None, dtype=None, **_):
-    """An NDArray of zeros of `shape` (float32 by default)."""
+def zeros(shape, ctx=None, dtype=None, stype=None, **_):
+    """An NDArray of zeros of `shape` (float32 by default); `stype` 'csr' or 'row_sparse'
+    makes an empty sparse array (nd.sparse.zeros)."""
+    if stype not in (None, "default"):
+        from .sparse import zeros as sparse_zeros
+        return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     return knp.zeros(shape, dtype=_dtype(dtype))
 
 
@@ -40,9 +45,10 @@ def ones(shape, ctx=None, dtype=None, **_):
     return knp.ones(shape, dtype=_dtype(dtype))
 
 
-def empty(shape, ctx=None, dtype=None):
-    """An NDArray of `shape` (filled with zeros: kiln never hands out uninitialized memory)."""
-    return zeros(shape, ctx, dtype)
+def empty(shape, ctx=None, dtype=None, stype=None):
+    """An NDArray of `shape` (filled with zeros: kiln never hands out uninitialized memory);
+    `stype` 'csr' or 'row_sparse' makes an empty sparse array."""
+    return zeros(shape, ctx, dtype, stype=stype)
 
 
 def full(shape, val, ctx=None, dtype=None, **_):
@@ -148,6 +154,10 @@ def mx_function(name):
             from ..sym.symbol import call_op
             return call_op(name, args, kwargs)
         kwargs.pop("name", None)
+        if any(isinstance(a, BaseSparseNDArray) for a in args) or any(
+                isinstance(v, BaseSparseNDArray) for v in kwargs.values()):
+            from .sparse import call_sparse
+            return call_sparse(name, call, args, kwargs)
         out = kwargs.pop("out", None)
         # NumPy arrays and lists in input positions become arrays; later ones are attrs
         n_inputs = len(args) if op.variadic else len(op.input_names(kwargs))
