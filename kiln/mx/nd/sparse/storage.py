@@ -132,6 +132,9 @@ class BaseSparseNDArray:
         return _ops().elementwise("multiply", self, other)
 
     def __rmul__(self, other):
+        # a scalar times a sparse array keeps its storage, as the array times the scalar
+        if isinstance(other, (int, float, _np.number)):
+            return _ops().elementwise("multiply", self, other)
         return _ops().elementwise("multiply", other, self)
 
     def __truediv__(self, other):
