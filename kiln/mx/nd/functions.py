@@ -15,9 +15,12 @@ from ... import np as knp
 from ..._core.base import KilnError, where_in_user_code
 from ..ops import OPS
 from ..._core.ndarray import ndarray
-from .sparse.storage import BaseSparseNDArray
 
 NDArray = ndarray
+
+# set by kiln/mx/nd/__init__.py from kiln/mx/nd/sparse: the sparse array classes, the
+# dispatcher of nd functions given a sparse operand, and sparse zeros
+SPARSE = {"types": (), "call": None, "zeros": None}
 
 
 def _dtype(dtype):
@@ -35,8 +38,7 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **_):
     """An NDArray of zeros of `shape` (float32 by default); `stype` 'csr' or 'row_sparse'
     makes an empty sparse array (nd.sparse.zeros)."""
     if stype not in (None, "default"):
-        from .sparse import zeros as sparse_zeros
-        return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
+        return SPARSE["zeros"](stype, shape, ctx=ctx, dtype=dtype)
     return knp.zeros(shape, dtype=_dtype(dtype))
 
 
@@ -154,10 +156,10 @@ def mx_function(name):
             from ..sym.symbol import call_op
             return call_op(name, args, kwargs)
         kwargs.pop("name", None)
-        if any(isinstance(a, BaseSparseNDArray) for a in args) or any(
-                isinstance(v, BaseSparseNDArray) for v in kwargs.values()):
-            from .sparse import call_sparse
-            return call_sparse(name, call, args, kwargs)
+        sparse = SPARSE["types"]
+        if any(isinstance(a, sparse) for a in args) or any(
+                isinstance(v, sparse) for v in kwargs.values()):
+            return SPARSE["call"](name, call, args, kwargs)
         out = kwargs.pop("out", None)
         # NumPy arrays and lists in input positions become arrays; later ones are attrs
         n_inputs = len(args) if op.variadic else len(op.input_names(kwargs))

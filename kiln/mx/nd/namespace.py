@@ -12,9 +12,6 @@ def lookup(name):
     if name == "random":
         from . import random as nd_random
         return nd_random
-    if name in ("sparse", "cast_storage"):       # cast_storage also makes sparse arrays
-        from . import sparse as nd_sparse
-        return nd_sparse if name == "sparse" else nd_sparse.cast_storage
     if name == "contrib":
         from . import contrib as nd_contrib
         return nd_contrib

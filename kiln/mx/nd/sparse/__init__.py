@@ -4,11 +4,28 @@
 
 Any other nd function called here, or given a sparse operand in `mx.nd`, runs on dense
 copies and warns once (KilnPerformanceWarning)."""
-from .storage import BaseSparseNDArray, CSRNDArray, RowSparseNDArray  # noqa: F401
+from .storage import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray,  # noqa: F401
+                      IMPLEMENTATIONS)
 from .creation import (csr_matrix, row_sparse_array, zeros, empty, array,  # noqa: F401
-                       cast_storage)
-from .ops import dot, retain, elementwise, call_densified
+                       cast_storage, dense_to_sparse)
+from . import ops
+from .ops import retain, elementwise, call_densified
 from .generate import rand_sparse_ndarray  # noqa: F401
+
+IMPLEMENTATIONS.update(elementwise=elementwise, retain=retain,
+                       dense_to_sparse=dense_to_sparse, row_sparse_array=row_sparse_array)
+
+# nd's name lookup (kiln/mx/nd/namespace.py), appended by kiln/mx/nd/__init__.py
+NAME_LOOKUP = []
+
+
+def dot(lhs, rhs, transpose_a=False, transpose_b=False, **kwargs):
+    """Matrix product, sparse-aware (storage as in MXNet: kiln/mx/nd/sparse/ops.py);
+    without sparse operands nd.dot."""
+    if ops.has_sparse((lhs, rhs), kwargs):
+        return ops.dot(lhs, rhs, transpose_a=transpose_a, transpose_b=transpose_b, **kwargs)
+    return NAME_LOOKUP[0]("dot")(lhs, rhs, transpose_a=transpose_a, transpose_b=transpose_b,
+                                 **kwargs)
 
 
 def add(lhs, rhs):
@@ -56,8 +73,7 @@ __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix",
 
 def __getattr__(name):
     # another nd function, through the sparse namespace: dense copies of sparse operands
-    from .. import namespace
-    fn = namespace.lookup(name)
+    fn = NAME_LOOKUP[0](name) if NAME_LOOKUP and not name.startswith("_") else None
     if fn is None or not callable(fn) or isinstance(fn, type):
         raise AttributeError(f"module 'mx.nd.sparse' has no attribute {name!r}")
 

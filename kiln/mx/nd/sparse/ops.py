@@ -3,6 +3,7 @@ elementwise arithmetic (`elementwise`), `dot`, `retain`, and the dense fallback 
 other nd function given a sparse operand (`call_densified`)."""
 import numpy as _np
 
+from .... import np as knp
 from ...._core.base import KilnError, where_in_user_code
 from ...._core.ndarray import ndarray
 from .storage import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, INDEX_DTYPE,
@@ -26,7 +27,6 @@ def elementwise(op, lhs, rhs):
     left operand times (or divided by) a scalar, and times a dense array, keeps its storage;
     everything else (a scalar added, a dense left operand, mixed storages) is dense."""
     if not has_sparse((lhs, rhs), {}):
-        from .... import np as knp
         return getattr(knp, op)(lhs, rhs)
     dtype = (lhs if isinstance(lhs, BaseSparseNDArray) else rhs).dtype
     if isinstance(lhs, BaseSparseNDArray) and lhs.shape != getattr(rhs, "shape", lhs.shape):
@@ -86,15 +86,11 @@ def _matrix(x, transpose):
     return value.T if transpose else value
 
 
-def dot(lhs, rhs, transpose_a=False, transpose_b=False, **kwargs):
+def dot(lhs, rhs, transpose_a=False, transpose_b=False, **_):
     """Matrix product with sparse operands, storage as in MXNet: csr·dense and
     row_sparse·dense are dense, csrᵀ·dense and csrᵀ·row_sparse (transpose_a=True) are
     row_sparse, dense·csr (and dense·csrᵀ) is csr. Other sparse combinations run densely
-    (with a warning); dense·dense is kiln's own dot."""
-    if not isinstance(lhs, BaseSparseNDArray) and not isinstance(rhs, BaseSparseNDArray):
-        from ..functions import mx_function
-        return mx_function("dot")(lhs, rhs, transpose_a=transpose_a,
-                                  transpose_b=transpose_b, **kwargs)
+    (with a warning). One operand at least is sparse."""
     dtype = (lhs if isinstance(lhs, BaseSparseNDArray) else rhs).dtype
     _check_dot_shapes(lhs, rhs, transpose_a, transpose_b)
     if isinstance(lhs, CSRNDArray) and not isinstance(rhs, BaseSparseNDArray):

@@ -11,6 +11,10 @@ from ....backend.fallbacks import warn_once
 
 INDEX_DTYPE = _np.int64
 
+# what the arrays' methods call in creation.py and ops.py (which build these arrays), set
+# by kiln/mx/nd/sparse/__init__.py: elementwise, retain, dense_to_sparse, row_sparse_array
+IMPLEMENTATIONS = {}
+
 
 def scipy_sparse():
     """scipy.sparse, imported on first use: SciPy is optional for kiln, required for sparse."""
@@ -74,8 +78,7 @@ class BaseSparseNDArray:
             return self
         if stype == "default":
             return self.todense()
-        from .creation import dense_to_sparse
-        return dense_to_sparse(self.asnumpy(), stype)
+        return IMPLEMENTATIONS["dense_to_sparse"](self.asnumpy(), stype)
 
     def copyto(self, other):
         """A copy on `other` (a context), or written into `other` (an array), which must
@@ -117,34 +120,34 @@ class BaseSparseNDArray:
 
     # operators: kiln/mx/nd/sparse/ops.py decides the result's storage as MXNet does
     def __add__(self, other):
-        return _ops().elementwise("add", self, other)
+        return _elementwise("add", self, other)
 
     def __radd__(self, other):
-        return _ops().elementwise("add", other, self)
+        return _elementwise("add", other, self)
 
     def __sub__(self, other):
-        return _ops().elementwise("subtract", self, other)
+        return _elementwise("subtract", self, other)
 
     def __rsub__(self, other):
-        return _ops().elementwise("subtract", other, self)
+        return _elementwise("subtract", other, self)
 
     def __mul__(self, other):
-        return _ops().elementwise("multiply", self, other)
+        return _elementwise("multiply", self, other)
 
     def __rmul__(self, other):
         # a scalar times a sparse array keeps its storage, as the array times the scalar
         if isinstance(other, (int, float, _np.number)):
-            return _ops().elementwise("multiply", self, other)
-        return _ops().elementwise("multiply", other, self)
+            return _elementwise("multiply", self, other)
+        return _elementwise("multiply", other, self)
 
     def __truediv__(self, other):
-        return _ops().elementwise("divide", self, other)
+        return _elementwise("divide", self, other)
 
     def __rtruediv__(self, other):
-        return _ops().elementwise("divide", other, self)
+        return _elementwise("divide", other, self)
 
     def __neg__(self):
-        return _ops().elementwise("multiply", self, -1)
+        return _elementwise("multiply", self, -1)
 
     def __eq__(self, other):
         densify("==", self.stype)
@@ -154,9 +157,8 @@ class BaseSparseNDArray:
     __hash__ = object.__hash__
 
 
-def _ops():
-    from . import ops
-    return ops
+def _elementwise(op, lhs, rhs):
+    return IMPLEMENTATIONS["elementwise"](op, lhs, rhs)
 
 
 class CSRNDArray(BaseSparseNDArray):
@@ -281,8 +283,7 @@ class RowSparseNDArray(BaseSparseNDArray):
 
     def retain(self, indices):
         """A row_sparse array keeping only the stored rows listed in `indices`."""
-        from .ops import retain
-        return retain(self, indices)
+        return IMPLEMENTATIONS["retain"](self, indices)
 
     def __getitem__(self, key):
         if key == slice(None):
@@ -294,8 +295,8 @@ class RowSparseNDArray(BaseSparseNDArray):
         if key != slice(None):
             raise KilnError(f"RowSparseNDArray[...] = v: only [:] is supported, got {key!r}"
                             f"{where_in_user_code()}")
-        from .creation import row_sparse_array
-        self._assign(row_sparse_array(value, shape=self._shape, dtype=self.dtype))
+        self._assign(IMPLEMENTATIONS["row_sparse_array"](value, shape=self._shape,
+                                                         dtype=self.dtype))
 
 
 def as_dense_value(x):
