@@ -34,7 +34,7 @@ PAGES = {
     "export": ["kiln.export", "kiln.onnx"],
     "distributed": ["kiln.distributed"],
     "fit-io": ["kiln.fit", "kiln.io", "kiln.recordio"],
-    "nd": ["kiln.nd", "kiln.nd.random", "kiln.nd.linalg", "kiln.nd.contrib"],
+    "nd": ["kiln.nd", "kiln.nd.random", "kiln.nd.linalg", "kiln.nd.contrib", "kiln.nd.sparse"],
     "sym-mod": ["kiln.sym", "kiln.mod"],
     "mx": ["kiln.mxnet_alias", "kiln.context", "kiln.base", "kiln.image", "kiln.kvstore",
            "kiln.callback", "kiln.model", "kiln.monitor", "kiln.operator", "kiln.profiler",

@@ -21,6 +21,10 @@ from .methods import NumpyMethods, _np_api
 
 _LATE = {}
 
+# storage type -> function(dense ndarray) -> sparse array; kiln/mx/nd/sparse registers
+# 'csr' and 'row_sparse' at import (MXNet 1.x's sparse storage lives on the mx floor)
+SPARSE_STORAGE = {}
+
 
 def _late(name):
     """A kiln module that imports this one, imported on first use: an import statement in
@@ -126,6 +130,23 @@ class ndarray(NumpyMethods):
         return cpu()
 
     context = device = ctx
+
+    @property
+    def stype(self):
+        """Storage type, as in MXNet 1.x: 'default' (dense) for every ndarray; MXNet's sparse
+        arrays (kiln.mx.nd.sparse) say 'csr' or 'row_sparse'."""
+        return "default"
+
+    def tostype(self, stype):
+        """This array in storage `stype`: itself for 'default', else a sparse copy
+        ('csr' for 2-D arrays, 'row_sparse')."""
+        if stype == "default":
+            return self
+        convert = SPARSE_STORAGE.get(stype)
+        if convert is None:
+            raise KilnError(f"tostype: expected stype 'default', 'csr' or 'row_sparse', got "
+                            f"{stype!r}{where_in_user_code()}")
+        return convert(self)
 
     @property
     def T(self):

@@ -8,6 +8,14 @@ in kiln/mx/ops), then npx and np, so F.relu, F.np.sum and F.FullyConnected all w
 from ..._core.ndarray import ndarray, ndarray as NDArray, as_array  # noqa: F401
 from ..f_namespace import namespace_attr
 from . import contrib, linalg, random, utils, optimizer_ops  # noqa: F401  (mx.nd.random, ...)
+from . import functions, namespace, sparse
+from .sparse import cast_storage  # noqa: F401  (makes sparse arrays too; F's is the op's)
+
+# nd functions given a sparse array dispatch to kiln/mx/nd/sparse; its namespace falls
+# back to nd's functions on dense copies
+functions.SPARSE.update(types=(sparse.BaseSparseNDArray,), call=sparse.call_sparse,
+                        zeros=sparse.zeros)
+sparse.NAME_LOOKUP.append(namespace.lookup)
 
 
 def __getattr__(name):

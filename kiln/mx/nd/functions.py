@@ -18,6 +18,10 @@ from ..._core.ndarray import ndarray
 
 NDArray = ndarray
 
+# set by kiln/mx/nd/__init__.py from kiln/mx/nd/sparse: the sparse array classes, the
+# dispatcher of nd functions given a sparse operand, and sparse zeros
+SPARSE = {"types": (), "call": None, "zeros": None}
+
 
 def _dtype(dtype):
     return _np.dtype(dtype or "float32")
@@ -30,8 +34,11 @@ def array(source_array, ctx=None, dtype=None):
     return ndarray._wrap(_np.array(source_array, dtype=_dtype(dtype)))
 
 
-def zeros(shape, ctx=None, dtype=None, **_):
-    """An NDArray of zeros of `shape` (float32 by default)."""
+def zeros(shape, ctx=None, dtype=None, stype=None, **_):
+    """An NDArray of zeros of `shape` (float32 by default); `stype` 'csr' or 'row_sparse'
+    makes an empty sparse array (nd.sparse.zeros)."""
+    if stype not in (None, "default"):
+        return SPARSE["zeros"](stype, shape, ctx=ctx, dtype=dtype)
     return knp.zeros(shape, dtype=_dtype(dtype))
 
 
@@ -40,9 +47,10 @@ def ones(shape, ctx=None, dtype=None, **_):
     return knp.ones(shape, dtype=_dtype(dtype))
 
 
-def empty(shape, ctx=None, dtype=None):
-    """An NDArray of `shape` (filled with zeros: kiln never hands out uninitialized memory)."""
-    return zeros(shape, ctx, dtype)
+def empty(shape, ctx=None, dtype=None, stype=None):
+    """An NDArray of `shape` (filled with zeros: kiln never hands out uninitialized memory);
+    `stype` 'csr' or 'row_sparse' makes an empty sparse array."""
+    return zeros(shape, ctx, dtype, stype=stype)
 
 
 def full(shape, val, ctx=None, dtype=None, **_):
@@ -148,6 +156,10 @@ def mx_function(name):
             from ..sym.symbol import call_op
             return call_op(name, args, kwargs)
         kwargs.pop("name", None)
+        sparse = SPARSE["types"]
+        if any(isinstance(a, sparse) for a in args) or any(
+                isinstance(v, sparse) for v in kwargs.values()):
+            return SPARSE["call"](name, call, args, kwargs)
         out = kwargs.pop("out", None)
         # NumPy arrays and lists in input positions become arrays; later ones are attrs
         n_inputs = len(args) if op.variadic else len(op.input_names(kwargs))

@@ -1,0 +1,166 @@
+"""Operations on MXNet 1.x sparse arrays, with the result storage MXNet 1.9 gives:
+elementwise arithmetic (`elementwise`), `dot`, `retain`, and the dense fallback of every
+other nd function given a sparse operand (`call_densified`)."""
+import numpy as _np
+
+from .... import np as knp
+from ...._core.base import KilnError, where_in_user_code
+from ...._core.ndarray import ndarray
+from .storage import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, INDEX_DTYPE,
+                      as_dense_value, densify, scipy_sparse)
+
+_NUMPY = {"add": _np.add, "subtract": _np.subtract, "multiply": _np.multiply,
+          "divide": _np.true_divide}
+
+
+def _is_scalar(x):
+    return isinstance(x, (int, float, _np.number, bool))
+
+
+def _dense(value, dtype):
+    return ndarray._wrap(_np.asarray(value).astype(dtype, copy=False))
+
+
+def elementwise(op, lhs, rhs):
+    """`lhs op rhs` for op in add, subtract, multiply, divide. Sparse results as in MXNet:
+    csr with csr and row_sparse with row_sparse stay sparse for all but divide; a sparse
+    left operand times (or divided by) a scalar, and times a dense array, keeps its storage;
+    everything else (a scalar added, a dense left operand, mixed storages) is dense."""
+    if not has_sparse((lhs, rhs), {}):
+        return getattr(knp, op)(lhs, rhs)
+    dtype = (lhs if isinstance(lhs, BaseSparseNDArray) else rhs).dtype
+    if isinstance(lhs, BaseSparseNDArray) and lhs.shape != getattr(rhs, "shape", lhs.shape):
+        raise KilnError(f"{op}: sparse operands need equal shapes (no broadcasting in "
+                        f"MXNet's sparse {op}), got {lhs.shape} and {rhs.shape}"
+                        f"{where_in_user_code()}")
+    if isinstance(lhs, CSRNDArray):
+        result = _csr_elementwise(op, lhs._csr, rhs)
+        if result is not None:
+            return CSRNDArray(result.astype(dtype, copy=False))
+    if isinstance(lhs, RowSparseNDArray):
+        result = _row_sparse_elementwise(op, lhs, rhs)
+        if result is not None:
+            return result
+    return _dense(_NUMPY[op](as_dense_value(lhs), as_dense_value(rhs)), dtype)
+
+
+def _csr_elementwise(op, a, rhs):
+    if isinstance(rhs, CSRNDArray):
+        b = rhs._csr
+        if op == "add":
+            return (a + b).tocsr()
+        if op == "subtract":
+            return (a - b).tocsr()
+        if op == "multiply":
+            return a.multiply(b).tocsr()
+        return None
+    if _is_scalar(rhs) and op in ("multiply", "divide"):
+        return a * rhs if op == "multiply" else a / rhs
+    if op == "multiply" and isinstance(rhs, (ndarray, _np.ndarray)):
+        return scipy_sparse().csr_matrix(a.multiply(as_dense_value(rhs)))
+    return None
+
+
+def _row_sparse_elementwise(op, a, rhs):
+    if isinstance(rhs, RowSparseNDArray) and op != "divide":
+        if op == "multiply":
+            both, ia, ib = _np.intersect1d(a._idx, rhs._idx, return_indices=True)
+            return RowSparseNDArray(a._rows[ia] * rhs._rows[ib], both, a.shape)
+        union = _np.union1d(a._idx, rhs._idx).astype(INDEX_DTYPE)
+        rows = _np.zeros((union.size,) + a.shape[1:], a.dtype)
+        rows[_np.searchsorted(union, a._idx)] += a._rows
+        position = _np.searchsorted(union, rhs._idx)
+        rows[position] = _NUMPY[op](rows[position], rhs._rows)
+        return RowSparseNDArray(rows, union, a.shape)
+    if _is_scalar(rhs) and op in ("multiply", "divide"):
+        rows = _NUMPY[op](a._rows, rhs).astype(a.dtype, copy=False)
+        return RowSparseNDArray(rows, a._idx.copy(), a.shape)
+    if op == "multiply" and isinstance(rhs, (ndarray, _np.ndarray)):
+        rows = (a._rows * as_dense_value(rhs)[a._idx]).astype(a.dtype, copy=False)
+        return RowSparseNDArray(rows, a._idx.copy(), a.shape)
+    return None
+
+
+def _matrix(x, transpose):
+    value = as_dense_value(x)
+    return value.T if transpose else value
+
+
+def dot(lhs, rhs, transpose_a=False, transpose_b=False, **_):
+    """Matrix product with sparse operands, storage as in MXNet: csr·dense and
+    row_sparse·dense are dense, csrᵀ·dense and csrᵀ·row_sparse (transpose_a=True) are
+    row_sparse, dense·csr (and dense·csrᵀ) is csr. Other sparse combinations run densely
+    (with a warning). One operand at least is sparse."""
+    dtype = (lhs if isinstance(lhs, BaseSparseNDArray) else rhs).dtype
+    _check_dot_shapes(lhs, rhs, transpose_a, transpose_b)
+    if isinstance(lhs, CSRNDArray) and not isinstance(rhs, BaseSparseNDArray):
+        if not transpose_a:
+            return _dense(lhs._csr @ _matrix(rhs, transpose_b), dtype)
+        if not transpose_b:
+            return _csr_transposed_product(lhs, as_dense_value(rhs), dtype)
+    if isinstance(lhs, CSRNDArray) and isinstance(rhs, RowSparseNDArray) and transpose_a \
+            and not transpose_b:
+        return _csr_transposed_product(lhs, rhs.asnumpy(), dtype)
+    if isinstance(rhs, CSRNDArray) and not isinstance(lhs, BaseSparseNDArray) \
+            and not transpose_a:
+        b = rhs._csr.T if transpose_b else rhs._csr
+        product = (b.T @ _matrix(lhs, False).T).T        # dense·sparse via sparse·dense
+        return CSRNDArray(scipy_sparse().csr_matrix(product.astype(dtype, copy=False)))
+    if isinstance(lhs, RowSparseNDArray) and not isinstance(rhs, BaseSparseNDArray) \
+            and not transpose_a and lhs.ndim == 2:
+        rhs_value = _matrix(rhs, transpose_b)
+        out = _np.zeros((lhs.shape[0], rhs_value.shape[1]), dtype)
+        out[lhs._idx] = lhs._rows @ rhs_value
+        return ndarray._wrap(out)
+    densify("dot", "/".join(getattr(x, "stype", "default") for x in (lhs, rhs)))
+    return _dense(_np.dot(_matrix(lhs, transpose_a), _matrix(rhs, transpose_b)), dtype)
+
+
+def _csr_transposed_product(lhs, rhs_value, dtype):
+    # (csrᵀ·B) has a row for each column the csr array stores: those rows are its storage
+    rows_present = _np.unique(lhs._csr.indices).astype(INDEX_DTYPE)
+    product = _np.asarray(lhs._csr.T @ rhs_value)
+    return RowSparseNDArray(product[rows_present].astype(dtype, copy=False), rows_present,
+                            product.shape)
+
+
+def _check_dot_shapes(lhs, rhs, transpose_a, transpose_b):
+    a, b = tuple(lhs.shape), tuple(rhs.shape)
+    if len(a) != 2 or len(b) != 2:
+        raise KilnError(f"dot: sparse operands need 2-D arrays, got shapes {a} and {b}"
+                        f"{where_in_user_code()}")
+    inner_a = a[0] if transpose_a else a[1]
+    inner_b = b[1] if transpose_b else b[0]
+    if inner_a != inner_b:
+        raise KilnError(f"dot: expected matching inner dimensions, got shapes {a} and {b} "
+                        f"(transpose_a={transpose_a}, transpose_b={transpose_b})"
+                        f"{where_in_user_code()}")
+
+
+def retain(data, indices):
+    """A row_sparse array keeping only the stored rows of `data` listed in `indices`."""
+    if not isinstance(data, RowSparseNDArray):
+        raise KilnError(f"retain: expected a RowSparseNDArray, got "
+                        f"{type(data).__name__}{where_in_user_code()}")
+    wanted = as_dense_value(indices).astype(INDEX_DTYPE).ravel()
+    keep = _np.isin(data._idx, wanted)
+    return RowSparseNDArray(data._rows[keep].copy(), data._idx[keep].copy(), data.shape)
+
+
+def has_sparse(args, kwargs):
+    """Whether any positional or keyword argument is a sparse array."""
+    return any(isinstance(a, BaseSparseNDArray) for a in args) or any(
+        isinstance(v, BaseSparseNDArray) for v in kwargs.values())
+
+
+def call_densified(name, fn, args, kwargs):
+    """`fn(*args, **kwargs)` with sparse operands replaced by dense copies, warning once
+    per (function, storage type) that `name` has no sparse implementation."""
+    stypes = sorted({a.stype for a in list(args) + list(kwargs.values())
+                     if isinstance(a, BaseSparseNDArray)})
+    densify(f"nd.{name}", "/".join(stypes))
+
+    def dense(x):
+        return x.todense() if isinstance(x, BaseSparseNDArray) else x
+    return fn(*[dense(a) for a in args], **{k: dense(v) for k, v in kwargs.items()})
+
