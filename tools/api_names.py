@@ -38,9 +38,10 @@ PAGES = {
     "nd": ["kiln.nd", "kiln.nd.random", "kiln.nd.linalg", "kiln.nd.contrib"],
     "sym-mod": ["kiln.sym", "kiln.mod"],
     "mx": ["kiln.mxnet_alias", "kiln.context", "kiln.base", "kiln.mx.base", "kiln.image",
-           "kiln.kvstore", "kiln.callback", "kiln.model", "kiln.monitor", "kiln.operator", "kiln.profiler",
-           "kiln.visualization", "kiln.test_utils", "kiln.util", "kiln.contrib", "kiln.rnn",
-           "kiln.runtime", "kiln.engine", "kiln.log", "kiln.name", "kiln.attribute"],
+           "kiln.kvstore", "kiln.callback", "kiln.model", "kiln.monitor", "kiln.operator",
+           "kiln.profiler", "kiln.visualization", "kiln.test_utils", "kiln.util",
+           "kiln.contrib", "kiln.rnn", "kiln.runtime", "kiln.engine", "kiln.log", "kiln.name",
+           "kiln.attribute"],
 }
 
 
