@@ -32,14 +32,16 @@ PAGES = {
                       "kiln.gluon.contrib.estimator"],
     "init-optimizer": ["kiln.init", "kiln.optimizer", "kiln.lr_scheduler"],
     "export": ["kiln.export", "kiln.onnx"],
+    "contrib": ["kiln.contrib.amp", "kiln.contrib.quantization"],
     "distributed": ["kiln.distributed"],
     "fit-io": ["kiln.fit", "kiln.io", "kiln.recordio"],
     "nd": ["kiln.nd", "kiln.nd.random", "kiln.nd.linalg", "kiln.nd.contrib", "kiln.nd.sparse"],
     "sym-mod": ["kiln.sym", "kiln.mod"],
-    "mx": ["kiln.mxnet_alias", "kiln.context", "kiln.base", "kiln.image", "kiln.kvstore",
-           "kiln.callback", "kiln.model", "kiln.monitor", "kiln.operator", "kiln.profiler",
-           "kiln.visualization", "kiln.test_utils", "kiln.util", "kiln.contrib", "kiln.rnn",
-           "kiln.runtime", "kiln.engine", "kiln.log", "kiln.name", "kiln.attribute"],
+    "mx": ["kiln.mxnet_alias", "kiln.context", "kiln.base", "kiln.mx.base", "kiln.image",
+           "kiln.kvstore", "kiln.callback", "kiln.model", "kiln.monitor", "kiln.operator",
+           "kiln.profiler", "kiln.visualization", "kiln.test_utils", "kiln.util",
+           "kiln.contrib", "kiln.rnn", "kiln.runtime", "kiln.engine", "kiln.log", "kiln.name",
+           "kiln.attribute"],
 }
 
 

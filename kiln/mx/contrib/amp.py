@@ -22,6 +22,10 @@ from ...gluon.trainer import Trainer
 from ...graph.passes.amp import BF16_OPS
 from ...hybrid.cached import set_default_precision_pipeline, set_precision_pipeline
 
+__all__ = ["init", "convert_hybrid_block", "init_trainer", "scale_loss", "unscale", "LossScaler",
+           "list_lp16_ops", "list_fp32_ops", "list_conditional_fp32_ops", "BF16_FUNCS",
+           "FP32_FUNCS", "CONDITIONAL_FP32_FUNCS"]
+
 # MXNet's op names -> the kiln primitives they trace to
 _MX_NAMES = {"FullyConnected": "matmul", "dot": "matmul", "batch_dot": "matmul",
              "linalg_gemm2": "matmul", "_npi_matmul": "matmul", "matmul": "matmul",
@@ -150,15 +154,18 @@ def unscale(optimizer_or_trainer):
 
 
 def list_lp16_ops(target_dtype):
+    """MXNet's names of the ops AMP runs in bfloat16 (the allow list)."""
     _target(target_dtype)
     return list(BF16_FUNCS)
 
 
 def list_fp32_ops(target_dtype):
+    """MXNet's names of the ops AMP keeps in float32."""
     _target(target_dtype)
     return list(FP32_FUNCS)
 
 
 def list_conditional_fp32_ops(target_dtype):
+    """MXNet's ops kept in float32 on some attribute values (kiln refuses this list in init)."""
     _target(target_dtype)
     return list(CONDITIONAL_FP32_FUNCS)

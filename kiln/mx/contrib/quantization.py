@@ -31,6 +31,8 @@ from ...graph.capture import capture
 from ...hybrid import calibrate
 from ...hybrid.cached import _structural_names, set_precision_pipeline
 
+__all__ = ["quantize_net", "quantize_net_v2", "SMART_MIN_REDUCTION"]
+
 SMART_MIN_REDUCTION = 32
 _OPERATORS = {"matmul": "FullyConnected", "conv": "Convolution"}
 
