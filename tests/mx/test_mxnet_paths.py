@@ -1,5 +1,7 @@
 """MXNet 1.9.1's module paths and `mxnet.base` names that real code imports, under the alias."""
 import importlib
+import subprocess
+import sys
 
 import numpy as onp
 import pytest
@@ -114,3 +116,17 @@ def test_paths_kiln_does_without_say_why(mx, path, why):
     with pytest.raises(ModuleNotFoundError, match=why) as info:
         importlib.import_module(path)
     assert path.startswith(info.value.name)   # the first missing module on the path
+
+
+def test_module_level_names_of_mxnet_ndarray_and_the_mx_that_test_utils_leaks():
+    """test_ndarray/test_gluon import py_slice and _STORAGE_TYPE_STR_TO_ID from
+    mxnet.ndarray.ndarray; `from mxnet.test_utils import *` must leak the mxnet module
+    itself (test_operator decorates with @mx.use_np_shape)."""
+    code = ("import kiln.mx.alias as a; a.install()\n"
+            "import mxnet\n"
+            "from mxnet.ndarray.ndarray import py_slice, _STORAGE_TYPE_STR_TO_ID\n"
+            "from mxnet.test_utils import *\n"
+            "assert py_slice is slice and _STORAGE_TYPE_STR_TO_ID['csr'] == 2\n"
+            "assert mx is mxnet and callable(mx.use_np_shape)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr

@@ -17,6 +17,11 @@ functions.SPARSE.update(types=(sparse.BaseSparseNDArray,), call=sparse.call_spar
                         zeros=sparse.zeros)
 sparse.NAME_LOOKUP.append(namespace.lookup)
 
+# module-level names of MXNet's ndarray/ndarray.py that code imports from it
+py_slice = slice
+_STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+
 
 def __getattr__(name):
     return namespace_attr(__name__, name)

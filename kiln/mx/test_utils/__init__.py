@@ -6,9 +6,11 @@ and the test harness (harness.py).
 Like MXNet's module it has no `__all__`, so `from mxnet.test_utils import *` also gives a
 test `mx`, `np` (NumPy), `Symbol` and `Context`, as MXNet's tests expect.
 """
+import sys
+
 import numpy as np  # noqa: F401  (MXNet's test_utils leaks these names to star-imports)
 
-import kiln as mx  # noqa: F401
+import kiln
 from ..._core.context import Context, cpu  # noqa: F401
 from ..sym import Symbol  # noqa: F401
 from ..util import use_np  # noqa: F401
@@ -33,3 +35,8 @@ from .statistics import (  # noqa: F401
 from .harness import (  # noqa: F401
     discard_stderr, environment, getenv, has_tvm_ops, is_aarch64_run, is_cd_run,
     is_op_runnable, list_gpus, retry, setenv)
+
+# the `mx` a star-import leaks must be the module the test imported as mxnet (the alias,
+# whose attributes include MXNet's top-level names such as use_np_shape), not kiln itself
+mx = sys.modules.get("mxnet") if getattr(sys.modules.get("mxnet"), "__kiln_alias__",
+                                         False) else kiln
