@@ -1,9 +1,10 @@
 """kiln.npx: MXNet's numpy extensions (neural-network ops, devices, save/load)."""
 from .nn import (relu, sigmoid, softplus, softsign, gelu, elu, selu, silu, swish,  # noqa: F401
-                 activation, leaky_relu, softmax, log_softmax, masked_softmax, one_hot, pick,
-                 batch_dot, fully_connected, convolution, deconvolution, pooling, dropout,
-                 batch_norm, layer_norm, group_norm, embedding, sequence_mask, topk, smooth_l1,
-                 reshape_like, arange_like, stop_gradient, batch_flatten, attention)
+                 activation, leaky_relu, one_hot, pick, batch_dot, fully_connected,
+                 convolution, deconvolution, pooling, dropout, batch_norm, layer_norm,
+                 group_norm, embedding, sequence_mask, topk, smooth_l1, reshape_like,
+                 arange_like, stop_gradient, batch_flatten)
+from .softmax import softmax, log_softmax, masked_softmax, attention  # noqa: F401
 from .detection import multibox_prior, roi_pooling  # noqa: F401
 from .multibox import multibox_target, multibox_detection  # noqa: F401
 from .io import save, load  # noqa: F401

@@ -1,6 +1,6 @@
 """Eager softmax and log_softmax on a recorded array: one tape entry with the textbook rule.
 
-As composites (npx/nn.py) each is 5-6 primitives, and their gradients as many rules again,
+As composites (npx/softmax.py) each is 5-6 primitives, and their gradients as many rules again,
 each a full pass over the array (a broadcast subtract's rule alone is a negate and a sum).
 For BERT's masked-language-model loss, a log_softmax over 5,120 x 20,256 logits, those
 passes cost more than the vocabulary matmul. Here the forward runs the composite's own
@@ -52,7 +52,7 @@ def _by_rows(fn, axis, *arrays):
     return out
 
 
-# The forwards run the composites' kernels (npx/nn.py) call for call: the same bits.
+# The forwards run the composites' kernels (npx/softmax.py) call for call: the same bits.
 def _softmax(out, scratch, x, axis):
     _np.subtract(x, _np.max(x, axis=axis, keepdims=True), out=out)
     _np.exp(out, out=out)
