@@ -54,41 +54,34 @@ def register_error(func_name=None, cls=None):
     return register if cls is None else register(cls)
 
 
+class _NotAvailableFor(MXNetError):
+    """A function called on a kind of array it does not take; `ending` says which."""
+    ending = ""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = function.__name__
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f' (namely operator "{self.alias}")'
+        if self.args:
+            msg += f" with arguments ({', '.join(self.args)})"
+        return msg + self.ending
+
+
 @register_error
-class NotImplementedForSymbol(MXNetError):
+class NotImplementedForSymbol(_NotAvailableFor):
     """An NDArray-only function was called on a Symbol."""
-
-    def __init__(self, function, alias, *args):
-        super().__init__()
-        self.function = function.__name__
-        self.alias = alias
-        self.args = [str(type(a)) for a in args]
-
-    def __str__(self):
-        msg = f"Function {self.function}"
-        if self.alias:
-            msg += f' (namely operator "{self.alias}")'
-        if self.args:
-            msg += f" with arguments ({', '.join(self.args)})"
-        return msg + " is not implemented for Symbol and only available in NDArray."
+    ending = " is not implemented for Symbol and only available in NDArray."
 
 
-class NotSupportedForSparseNDArray(MXNetError):
+class NotSupportedForSparseNDArray(_NotAvailableFor):
     """A dense-only function was called on a sparse array."""
-
-    def __init__(self, function, alias, *args):
-        super().__init__()
-        self.function = function.__name__
-        self.alias = alias
-        self.args = [str(type(a)) for a in args]
-
-    def __str__(self):
-        msg = f"Function {self.function}"
-        if self.alias:
-            msg += f' (namely operator "{self.alias}")'
-        if self.args:
-            msg += f" with arguments ({', '.join(self.args)})"
-        return msg + " is not supported for SparseNDArray and only available in NDArray."
+    ending = " is not supported for SparseNDArray and only available in NDArray."
 
 
 def _as_list(obj):
