@@ -13,6 +13,7 @@ are only comparable within one run.
 python -m kiln bench lowp [--quick] [--size N] [--only resnet,bert,train]
 """
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -28,6 +29,14 @@ from kiln import np, npx, init  # noqa: E402
 from kiln.cli.info import lines as info_lines  # noqa: E402
 from kiln.contrib import amp, quantization  # noqa: E402
 from kiln.gluon import nn  # noqa: E402
+
+
+def _torch_call(torch, model, inp, ctx=None):
+    """A timed call of a PyTorch model without autograd, inside ctx() (autocast) if given."""
+    def call():
+        with torch.no_grad(), (ctx() if ctx is not None else contextlib.nullcontext()):
+            model(inp)
+    return call
 
 
 def _torch():
@@ -75,20 +84,10 @@ def resnet_rows(batch, size, quick):
     if torch is not None:
         model = cnn_models.torch_resnet18(torch).eval()
         tx = torch.from_numpy(xv)
-
-        def run(m, inp, ctx=None):
-            def call():
-                with torch.no_grad():
-                    if ctx is None:
-                        m(inp)
-                    else:
-                        with ctx():
-                            m(inp)
-            return call
-        _safe(rows, "PyTorch float32", lambda: run(model, tx))
-        _safe(rows, "PyTorch bfloat16 weights", lambda: run(
+        _safe(rows, "PyTorch float32", lambda: _torch_call(torch, model, tx))
+        _safe(rows, "PyTorch bfloat16 weights", lambda: _torch_call(torch,
             cnn_models.torch_resnet18(torch).eval().to(torch.bfloat16), tx.to(torch.bfloat16)))
-        _safe(rows, "PyTorch autocast bfloat16", lambda: run(
+        _safe(rows, "PyTorch autocast bfloat16", lambda: _torch_call(torch,
             model, tx, lambda: torch.autocast("cpu", dtype=torch.bfloat16)))
     _safe(rows, "ONNX Runtime float32", lambda: _ort(xv, quantize=False))
     _safe(rows, "ONNX Runtime int8 (static QDQ)", lambda: _ort(xv, quantize=True))
@@ -169,20 +168,10 @@ def bert_rows(quick):
         lambda n: quantization.quantize_net(n, calib_mode="none", data_shapes=[xv.shape])))
     if torch is not None:
         layer, tx = _torch_layer(torch), torch.from_numpy(xv)
-
-        def run(m, inp, ctx=None):
-            def call():
-                with torch.no_grad():
-                    if ctx is None:
-                        m(inp)
-                    else:
-                        with ctx():
-                            m(inp)
-            return call
-        _safe(rows, "PyTorch float32", lambda: run(layer, tx))
-        _safe(rows, "PyTorch bfloat16 weights", lambda: run(
+        _safe(rows, "PyTorch float32", lambda: _torch_call(torch, layer, tx))
+        _safe(rows, "PyTorch bfloat16 weights", lambda: _torch_call(torch,
             _torch_layer(torch).to(torch.bfloat16), tx.to(torch.bfloat16)))
-        _safe(rows, "PyTorch autocast bfloat16", lambda: run(
+        _safe(rows, "PyTorch autocast bfloat16", lambda: _torch_call(torch,
             layer, tx, lambda: torch.autocast("cpu", dtype=torch.bfloat16)))
         # the FFN's Linear layers (attention's fused projection has no dynamic int8 form;
         # the layer's fused fast path reads float weights, so it is off for this row)
@@ -190,7 +179,7 @@ def bert_rows(quick):
             q = torch.ao.quantization.quantize_dynamic(_torch_layer(torch), {"linear1",
                                                                             "linear2"},
                                                        dtype=torch.qint8)
-            inner = run(q, tx)
+            inner = _torch_call(torch, q, tx)
 
             def call():
                 torch.backends.mha.set_fastpath_enabled(False)
