@@ -7,7 +7,7 @@ import pytest
 import kiln
 from kiln import sym
 from kiln.mx.ops import OPS
-import mxnet_ops_more_cases as more_cases
+import mxnet_sequence_math_grad_cases as sequence_math_cases
 
 P = {"pos": True}   # inputs drawn positive (log, sqrt, ...)
 
@@ -96,8 +96,8 @@ NOT_DIFFERENTIABLE = {
 }
 
 
-CASES.update(more_cases.CASES)                       # Sequence*, Pad, LRN, norm, ...
-NOT_DIFFERENTIABLE.update(more_cases.NOT_DIFFERENTIABLE)
+CASES.update(sequence_math_cases.CASES)                       # Sequence*, Pad, LRN, norm, ...
+NOT_DIFFERENTIABLE.update(sequence_math_cases.NOT_DIFFERENTIABLE)
 
 
 def _canonical():

@@ -9,7 +9,7 @@ import numpy as onp
 from kiln import nd
 from kiln.fuzz.compare import compare
 from conftest import assert_close
-from test_nd_more import check_grad
+from test_nd_legacy_names import check_grad
 from paths import FIXTURES
 
 F = onp.load(os.path.join(FIXTURES, "deformable", "deformable.npz"))

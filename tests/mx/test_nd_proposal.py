@@ -56,7 +56,7 @@ def test_psroi_pooling_equals_mxnet_and_differentiates():
     half = nd.contrib.PSROIPooling(x, nd.array(doubled), spatial_scale=0.5, output_dim=2,
                                    pooled_size=3, group_size=3)
     assert_close(half, P["half"], rtol=1e-5, atol=1e-6)
-    from test_nd_more import check_grad
+    from test_nd_legacy_names import check_grad
     small = onp.random.default_rng(1).uniform(-1, 1, (1, 8, 4, 4))
     boxes = nd.array([[0, 0.5, 1, 3, 3.2]])
     check_grad(lambda d: nd.contrib.PSROIPooling(d, boxes, output_dim=2, pooled_size=2), small)

@@ -11,7 +11,7 @@ from kiln import nd
 from kiln.fuzz.compare import compare
 from kiln.gluon import rnn
 from conftest import assert_close
-from test_nd_more import check_grad
+from test_nd_legacy_names import check_grad
 
 T, N, C, H = 4, 2, 3, 5
 LAYERS = {"lstm": rnn.LSTM, "gru": rnn.GRU, "rnn_tanh": rnn.RNN, "rnn_relu": rnn.RNN}

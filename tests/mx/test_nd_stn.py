@@ -89,7 +89,7 @@ def test_correlation(k, md, s1, s2, pad, multiply):
     assert_close(fn(wrap(a), wrap(b)), _correlation_reference(a, b, k, md, s1, s2, pad, multiply),
                  rtol=1e-10, atol=1e-12)
     if multiply:
-        from test_nd_more import check_grad
+        from test_nd_legacy_names import check_grad
         check_grad(fn, a[:, :, :4, :4], b[:, :, :4, :4])
     if k == 1 and multiply:     # one compiled case: the program grows with displacements^2
         assert not compare(fn, [nd.array(a), nd.array(b)], strict=True)

@@ -30,6 +30,22 @@ _model_sha1 = {
     "vgg16_bn": "7f01cf050d357127a73826045c245041b0df7363",
     "vgg19": "ad2f660d101905472b83590b59708b71ea22b2e5",
     "vgg19_bn": "f360b758e856f1074a85abd5fd873ed1d98297c3",
+    "alexnet": "44335d1f0046b328243b32a26a4fbd62d9057b45",
+    "densenet121": "f27dbf2dbd5ce9a80b102d89c7483342cd33cb31",
+    "densenet161": "b6c8a95717e3e761bd88d145f4d0a214aaa515dc",
+    "densenet169": "2603f878403c6aa5a71a124c4a3307143d6820e9",
+    "densenet201": "1cdbc116bc3a1b65832b18cf53e1cb8e7da017eb",
+    "inceptionv3": "ed47ec45a937b656fcc94dabde85495bbef5ba1f",
+    "mobilenet0.25": "9f83e440996887baf91a6aff1cccc1c903a64274",
+    "mobilenet0.5": "8e9d539cc66aa5efa71c4b6af983b936ab8701c3",
+    "mobilenet0.75": "529b2c7f4934e6cb851155b22c96c9ab0a7c4dc2",
+    "mobilenet1.0": "6b8c5106c730e8750bcd82ceb75220a3351157cd",
+    "mobilenetv2_1.0": "36da4ff1867abccd32b29592d79fc753bca5a215",
+    "mobilenetv2_0.75": "e2be7b72a79fe4a750d1dd415afedf01c3ea818d",
+    "mobilenetv2_0.5": "aabd26cd335379fcb72ae6c8fac45a70eab11785",
+    "mobilenetv2_0.25": "ae8f9392789b04822cbb1d98c27283fc5f8aa0a7",
+    "squeezenet1.0": "264ba4970a0cc87a4f15c96e25246a1307caf523",
+    "squeezenet1.1": "33ba0f93753c83d86e1eb397f38a667eaf2e9376",
 }
 
 

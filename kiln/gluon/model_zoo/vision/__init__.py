@@ -17,10 +17,6 @@ from .mobilenet import (MobileNet, MobileNetV2, get_mobilenet, get_mobilenet_v2,
                         mobilenet_v2_1_0, mobilenet_v2_0_75, mobilenet_v2_0_5,
                         mobilenet_v2_0_25)
 from .squeezenet import SqueezeNet, get_squeezenet, squeezenet1_0, squeezenet1_1  # noqa
-from . import _more_sums  # noqa: E402
-from ..model_store import _model_sha1  # noqa: E402
-
-_model_sha1.update(_more_sums.SHA1)
 
 _MODELS = {f.__name__: f for f in (
     resnet18_v1, resnet34_v1, resnet50_v1, resnet101_v1, resnet152_v1, resnet18_v2,

@@ -35,29 +35,29 @@ CASES = {
     "RNN": ([(3, 2, 2), (36,), (1, 2, 2)], {"state_size": 2, "mode": "gru", "num_layers": 1}),
 }
 
-_LENGTHS = "integer lengths input; the data gradient is checked in test_nd_more.py"
+_LENGTHS = "integer lengths input; the data gradient is checked in test_nd_legacy_names.py"
 NOT_DIFFERENTIABLE = {
     "SequenceMask": _LENGTHS, "SequenceLast": _LENGTHS, "SequenceReverse": _LENGTHS,
     "erfinv": "defined on (-1, 1) only; its primitive's gradient is in test_grad_registry",
-    "batch_take": "integer indices (values in test_nd_more.py)",
+    "batch_take": "integer indices (values in test_nd_legacy_names.py)",
     "argmax_channel": "integer-valued", "shape_array": "integer-valued",
     "size_array": "integer-valued",
     "ROIPooling": "box input (npx.roi_pooling's tests check its gradient)",
-    "LogisticRegressionOutput": "MXNet's gradient rule, not a derivative (test_nd_more.py)",
-    "MAERegressionOutput": "MXNet's gradient rule, not a derivative (test_nd_more.py)",
-    "SVMOutput": "MXNet's gradient rule, not a derivative (test_nd_extras.py)",
-    "softmax_cross_entropy": "integer labels (values and gradient in test_nd_more.py)",
-    "scatter_nd": "integer indices (values and gradient in test_nd_more.py)",
+    "LogisticRegressionOutput": "MXNet's gradient rule, not a derivative (test_nd_legacy_names.py)",
+    "MAERegressionOutput": "MXNet's gradient rule, not a derivative (test_nd_legacy_names.py)",
+    "SVMOutput": "MXNet's gradient rule, not a derivative (test_nd_helpers.py)",
+    "softmax_cross_entropy": "integer labels (values and gradient in test_nd_legacy_names.py)",
+    "scatter_nd": "integer indices (values and gradient in test_nd_legacy_names.py)",
     "ravel_multi_index": "integer-valued", "unravel_index": "integer-valued",
     "choose_element_0index": "integer indices (it is pick)",
-    "fill_element_0index": "integer indices (values in test_nd_more.py)",
+    "fill_element_0index": "integer indices (values in test_nd_legacy_names.py)",
     "all_finite": "a 0/1 flag", "multi_all_finite": "a 0/1 flag",
     "multi_sum_sq": "float32 sums of squares for AMP checks",
     "DeformableConvolution": "floor() of the offsets: kinks (test_nd_deformable.py checks "
                              "gradients away from pixel edges)",
     "ModulatedDeformableConvolution": "as DeformableConvolution (test_nd_deformable.py)",
     "CTCLoss": "integer labels (loss and gradient against PyTorch in test_nd_ctc.py)",
-    "moments": "two outputs (this test reads one); gradient checked in test_nd_more.py",
+    "moments": "two outputs (this test reads one); gradient checked in test_nd_legacy_names.py",
     "broadcast_mod": "piecewise; the mod primitive's gradient is in test_grad_registry",
 }
 for _name in ("broadcast_equal broadcast_not_equal broadcast_greater broadcast_greater_equal "

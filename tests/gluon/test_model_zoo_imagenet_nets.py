@@ -15,7 +15,7 @@ from kiln.gluon.model_zoo.model_store import short_hash
 from paths import FIXTURES
 
 FIXTURE = os.path.join(FIXTURES, "mxnet_infra",
-                       "model_zoo_more.json")
+                       "model_zoo_imagenet_nets.json")
 with open(FIXTURE) as f:
     MXNET = json.load(f)
 

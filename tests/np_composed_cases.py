@@ -1,6 +1,6 @@
 """Cases for kiln's composed NumPy functions (kiln/np/math.py, special.py, statistics.py,
 indexing.py, manipulation.py, einsum.py, ...): name -> F(kiln function, NumPy reference,
-inputs, ...). Used by test_np_more.py, which checks values against NumPy, gradients against
+inputs, ...). Used by test_np_composed.py, which checks values against NumPy, gradients against
 finite differences (and PyTorch where it has the function) and hybridized against eager, all
 from this table.
 """

@@ -1,6 +1,7 @@
-"""The rest of gluon.data.vision.transforms: Rotate/RandomRotation and CropResize against
-MXNet 1.9.1's outputs (tests/fixtures/detection/make_transform_fixture.py), and RandomCrop,
-RandomGray, RandomApply on seeded draws, with MXNet's shapes and dtypes."""
+"""gluon.data.vision.transforms that move, crop or recolour pixels: Rotate/RandomRotation
+and CropResize against MXNet 1.9.1's outputs
+(tests/fixtures/detection/make_transform_fixture.py), and RandomCrop, RandomGray, RandomApply
+on seeded draws, with MXNet's shapes and dtypes."""
 import os
 
 import numpy as onp

@@ -1,5 +1,5 @@
 """kiln's added NumPy functions (MXNet's np.einsum, np.diff, np.arctan2, np.cov, ...), all
-generated from one case table (np_more_cases.py): values against NumPy, gradients against
+generated from one case table (np_composed_cases.py): values against NumPy, gradients against
 finite differences and PyTorch, hybridized (both backends) against eager. The eager-only
 functions (bincount, histogram, ...) compare to NumPy at the end."""
 import numpy as onp
@@ -9,7 +9,7 @@ from kiln import autograd
 from kiln import np
 from kiln.fuzz.compare import compare
 from conftest import assert_close, numeric_grad, to_np, wrap
-from np_more_cases import CASES
+from np_composed_cases import CASES
 
 NAMES = sorted(CASES)
 

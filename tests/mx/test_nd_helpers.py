@@ -104,7 +104,7 @@ def test_random_pdf_as_mxnet(name):
 
 
 def test_random_pdf_gradients_and_uniform_support():
-    from test_nd_more import check_grad
+    from test_nd_legacy_names import check_grad
     rng = onp.random.default_rng(0)
     x, mu, sigma = rng.uniform(0.2, 2, (2, 3)), rng.uniform(-1, 1, 2), rng.uniform(0.5, 2, 2)
     check_grad(lambda *a: nd.random_pdf_normal(*a), x, mu, sigma)

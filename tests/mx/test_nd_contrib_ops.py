@@ -9,7 +9,7 @@ from kiln import autograd
 from kiln import nd
 from kiln.fuzz.compare import compare
 from conftest import assert_close, wrap
-from test_nd_more import check_grad
+from test_nd_legacy_names import check_grad
 
 R = onp.random.default_rng(4)
 
