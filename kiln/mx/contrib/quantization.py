@@ -117,14 +117,18 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full",
         if quantize_mode == "smart" and reduction < SMART_MIN_REDUCTION:
             continue
         chosen.append((name, node))
-    stats = calibrate.collect(graph, [params[p.name].data().asnumpy() for p in graph.params],
-                              batches, calib_mode == "entropy") if calib_mode != "none" else {}
+    values = [params[p.name].data().asnumpy() for p in graph.params]
+    stats = calibrate.collect(graph, values, batches, calib_mode == "entropy") \
+        if calib_mode != "none" else {}
+    folds = calibrate.conv_folds(graph, values)
     layers = {}
     for name, node in chosen:
         weight = params[name].data().asnumpy()
-        spec = {"weight": calibrate.quantize_weight(weight, quantize_granularity ==
-                                                    "channel-wise"),
-                "x_scale": None, "dtype": "int8" if quantized_dtype != "uint8" else "uint8"}
+        spec = {"x_scale": None, "dtype": "int8" if quantized_dtype != "uint8" else "uint8"}
+        if name in folds:       # a convolution: its bias and BatchNorm folded in
+            weight, spec["bias"], spec["affine"] = folds[name]
+        spec["weight"] = calibrate.quantize_weight(weight, quantize_granularity ==
+                                                   "channel-wise")
         if calib_mode != "none":
             s = stats[name]
             unsigned = quantized_dtype in ("uint8", "auto") and s.min >= 0
