@@ -7,7 +7,8 @@ in place, and only there add a residual): a node the layout pass left NCHW has i
 activation quantized (or copied, when it comes quantized) into a channels-last buffer
 and its output copied back, by the same loops. The residual is put into the output
 before the call (dequantized into a float32 output; as it lies into an int8 one), and
-oneDNN adds it (its sum post-op). A requantized output (out_scale) is oneDNN's: scaled,
+oneDNN adds it (its sum post-op); a float32 residual of an int8 output is an argument
+oneDNN reads (a binary post-op). A requantized output (out_scale) is oneDNN's: scaled,
 rounded to nearest even, saturated.
 """
 import math
@@ -38,13 +39,19 @@ def _conv_geometry(node):
             tuple(a.get("pad", (0,) * (2 * nsp))))
 
 
+_BINARY = "binary"
+
+
 def _sum_type(node):
     """The type code of what a conv_int8 node's output holds when oneDNN runs (its
-    residual; an int8 residual of a float32 output is dequantized into it), or None."""
+    residual; an int8 residual of a float32 output is dequantized into it), _BINARY for
+    a float32 residual of an int8 output (an argument of its own), or None."""
     if len(node.inputs) < 5:
         return None
     if node.attrs.get("out_scale") is None:
         return dnnl_lowp.F32
+    if node.inputs[4].dtype == _np.float32:
+        return _BINARY
     return TYPES[str(node.inputs[4].dtype)]
 
 
@@ -63,8 +70,9 @@ def _maker(node):
     xs, ys = _nchw(x.shape, last), _nchw(node.shape, last)
     out_type = dnnl_lowp.F32 if a.get("out_scale") is None else TYPES[a["out_dtype"]]
     sum_type = _sum_type(node)
-    sum_scale = 1.0 if sum_type in (None, dnnl_lowp.F32) else float(
+    sum_scale = 1.0 if sum_type in (None, dnnl_lowp.F32, _BINARY) else float(
         _np.float32(a["residual_scale"]))
+    sum_type = dnnl_lowp.F32 if sum_type == _BINARY else sum_type
     return lambda lib: dnnl_lowp.make_conv(lib, xs, wq.shape, ys, stride, dilation, pad,
                                            a.get("groups", 1), in_type, True,
                                            bool(a.get("relu")), True, out_type, sum_type,
@@ -123,8 +131,8 @@ def _each(shape, last, body):
 
 
 def _conv_lines(em, node, storage, sc):
-    """The C of one conv_int8 node up to its oneDNN call; returns (lines, x, y): the
-    buffers oneDNN reads and writes."""
+    """The C of one conv_int8 node up to its oneDNN call; returns (lines, x, y, residual):
+    the buffers oneDNN reads and writes (residual: a float32 one it reads, or None)."""
     x, a = node.inputs[0], node.attrs
     last = bool(a.get("channels_last"))
     T, lo, hi = RANGES[a.get("dtype", "int8")]
@@ -147,16 +155,23 @@ def _conv_lines(em, node, storage, sc):
               f"    const float *ws = (const float *)P[{storage(node.inputs[2])}];",
               f"    for (int64_t c = 0; c < {node.inputs[1].shape[0]}; c++) sc[c] = s * ws[c];"]
     y = storage(node) if last else em.new_buffer(max(node.size * node.dtype.itemsize, 64))
+    extra = None
     if len(node.inputs) == 5:
         r = node.inputs[4]
-        rs, ys = f"P[{storage(r)}]", f"P[{y}]"
+        rs = f"P[{storage(r)}]"
         RT = "float" if r.dtype == _np.float32 else RANGES[str(r.dtype)][0]
         value = f"(({RT} *){rs})[i]"
+        if _sum_type(node) == _BINARY:      # float32, an argument of its own
+            extra = storage(r)
+            if not last:
+                extra = em.new_buffer(max(4 * r.size, 64))
+                lines += _each(r.shape, False, [f"      ((float *)P[{extra}])[j] = {value};"])
+            return lines, q, y, extra
         if a.get("out_scale") is None and r.dtype != _np.float32:      # dequantized
             value = f"(float){value} * {float(_np.float32(a['residual_scale']))!r}f"
         YT = "float" if a.get("out_scale") is None else RANGES[a["out_dtype"]][0]
-        lines += _each(_nchw(r.shape, last), last, [f"      (({YT} *){ys})[j] = {value};"])
-    return lines, q, y
+        lines += _each(_nchw(r.shape, last), last, [f"      (({YT} *)P[{y}])[j] = {value};"])
+    return lines, q, y, extra
 
 
 def emit(em, node, storage, weight_ok):
@@ -166,8 +181,9 @@ def emit(em, node, storage, weight_ok):
     a = node.attrs
     sc = em.new_buffer(max(4 * node.inputs[1].shape[0], 64))
     op = em.add_slot(("dnnl_op", _maker(node)))
+    extra = None
     if node.op == "conv_int8":
-        lines, q, y = _conv_lines(em, node, storage, sc)
+        lines, q, y, extra = _conv_lines(em, node, storage, sc)
     else:
         x = node.inputs[0]
         T, lo, hi = RANGES[a.get("dtype", "int8")]
@@ -181,7 +197,7 @@ def emit(em, node, storage, weight_ok):
                   f"    for (int64_t c = 0; c < {node.inputs[1].shape[0]}; c++) "
                   "sc[c] = s * ws[c];"]
     args = [f"P[{q}]", f"P[{storage(node.inputs[1])}]", f"P[{storage(node.inputs[3])}]",
-            f"P[{y}]", f"P[{sc}]"]
+            f"P[{y}]"] + ([f"P[{extra}]"] if extra is not None else []) + [f"P[{sc}]"]
     if a.get("out_scale") is not None:
         lines.append(f"    float ds[1] = {{{float(_np.float32(a['out_scale']))!r}f}};")
         args.append("ds")

@@ -160,17 +160,18 @@ static dnnl_memory_desc_t kd_lowp_act(int nd, const int64_t *dims, dnnl_data_typ
   return kd_lowp_strided(nd, dims, s, dt);
 }
 
-/* y = requant(act(conv(x, w) * scale[f] + bias + sum_scale * y_before)), forward
-   inference, groups >= 1, dims given NCHW:
+/* y = requant(act(conv(x, w) * scale[f] + bias + residual)), forward inference,
+   groups >= 1, dims given NCHW:
    bfloat16 (in_type KD_BF16: the caller's float32 x and w rounded by the op's reorders;
    w, stamped, once; y float32) or int8 (x s8/u8 and w s8 as the caller quantized them;
    scale[f] per output channel, a runtime argument after y). int8 only: out_type KD_S8 /
    KD_U8 gives y requantized: divided by a runtime dst scale (one float after the weight
-   scales), rounded to nearest even and saturated; sum_type >= 0 adds what y holds when
-   the op runs (the residual the caller put there, of that type), times sum_scale, before
-   the ReLU (a oneDNN sum post-op: y is then the caller's own layout, read in place).
-   cl: x and y stored channels-last (N, *S, C), oneDNN's own layout for int8.
-   Arguments: x, w, [bias], y, [scale], [dst scale]. */
+   scales), rounded to nearest even and saturated. A residual (sum_type >= 0) of y's
+   size is what y holds when the op runs (the caller put it there), times sum_scale (a
+   oneDNN sum post-op); a float32 residual of an int8 y is an argument of its own after
+   y, added as it is (a binary post-op). cl: x, y and the residual stored channels-last
+   (N, *S, C), oneDNN's own layout for int8.
+   Arguments: x, w, [bias], y, [float32 residual], [scale], [dst scale]. */
 static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
                                 const int64_t *yd, const int64_t *stride,
                                 const int64_t *dilation, const int64_t *pad_lo,
@@ -196,7 +197,7 @@ static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
   dnnl_memory_desc_t wa = kd_lowp_any(wnd, wg, wt);
   dnnl_memory_desc_t ya = (cl || sum_type >= 0) ? kd_lowp_act(nsp + 2, yd, yt, cl)
                                                 : kd_lowp_any(nsp + 2, yd, yt);
-  dnnl_memory_desc_t ba = bias ? kd_lowp_plain(1, bd, dnnl_f32) : 0;
+  dnnl_memory_desc_t ba = bias ? kd_lowp_plain(1, bd, dnnl_f32) : 0, ra = 0;
   dnnl_primitive_attr_t attr = kd_attr();
   dnnl_post_ops_t po = 0;
   dnnl_primitive_desc_t pd = 0;
@@ -207,9 +208,10 @@ static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
     snprintf(kd_message, sizeof kd_message, "low-precision conv: bad dims");
     goto fail;
   }
-  /* the sum reads y as it lies: a type of y's size */
-  if ((!int8 && (out_type != KD_F32 || sum_type >= 0)) ||
-      (sum_type >= 0 && (requant != (sum_type == KD_S8 || sum_type == KD_U8)))) {
+  /* the sum reads y as it lies: a type of y's size, or a float32 residual of its own */
+  int binary = requant && sum_type == KD_F32;
+  if ((!int8 && (out_type != KD_F32 || sum_type >= 0)) || sum_type == KD_BF16 ||
+      (sum_type >= 0 && !requant && sum_type != KD_F32)) {
     snprintf(kd_message, sizeof kd_message, "low-precision conv: unsupported output/sum types");
     goto fail;
   }
@@ -218,7 +220,11 @@ static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
                                                groups > 1 ? 3 : 1));
   if (requant) KD_TRY(dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_DST, 0));
   if (act || sum_type >= 0) KD_TRY(dnnl_post_ops_create(&po));
-  if (sum_type >= 0)
+  if (binary) {
+    if (!(ra = kd_lowp_act(nsp + 2, yd, dnnl_f32, cl))) goto fail;
+    KD_TRY(dnnl_post_ops_append_binary(po, dnnl_binary_add, ra));
+  }
+  else if (sum_type >= 0)
     KD_TRY(dnnl_post_ops_append_sum(po, sum_scale, 0,
                                     sum_type == out_type ? dnnl_data_type_undef
                                                          : kd_lowp_type(sum_type)));
@@ -243,14 +249,20 @@ static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
   if (bias) { args[nargs] = DNNL_ARG_BIAS; user[nargs] = kd_lowp_plain(1, bd, dnnl_f32); nargs++; }
   args[nargs] = DNNL_ARG_DST; outs[nargs] = 1;
   user[nargs] = kd_lowp_act(nsp + 2, yd, yt, cl); nargs++;
+  if (binary) {
+    args[nargs] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1;
+    user[nargs] = kd_lowp_act(nsp + 2, yd, dnnl_f32, cl); nargs++;
+  }
   dnnl_memory_desc_destroy(xa); dnnl_memory_desc_destroy(wa); dnnl_memory_desc_destroy(ya);
   if (ba) dnnl_memory_desc_destroy(ba);
+  if (ra) dnnl_memory_desc_destroy(ra);
   if (po) dnnl_post_ops_destroy(po);
   dnnl_primitive_attr_destroy(attr);
   kd_op *op = kd_lowp_with_scales(kd_make(pd, nargs, args, outs, user), int8, scaled,
                                   DNNL_ARG_WEIGHTS);
   return kd_lowp_with_scales(op, requant, one, DNNL_ARG_DST);
 fail:
+  if (ra) dnnl_memory_desc_destroy(ra);
   if (xa) dnnl_memory_desc_destroy(xa);
   if (wa) dnnl_memory_desc_destroy(wa);
   if (ya) dnnl_memory_desc_destroy(ya);

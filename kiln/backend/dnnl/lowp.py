@@ -103,9 +103,9 @@ def conv_int8(xq, wq, scale, bias, y_shape, stride, dilation, pad, groups=1, rel
     """y = requant(act(conv(xq, wq) * scale[f] + bias[f] + residual * residual_scale)):
     xq int8/uint8, wq int8, scale float32 (F,) (x's scale times w's per channel); y
     float32, or out_dtype int8/uint8 (divided by out_scale, rounded to nearest even,
-    saturated); a residual of y's size (float32 with a float32 y, int8/uint8 with an
-    int8 one); NCHW, run channels-last (oneDNN's int8 kernels work on (N, *S, C) in
-    place, and only there add a residual); or None."""
+    saturated); a residual float32, or int8/uint8 (times residual_scale); NCHW, run
+    channels-last (oneDNN's int8 kernels work on (N, *S, C) in place, and only there add
+    a residual); or None."""
     lib = _lib()
     if lib is None or TYPE_CODES.get(xq.dtype) not in (S8, U8) or wq.dtype != _np.int8 \
             or not _conv_ok(xq, wq, stride):
@@ -117,12 +117,13 @@ def conv_int8(xq, wq, scale, bias, y_shape, stride, dilation, pad, groups=1, rel
     in_type = TYPE_CODES[xq.dtype]
     y_dtype = _np.dtype(_np.float32 if out_scale is None else out_dtype)
     out_type = TYPE_CODES[y_dtype]
-    sum_type, sum_scale = None, 1.0
+    sum_type, sum_scale, binary = None, 1.0, False
     if residual is not None:
-        if residual.dtype.itemsize != y_dtype.itemsize:     # an int8 residual, float32 y
-            if y_dtype != _np.float32:
-                return None
-            residual = residual.astype(_np.float32) * _np.float32(residual_scale)
+        if residual.dtype.itemsize != y_dtype.itemsize:
+            if residual.dtype == _np.float32:       # added as an argument of its own
+                binary = True
+            else:                                   # an int8 residual, float32 y
+                residual = residual.astype(_np.float32) * _np.float32(residual_scale)
         sum_type = TYPE_CODES.get(_np.dtype(residual.dtype))
         if sum_type is None:
             return None
@@ -135,11 +136,13 @@ def conv_int8(xq, wq, scale, bias, y_shape, stride, dilation, pad, groups=1, rel
         return make_conv(lib, xq.shape, wq.shape, y_shape, stride, dilation, pad, groups,
                          in_type, True, relu, True, out_type, sum_type, sum_scale)
     last = (0,) + tuple(range(2, xq.ndim)) + (1,)
-    y = _np.empty(tuple(y_shape[p] for p in last), y_dtype) if residual is None else \
-        _np.ascontiguousarray(_np.transpose(residual, last), y_dtype)
+    y = _np.empty(tuple(y_shape[p] for p in last), y_dtype) if residual is None or binary \
+        else _np.ascontiguousarray(_np.transpose(residual, last), y_dtype)
     arrays = [_np.ascontiguousarray(_np.transpose(xq, last)), wq,
-              _np.ascontiguousarray(bias, dtype=_np.float32), y,
-              _np.ascontiguousarray(scale, dtype=_np.float32)]
+              _np.ascontiguousarray(bias, dtype=_np.float32), y]
+    if binary:
+        arrays.append(_np.ascontiguousarray(_np.transpose(residual, last)))
+    arrays.append(_np.ascontiguousarray(scale, dtype=_np.float32))
     if out_scale is not None:
         arrays.append(_np.array([out_scale], _np.float32))
     if not _run(key, make, arrays, wq if wq.base is None else None):

@@ -178,20 +178,16 @@ def _plan(graph, layers):
 
 def _requantize(plan, users, outputs):
     """Set layer.out for the conv layers whose readers all take int8 on one scale."""
-    by_input, by_residual, ends = {}, {}, {}
+    by_input, by_residual = {}, {}
     for layer in plan:
-        ends[id(layer.end)] = layer
         if layer.node.op == "conv" and layer.spec.get("x_scale") is not None:
             by_input.setdefault(id(layer.node.inputs[0]), []).append(layer)
         if layer.residual is not None:
             by_residual.setdefault(id(layer.rest), []).append(layer)
-    for layer in plan:      # in graph order: a residual's producer is decided first
+    for layer in plan:
         end = layer.end
         if layer.node.op != "conv" or id(end) in outputs:
             continue
-        if layer.rest is not None and (id(layer.rest) not in ends
-                                       or ends[id(layer.rest)].out is None):
-            continue        # a float32 residual: oneDNN adds it to a float32 output only
         readers = by_input.get(id(end), [])
         taking = {id(r.node) for r in readers} | {id(r.residual) for r in
                                                   by_residual.get(id(end), [])}
