@@ -11,12 +11,16 @@ weights and gradients. `deny` (op names, or the names of the nodes' layers) keep
 nodes in float32, as MXNet's fp32_ops and excluded_sym_names do.
 
 In a training step traced forward and backward together the gradient products are
-matmuls too, and run in bfloat16 like PyTorch's autocast runs them.
+matmuls too, and run in bfloat16 like PyTorch's autocast runs them; so are the halves of a
+convolution's gradient (conv_grad_data, conv_grad_weight: bf16=True, operands rounded to
+bfloat16, float32 out), which oneDNN runs as bfloat16 backward kernels. The weight
+gradient is float32, for the float32 master weight.
 """
 from ..._core.ir import Node, rewrite
 
 BF16_OPS = {"matmul": "matmul_bf16", "conv": "conv_bf16"}
 DEFAULT_ALLOW = frozenset(BF16_OPS)
+CONV_GRADS = ("conv_grad_data", "conv_grad_weight")     # run in bfloat16 when conv is
 
 
 def _swaps_last_two(node):
@@ -32,6 +36,11 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
     deny = frozenset(deny)
 
     def replace(node, inputs):
+        if node.op in CONV_GRADS and "conv" in allow and "conv" not in deny \
+                and node.name not in deny and not node.attrs.get("bf16") \
+                and node.dtype == "float32" and all(i.dtype == "float32" for i in inputs):
+            return Node(node.op, inputs, dict(node.attrs, bf16=True), node.shape, node.dtype,
+                        name=node.name)
         if node.op not in allow or node.op not in BF16_OPS or node.op in deny \
                 or node.name in deny:
             return None
@@ -47,6 +56,7 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
             b, attrs = b.inputs[0], {"transpose_b": True}
         return Node(BF16_OPS[node.op], (a, b), attrs, node.shape, node.dtype, name=node.name)
 
-    if not any(n.op in allow and n.op in BF16_OPS for n in graph.nodes):
+    if not any((n.op in allow and n.op in BF16_OPS) or (n.op in CONV_GRADS and "conv" in allow)
+               for n in graph.nodes):
         return graph
     return rewrite(graph, replace)

@@ -22,7 +22,8 @@ import os
 from ..._core.ir import Node, rewrite
 
 HEAVY = {   # op -> (positions of activation inputs, is the output an activation)
-    "conv": ((0,), True), "conv_grad_data": ((0,), True), "conv_grad_weight": ((0, 1), False),
+    "conv": ((0,), True), "conv_bf16": ((0,), True), "conv_grad_data": ((0,), True),
+    "conv_grad_weight": ((0, 1), False),
     "pool": ((0,), True), "pool_grad": ((0, 1), True),
     "conv_int8": ((0, 4), True),    # its residual (input 4) too
 }
