@@ -194,3 +194,41 @@ def test_onednn_int8_conv_is_the_reference_bit_for_bit(case):
         prim.lowerings["eager"] = fast
     assert got.dtype == want.dtype and onp.array_equal(got, want)
     assert not any(k[0] == "int8 conv" for k in lowp._refused), lowp._refused
+
+
+def test_digits_cnn_with_batchnorm_int8_within_one_point_of_float32():
+    """The accuracy row, small: BatchNorm folded, naive and entropy calibration."""
+    from kiln import autograd, gluon
+    from kiln.data.digits import load_arrays
+    xtr, ytr = load_arrays(train=True, flatten=False)
+    xte, yte = load_arrays(train=False, flatten=False)
+    onp.random.seed(5)
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(16, 3, padding=1, in_channels=1), nn.BatchNorm(), nn.Activation("relu"),
+            nn.Conv2D(16, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
+            nn.MaxPool2D(2), nn.Flatten(), nn.Dense(10))
+    net.initialize(init.Xavier())
+    net.hybridize()
+    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 3e-3})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    order = onp.random.default_rng(0)
+    for _ in range(4):
+        perm = order.permutation(len(xtr))
+        for k in range(0, len(xtr) - 63, 64):
+            idx = perm[k:k + 64]
+            with autograd.record():
+                loss = loss_fn(net(np.array(xtr[idx])), np.array(ytr[idx].astype("float32")))
+            loss.backward()
+            trainer.step(len(idx))
+
+    def accuracy():
+        return float((net(np.array(xte)).asnumpy().argmax(axis=1) == yte).mean())
+    f32 = accuracy()
+    assert f32 > 0.9
+    calib = [np.array(xtr[k:k + 64]) for k in range(0, 640, 64)]
+    for mode in ("naive", "entropy"):
+        quantization.quantize_net(net, calib_data=calib, calib_mode=mode)
+        int8 = accuracy()
+        ops = {n.op for n in _program_graph(net).nodes}
+        assert "conv_int8" in ops and not {"conv", "sqrt", "divide"} & ops, ops
+        assert int8 >= f32 - 0.01, (mode, int8, f32)
