@@ -18,6 +18,7 @@ from kiln.hybrid import calibrate
 from kiln.ops import REGISTRY
 from kiln.ops.conv import conv_by_windows
 from kiln.ops.quantized import quantize_values
+from mx_alias_fixture import mx  # noqa: F401  (the fixture)
 
 R = onp.random.default_rng(41)
 EPS = 1e-5
@@ -55,8 +56,8 @@ def _net():
 
 
 def _program_graph(net):
-    (entry,) = net._kiln_cached.entries.values()
-    return entry.program.graph
+    """The graph of the program the network's latest call compiled."""
+    return list(net._kiln_cached.entries.values())[-1].program.graph
 
 
 def _quantized(calib_mode="naive"):
@@ -232,3 +233,24 @@ def test_digits_cnn_with_batchnorm_int8_within_one_point_of_float32():
         ops = {n.op for n in _program_graph(net).nodes}
         assert "conv_int8" in ops and not {"conv", "sqrt", "divide"} & ops, ops
         assert int8 >= f32 - 0.01, (mode, int8, f32)
+
+
+def test_quantize_net_returns_a_symbol_block_as_mxnet_does(mx):
+    """MXNet 1.9's Gluon flow (docs: quantize_net_v2(model, quantize_mode='smart',
+    calib_data=a DataLoader, calib_mode='naive', num_calib_examples=...)): the returned
+    SymbolBlock runs the quantized graph; the network is converted in place as well."""
+    from kiln.gluon import SymbolBlock
+    from kiln.gluon.data import ArrayDataset, DataLoader
+    net = _net()
+    x = R.standard_normal((32, 3, 12, 12)).astype("float32")
+    labels = onp.zeros(32, "float32")
+    loader = DataLoader(ArrayDataset(x, labels), batch_size=8)
+    qnet = mx.contrib.quantization.quantize_net_v2(net, quantize_mode="smart",
+                                                   calib_data=loader, calib_mode="naive",
+                                                   num_calib_examples=16)
+    assert isinstance(qnet, SymbolBlock)
+    batch = np.array(x[:8])
+    want = net(batch).asnumpy()
+    assert "conv_int8" in {n.op for n in _program_graph(net).nodes}
+    qnet.hybridize()
+    onp.testing.assert_array_equal(qnet(batch).asnumpy(), want)
