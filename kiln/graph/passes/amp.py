@@ -17,6 +17,7 @@ bfloat16, float32 out), which oneDNN runs as bfloat16 backward kernels. The weig
 gradient is float32, for the float32 master weight.
 """
 from ..._core.ir import Node, rewrite
+from ..._core.primitive import REGISTRY
 
 BF16_OPS = {"matmul": "matmul_bf16", "conv": "conv_bf16"}
 DEFAULT_ALLOW = frozenset(BF16_OPS)
@@ -60,3 +61,18 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
                for n in graph.nodes):
         return graph
     return rewrite(graph, replace)
+
+
+def eager_substitute(allow=DEFAULT_ALLOW, deny=()):
+    """What amp.init does to eager code (kiln/_core/dispatch.py's set_eager_substitute): a
+    float32 call of an op in `allow` (and not in `deny`) runs as its bfloat16 primitive,
+    the values a hybridized block's graph computes after this pass."""
+    deny = frozenset(deny)
+
+    def substitute(prim, arrays, attrs):
+        op = "conv" if prim.name == "conv_bias" else prim.name    # eager Conv2D's, fused
+        if op not in BF16_OPS or op not in allow or op in deny or \
+                attrs.get("channels_last") or any(a.dtype != "float32" for a in arrays):
+            return None
+        return REGISTRY[BF16_OPS[op]], attrs
+    return substitute
