@@ -1,11 +1,13 @@
 """Low-precision primitives: what mixed precision (AMP) puts in a graph.
 
-    matmul_bf16(a, b, transpose_b=False)
+    matmul_bf16(a, b, [bias], transpose_b=False)
                         np.matmul of a and b (b's last two axes swapped when transpose_b:
                         Dense's weight, read where it lies) rounded to bfloat16 (to nearest
                         even), accumulated and returned in float32: a bfloat16 x bfloat16 ->
                         float32 product, as oneDNN's bfloat16 matmul computes it (bfloat16
-                        in, float32 out, so no pass widens a bfloat16 result)
+                        in, float32 out, so no pass widens a bfloat16 result); plus the
+                        float32 bias (N,) when given (oneDNN's bias argument: Dense's add
+                        is no pass of its own)
 
     conv_bf16(x, w, [b], stride, dilation, pad, groups, relu, channels_last)
                         the convolution of x and w rounded to bfloat16, in float32, plus
@@ -29,6 +31,7 @@ from .conv_bias import conv_bias, conv_bias_grad, _rule as _conv_bias_rule
 from .elementwise import cast, relu as relu_op, relu_grad
 from .linalg import matmul, _matmul_grad, _matmul_rule, _swap_last as swap_last_axes
 from .registry import register
+from .util import sum_to
 from .._core.base import Shaped, bfloat16_dtype, op_error
 from .._core.bfloat16 import round_to_bfloat16
 
@@ -44,37 +47,47 @@ class _Swapped(Shaped):
         self.dtype = b.dtype
 
 
-def _rule(a, b, transpose_b=False):
+def _rule(a, b, bias=None, transpose_b=False):
     if a.dtype != _F32 or b.dtype != _F32:
         raise op_error("matmul_bf16", f"expected float32 operands, got {a.dtype} and {b.dtype}")
     if transpose_b and len(b.shape) < 2:
         raise op_error("matmul_bf16", f"transpose_b needs a matrix, got shape {tuple(b.shape)}")
-    return _matmul_rule(a, _Swapped(b) if transpose_b else b)
+    shape, dtype = _matmul_rule(a, _Swapped(b) if transpose_b else b)
+    if bias is not None and (bias.dtype != _F32 or tuple(bias.shape) != (shape[-1],)):
+        raise op_error("matmul_bf16", f"the bias must be float32 ({shape[-1]},), got "
+                       f"{bias.dtype} {tuple(bias.shape)}")
+    return shape, dtype
 
 
-def _grad(g, out, a, b, transpose_b=False):
+def _grad(g, out, a, b, bias=None, transpose_b=False):
     if not transpose_b:
-        return _matmul_grad(g, out, a, b)
-    ga, gb = _matmul_grad(g, out, a, swap_last_axes(b))
-    return ga, (None if gb is None else swap_last_axes(gb))
+        ga, gb = _matmul_grad(g, out, a, b)
+    else:
+        ga, gb = _matmul_grad(g, out, a, swap_last_axes(b))
+        gb = None if gb is None else swap_last_axes(gb)
+    if bias is None:
+        return ga, gb
+    return ga, gb, sum_to(g, bias)
 
 
 @register("matmul_bf16", _rule, _grad)
-def matmul_bf16(a, b, transpose_b=False):
+def matmul_bf16(a, b, bias=None, transpose_b=False):
     if transpose_b:
         b = _np.swapaxes(b, -1, -2)
     fast = matmul_bf16.lowerings.get("eager")
-    out = None if fast is None else fast.matmul_bf16(a, b)
+    out = None if fast is None else fast.matmul_bf16(a, b, bias)
     if out is not None:
         return out
-    return _np.matmul(round_to_bfloat16(a), round_to_bfloat16(b)).astype(_F32, copy=False)
+    out = _np.matmul(round_to_bfloat16(a), round_to_bfloat16(b)).astype(_F32, copy=False)
+    return out if bias is None else out + bias
 
 
-def _decomposed(a, b, transpose_b=False):
+def _decomposed(a, b, bias=None, transpose_b=False):
     """The same values from primitives every backend has: casts through bfloat16."""
     bf16 = bfloat16_dtype()
     b = swap_last_axes(b) if transpose_b else b
-    return matmul(cast(cast(a, dtype=bf16), dtype=_F32), cast(cast(b, dtype=bf16), dtype=_F32))
+    y = matmul(cast(cast(a, dtype=bf16), dtype=_F32), cast(cast(b, dtype=bf16), dtype=_F32))
+    return y if bias is None else y + bias
 
 
 def _conv_bf16_rule(x, w, b=None, stride=(1, 1), dilation=(1, 1), pad=(0, 0, 0, 0), groups=1,

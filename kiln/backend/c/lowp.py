@@ -3,7 +3,8 @@ call into the oneDNN shim's bfloat16 matmul (backend/dnnl/lowp.c), float32 in an
 The op's reorders round the activation to bfloat16 on every call and the weight once: a
 parameter the program does not write gets kiln's weight stamp (heavy.py), so its bfloat16
 copy in oneDNN's packed layout is kept between calls. Dense's weight is read where it lies
-(transpose_b: other strides).
+(transpose_b: other strides), and its bias, when the AMP pass gave the node one, is the
+primitive's bias argument.
 
 Registered as the op's C lowering (lowering.Heavy) for the nodes oneDNN takes with a real
 kernel; the others (no oneDNN, shapes it does not take, a CPU without bfloat16 kernels)
@@ -22,9 +23,9 @@ _taken = {}         # geometry -> does oneDNN make it with a real kernel
 
 
 def geometry(node):
-    """(a dims, a strides, b dims, b strides) as the shim takes node's operands (2 or 3
-    dims: batch dims collapsed into one), or None."""
-    a, b = node.inputs
+    """(a dims, a strides, b dims, b strides, with a bias) as the shim takes node's
+    operands (2 or 3 dims: batch dims collapsed into one), or None."""
+    a, b = node.inputs[:2]
     k = a.shape[-1]
     stored = b.shape                    # b as it lies (transposed when transpose_b)
     if b.ndim == 2 and a.ndim >= 2:
@@ -45,12 +46,12 @@ def geometry(node):
         bd, bs = stored, tuple(strides)
     if 0 in ad or 0 in bd:
         return None
-    return tuple(ad), tuple(contiguous_strides(ad)), tuple(bd), bs
+    return tuple(ad), tuple(contiguous_strides(ad)), tuple(bd), bs, len(node.inputs) == 3
 
 
 def _maker(geo):
-    return lambda lib: dnnl_lowp.make_matmul(lib, *geo, dnnl_lowp.BF16, dnnl_lowp.F32,
-                                             False, False)
+    return lambda lib: dnnl_lowp.make_matmul(lib, *geo[:4], dnnl_lowp.BF16, dnnl_lowp.F32,
+                                             geo[4], False)
 
 
 def lowerable(node):
@@ -70,12 +71,13 @@ def lowerable(node):
 
 
 def emit(em, node, storage, weight_ok):
-    a, b = node.inputs
+    args = [f"P[{storage(i)}]" for i in node.inputs] + [f"P[{storage(node)}]"]
     op = em.add_slot(("dnnl_op", _maker(geometry(node))))
-    stamp = "kiln_weight_stamp()" if weight_ok(b) else "0"
+    stamps = ["0", "kiln_weight_stamp()" if weight_ok(node.inputs[1]) else "0"] + \
+        ["0"] * (len(args) - 2)
     return "\n".join([
-        "  {", f"    void *a[3] = {{P[{storage(a)}], P[{storage(b)}], P[{storage(node)}]}};",
-        f"    int64_t s[3] = {{0, {stamp}, 0}};",
+        "  {", f"    void *a[{len(args)}] = {{{', '.join(args)}}};",
+        f"    int64_t s[{len(args)}] = {{{', '.join(stamps)}}};",
         f"    if (kiln_dnnl_run(P[{op}], a, s) != 0) return {DNNL_FAILED};", "  }"])
 
 

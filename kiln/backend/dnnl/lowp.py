@@ -196,8 +196,9 @@ def _run(key, make, arrays, keep_weight):
     return True
 
 
-def matmul_bf16(a, b):
-    """float32 a @ b with a and b rounded to bfloat16, in float32; None when not taken."""
+def matmul_bf16(a, b, bias=None):
+    """float32 a @ b with a and b rounded to bfloat16, in float32, plus bias (N,) when
+    given; None when not taken."""
     lib = _lib()
     if lib is None or a.dtype != _np.float32 or b.dtype != _np.float32 or not a.size \
             or not b.size:
@@ -209,14 +210,17 @@ def matmul_bf16(a, b):
     if min(a2.strides) < 0 or min(b2.strides) < 0:
         return None
     ad, bd = a2.shape, b2.shape
-    key = ("bfloat16 matmul", ad, _element_strides(a2), bd, _element_strides(b2))
+    key = ("bfloat16 matmul", ad, _element_strides(a2), bd, _element_strides(b2),
+           bias is not None)
 
     def make(lib):
-        return make_matmul(lib, ad, key[2], bd, key[4], BF16, F32, False, False)
+        return make_matmul(lib, ad, key[2], bd, key[4], BF16, F32, bias is not None, False)
     y = _np.empty((max(ad[0], bd[0]), ad[1], bd[2]) if len(ad) == 3 else (ad[0], bd[1]),
                   _np.float32)
     keep = b2 if b2.base is None and b2.flags.c_contiguous else None
-    if not _run(key, make, [a2, b2, y], keep):
+    arrays = [a2, b2] + ([_np.ascontiguousarray(bias, dtype=_np.float32)]
+                         if bias is not None else []) + [y]
+    if not _run(key, make, arrays, keep):
         return None
     return y.reshape(out_shape)
 

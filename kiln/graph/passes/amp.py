@@ -31,12 +31,33 @@ def _swaps_last_two(node):
         n - 1, n - 2)
 
 
+def _bias_add(node, inputs, made, users, outputs):
+    """matmul_bf16(a, b, bias) for add(matmul, bias) with the matmul one this pass made,
+    read by the add only, and bias a float32 vector along its last axis (Dense's)."""
+    if node.op != "add" or len(inputs) != 2:
+        return None
+    for k in (0, 1):
+        mm, bias = inputs[k], inputs[1 - k]
+        original = made.get(id(mm))
+        if (original is not None and len(mm.inputs) == 2 and mm.shape == node.shape
+                and len(users[id(original)]) == 1 and id(original) not in outputs
+                and bias.dtype == "float32" and bias.shape == (node.shape[-1],)):
+            return Node("matmul_bf16", mm.inputs + (bias,), mm.attrs, node.shape, node.dtype,
+                        name=mm.name)
+    return None
+
+
 def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
     """`graph` with its float32 nodes of the ops in `allow` (and not in `deny`, by op or
-    node name) run in bfloat16."""
+    node name) run in bfloat16; a bias added to a bfloat16 matmul becomes its argument."""
     deny = frozenset(deny)
+    users, outputs = graph.consumers(), {id(o) for o in graph.outputs}
+    made = {}       # id(a matmul_bf16 made here) -> the matmul it replaced
 
     def replace(node, inputs):
+        fused = _bias_add(node, inputs, made, users, outputs)
+        if fused is not None:
+            return fused
         if node.op in CONV_GRADS and "conv" in allow and "conv" not in deny \
                 and node.name not in deny and not node.attrs.get("bf16") \
                 and node.dtype == "float32" and all(i.dtype == "float32" for i in inputs):
@@ -55,7 +76,9 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
         attrs = {}
         if _swaps_last_two(b):
             b, attrs = b.inputs[0], {"transpose_b": True}
-        return Node(BF16_OPS[node.op], (a, b), attrs, node.shape, node.dtype, name=node.name)
+        new = Node(BF16_OPS[node.op], (a, b), attrs, node.shape, node.dtype, name=node.name)
+        made[id(new)] = node
+        return new
 
     if not any((n.op in allow and n.op in BF16_OPS) or (n.op in CONV_GRADS and "conv" in allow)
                for n in graph.nodes):
