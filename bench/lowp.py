@@ -6,11 +6,12 @@ autocast) and int8 (kiln: quantize_net with naive calibration; ONNX Runtime: its
 QDQ quantization of kiln's exported float32 model); a BERT-base encoder layer (768
 hidden, 12 heads, 3072 FFN) at batch 8 x 128 in float32, bfloat16 and dynamic int8
 (kiln: quantize_net calib_mode='none'; PyTorch: quantize_dynamic of its FFN layers); and
-AMP training steps of both (kiln: the hybridized net in amp; PyTorch: autocast).
+AMP training steps of both (kiln: the hybridized net in amp; PyTorch: autocast); and the
+accuracy row (bench/lowp_accuracy.py): a digits CNN in float32, int8 and AMP bfloat16.
 The header names the CPU, oneDNN's ISA and the load average: a shared machine's numbers
 are only comparable within one run.
 
-python -m kiln bench lowp [--quick] [--size N] [--only resnet,bert,train]
+python -m kiln bench lowp [--quick] [--size N] [--only resnet,bert,train,accuracy]
 """
 import argparse
 import contextlib
@@ -24,6 +25,7 @@ import numpy as onp
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import cnn_models  # noqa: E402
+import lowp_accuracy  # noqa: E402
 
 from kiln import np, npx, init  # noqa: E402
 from kiln.cli.info import lines as info_lines  # noqa: E402
@@ -263,7 +265,7 @@ def main(argv):
     parser = argparse.ArgumentParser(prog="python -m kiln bench lowp")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--size", type=int, default=96, help="ResNet-18 input size")
-    parser.add_argument("--only", default="resnet,bert,train")
+    parser.add_argument("--only", default="resnet,bert,train,accuracy")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     print("\n".join(info_lines()))
@@ -281,5 +283,8 @@ def main(argv):
         rows = train_rows(args.size, args.quick)
         print(harness.markdown_table("Training steps (ResNet-18 batch 32; BERT layer 8 x 128)",
                                      rows, rows[0][0] if rows else ""))
+    if "accuracy" in only:
+        epochs = 8 if args.quick else lowp_accuracy.EPOCHS
+        print(lowp_accuracy.markdown(lowp_accuracy.rows(epochs), epochs))
     print(f"load average after {os.getloadavg()[0]:.2f}")
     return 0

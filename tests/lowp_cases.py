@@ -18,6 +18,10 @@ def _t_matmul_bf16(a, b, transpose_b=False):
     return torch.matmul(a.to(torch.bfloat16).float(), b.to(torch.bfloat16).float())
 
 
+def _t_matmul_bf16_bias(a, b, bias, transpose_b=False):
+    return _t_matmul_bf16(a, b, transpose_b) + bias
+
+
 def lowp_cases(C):
     return {
         "matmul_bf16": [C(_f32(5, 7), _f32(7, 3), torch=_t_matmul_bf16, fd=False, tol=1e-5),
@@ -29,7 +33,10 @@ def lowp_cases(C):
                         C(_f32(2, 3, 4, 5), _f32(2, 3, 5, 6), torch=_t_matmul_bf16, fd=False,
                           tol=1e-5),
                         C(_f32(2, 3, 4, 5), _f32(2, 3, 6, 5), transpose_b=True,
-                          torch=_t_matmul_bf16, fd=False, tol=1e-5)],
+                          torch=_t_matmul_bf16, fd=False, tol=1e-5),
+                        # Dense with its bias (the AMP pass folds the add in)
+                        C(_f32(2, 5, 7), _f32(3, 7), _f32(3), transpose_b=True,
+                          torch=_t_matmul_bf16_bias, fd=False, tol=1e-5)],
     }
 
 

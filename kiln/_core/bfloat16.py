@@ -54,3 +54,13 @@ def finfo(dt):
         import ml_dtypes
         return ml_dtypes.finfo(dt)
     return _np.finfo(dt)
+
+
+def round_to_bfloat16(x):
+    """float32 values rounded to the nearest bfloat16 (ties to even), still as float32;
+    NaN stays NaN. Bit arithmetic: no ml_dtypes needed."""
+    x = _np.ascontiguousarray(x, dtype=_F32)
+    bits = x.view(_np.uint32)
+    rounded = (bits + (_np.uint32(0x7FFF) + ((bits >> 16) & 1))) & _np.uint32(0xFFFF0000)
+    rounded = _np.where((bits & 0x7FFFFFFF) > 0x7F800000, bits | 0x00400000, rounded)
+    return rounded.astype(_np.uint32).view(_F32)

@@ -2,6 +2,10 @@
 
 Both paths run the primitive's shape rule first, so a bad call gets the same error in both
 modes and the traced graph's shapes are exactly the eager ones.
+
+An eager call may be run as another primitive: `set_eager_substitute(fn)` (mixed precision
+registers one, kiln/hybrid/cached.py: after amp.init, an eager matmul runs as matmul_bf16
+as a hybridized one does); fn(prim, arrays, attrs) gives (primitive, attrs) or None.
 """
 import numpy as _np
 
@@ -65,8 +69,20 @@ def _is_symbolic(prim, arrays):
     return prim.random and trace.current() is not None
 
 
+_eager_substitute = [None]
+
+
+def set_eager_substitute(fn):
+    """Run eager calls through fn (None: as they are); see the module docstring."""
+    _eager_substitute[0] = fn
+
+
 def apply(prim, args, attrs):
     arrays = to_operands(args)
+    if _eager_substitute[0] is not None and not _is_symbolic(prim, arrays):
+        got = _eager_substitute[0](prim, arrays, attrs)
+        if got is not None:
+            prim, attrs = got
     if _is_symbolic(prim, arrays):
         shape, dtype = prim.shape(*[x._value for x in arrays], **attrs)
         out = ndarray._from_node(trace.add_node(prim, arrays, attrs, shape, dtype))

@@ -1,7 +1,8 @@
 """ONNX lowerings of kiln's int8 primitives (kiln/ops/quantized.py) as QuantizeLinear /
 DequantizeLinear pairs around the float op, the QDQ form ONNX Runtime runs (and fuses
 into its integer kernels): x -> Q(x_scale) -> DQ; the int8 weight -> DQ(per output
-channel, axis 0); then MatMul / Conv, the bias, ReLU. A dynamic layer (no calibrated
+channel, axis 0); then MatMul / Conv, the bias, a residual, ReLU, and for an int8 chain
+Q(out_scale) into the next layer, which dequantizes it. A dynamic layer (no calibrated
 scale) computes its scale in the graph: max|x| / 127. (matmul_bf16 needs nothing here:
 the onnx pipeline expands it into casts through bfloat16.)
 """
@@ -47,13 +48,31 @@ def _dense_int8(em, node, ins):
 
 
 def _conv_int8(em, node, ins):
-    x, wq, wscale, bias = ins
+    x, wq, wscale, bias = ins[:4]
     a = node.attrs
     pad = a["pad"]
-    y = em.op("Conv", [_activation(em, node, x), _weight(em, node, wq, wscale), bias],
+    if node.inputs[0].dtype != _np.float32:     # quantized by the layer before
+        x = _dequantize(em, x, a["x_scale"], a["dtype"])
+    else:
+        x = _activation(em, node, x)
+    y = em.op("Conv", [x, _weight(em, node, wq, wscale), bias],
               strides=list(a["stride"]), dilations=list(a["dilation"]),
               pads=list(pad[0::2]) + list(pad[1::2]), group=int(a.get("groups", 1)))
-    return _relu(em, node, y)
+    if len(ins) == 5:
+        r = node.inputs[4]
+        residual = ins[4] if r.dtype == _np.float32 else _dequantize(
+            em, ins[4], a["residual_scale"], str(r.dtype))
+        y = em.op("Add", [y, residual])
+    y = _relu(em, node, y)
+    if a.get("out_scale") is not None:      # requantized for the next layer
+        y = em.op("QuantizeLinear", [y, em.const(_np.array(a["out_scale"], _np.float32)),
+                                     em.const(_np.array(0, ZERO[a["out_dtype"]]))])
+    return y
+
+
+def _dequantize(em, q, scale, dtype):
+    return em.op("DequantizeLinear", [q, em.const(_np.array(scale, _np.float32)),
+                                      em.const(_np.array(0, ZERO[dtype]))])
 
 
 LOWERINGS = {"quantize_int8": _quantize_int8, "dense_int8": _dense_int8,

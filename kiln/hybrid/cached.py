@@ -16,11 +16,12 @@ import numpy as _np
 from .._core import autograd
 from .._core.ndarray import ndarray
 from .._core.writes import arrays_written
-from .._core import trace
+from .._core import dispatch, trace
 from .._core.base import GraphBreak, SymbolicValueError
 from .._core.symdim import building
 from ..backend import fast_dispatcher, select
 from ..graph.capture import capture
+from ..graph.passes import amp as amp_pass
 from ..graph.passes.pipeline import run_pipeline
 from ..graph.split import split_forward_backward
 from ..graph.tree import flatten, unflatten, ARRAY
@@ -402,8 +403,15 @@ _default_precision = [None]      # amp.init's: (pipeline name, options) for ever
 
 
 def set_default_precision_pipeline(name, **options):
-    """set_precision_pipeline for every block that is hybridized from now on."""
+    """set_precision_pipeline for every block that is hybridized from now on; mixed
+    precision (amp-bfloat16) runs eager code's matmuls and convolutions in bfloat16 too, as
+    MXNet's amp.init does (graph/passes/amp.py's eager_substitute)."""
     _default_precision[0] = None if name is None else (name, dict(options))
+    eager = None
+    if name == "amp-bfloat16":
+        allow = options.get("amp_allow", amp_pass.DEFAULT_ALLOW)
+        eager = amp_pass.eager_substitute(allow, options.get("amp_deny", ()))
+    dispatch.set_eager_substitute(eager)
 
 
 def set_precision_pipeline(block, name, **options):

@@ -1,6 +1,8 @@
 """Calibration for int8 quantization: the ranges of the activations entering a traced
 graph's layers (kiln.contrib.quantization), and the per-channel quantization of weights.
 
+`conv_folds` folds the per-channel affine ops after each convolution (its bias, an
+inference BatchNorm) into its weight and bias, before they are quantized.
 `layer_inputs(graph)` names the quantizable layers (graph/passes/quantize.py finds them)
 by their weight parameter; `collect` runs the float32 graph on the NumPy executor over
 calibration batches and keeps, per layer, the min and max of its input and a histogram of
@@ -11,7 +13,7 @@ import numpy as _np
 
 from .._core.ir import Graph
 from ..backend.numpy_exec import NumpyProgram
-from ..graph.passes.quantize import layer_weight
+from ..graph.passes.quantize import _Constants, conv_chain, fold_affine, layer_weight, users_of
 
 HISTOGRAM_BINS = 2048
 QUANTIZED_BINS = 128        # |x| onto int8's 0..127
@@ -110,3 +112,27 @@ def quantize_weight(w, channel_wise=True):
     shape = (-1,) + (1,) * (w.ndim - 1)
     q = _np.clip(_np.rint(w / scale.reshape(shape)), -127, 127).astype(_np.int8)
     return q, scale
+
+
+def conv_folds(graph, param_values):
+    """{weight name: (weight, bias, number of ops folded)}: each conv layer's weight and
+    bias with the affine ops after it (graph/passes/quantize.py's conv_chain) folded in:
+    conv(x, w) * scale + shift = conv(x, w * scale) + shift, per output channel."""
+    _, _, sole_user = users_of(graph)
+    constant = _Constants()
+    chains = []
+    for name, node in layer_inputs(graph):
+        if node.op == "conv":
+            chains.append((name, node, conv_chain(node, sole_user, constant)[0]))
+    operands = [other for _, _, affine in chains for _, other in affine]
+    values = NumpyProgram(Graph([], graph.params, operands, graph.name + "_folding"))(
+        [], param_values) if operands else []
+    out, k = {}, 0
+    for name, node, affine in chains:
+        w = _np.asarray(param_values[[p.name for p in graph.params].index(name)], _np.float64)
+        scale, shift = fold_affine(values[k:k + len(affine)], [a.op for a, _ in affine],
+                                   node.shape[1])
+        k += len(affine)
+        folded = (w * scale.reshape((-1,) + (1,) * (w.ndim - 1))).astype(_np.float32)
+        out[name] = (folded, shift.astype(_np.float32), len(affine))
+    return out

@@ -11,17 +11,21 @@ it takes the call, and otherwise on its decomposition into kiln's `windows` (im2
 matmul. The decomposition is also what backends without a conv kernel run
 (kiln/graph/passes/expand_heavy.py), so both paths compute the same function.
 `pad` is (lo, hi) per spatial dimension. channels_last=True: activations are (N, *S, C)
-(kiln/ops/channels_last.py).
+(kiln/ops/channels_last.py). bf16=True (the gradients, under mixed precision: the AMP pass
+sets it, kiln/graph/passes/amp.py): the operands are rounded to bfloat16 and the products
+accumulated in float32, as oneDNN's bfloat16 kernels compute them; the result is float32.
 """
 import numpy as _np
 
 from . import channels_last as cl, compose
+from .elementwise import cast
 from .linalg import matmul
 from .registry import register
 from .window import _check, windows, unwindows
 from .._core import autograd
 from .._core.autograd import input_needed
-from .._core.base import op_error
+from .._core.base import bfloat16_dtype, op_error
+from .._core.bfloat16 import round_to_bfloat16
 from .._core.ndarray import ndarray
 
 
@@ -79,7 +83,7 @@ def _eager_all(g, x, w, a, bias):
     is summed inside the weights' primitive. None where that does not apply (tracing, a
     gradient recorded for a higher order, channels_last, no eager kernels registered)."""
     fast = conv.lowerings.get("eager")
-    if (fast is None or autograd.is_recording() or a.get("channels_last")
+    if (fast is None or autograd.is_recording() or a.get("channels_last") or a.get("bf16")
             or any(v._node is not None for v in (g, x, w))):
         return None
     grads = fast.conv_backward(g._data, x._data, w._data, a["stride"], a["dilation"],
@@ -132,7 +136,12 @@ def conv(x, w, stride, dilation, pad, groups=1):
     return y
 
 
-def _grad_data_rule(g, w, in_shape, stride, dilation, pad, groups=1):
+def _rounded(bf16, *arrays):
+    """NumPy arrays rounded to bfloat16 (kept float32) when bf16, else as they are."""
+    return tuple(round_to_bfloat16(a) for a in arrays) if bf16 else arrays
+
+
+def _grad_data_rule(g, w, in_shape, stride, dilation, pad, groups=1, bf16=False):
     x_shape = (g.shape[0], w.shape[1] * groups) + tuple(in_shape)
     want = conv_out_shape("conv_grad_data", x_shape, w.shape, stride, dilation, pad, groups)
     if tuple(g.shape) != want:
@@ -142,15 +151,16 @@ def _grad_data_rule(g, w, in_shape, stride, dilation, pad, groups=1):
 
 
 def _grad_data_grad(c, out, g, w, in_shape, stride, dilation, pad, groups=1,
-                    channels_last=False):
+                    channels_last=False, bf16=False):
     a = _attrs(stride, dilation, pad, groups, channels_last)
     return (conv(c, w, **a), conv_grad_weight(c, g, kernel=tuple(w.shape[2:]), **a))
 
 
 @register("conv_grad_data", cl.rule((0,), True)(_grad_data_rule), _grad_data_grad)
 @cl.kernel((0,), True)
-def conv_grad_data(g, w, in_shape, stride, dilation, pad, groups=1):
+def conv_grad_data(g, w, in_shape, stride, dilation, pad, groups=1, bf16=False):
     shape = _grad_data_rule(g, w, in_shape, stride, dilation, pad, groups)[0]
+    g, w = _rounded(bf16, g, w)
     fast = conv_grad_data.lowerings.get("eager")
     gx = None if fast is None else fast.conv_backward_data(g, w, shape, stride, dilation, pad,
                                                            groups)
@@ -160,7 +170,7 @@ def conv_grad_data(g, w, in_shape, stride, dilation, pad, groups=1):
     return gx
 
 
-def _grad_weight_rule(x, g, kernel, stride, dilation, pad, groups=1):
+def _grad_weight_rule(x, g, kernel, stride, dilation, pad, groups=1, bf16=False):
     w_shape = (g.shape[1], x.shape[1] // max(groups, 1)) + tuple(kernel)
     want = conv_out_shape("conv_grad_weight", x.shape, w_shape, stride, dilation, pad, groups)
     if tuple(g.shape) != want:
@@ -170,7 +180,7 @@ def _grad_weight_rule(x, g, kernel, stride, dilation, pad, groups=1):
 
 
 def _grad_weight_grad(c, out, x, g, kernel, stride, dilation, pad, groups=1,
-                      channels_last=False):
+                      channels_last=False, bf16=False):
     a = _attrs(stride, dilation, pad, groups, channels_last)
     return (conv_grad_data(g, c, in_shape=cl.spatial(x.shape, channels_last), **a),
             conv(x, c, **a))
@@ -178,8 +188,9 @@ def _grad_weight_grad(c, out, x, g, kernel, stride, dilation, pad, groups=1,
 
 @register("conv_grad_weight", cl.rule((0, 1), False)(_grad_weight_rule), _grad_weight_grad)
 @cl.kernel((0, 1), False)
-def conv_grad_weight(x, g, kernel, stride, dilation, pad, groups=1):
+def conv_grad_weight(x, g, kernel, stride, dilation, pad, groups=1, bf16=False):
     shape = _grad_weight_rule(x, g, kernel, stride, dilation, pad, groups)[0]
+    x, g = _rounded(bf16, x, g)
     fast = conv_grad_weight.lowerings.get("eager")
     gw = None if fast is None else fast.conv_backward_weights(x, g, shape, stride, dilation,
                                                               pad, groups)
@@ -236,6 +247,17 @@ def conv_grad_weight_by_windows(x, g, kernel, stride, dilation, pad, groups=1):
     return compose.reshape(gw, (g.shape[1], x.shape[1] // groups) + tuple(kernel))
 
 
+def _through_bfloat16(fn):
+    """A decomposition taking bf16: its two operands cast through bfloat16 first."""
+    def run(a, b, bf16=False, **attrs):
+        if bf16:
+            a, b = (cast(cast(v, dtype=bfloat16_dtype()), dtype=_np.float32) for v in (a, b))
+        return fn(a, b, **attrs)
+    return run
+
+
 DECOMPOSITIONS = {"conv": cl.kernel((0,), True)(conv_by_windows),
-                  "conv_grad_data": cl.kernel((0,), True)(conv_grad_data_by_windows),
-                  "conv_grad_weight": cl.kernel((0, 1), False)(conv_grad_weight_by_windows)}
+                  "conv_grad_data": _through_bfloat16(
+                      cl.kernel((0,), True)(conv_grad_data_by_windows)),
+                  "conv_grad_weight": _through_bfloat16(
+                      cl.kernel((0, 1), False)(conv_grad_weight_by_windows))}

@@ -26,18 +26,20 @@ def _rule(x, w, b, stride, dilation, pad, groups=1, relu=False):
     return shape, dtype
 
 
-def _grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False, channels_last=False):
+def conv_bias_grad(g, out, x, w, b, stride, dilation, pad, groups=1, relu=False,
+                   channels_last=False, bf16=False):
+    """The gradient rule (bf16: conv_bf16's with a bias, the conv gradients in bfloat16)."""
     g = relu_grad(g, out) if relu else contiguous_grad(g)
     channel = g.ndim - 1 if channels_last else 1
-    grads = conv_grads(g, x, w, _attrs(stride, dilation, pad, groups, channels_last),
-                       bias=input_needed(2))
+    a = _attrs(stride, dilation, pad, groups, channels_last)
+    grads = conv_grads(g, x, w, dict(a, bf16=True) if bf16 else a, bias=input_needed(2))
     if len(grads) == 3:
         return grads
     return grads + (compose.sum(g, axis=tuple(i for i in range(g.ndim) if i != channel))
                     if input_needed(2) else None,)
 
 
-@register("conv_bias", cl.rule((0,), True)(_rule), _grad)
+@register("conv_bias", cl.rule((0,), True)(_rule), conv_bias_grad)
 @cl.kernel((0,), True)
 def conv_bias(x, w, b, stride, dilation, pad, groups=1, relu=False):
     shape = _rule(x, w, b, stride, dilation, pad, groups)[0]

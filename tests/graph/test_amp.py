@@ -40,6 +40,22 @@ def test_the_pass_puts_matmuls_in_bfloat16_and_reads_the_weight_in_place():
     assert [n.op for n in g.nodes if n.dtype == "int32" and not n.is_source] == ["matmul"]
 
 
+def test_a_bias_added_to_a_bfloat16_matmul_becomes_its_argument():
+    x = Node("input", (), {}, (8, 6), "float32", name="x")
+    w = Node("param", (), {}, (4, 6), "float32", name="w")
+    b = Node("param", (), {}, (4,), "float32", name="b")
+    wt = Node("transpose", (w,), {"axes": (1, 0)}, (6, 4), "float32")
+    y = Node("matmul", (x, wt), {}, (8, 4), "float32", name="dense0")
+    z = Node("add", (y, b), {}, (8, 4), "float32")
+    g = to_bfloat16(Graph([x], [w, b], [Node("relu", (z,), {}, (8, 4), "float32")], "bias"))
+    (mm,) = [n for n in g.nodes if n.op == "matmul_bf16"]
+    assert [i.name for i in mm.inputs] == ["x", "w", "b"] and mm.attrs == {"transpose_b": True}
+    assert "add" not in {n.op for n in g.nodes}
+    # a matmul another node reads too keeps its own output and the add
+    g = to_bfloat16(Graph([x], [w, b], [z, y], "both"))
+    assert "add" in {n.op for n in g.nodes}
+
+
 def test_deny_keeps_ops_and_named_nodes_in_float32():
     assert not any(n.op == "matmul_bf16" for n in to_bfloat16(_dense_graph(),
                                                               deny={"matmul"}).nodes)

@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     control,
     elementwise,
     heavy,
+    int8,
     kernels,
     lowp,
     scan,

@@ -1,4 +1,6 @@
 """Heavy ops (conv, pool and their gradients) in generated C: calls into the oneDNN shim.
+Mixed precision's convolutions too (conv_bf16, with or without a bias, and conv_grad_*
+with bf16): the same calls with the shim's bfloat16 flag.
 
 Each call site owns its shim op, made when the program is built (so primitives are
 created once per program and shape). Weights are reordered into oneDNN's layout once and
@@ -16,9 +18,15 @@ import numpy as _np
 from ..._core.base import KilnError
 from . import fixed_source
 from .lowering import Heavy, register
+from ..dnnl import lowp as dnnl_lowp
 from ...ops.registry import REGISTRY
 
-OPS = ("conv", "conv_bias", "conv_grad_data", "conv_grad_weight", "pool", "pool_grad")
+OPS = ("conv", "conv_bf16", "conv_bias", "conv_grad_data", "conv_grad_weight", "pool",
+       "pool_grad")
+# the ISAs on which oneDNN runs bfloat16 convolutions with its own kernels (natively, or
+# emulated on AVX-512): elsewhere a bfloat16 conv runs its decomposition (the same values)
+BF16_ISAS = ("avx512_core", "avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16",
+             "avx512_core_amx", "avx512_core_amx_fp16")
 
 DNNL_FAILED = -70       # kiln_run's return code when a oneDNN call fails
 
@@ -33,7 +41,14 @@ def lowerable(node):
         return False
     from .. import dnnl
     from ..dnnl.ops import spatial_ok
-    return spatial_ok(node.attrs["stride"]) and dnnl.available()
+    if not (spatial_ok(node.attrs["stride"]) and dnnl.available()):
+        return False
+    return not _bf16(node) or dnnl_lowp.isa() in BF16_ISAS
+
+
+def _bf16(node):
+    """Does the node compute its products in bfloat16 (mixed precision)?"""
+    return node.op == "conv_bf16" or bool(node.attrs.get("bf16"))
 
 
 def _pool_key(x, attrs):
@@ -83,24 +98,24 @@ def _makers(node, workspace=None):
     (pair_max_pools)."""
     from ..dnnl import ops
     a = node.attrs
-    if node.op == "conv_bias":
+    if node.op == "conv_bias" or (node.op == "conv_bf16" and len(node.inputs) == 3):
         x, w, b = node.inputs
         geo = (a["stride"], a["dilation"], a["pad"], a.get("groups", 1))
         shapes = (0, _nchw(x.shape, a), w.shape, _nchw(node.shape, a))
         flags = dict(channels_last=bool(a.get("channels_last")), bias=True,
-                     relu=bool(a.get("relu")))
+                     relu=bool(a.get("relu")), bf16=_bf16(node))
         return [(lambda lib: ops.make_conv(lib, *shapes, *geo, **flags), [x, w, b, node])]
-    if node.op in ("conv", "conv_grad_data", "conv_grad_weight"):
+    if node.op in ("conv", "conv_bf16", "conv_grad_data", "conv_grad_weight"):
         geo = (a["stride"], a["dilation"], a["pad"], a.get("groups", 1))
         first, second = node.inputs
-        if node.op == "conv":
+        if node.op in ("conv", "conv_bf16"):
             shapes = (0, _nchw(first.shape, a), second.shape, _nchw(node.shape, a))
         elif node.op == "conv_grad_data":
             shapes = (1, _nchw(node.shape, a), second.shape, _nchw(first.shape, a))
         else:
             shapes = (2, _nchw(first.shape, a), node.shape, _nchw(second.shape, a))
-        last = bool(a.get("channels_last"))
-        return [(lambda lib: ops.make_conv(lib, *shapes, *geo, channels_last=last),
+        last, bf16 = bool(a.get("channels_last")), _bf16(node)
+        return [(lambda lib: ops.make_conv(lib, *shapes, *geo, channels_last=last, bf16=bf16),
                  [first, second, node])]
     kind = a["kind"]
     if node.op == "pool":

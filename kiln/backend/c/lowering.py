@@ -10,7 +10,7 @@ Each module that writes one kind of C registers the ops it lowers when it is imp
                                   VIEW         reshape: no code, it reads its input's storage
                                   MATMUL       a gemm (codegen writes it with what it absorbs)
   batchnorm.py, collective.py     Kernel
-  heavy.py, lowp.py               Heavy        a call into the oneDNN shim
+  heavy.py, lowp.py, int8.py      Heavy        a call into the oneDNN shim
   control.py, scan.py             Control      subgraphs as static functions
   codegen.py                      DRAWN        random ops, drawn by Python before each call
 

@@ -54,14 +54,14 @@ static dnnl_memory_desc_t kd_lowp_any(int nd, const int64_t *dims, dnnl_data_typ
   return md;
 }
 
-/* op with the runtime scales appended as its last argument (int8): they have no memory
-   descriptor in the primitive's (kd_make would compare one), so the caller's float32
-   (N) is read as it lies. */
-static kd_op *kd_lowp_with_scales(kd_op *op, int int8, const int64_t *scaled) {
+/* op with runtime scales appended as its last argument (int8; `which` DNNL_ARG_WEIGHTS
+   or DNNL_ARG_DST): they have no memory descriptor in the primitive's (kd_make would
+   compare one), so the caller's float32 (`scaled` values) is read as it lies. */
+static kd_op *kd_lowp_with_scales(kd_op *op, int int8, const int64_t *scaled, int which) {
   if (!op || !int8) return op;
   kd_arg *s = &op->args[op->nargs];
   dnnl_memory_desc_t sm = kd_lowp_plain(1, scaled, dnnl_f32);
-  s->arg = DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS;
+  s->arg = DNNL_ARG_ATTR_SCALES | which;
   if (!sm || dnnl_memory_create(&s->user, sm, kd_engine, DNNL_MEMORY_NONE) != dnnl_success) {
     snprintf(kd_message, sizeof kd_message, "int8 op: no memory for the scales");
     if (sm) dnnl_memory_desc_destroy(sm);
@@ -123,7 +123,8 @@ static kd_op *kd_matmul_lowp_make(int nd, const int64_t *ad, const int64_t *as,
   if (biasm) dnnl_memory_desc_destroy(biasm);
   if (po) dnnl_post_ops_destroy(po);
   dnnl_primitive_attr_destroy(attr);
-  return kd_lowp_with_scales(kd_make(pd, nargs, args, outs, user), int8, scaled);
+  return kd_lowp_with_scales(kd_make(pd, nargs, args, outs, user), int8, scaled,
+                             DNNL_ARG_WEIGHTS);
 fail:
   if (am) dnnl_memory_desc_destroy(am);
   if (bm) dnnl_memory_desc_destroy(bm);
@@ -148,18 +149,37 @@ kd_op *kd_matmul_lowp(int nd, const int64_t *ad, const int64_t *as, const int64_
   return op;
 }
 
-/* y (float32, NCHW) = act(conv(x, w) * scale[f] + bias), forward inference, groups >= 1:
-   bfloat16 (the caller's float32 x and w rounded by the op's reorders; w, stamped, once)
-   or int8 (x s8/u8 and w s8 as the caller quantized them; scale[f] per output channel, a
-   runtime argument after y). Arguments: x, w, [bias], y, [scale]. */
+/* An activation's descriptor (dims NCHW) of type dt, stored channels-last when cl. */
+static dnnl_memory_desc_t kd_lowp_act(int nd, const int64_t *dims, dnnl_data_type_t dt,
+                                      int cl) {
+  if (!cl) return kd_lowp_plain(nd, dims, dt);
+  int64_t s[DNNL_MAX_NDIMS], stride = dims[1];
+  s[1] = 1;
+  for (int i = nd - 1; i >= 2; i--) { s[i] = stride; stride *= dims[i]; }
+  s[0] = stride;
+  return kd_lowp_strided(nd, dims, s, dt);
+}
+
+/* y = requant(act(conv(x, w) * scale[f] + bias + residual)), forward inference,
+   groups >= 1, dims given NCHW:
+   bfloat16 (in_type KD_BF16: the caller's float32 x and w rounded by the op's reorders;
+   w, stamped, once; y float32) or int8 (x s8/u8 and w s8 as the caller quantized them;
+   scale[f] per output channel, a runtime argument after y). int8 only: out_type KD_S8 /
+   KD_U8 gives y requantized: divided by a runtime dst scale (one float after the weight
+   scales), rounded to nearest even and saturated. A residual (sum_type >= 0) of y's
+   size is what y holds when the op runs (the caller put it there), times sum_scale (a
+   oneDNN sum post-op); a float32 residual of an int8 y is an argument of its own after
+   y, added as it is (a binary post-op). cl: x, y and the residual stored channels-last
+   (N, *S, C), oneDNN's own layout for int8.
+   Arguments: x, w, [bias], y, [float32 residual], [scale], [dst scale]. */
 static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
                                 const int64_t *yd, const int64_t *stride,
                                 const int64_t *dilation, const int64_t *pad_lo,
                                 const int64_t *pad_hi, int64_t groups, int in_type, int bias,
-                                int act) {
+                                int act, int cl, int out_type, int sum_type, float sum_scale) {
   int int8 = in_type != KD_BF16, wnd = nsp + 2;
   dnnl_dims_t st, dl, pl, ph;
-  int64_t wg[DNNL_MAX_NDIMS], bd[1] = {wd[0]}, scaled[1] = {wd[0]};
+  int64_t wg[DNNL_MAX_NDIMS], bd[1] = {wd[0]}, scaled[1] = {wd[0]}, one[1] = {1};
   for (int i = 0; i < nsp; i++) {
     st[i] = stride[i]; dl[i] = dilation[i] - 1; pl[i] = pad_lo[i]; ph[i] = pad_hi[i];
   }
@@ -170,10 +190,14 @@ static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
   } else {
     for (int i = 0; i < nsp + 2; i++) wg[i] = wd[i];
   }
+  int requant = int8 && out_type != KD_F32;
   dnnl_data_type_t xt = kd_lowp_type(in_type), wt = int8 ? dnnl_s8 : dnnl_bf16;
-  dnnl_memory_desc_t xa = kd_lowp_any(nsp + 2, xd, xt), wa = kd_lowp_any(wnd, wg, wt);
-  dnnl_memory_desc_t ya = kd_lowp_any(nsp + 2, yd, dnnl_f32);
-  dnnl_memory_desc_t ba = bias ? kd_lowp_plain(1, bd, dnnl_f32) : 0;
+  dnnl_data_type_t yt = int8 ? kd_lowp_type(out_type) : dnnl_f32;
+  dnnl_memory_desc_t xa = cl ? kd_lowp_act(nsp + 2, xd, xt, 1) : kd_lowp_any(nsp + 2, xd, xt);
+  dnnl_memory_desc_t wa = kd_lowp_any(wnd, wg, wt);
+  dnnl_memory_desc_t ya = (cl || sum_type >= 0) ? kd_lowp_act(nsp + 2, yd, yt, cl)
+                                                : kd_lowp_any(nsp + 2, yd, yt);
+  dnnl_memory_desc_t ba = bias ? kd_lowp_plain(1, bd, dnnl_f32) : 0, ra = 0;
   dnnl_primitive_attr_t attr = kd_attr();
   dnnl_post_ops_t po = 0;
   dnnl_primitive_desc_t pd = 0;
@@ -184,15 +208,31 @@ static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
     snprintf(kd_message, sizeof kd_message, "low-precision conv: bad dims");
     goto fail;
   }
+  /* the sum reads y as it lies: a type of y's size, or a float32 residual of its own */
+  int binary = requant && sum_type == KD_F32;
+  if ((!int8 && (out_type != KD_F32 || sum_type >= 0)) || sum_type == KD_BF16 ||
+      (sum_type >= 0 && !requant && sum_type != KD_F32)) {
+    snprintf(kd_message, sizeof kd_message, "low-precision conv: unsupported output/sum types");
+    goto fail;
+  }
   if (int8)
     KD_TRY(dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_WEIGHTS,
                                                groups > 1 ? 3 : 1));
+  if (requant) KD_TRY(dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_DST, 0));
+  if (act || sum_type >= 0) KD_TRY(dnnl_post_ops_create(&po));
+  if (binary) {
+    if (!(ra = kd_lowp_act(nsp + 2, yd, dnnl_f32, cl))) goto fail;
+    KD_TRY(dnnl_post_ops_append_binary(po, dnnl_binary_add, ra));
+  }
+  else if (sum_type >= 0)
+    KD_TRY(dnnl_post_ops_append_sum(po, sum_scale, 0,
+                                    sum_type == out_type ? dnnl_data_type_undef
+                                                         : kd_lowp_type(sum_type)));
   if (act) {    /* as shim.c's convolutions: elu(alpha 0) + 0 keeps NaN, as kiln's relu */
-    KD_TRY(dnnl_post_ops_create(&po));
     KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_elu, 0.0f, 0.0f));
     KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_linear, 1.0f, 0.0f));
-    KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
   }
+  if (po) KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
   KD_TRY(dnnl_convolution_forward_primitive_desc_create(&pd, kd_engine,
       dnnl_forward_inference, dnnl_convolution_direct, xa, wa, ba, ya, st, dl, pl, ph, attr));
   const char *impl = 0;
@@ -203,18 +243,26 @@ static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
              "low-precision conv: only oneDNN's reference kernel (%s)", kd_impl);
     goto fail;
   }
-  args[0] = DNNL_ARG_SRC; user[0] = kd_lowp_plain(nsp + 2, xd, int8 ? xt : dnnl_f32);
+  args[0] = DNNL_ARG_SRC; user[0] = kd_lowp_act(nsp + 2, xd, int8 ? xt : dnnl_f32, cl);
   args[1] = DNNL_ARG_WEIGHTS; user[1] = kd_lowp_plain(wnd, wg, int8 ? dnnl_s8 : dnnl_f32);
   nargs = 2;
   if (bias) { args[nargs] = DNNL_ARG_BIAS; user[nargs] = kd_lowp_plain(1, bd, dnnl_f32); nargs++; }
   args[nargs] = DNNL_ARG_DST; outs[nargs] = 1;
-  user[nargs] = kd_lowp_plain(nsp + 2, yd, dnnl_f32); nargs++;
+  user[nargs] = kd_lowp_act(nsp + 2, yd, yt, cl); nargs++;
+  if (binary) {
+    args[nargs] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1;
+    user[nargs] = kd_lowp_act(nsp + 2, yd, dnnl_f32, cl); nargs++;
+  }
   dnnl_memory_desc_destroy(xa); dnnl_memory_desc_destroy(wa); dnnl_memory_desc_destroy(ya);
   if (ba) dnnl_memory_desc_destroy(ba);
+  if (ra) dnnl_memory_desc_destroy(ra);
   if (po) dnnl_post_ops_destroy(po);
   dnnl_primitive_attr_destroy(attr);
-  return kd_lowp_with_scales(kd_make(pd, nargs, args, outs, user), int8, scaled);
+  kd_op *op = kd_lowp_with_scales(kd_make(pd, nargs, args, outs, user), int8, scaled,
+                                  DNNL_ARG_WEIGHTS);
+  return kd_lowp_with_scales(op, requant, one, DNNL_ARG_DST);
 fail:
+  if (ra) dnnl_memory_desc_destroy(ra);
   if (xa) dnnl_memory_desc_destroy(xa);
   if (wa) dnnl_memory_desc_destroy(wa);
   if (ya) dnnl_memory_desc_destroy(ya);
@@ -228,14 +276,15 @@ fail:
 
 kd_op *kd_conv_lowp(int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
                     const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
-                    const int64_t *pad_hi, int64_t groups, int in_type, int bias, int act) {
+                    const int64_t *pad_hi, int64_t groups, int in_type, int bias, int act,
+                    int cl, int out_type, int sum_type, float sum_scale) {
   if (nsp < 1 || nsp > 3) {
     snprintf(kd_message, sizeof kd_message, "low-precision conv over %d dims (1 to 3)", nsp);
     return 0;
   }
   int before = kd_enter();
   kd_op *op = kd_conv_lowp_make(nsp, xd, wd, yd, stride, dilation, pad_lo, pad_hi, groups,
-                                in_type, bias, act);
+                                in_type, bias, act, cl, out_type, sum_type, sum_scale);
   kd_leave(before);
   return op;
 }

@@ -44,7 +44,7 @@ def _lib():
                     [ctypes.c_int] * 4
                 lib.kd_conv_lowp.restype = ctypes.c_void_p
                 lib.kd_conv_lowp.argtypes = [ctypes.c_int] + [i64p] * 7 + [ctypes.c_int64] + \
-                    [ctypes.c_int] * 3
+                    [ctypes.c_int] * 6 + [ctypes.c_float]
                 lib.kd_isa.restype = ctypes.c_char_p
                 _bound.append(True)
     return lib
@@ -64,12 +64,15 @@ def make_matmul(lib, a_dims, a_strides, b_dims, b_strides, in_type, out_type, bi
 
 
 def make_conv(lib, x_shape, w_shape, y_shape, stride, dilation, pad, groups, in_type, bias,
-              relu):
-    """A new shim op (0 on failure): arguments x, w, [bias], y, [scale (int8)]; NCHW."""
+              relu, channels_last=False, out_type=F32, sum_type=None, sum_scale=1.0):
+    """A new shim op (0 on failure): arguments x, w, [bias], y, [scale (int8)], [y's scale
+    (out_type int8/uint8: requantized)]. Shapes NCHW; channels_last: x and y lie
+    (N, *S, C). sum_type: y's type code when the op adds what y holds (times sum_scale)."""
     i64 = _shim_ops._i64
     return lib.kd_conv_lowp(len(stride), i64(x_shape), i64(w_shape), i64(y_shape),
                             i64(stride), i64(dilation), i64(pad[0::2]), i64(pad[1::2]),
-                            groups, in_type, int(bias), int(relu))
+                            groups, in_type, int(bias), int(relu), int(channels_last),
+                            out_type, -1 if sum_type is None else sum_type, float(sum_scale))
 
 
 def _conv_ok(x, w, stride):
@@ -95,9 +98,14 @@ def conv_bf16(x, w, y_shape, stride, dilation, pad, groups=1):
     return y
 
 
-def conv_int8(xq, wq, scale, bias, y_shape, stride, dilation, pad, groups=1, relu=False):
-    """y = act(conv(xq, wq) * scale[f] + bias[f]) in float32 (NCHW): xq int8/uint8, wq
-    int8, scale float32 (F,) (x's scale times w's per channel); or None."""
+def conv_int8(xq, wq, scale, bias, y_shape, stride, dilation, pad, groups=1, relu=False,
+              residual=None, residual_scale=1.0, out_scale=None, out_dtype=None):
+    """y = requant(act(conv(xq, wq) * scale[f] + bias[f] + residual * residual_scale)):
+    xq int8/uint8, wq int8, scale float32 (F,) (x's scale times w's per channel); y
+    float32, or out_dtype int8/uint8 (divided by out_scale, rounded to nearest even,
+    saturated); a residual float32, or int8/uint8 (times residual_scale); NCHW, run
+    channels-last (oneDNN's int8 kernels work on (N, *S, C) in place, and only there add
+    a residual); or None."""
     lib = _lib()
     if lib is None or TYPE_CODES.get(xq.dtype) not in (S8, U8) or wq.dtype != _np.int8 \
             or not _conv_ok(xq, wq, stride):
@@ -105,20 +113,41 @@ def conv_int8(xq, wq, scale, bias, y_shape, stride, dilation, pad, groups=1, rel
     if isa() not in VNNI_ISAS:
         _note_refusal(("int8 conv",), f"oneDNN dispatches to {isa()}, without VNNI")
         return None
-    xq, wq = _np.ascontiguousarray(xq), _np.ascontiguousarray(wq)
+    wq = _np.ascontiguousarray(wq)
     in_type = TYPE_CODES[xq.dtype]
+    y_dtype = _np.dtype(_np.float32 if out_scale is None else out_dtype)
+    out_type = TYPE_CODES[y_dtype]
+    sum_type, sum_scale, binary = None, 1.0, False
+    if residual is not None:
+        if residual.dtype.itemsize != y_dtype.itemsize:
+            if residual.dtype == _np.float32:       # added as an argument of its own
+                binary = True
+            else:                                   # an int8 residual, float32 y
+                residual = residual.astype(_np.float32) * _np.float32(residual_scale)
+        sum_type = TYPE_CODES.get(_np.dtype(residual.dtype))
+        if sum_type is None:
+            return None
+        if sum_type != F32:
+            sum_scale = float(_np.float32(residual_scale))
     key = ("int8 conv", xq.shape, wq.shape, tuple(y_shape), tuple(stride), tuple(dilation),
-           tuple(pad), groups, in_type, bool(relu))
+           tuple(pad), groups, in_type, bool(relu), out_type, sum_type, sum_scale)
 
     def make(lib):
         return make_conv(lib, xq.shape, wq.shape, y_shape, stride, dilation, pad, groups,
-                         in_type, True, relu)
-    y = _np.empty(y_shape, _np.float32)
-    arrays = [xq, wq, _np.ascontiguousarray(bias, dtype=_np.float32), y,
-              _np.ascontiguousarray(scale, dtype=_np.float32)]
+                         in_type, True, relu, True, out_type, sum_type, sum_scale)
+    last = (0,) + tuple(range(2, xq.ndim)) + (1,)
+    y = _np.empty(tuple(y_shape[p] for p in last), y_dtype) if residual is None or binary \
+        else _np.ascontiguousarray(_np.transpose(residual, last), y_dtype)
+    arrays = [_np.ascontiguousarray(_np.transpose(xq, last)), wq,
+              _np.ascontiguousarray(bias, dtype=_np.float32), y]
+    if binary:
+        arrays.append(_np.ascontiguousarray(_np.transpose(residual, last)))
+    arrays.append(_np.ascontiguousarray(scale, dtype=_np.float32))
+    if out_scale is not None:
+        arrays.append(_np.array([out_scale], _np.float32))
     if not _run(key, make, arrays, wq if wq.base is None else None):
         return None
-    return y
+    return _np.ascontiguousarray(_np.moveaxis(y, -1, 1))
 
 
 def _element_strides(x):
@@ -167,8 +196,9 @@ def _run(key, make, arrays, keep_weight):
     return True
 
 
-def matmul_bf16(a, b):
-    """float32 a @ b with a and b rounded to bfloat16, in float32; None when not taken."""
+def matmul_bf16(a, b, bias=None):
+    """float32 a @ b with a and b rounded to bfloat16, in float32, plus bias (N,) when
+    given; None when not taken."""
     lib = _lib()
     if lib is None or a.dtype != _np.float32 or b.dtype != _np.float32 or not a.size \
             or not b.size:
@@ -180,14 +210,17 @@ def matmul_bf16(a, b):
     if min(a2.strides) < 0 or min(b2.strides) < 0:
         return None
     ad, bd = a2.shape, b2.shape
-    key = ("bfloat16 matmul", ad, _element_strides(a2), bd, _element_strides(b2))
+    key = ("bfloat16 matmul", ad, _element_strides(a2), bd, _element_strides(b2),
+           bias is not None)
 
     def make(lib):
-        return make_matmul(lib, ad, key[2], bd, key[4], BF16, F32, False, False)
+        return make_matmul(lib, ad, key[2], bd, key[4], BF16, F32, bias is not None, False)
     y = _np.empty((max(ad[0], bd[0]), ad[1], bd[2]) if len(ad) == 3 else (ad[0], bd[1]),
                   _np.float32)
     keep = b2 if b2.base is None and b2.flags.c_contiguous else None
-    if not _run(key, make, [a2, b2, y], keep):
+    arrays = [a2, b2] + ([_np.ascontiguousarray(bias, dtype=_np.float32)]
+                         if bias is not None else []) + [y]
+    if not _run(key, make, arrays, keep):
         return None
     return y.reshape(out_shape)
 

@@ -138,18 +138,20 @@ def channels_first(shape):
     return (shape[0], shape[-1]) + tuple(shape[1:-1])
 
 
-BIAS, RELU, TRAINING = 1, 4, 8      # the shim's KD_BIAS, KD_RELU, KD_TRAINING
+# the shim's KD_BIAS, KD_RELU, KD_TRAINING, KD_MIXED_BF16
+BIAS, RELU, TRAINING, BF16 = 1, 4, 8, 16
 
 
 def make_conv(lib, which, x_shape, w_shape, y_shape, stride, dilation, pad, groups,
-              channels_last=False, bias=False, relu=False, training=False):
+              channels_last=False, bias=False, relu=False, training=False, bf16=False):
     """A new shim op (an address, 0 on failure): 0 forward, 1 data gradient, 2 weights'.
     Shapes are NCHW; channels_last: the activations lie (N, *S, C) in memory; bias, relu:
     the forward op takes a bias (x, w, b, y) and applies ReLU to its output; training:
-    the forward op is oneDNN's training kernel (cheaper reorders of NCHW activations)."""
+    the forward op is oneDNN's training kernel (cheaper reorders of NCHW activations);
+    bf16: the products in bfloat16 (float32 arguments, rounded by the op's reorders)."""
     lo, hi = _pads(pad)
     flags = ((CHANNELS_LAST if channels_last else 0) | (BIAS if bias else 0)
-             | (RELU if relu else 0) | (TRAINING if training else 0))
+             | (RELU if relu else 0) | (TRAINING if training else 0) | (BF16 if bf16 else 0))
     return lib.kd_conv(which, len(stride), _i64(x_shape), _i64(w_shape), _i64(y_shape),
                        _i64(stride), _i64(dilation), _i64(lo), _i64(hi), groups, flags)
 

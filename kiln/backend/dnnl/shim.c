@@ -140,19 +140,25 @@ static char *kd_transient(size_t n) {
   return a->buf;
 }
 
-static dnnl_memory_desc_t kd_plain(int nd, const int64_t *dims) {
+static dnnl_memory_desc_t kd_plain_typed(int nd, const int64_t *dims, dnnl_data_type_t dt) {
   dnnl_dims_t d, s;
   int64_t stride = 1;
   for (int i = nd - 1; i >= 0; i--) { d[i] = dims[i]; s[i] = stride; stride *= dims[i]; }
   dnnl_memory_desc_t md = 0;
-  if (dnnl_memory_desc_create_with_strides(&md, nd, d, dnnl_f32, s) != dnnl_success) return 0;
+  if (dnnl_memory_desc_create_with_strides(&md, nd, d, dt, s) != dnnl_success) return 0;
   return md;
 }
 
+static dnnl_memory_desc_t kd_plain(int nd, const int64_t *dims) {
+  return kd_plain_typed(nd, dims, dnnl_f32);
+}
+
 /* An activation (N, C, *S) as the caller stores it: plain, or channels-last (N, *S, C) in
-   memory, which oneDNN's convolutions and poolings read and write without a reorder. */
-static dnnl_memory_desc_t kd_act(int nd, const int64_t *dims, int channels_last) {
-  if (!channels_last) return kd_plain(nd, dims);
+   memory, which oneDNN's convolutions and poolings read and write without a reorder;
+   of type dt (bfloat16 for the primitive's side of a bfloat16 convolution). */
+static dnnl_memory_desc_t kd_act_typed(int nd, const int64_t *dims, int channels_last,
+                                       dnnl_data_type_t dt) {
+  if (!channels_last) return kd_plain_typed(nd, dims, dt);
   dnnl_dims_t d, s;
   for (int i = 0; i < nd; i++) d[i] = dims[i];
   int64_t stride = dims[1];
@@ -160,17 +166,25 @@ static dnnl_memory_desc_t kd_act(int nd, const int64_t *dims, int channels_last)
   for (int i = nd - 1; i >= 2; i--) { s[i] = stride; stride *= dims[i]; }
   s[0] = stride;
   dnnl_memory_desc_t md = 0;
-  if (dnnl_memory_desc_create_with_strides(&md, nd, d, dnnl_f32, s) != dnnl_success) return 0;
+  if (dnnl_memory_desc_create_with_strides(&md, nd, d, dt, s) != dnnl_success) return 0;
+  return md;
+}
+
+static dnnl_memory_desc_t kd_act(int nd, const int64_t *dims, int channels_last) {
+  return kd_act_typed(nd, dims, channels_last, dnnl_f32);
+}
+
+static dnnl_memory_desc_t kd_any_typed(int nd, const int64_t *dims, dnnl_data_type_t dt) {
+  dnnl_dims_t d;
+  for (int i = 0; i < nd; i++) d[i] = dims[i];
+  dnnl_memory_desc_t md = 0;
+  if (dnnl_memory_desc_create_with_tag(&md, nd, d, dt, dnnl_format_tag_any)
+      != dnnl_success) return 0;
   return md;
 }
 
 static dnnl_memory_desc_t kd_any(int nd, const int64_t *dims) {
-  dnnl_dims_t d;
-  for (int i = 0; i < nd; i++) d[i] = dims[i];
-  dnnl_memory_desc_t md = 0;
-  if (dnnl_memory_desc_create_with_tag(&md, nd, d, dnnl_f32, dnnl_format_tag_any)
-      != dnnl_success) return 0;
-  return md;
+  return kd_any_typed(nd, dims, dnnl_f32);
 }
 
 static dnnl_primitive_attr_t kd_attr(void) {
@@ -390,15 +404,23 @@ static void kd_dims(dnnl_dims_t out, int n, const int64_t *in, int64_t minus) {
    KD_TRAINING (forward: the training kernel, as for a backward pass; on plain NCHW
    activations oneDNN then picks a blocked layout, whose reorders cost less than the
    channels-last ones of its inference kernel: six of GoogLeNet's convolutions at batch
-   128 took 236 ms against 295 ms, reorders included, on 2 AVX-512 cores). */
+   128 took 236 ms against 295 ms, reorders included, on 2 AVX-512 cores), KD_MIXED_BF16 (the
+   products in bfloat16, accumulated in float32: the primitive reads x, w and dy as
+   bfloat16, which its reorders round from the caller's float32 (w, stamped, once), and
+   writes y, dx and dw in float32: mixed precision). */
 #define KD_BIAS 1
 #define KD_CHANNELS_LAST 2
 #define KD_RELU 4
 #define KD_TRAINING 8
+#define KD_MIXED_BF16 16
 static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t *wd, const int64_t *yd,
                const int64_t *stride, const int64_t *dilation, const int64_t *pad_lo,
                const int64_t *pad_hi, int64_t groups, int flags) {
   int with_bias = flags & KD_BIAS, cl = (flags & KD_CHANNELS_LAST) != 0;
+  /* bfloat16: what the primitive reads is bfloat16, what it writes float32 */
+  dnnl_data_type_t low = (flags & KD_MIXED_BF16) ? dnnl_bf16 : dnnl_f32;
+  dnnl_data_type_t xt = which == 1 ? dnnl_f32 : low, wt = which == 2 ? dnnl_f32 : low;
+  dnnl_data_type_t yt = which == 0 ? dnnl_f32 : low;
   dnnl_dims_t st, dl, pl, ph;
   int64_t wg[DNNL_MAX_NDIMS];
   int wnd = nsp + 2;
@@ -412,9 +434,9 @@ static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t 
     for (int i = 0; i < nsp + 2; i++) wg[i] = wd[i];
   }
   int64_t bd[1] = {wd[0]};
-  dnnl_memory_desc_t xa = cl ? kd_act(nsp + 2, xd, 1) : kd_any(nsp + 2, xd);
-  dnnl_memory_desc_t ya = cl ? kd_act(nsp + 2, yd, 1) : kd_any(nsp + 2, yd);
-  dnnl_memory_desc_t wa = kd_any(wnd, wg);
+  dnnl_memory_desc_t xa = cl ? kd_act_typed(nsp + 2, xd, 1, xt) : kd_any_typed(nsp + 2, xd, xt);
+  dnnl_memory_desc_t ya = cl ? kd_act_typed(nsp + 2, yd, 1, yt) : kd_any_typed(nsp + 2, yd, yt);
+  dnnl_memory_desc_t wa = kd_any_typed(wnd, wg, wt);
   dnnl_memory_desc_t ba = with_bias ? kd_plain(1, bd) : 0;
   dnnl_primitive_attr_t attr = kd_attr();
   dnnl_post_ops_t po = 0;
@@ -431,10 +453,24 @@ static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t 
     KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_linear, 1.0f, 0.0f));
     KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
   }
-  KD_TRY(dnnl_convolution_forward_primitive_desc_create(&fwd, kd_engine,
-      which == 0 && !(flags & KD_TRAINING) ? dnnl_forward_inference : dnnl_forward_training,
-      dnnl_convolution_direct,
-      xa, wa, ba, ya, st, dl, pl, ph, attr));
+  if (which != 0 && low != dnnl_f32) {
+    /* a backward's forward hint: the bfloat16 forward (one type throughout) */
+    dnnl_memory_desc_t hx = cl ? kd_act_typed(nsp + 2, xd, 1, low) : kd_any_typed(nsp + 2, xd, low);
+    dnnl_memory_desc_t hy = cl ? kd_act_typed(nsp + 2, yd, 1, low) : kd_any_typed(nsp + 2, yd, low);
+    dnnl_memory_desc_t hw = kd_any_typed(wnd, wg, low);
+    dnnl_status_t st_h = hx && hy && hw ? dnnl_convolution_forward_primitive_desc_create(
+        &fwd, kd_engine, dnnl_forward_training, dnnl_convolution_direct, hx, hw, 0, hy, st, dl,
+        pl, ph, attr) : dnnl_out_of_memory;
+    if (hx) dnnl_memory_desc_destroy(hx);
+    if (hy) dnnl_memory_desc_destroy(hy);
+    if (hw) dnnl_memory_desc_destroy(hw);
+    KD_TRY(st_h);
+  } else {
+    KD_TRY(dnnl_convolution_forward_primitive_desc_create(&fwd, kd_engine,
+        which == 0 && !(flags & KD_TRAINING) ? dnnl_forward_inference : dnnl_forward_training,
+        dnnl_convolution_direct,
+        xa, wa, ba, ya, st, dl, pl, ph, attr));
+  }
   if (which == 0) {
     pd = fwd; fwd = 0;
     args[0] = DNNL_ARG_SRC; args[1] = DNNL_ARG_WEIGHTS; outs[0] = outs[1] = 0;

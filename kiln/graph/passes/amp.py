@@ -11,12 +11,17 @@ weights and gradients. `deny` (op names, or the names of the nodes' layers) keep
 nodes in float32, as MXNet's fp32_ops and excluded_sym_names do.
 
 In a training step traced forward and backward together the gradient products are
-matmuls too, and run in bfloat16 like PyTorch's autocast runs them.
+matmuls too, and run in bfloat16 like PyTorch's autocast runs them; so are the halves of a
+convolution's gradient (conv_grad_data, conv_grad_weight: bf16=True, operands rounded to
+bfloat16, float32 out), which oneDNN runs as bfloat16 backward kernels. The weight
+gradient is float32, for the float32 master weight.
 """
 from ..._core.ir import Node, rewrite
+from ..._core.primitive import REGISTRY
 
 BF16_OPS = {"matmul": "matmul_bf16", "conv": "conv_bf16"}
 DEFAULT_ALLOW = frozenset(BF16_OPS)
+CONV_GRADS = ("conv_grad_data", "conv_grad_weight")     # run in bfloat16 when conv is
 
 
 def _swaps_last_two(node):
@@ -26,12 +31,38 @@ def _swaps_last_two(node):
         n - 1, n - 2)
 
 
+def _bias_add(node, inputs, made, users, outputs):
+    """matmul_bf16(a, b, bias) for add(matmul, bias) with the matmul one this pass made,
+    read by the add only, and bias a float32 vector along its last axis (Dense's)."""
+    if node.op != "add" or len(inputs) != 2:
+        return None
+    for k in (0, 1):
+        mm, bias = inputs[k], inputs[1 - k]
+        original = made.get(id(mm))
+        if (original is not None and len(mm.inputs) == 2 and mm.shape == node.shape
+                and len(users[id(original)]) == 1 and id(original) not in outputs
+                and bias.dtype == "float32" and bias.shape == (node.shape[-1],)):
+            return Node("matmul_bf16", mm.inputs + (bias,), mm.attrs, node.shape, node.dtype,
+                        name=mm.name)
+    return None
+
+
 def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
     """`graph` with its float32 nodes of the ops in `allow` (and not in `deny`, by op or
-    node name) run in bfloat16."""
+    node name) run in bfloat16; a bias added to a bfloat16 matmul becomes its argument."""
     deny = frozenset(deny)
+    users, outputs = graph.consumers(), {id(o) for o in graph.outputs}
+    made = {}       # id(a matmul_bf16 made here) -> the matmul it replaced
 
     def replace(node, inputs):
+        fused = _bias_add(node, inputs, made, users, outputs)
+        if fused is not None:
+            return fused
+        if node.op in CONV_GRADS and "conv" in allow and "conv" not in deny \
+                and node.name not in deny and not node.attrs.get("bf16") \
+                and node.dtype == "float32" and all(i.dtype == "float32" for i in inputs):
+            return Node(node.op, inputs, dict(node.attrs, bf16=True), node.shape, node.dtype,
+                        name=node.name)
         if node.op not in allow or node.op not in BF16_OPS or node.op in deny \
                 or node.name in deny:
             return None
@@ -45,8 +76,26 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
         attrs = {}
         if _swaps_last_two(b):
             b, attrs = b.inputs[0], {"transpose_b": True}
-        return Node(BF16_OPS[node.op], (a, b), attrs, node.shape, node.dtype, name=node.name)
+        new = Node(BF16_OPS[node.op], (a, b), attrs, node.shape, node.dtype, name=node.name)
+        made[id(new)] = node
+        return new
 
-    if not any(n.op in allow and n.op in BF16_OPS for n in graph.nodes):
+    if not any((n.op in allow and n.op in BF16_OPS) or (n.op in CONV_GRADS and "conv" in allow)
+               for n in graph.nodes):
         return graph
     return rewrite(graph, replace)
+
+
+def eager_substitute(allow=DEFAULT_ALLOW, deny=()):
+    """What amp.init does to eager code (kiln/_core/dispatch.py's set_eager_substitute): a
+    float32 call of an op in `allow` (and not in `deny`) runs as its bfloat16 primitive,
+    the values a hybridized block's graph computes after this pass."""
+    deny = frozenset(deny)
+
+    def substitute(prim, arrays, attrs):
+        op = "conv" if prim.name == "conv_bias" else prim.name    # eager Conv2D's, fused
+        if op not in BF16_OPS or op not in allow or op in deny or \
+                attrs.get("channels_last") or any(a.dtype != "float32" for a in arrays):
+            return None
+        return REGISTRY[BF16_OPS[op]], attrs
+    return substitute

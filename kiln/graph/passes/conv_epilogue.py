@@ -3,12 +3,15 @@
     conv(x, w) -> add(., reshape(b))  [-> relu]      becomes     conv_bias(x, w, b, relu)
 
 when the conv's only reader is the add and b is a per-channel vector shaped along the
-conv's channel axis. The ReLU folds in too when the add's other readers are only
+conv's channel axis. A bfloat16 conv (conv_bf16, mixed precision) takes them the same
+way: conv_bf16(x, w, b, relu). The ReLU folds in too when the add's other readers are only
 `greater(add, 0)` (the mask of ReLU's own gradient): those read the ReLU's output
 instead, which is positive exactly where its input is. The library then writes the
 output once, instead of a conv output, a sum and a ReLU in turn.
 """
 from ..._core.ir import Node, rewrite
+
+CONVS = ("conv", "conv_bf16")
 
 
 def _channel_axis(conv):
@@ -38,7 +41,7 @@ def fuse_conv_epilogues(graph, takes=lambda node: True):
             continue
         for k in (0, 1):
             conv, other = add.inputs[k], add.inputs[1 - k]
-            if (conv.op == "conv" and takes(conv) and id(conv) not in outputs
+            if (conv.op in CONVS and takes(conv) and id(conv) not in outputs
                     and len(users[id(conv)]) == 1 and conv.shape == add.shape
                     and _bias_of(conv, other) is not None):
                 break
@@ -63,11 +66,12 @@ def fuse_conv_epilogues(graph, takes=lambda node: True):
         """The conv_bias node for one add, made once from its rewritten inputs."""
         if add_id not in fused:
             conv, other = add_inputs[add_id]
-            if conv.op != "conv":
+            if conv.op not in CONVS:
                 conv, other = other, conv
             x, w = conv.inputs
-            fused[add_id] = Node("conv_bias", (x, w, other.inputs[0]),
-                                 dict(conv.attrs, relu=relu), conv.shape, conv.dtype)
+            fused[add_id] = Node("conv_bias" if conv.op == "conv" else conv.op,
+                                 (x, w, other.inputs[0]), dict(conv.attrs, relu=relu),
+                                 conv.shape, conv.dtype)
         return fused[add_id]
 
     def replace(node, inputs):

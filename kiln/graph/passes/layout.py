@@ -22,8 +22,10 @@ import os
 from ..._core.ir import Node, rewrite
 
 HEAVY = {   # op -> (positions of activation inputs, is the output an activation)
-    "conv": ((0,), True), "conv_grad_data": ((0,), True), "conv_grad_weight": ((0, 1), False),
+    "conv": ((0,), True), "conv_bf16": ((0,), True), "conv_grad_data": ((0,), True),
+    "conv_grad_weight": ((0, 1), False),
     "pool": ((0,), True), "pool_grad": ((0, 1), True),
+    "conv_int8": ((0, 4), True),    # its residual (input 4) too
 }
 REDUCTIONS = ("sum", "max", "min", "prod")
 BATCH_NORM = {  # op -> positions of full-size inputs, is the output full-size
@@ -210,7 +212,8 @@ def channels_last_pays(laid):
             moved += n.size
         elif n.op in HEAVY and n.attrs.get("channels_last"):
             acts, act_out = HEAVY[n.op]
-            switched += sum(n.inputs[k].size for k in acts) + (n.size if act_out else 0)
+            switched += sum(n.inputs[k].size for k in acts if k < len(n.inputs)) + (
+                n.size if act_out else 0)
     return 2 * moved < switched
 
 

@@ -11,8 +11,9 @@ reductions), and a training step keeps float32 master weights, gradients and opt
 
 The lists take MXNet's op names (FullyConnected, dot, batch_dot, ...) or kiln's primitive
 names (matmul) and can be changed as in MXNet (target_precision_ops / target_dtype_ops,
-fp32_ops, excluded_sym_names). Eager code (not hybridized) is not converted. float16 is
-a GPU format that kiln does not run: asking for it is an error that says so.
+fp32_ops, excluded_sym_names). After amp.init, eager code (not hybridized) runs the listed
+ops in bfloat16 too, as MXNet's amp.init does for imperative calls. float16 is a GPU
+format that kiln does not run: asking for it is an error that says so.
 """
 import contextlib
 

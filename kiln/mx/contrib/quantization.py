@@ -16,17 +16,22 @@ exclude_layers names layers (a Dense or Conv block's structural name, `features.
 exclude_layers_match patterns (regular expressions) of those names, exclude_operators
 MXNet op names ('FullyConnected', 'Convolution').
 
-Unlike MXNet, which returns a new SymbolBlock, the network is converted in place and
-returned: every graph it traces from now on runs its layers in int8 (hybridize it to
-compile them; export writes the int8 graph).
+As in MXNet, a SymbolBlock of the quantized graph is returned (the network exported and
+loaded again: its int8 weights and scales are constants of the symbol); and, unlike
+MXNet, the network itself is converted in place too: every graph it traces from now on
+runs its layers in int8 (hybridize it to compile them; export writes the int8 graph).
 """
+import os
 import re
+import tempfile
 
 import numpy as _np
 
 from ..._core.base import KilnError
 from ..._core.ndarray import ndarray
+from ..._core import autograd
 from ...gluon.block import HybridBlock
+from ...gluon.symbol_block import SymbolBlock
 from ...graph.capture import capture
 from ...hybrid import calibrate
 from ...hybrid.cached import _structural_names, set_precision_pipeline
@@ -117,14 +122,18 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full",
         if quantize_mode == "smart" and reduction < SMART_MIN_REDUCTION:
             continue
         chosen.append((name, node))
-    stats = calibrate.collect(graph, [params[p.name].data().asnumpy() for p in graph.params],
-                              batches, calib_mode == "entropy") if calib_mode != "none" else {}
+    values = [params[p.name].data().asnumpy() for p in graph.params]
+    stats = calibrate.collect(graph, values, batches, calib_mode == "entropy") \
+        if calib_mode != "none" else {}
+    folds = calibrate.conv_folds(graph, values)
     layers = {}
     for name, node in chosen:
         weight = params[name].data().asnumpy()
-        spec = {"weight": calibrate.quantize_weight(weight, quantize_granularity ==
-                                                    "channel-wise"),
-                "x_scale": None, "dtype": "int8" if quantized_dtype != "uint8" else "uint8"}
+        spec = {"x_scale": None, "dtype": "int8" if quantized_dtype != "uint8" else "uint8"}
+        if name in folds:       # a convolution: its bias and BatchNorm folded in
+            weight, spec["bias"], spec["affine"] = folds[name]
+        spec["weight"] = calibrate.quantize_weight(weight, quantize_granularity ==
+                                                   "channel-wise")
         if calib_mode != "none":
             s = stats[name]
             unsigned = quantized_dtype in ("uint8", "auto") and s.min >= 0
@@ -137,7 +146,18 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full",
         layers[name] = spec
     set_precision_pipeline(network, "int8", int8_layers=layers)
     network._kiln_quantized_layers = sorted(layers)
-    return network
+    return _symbol_block(network, example)
+
+
+def _symbol_block(network, example):
+    """MXNet's return value: the quantized network as a SymbolBlock (exported, loaded)."""
+    if not getattr(network, "_hybrid_active", False):
+        network.hybridize()
+    with autograd.predict_mode():
+        network(*[ndarray._wrap(x) for x in example])
+    with tempfile.TemporaryDirectory(prefix="kiln-quantized-") as tmp:
+        sym, params = network.export(os.path.join(tmp, "quantized"))
+        return SymbolBlock.imports(sym, None, params)
 
 
 def quantize_net(network, quantized_dtype="auto", quantize_mode="full", exclude_layers=None,
