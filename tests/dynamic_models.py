@@ -34,6 +34,20 @@ class EncoderLayer(nn.HybridBlock):
         return self.ln2(x + self.ff2(self.ff1(x)))
 
 
+class Fold(nn.HybridBlock):
+    """Sizes that ONNX computes in-graph: (batch, seq, 16) folded to rows for a Dense,
+    unfolded again, then pairs of positions side by side (seq // 2: seq must be even)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Dense(8, in_units=16)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        y = self.dense(x.reshape(b * s, d)).reshape(b, s, -1)
+        return y.reshape(b, s // 2, 16) * 2
+
+
 def mlp():
     net = nn.HybridSequential()
     net.add(nn.Dense(32, activation="relu", in_units=12), nn.Dense(5, in_units=32))
@@ -53,6 +67,7 @@ MODELS = {
     "mlp": (mlp, {"data": {0: "batch"}}, lambda b, s: (b, 12)),
     "cnn": (cnn, {"data": {0: "batch"}}, lambda b, s: (b, 2, 8, 8)),
     "encoder": (EncoderLayer, {"data": {0: "batch", 1: "seq"}}, lambda b, s: (b, s, 16)),
+    "fold": (Fold, {"data": {0: "batch", 1: "seq"}}, lambda b, s: (b, 2 * s, 16)),
 }
 
 

@@ -41,4 +41,6 @@ def to_graph(model):
             params.append(node)
         built.append(node)
     inputs = [built[k] for k in sym.inputs]
-    return Graph(inputs, params, [built[k] for k in sym.outputs], sym.name)
+    graph = Graph(inputs, params, [built[k] for k in sym.outputs], sym.name)
+    graph.shape_env = sym.shape_env      # symbols and guards of a symbolic model
+    return graph

@@ -1,0 +1,98 @@
+"""ONNX export with symbolic sizes: named dimensions (dim_param), size attributes computed
+in-graph, and ONNX Runtime equal to kiln at three batch sizes and three lengths."""
+import json
+
+import numpy as onp
+import pytest
+
+from kiln import np
+from kiln._core.base import KilnError
+from kiln.export.onnx import export
+
+from dynamic_models import model
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+BATCHES = (1, 3, 7)
+LENGTHS = (1, 4, 9)
+
+
+def _sizes(kind):
+    if kind in ("mlp", "cnn"):
+        return [(b, 1) for b in BATCHES]
+    return [(b, s) for b in BATCHES for s in LENGTHS]
+
+
+def _check(path, net, shape, sizes):
+    sess = ort.InferenceSession(str(path))
+    for b, s in sizes:
+        x = np.random.normal(size=shape(b, s))
+        (y,) = sess.run(None, {sess.get_inputs()[0].name: x.asnumpy()})
+        onp.testing.assert_allclose(y, net(x).asnumpy(), rtol=1e-5, atol=1e-5)
+    return sess
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "encoder", "fold"])
+def test_onnxruntime_equals_kiln_at_every_size(kind, tmp_path):
+    net, axes, shape = model(kind)
+    path = tmp_path / f"{kind}.onnx"
+    export(net, [np.random.normal(size=shape(2, 5))], str(path), dynamic_axes=axes)
+    sess = _check(path, net, shape, _sizes(kind))
+    dims = sess.get_inputs()[0].shape
+    assert dims[0] == "batch" and (kind in ("mlp", "cnn") or dims[1] == "seq")
+    assert all(isinstance(d, int) for d in dims[len(axes["data"]):])
+    assert sess.get_outputs()[0].shape[0] == "batch"
+
+
+def test_sizes_are_computed_in_graph_where_no_code_says_it(tmp_path):
+    net, axes, shape = model("fold")
+    path = tmp_path / "fold.onnx"
+    export(net, [np.random.normal(size=shape(2, 2))], str(path), dynamic_axes=axes)
+    ops = [n.op_type for n in onnx.load(str(path)).graph.node]
+    # (batch * seq, 16) is [-1, 16]; (batch, seq, 8) from it and seq // 2 need Shape
+    assert ops.count("Shape") == 1 and "Gather" in ops and "Div" in ops and "Concat" in ops
+
+
+def test_reshape_codes_where_they_say_the_same(tmp_path):
+    net, axes, shape = model("cnn")
+    path = tmp_path / "cnn.onnx"
+    export(net, [np.random.normal(size=shape(2, 1))], str(path), dynamic_axes=axes)
+    m = onnx.load(str(path))
+    ops = [n.op_type for n in m.graph.node]
+    assert "Shape" not in ops and "Conv" in ops
+    consts = {i.name: onnx.numpy_helper.to_array(i) for i in m.graph.initializer}
+    targets = [consts[n.input[1]].tolist() for n in m.graph.node if n.op_type == "Reshape"]
+    assert [0, 24] in targets           # Flatten: the batch copied, the rest fixed
+
+
+def test_symbolic_symbol_file_converts(tmp_path):
+    net, axes, shape = model("encoder")
+    net.hybridize(backend="numpy", dynamic_axes={"x": {0: "batch", 1: "seq"}})
+    net(np.random.normal(size=shape(2, 3)))
+    sym, par = net.export(str(tmp_path / "enc"))
+    assert json.load(open(sym))["inputs"][0]["shape"] == ["batch", "seq", 16]
+    path = tmp_path / "enc.onnx"
+    export(sym, [np.ones(shape(4, 6))], str(path))      # any size the file serves
+    _check(path, net, shape, [(2, 2), (3, 5), (6, 3)])
+    with pytest.raises(KilnError, match="exported for"):
+        export(sym, [np.ones((4, 6, 8))], str(tmp_path / "bad.onnx"))
+
+
+def test_block_hybridized_dynamic_exports_named_dims(tmp_path):
+    net, axes, shape = model("mlp")
+    net.hybridize(backend="numpy", dynamic=True)
+    x = np.random.normal(size=shape(2, 1))
+    net(x)
+    path = tmp_path / "m.onnx"
+    export(net, None, str(path))
+    sess = _check(path, net, shape, [(1, 1), (5, 1), (8, 1)])
+    dims = sess.get_inputs()[0].shape
+    assert isinstance(dims[0], str) and dims[1] == 12
+
+
+def test_fixed_sizes_stay_fixed(tmp_path):
+    net, axes, shape = model("mlp")
+    path = tmp_path / "m.onnx"
+    export(net, [np.ones(shape(2, 1))], str(path))
+    assert ort.InferenceSession(str(path)).get_inputs()[0].shape == [2, 12]
