@@ -22,7 +22,7 @@ def broadcast_shapes(op, *shapes):
     ndim = max(len(s) for s in shapes)
     out = []
     for i in range(ndim):
-        dims = [s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0]
+        dims = [s[i - (ndim - len(s))] for s in shapes if i - (ndim - len(s)) >= 0]
         sole = _sole_size(dims)
         if sole is not None:        # one size (or one symbolic size and 1s): no guard needed
             out.append(sole)
