@@ -96,3 +96,17 @@ def test_fixed_sizes_stay_fixed(tmp_path):
     path = tmp_path / "m.onnx"
     export(net, [np.ones(shape(2, 1))], str(path))
     assert ort.InferenceSession(str(path)).get_inputs()[0].shape == [2, 12]
+
+
+def test_a_lowering_that_needs_a_size_is_an_error(tmp_path, monkeypatch):
+    # a lowering that reads a symbolic size's value would make a file for that size only
+    from kiln.export import onnx_ops
+    relu = onnx_ops.LOWERINGS["relu"]
+
+    def reads_the_batch(em, node, ins):
+        int(node.shape[0])
+        return relu(em, node, ins)
+    monkeypatch.setitem(onnx_ops.LOWERINGS, "relu", reads_the_batch)
+    net, axes, shape = model("mlp")
+    with pytest.raises(KilnError, match=r"only the sizes where batch == 2"):
+        export(net, [np.ones(shape(2, 1))], str(tmp_path / "m.onnx"), dynamic_axes=axes)
