@@ -45,10 +45,13 @@ def test_onnxruntime_equals_kiln_at_every_size(kind, tmp_path):
     assert sess.get_outputs()[0].shape[0] == "batch"
 
 
-def test_sizes_are_computed_in_graph_where_no_code_says_it(tmp_path):
+@pytest.mark.parametrize("opset", [13, 17])
+def test_sizes_are_computed_in_graph_where_no_code_says_it(opset, tmp_path):
     net, axes, shape = model("fold")
     path = tmp_path / "fold.onnx"
-    export(net, [np.random.normal(size=shape(2, 2))], str(path), dynamic_axes=axes)
+    export(net, [np.random.normal(size=shape(2, 2))], str(path), opset=opset,
+           dynamic_axes=axes)
+    _check(path, net, shape, [(1, 1), (3, 2), (2, 5)])
     ops = [n.op_type for n in onnx.load(str(path)).graph.node]
     # (batch * seq, 16) is [-1, 16]; (batch, seq, 8) from it and seq // 2 need Shape
     assert ops.count("Shape") == 1 and "Gather" in ops and "Div" in ops and "Concat" in ops
@@ -110,3 +113,28 @@ def test_a_lowering_that_needs_a_size_is_an_error(tmp_path, monkeypatch):
     net, axes, shape = model("mlp")
     with pytest.raises(KilnError, match=r"only the sizes where batch == 2"):
         export(net, [np.ones(shape(2, 1))], str(tmp_path / "m.onnx"), dynamic_axes=axes)
+
+
+def test_size_arithmetic_in_graph_follows_python():
+    # floor division and modulo of sizes that may be negative, as kiln's sizes compute them
+    from kiln._core.ir import Node
+    from kiln._core.symdim import SymInt
+    from kiln.export.onnx import Emitter
+    from kiln.export.onnx_sizes import SizeTensors
+    n, m = SymInt.symbol("n", 5), SymInt.symbol("m", 3)
+    exprs = [(n - 7) // 3, (n - 7) % 3, (n * m - 20) // (m - 4), (m - 4) % (n - 6),
+             (n + 1) // 2, n * m - m]
+    x = Node("input", (), {}, (n, m), onp.dtype("float32"), name="x")
+    em = Emitter(17)
+    sizes = SizeTensors(em, [x], {id(x): "x"})
+    outs = [sizes.scalar(e.expr) for e in exprs]
+    h = em.helper
+    graph = h.make_graph(em.nodes, "sizes", [h.make_tensor_value_info("x", 1, ["n", "m"])],
+                         [h.make_tensor_value_info(o, 7, [1]) for o in outs],
+                         initializer=em.initializers)
+    model_proto = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model_proto.ir_version = 8
+    sess = ort.InferenceSession(model_proto.SerializeToString())
+    for nv, mv in [(0, 1), (1, 7), (5, 3), (8, 2), (13, 9)]:     # no divisor is 0
+        got = [int(v[0]) for v in sess.run(None, {"x": onp.zeros((nv, mv), "float32")})]
+        assert got == [e.evaluate({"n": nv, "m": mv}) for e in exprs], (nv, mv)
