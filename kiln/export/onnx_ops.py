@@ -102,12 +102,17 @@ def _take(em, node, ins):
     axis = node.attrs["axis"] % x.ndim
     n = x.shape[axis]
     i = _cast_to(em, ins[1], idx.dtype, _np.int64)
-    size = int64s(em, [n])
-    if node.attrs.get("mode", "clip") == "clip":
-        last = em.op("Sub", [size, em.const(_np.array([1], _np.int64))])
-        i = em.op("Clip", [i, em.const(_np.array(0, _np.int64)), em.op("Squeeze", [last])])
+    clip = node.attrs.get("mode", "clip") == "clip"
+    if isinstance(n, SymInt):     # the axis' size, computed in-graph (a 1-element tensor)
+        size = int64s(em, [n])
+        bound = em.op("Squeeze", [em.op("Sub", [size, em.const(_np.array([1], _np.int64))])]) \
+            if clip else size
     else:
-        i = em.op("Mod", [i, size], fmod=0)
+        bound = em.const(_np.array(n - 1 if clip else n, _np.int64))
+    if clip:
+        i = em.op("Clip", [i, em.const(_np.array(0, _np.int64)), bound])
+    else:
+        i = em.op("Mod", [i, bound], fmod=0)
     return em.op("Gather", [ins[0], i], axis=axis)
 
 

@@ -5,7 +5,7 @@ import json
 import numpy as onp
 import pytest
 
-from kiln import np
+from kiln import gluon, np
 from kiln._core.base import KilnError
 from kiln.export.onnx import export
 
@@ -138,3 +138,17 @@ def test_size_arithmetic_in_graph_follows_python():
     for nv, mv in [(0, 1), (1, 7), (5, 3), (8, 2), (13, 9)]:     # no divisor is 0
         got = [int(v[0]) for v in sess.run(None, {"x": onp.zeros((nv, mv), "float32")})]
         assert got == [e.evaluate({"n": nv, "m": mv}) for e in exprs], (nv, mv)
+
+
+class Take(gluon.HybridBlock):
+    def forward(self, x):
+        idx = np.array([0, 2, 5, -1, 40], dtype="int32")
+        return np.take(x, idx, axis=0, mode="clip") + np.take(x, idx, axis=0, mode="wrap")
+
+
+def test_take_along_a_symbolic_axis(tmp_path):
+    # clip and wrap need the axis' size: computed in-graph
+    net = Take()
+    path = tmp_path / "take.onnx"
+    export(net, [np.ones((6, 3))], str(path), dynamic_axes={0: {0: "n"}})
+    _check(path, net, lambda b, s: (b, 3), [(1, 1), (4, 1), (9, 1)])
