@@ -56,6 +56,13 @@ def inspect_main(argv):
     for k in sym.inputs:
         n = sym.nodes[k]
         print(f"  {n.name}: {n.dtype}{list(n.shape)}")
+    env = sym.shape_env
+    if env is not None:
+        print("symbolic sizes (example values): "
+              + ", ".join(f"{name} ({hint})" for name, hint in env.symbols.items()))
+        print(f"guards (the sizes served are those where all hold): {len(env.guards)}")
+        for guard in env.guards:
+            print(f"  {guard!r}")
     print("outputs:")
     for j, k in enumerate(sym.outputs):
         n = sym.nodes[k]
@@ -158,9 +165,24 @@ def build_c_main(argv):
     p.add_argument("symbol_file")
     p.add_argument("params_file")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=N",
+                   help="the value of a symbolic size of the model (one per symbol)")
     a = p.parse_args(argv)
     from ..export.standalone_c import build_c
-    build_c(a.symbol_file, a.params_file, a.output)
+    sizes = {}
+    for item in a.size:
+        name, _, value = item.partition("=")
+        if not value.strip().isdigit():
+            raise KilnError(f"--size takes NAME=N (N an integer >= 0), got {item!r}")
+        sizes[name.strip()] = int(value)
+    build_c(a.symbol_file, a.params_file, a.output, sizes or None)
+    from ..export.symbol import read_symbol
+    env = read_symbol(a.symbol_file).shape_env
+    if env is not None:
+        chosen = sizes or env.symbols
+        print("the model's symbolic sizes are fixed in this program: "
+              + ", ".join(f"{k}={v}" for k, v in sorted(chosen.items()))
+              + ("" if sizes else " (as exported; choose with --size NAME=N)"))
     print(f"wrote {a.output}/ (model.c, model.h, weights.c, main.c, Makefile); "
           f"build with: make -C {a.output}")
     return 0

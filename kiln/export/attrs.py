@@ -5,6 +5,7 @@ back gives exactly the Python values the op saw when it was traced:
 
     {"int": 3}  {"float": 0.5}  {"float": "-inf"}  {"bool": true}  {"none": null}
     {"str": "clip"}  {"dtype": "float32"}  {"tuple": [{"int": 1}, {"int": 2}]}
+    {"sym": "(batch * 784)"}      (a symbolic size: symexpr.py, format version 2)
 
 Floats that JSON cannot spell (inf, -inf, nan) are strings inside a float tag. Decoding
 accepts only these tags and only the dtypes kiln computes with, so a hostile file can put
@@ -16,6 +17,8 @@ import numpy as _np
 
 from .._core.base import KilnError, bfloat16_dtype
 from .._core.bfloat16 import is_bfloat16
+from .._core.symdim import SymInt
+from . import symexpr
 
 # the dtypes an exported graph may use; parsing by table, never np.dtype(user string)
 DTYPES = {name: _np.dtype(name) for name in (
@@ -50,6 +53,8 @@ def encode(value, where="attribute", depth=0):
         raise KilnError(f"export: {where} is nested too deeply")
     if value is None:
         return {"none": None}
+    if isinstance(value, SymInt):
+        return {"sym": symexpr.to_text(value.expr)}
     if isinstance(value, (bool, _np.bool_)):
         return {"bool": bool(value)}
     if isinstance(value, (int, _np.integer)):
@@ -73,7 +78,9 @@ def encode(value, where="attribute", depth=0):
                     f"({value!r}) that the symbol format cannot store")
 
 
-def decode(obj, where, depth=0):
+def decode(obj, where, depth=0, symbols=None):
+    """The value of a typed JSON value; `symbols` ({name: example size}) are the size
+    symbols a {"sym": ...} value may use (None: the file declares none)."""
     if depth > MAX_DEPTH:
         raise KilnError(f"{where}: attribute nested too deeply")
     if not isinstance(obj, dict) or len(obj) != 1:
@@ -95,16 +102,23 @@ def decode(obj, where, depth=0):
         return v
     if tag == "dtype":
         return parse_dtype(v, where)
+    if tag == "sym":
+        if symbols is None:
+            raise KilnError(f"{where}: a symbolic size in a file that declares no symbols")
+        if not isinstance(v, str):
+            raise KilnError(f"{where}: a symbolic size is a string, got {_short(v)}")
+        return symexpr.read_size(v, symbols, where)
     if tag in ("tuple", "list") and isinstance(v, list):
-        items = [decode(x, where, depth + 1) for x in v]
+        items = [decode(x, where, depth + 1, symbols) for x in v]
         return tuple(items) if tag == "tuple" else items
     raise KilnError(f"{where}: bad typed value {_short(obj)}")
 
 
-def decode_attrs(obj, where):
+def decode_attrs(obj, where, symbols=None):
     if not isinstance(obj, dict):
         raise KilnError(f"{where}: 'attrs' must be an object, got {_short(obj)}")
-    return {str(k): decode(v, f"{where} attribute {k!r}") for k, v in obj.items()}
+    return {str(k): decode(v, f"{where} attribute {k!r}", symbols=symbols)
+            for k, v in obj.items()}
 
 
 def _short(obj, limit=80):

@@ -8,7 +8,9 @@ to the type kiln computes in wherever they differ.
 import numpy as _np
 
 from .._core.base import KilnError
+from .._core.symdim import SymInt
 from . import onnx_lowp
+from .onnx_sizes import expand_target, int64s, reshape_target
 
 INT64_MIN = -(1 << 63)
 
@@ -69,7 +71,7 @@ def _cast(em, node, ins):
 
 
 def _reshape(em, node, ins):
-    return em.op("Reshape", [ins[0], em.const(_np.array(node.shape, _np.int64))])
+    return em.op("Reshape", [ins[0], reshape_target(em, node.inputs[0].shape, node.shape)])
 
 
 def _transpose(em, node, ins):
@@ -77,17 +79,17 @@ def _transpose(em, node, ins):
 
 
 def _broadcast_to(em, node, ins):
-    return em.op("Expand", [ins[0], em.const(_np.array(node.shape, _np.int64))])
+    return em.op("Expand", [ins[0], expand_target(em, node.inputs[0].shape, node.shape)])
 
 
 def _slice(em, node, ins):
     a = node.attrs
-    ends = [INT64_MIN if e < 0 else e for e in a["end"]]
-    arrays = [_np.array(v, _np.int64) for v in (a["begin"], ends,
-                                                 list(range(len(ends))), a["step"])]
+    # a negative end is NumPy's "before the start"; a symbolic one is a size (>= 0)
+    ends = [e if isinstance(e, SymInt) or e >= 0 else INT64_MIN for e in a["end"]]
     if not ends:
         return em.op("Identity", ins)
-    return em.op("Slice", [ins[0]] + [em.const(v) for v in arrays])
+    return em.op("Slice", [ins[0]] + [int64s(em, v) for v in (
+        a["begin"], ends, list(range(len(ends))), a["step"])])
 
 
 def _concatenate(em, node, ins):
@@ -100,11 +102,17 @@ def _take(em, node, ins):
     axis = node.attrs["axis"] % x.ndim
     n = x.shape[axis]
     i = _cast_to(em, ins[1], idx.dtype, _np.int64)
-    if node.attrs.get("mode", "clip") == "clip":
-        i = em.op("Clip", [i, em.const(_np.array(0, _np.int64)),
-                           em.const(_np.array(n - 1, _np.int64))])
+    clip = node.attrs.get("mode", "clip") == "clip"
+    if isinstance(n, SymInt):     # the axis' size, computed in-graph (a 1-element tensor)
+        size = int64s(em, [n])
+        bound = em.op("Squeeze", [em.op("Sub", [size, em.const(_np.array([1], _np.int64))])]) \
+            if clip else size
     else:
-        i = em.op("Mod", [i, em.const(_np.array(n, _np.int64))], fmod=0)
+        bound = em.const(_np.array(n - 1 if clip else n, _np.int64))
+    if clip:
+        i = em.op("Clip", [i, em.const(_np.array(0, _np.int64)), bound])
+    else:
+        i = em.op("Mod", [i, bound], fmod=0)
     return em.op("Gather", [ins[0], i], axis=axis)
 
 
@@ -146,6 +154,9 @@ def _arg(op_type):
 
 def _full(em, node, ins):
     a = node.attrs
+    if any(isinstance(d, SymInt) for d in node.shape):
+        value = em.numpy_helper.from_array(_np.full((1,), a["value"], dtype=node.dtype))
+        return em.op("ConstantOfShape", [int64s(em, node.shape)], value=value)
     return em.op("Identity", [em.const(_np.full(node.shape, a["value"], dtype=node.dtype))])
 
 
@@ -173,12 +184,12 @@ def windows_generic(em, node, x_name):
         starts = [offset[i] * dil[i] for i in range(nsp)]
         ends = [starts[i] + (out_sp[i] - 1) * stride[i] + 1 for i in range(nsp)]
         s = em.op("Slice", [x_name, em.const(_np.array(starts, _np.int64)),
-                            em.const(_np.array(ends, _np.int64)), axes, steps])
+                            int64s(em, ends), axes, steps])
         pieces.append(em.op("Unsqueeze", [s, em.const(_np.array([-1], _np.int64))]))
     cat = em.op("Concat", pieces, axis=-1) if len(pieces) > 1 else pieces[0]
     n, c = x.shape[0], x.shape[1]
-    full = em.op("Reshape", [cat, em.const(_np.array((n, c) + tuple(out_sp) + tuple(kernel),
-                                                     _np.int64))])
+    full = em.op("Reshape", [cat, reshape_target(em, None, (n, c) + tuple(out_sp) +
+                                                 tuple(kernel))])
     perm = [0] + list(range(2, 2 + nsp)) + [1] + list(range(2 + nsp, 2 + 2 * nsp))
     return em.op("Transpose", [full], perm=perm)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as _np
 
 from .._core.base import KilnError
-from .loaded import load_model, to_graph
+from .loaded import load_model, specialize, to_graph
 
 _F32 = _np.dtype(_np.float32)
 
@@ -136,12 +136,23 @@ def _refuse_low_precision(graph):
                         "this one with kiln or ONNX Runtime (python -m kiln onnx)")
 
 
-def build_c(symbol_file, param_file, out_dir):
-    """Write model.c, model.h, weights.c, main.c and a Makefile into out_dir."""
+def build_c(symbol_file, param_file, out_dir, sizes=None):
+    """Write model.c, model.h, weights.c, main.c and a Makefile into out_dir.
+
+    A model with symbolic sizes is built for fixed ones, `sizes` ({symbol: int}; by
+    default the sizes it was exported at): the program's sizes are fixed at compile time
+    so far."""
     from ..backend.c.codegen import generate, NotLowerable
     from ..graph.passes.pipeline import run_pipeline
     model = load_model(symbol_file, param_file)
     graph = to_graph(model)
+    if graph.shape_env is not None or sizes:
+        if not sizes and graph.shape_env is not None:
+            sizes = dict(graph.shape_env.symbols)
+        try:
+            graph = specialize(graph, sizes)
+        except KilnError as exc:
+            raise KilnError(f"build-c: {exc}") from None
     _refuse_low_precision(graph)
     for what, nodes in (("input", graph.inputs), ("output", graph.outputs)):
         for n in nodes:

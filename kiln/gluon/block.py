@@ -375,10 +375,14 @@ class HybridBlock(Block):
                 return call_hybridized(self, *args)
         return _forward(self, "forward", args, kwargs)
 
-    def export(self, path, epoch=0, remove_amp_cast=True):
-        """Write `path-symbol.json` and `path-%04d.params` (epoch); see kiln.export."""
+    def export(self, path, epoch=0, remove_amp_cast=True, dynamic_axes=None):
+        """Write `path-symbol.json` and `path-%04d.params` (epoch); see kiln.export.
+
+        Sizes are symbolic where the block's programs have them (hybridize(dynamic=True),
+        dynamic_axes=, or sizes that varied); dynamic_axes={'data': {0: 'batch'}} (an input
+        by name or position -> {axis: symbol name}) names them for this file, {} fixes all."""
         from ..export.block_export import export_block
-        return export_block(self, path, epoch)
+        return export_block(self, path, epoch, dynamic_axes=dynamic_axes)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward() or "

@@ -9,13 +9,22 @@ save_parameters/load_parameters use the same names as the original model.
 
 Nothing from the file is executed as code: ops are looked up in the registry by name, and
 attributes are typed JSON values validated against each op's shape rule at load time.
+
+A file with symbolic sizes (format version 2) serves every input size its guards accept:
+a call binds the symbols to its input sizes, checks each guard (a KilnError names the one
+that fails and the line that recorded it), and evaluates the size-valued attributes and
+the expected shapes for those sizes. Inside a trace the sizes may be symbols themselves, so
+the same code makes a symbolic program when the block is hybridized.
 """
+import operator
+
 from collections import OrderedDict
 
 import numpy as _np
 
 from .._core.base import KilnError, where_in_user_code
 from .._core.ndarray import ndarray
+from .._core.symdim import SymInt, concrete_value, mentions_symbolic
 from ..npx.io import read_npz
 from ..ops.registry import REGISTRY
 from .block import HybridBlock
@@ -113,15 +122,18 @@ class SymbolBlock(HybridBlock):
                             f"({', '.join(sym.nodes[k].name for k in self._input_nodes)}), "
                             f"got {len(args)}{where_in_user_code()}")
         values = [None] * len(sym.nodes)
+        bindings = {} if sym.shape_env is not None else None
         for k, arg in zip(self._input_nodes, args):
             spec = sym.nodes[k]
             if not isinstance(arg, ndarray):
                 arg = ndarray._wrap(_np.asarray(arg, dtype=spec.dtype))
-            if tuple(arg.shape) != spec.shape or arg.dtype != spec.dtype:
+            if not _fits(spec.shape, tuple(arg.shape), bindings) or arg.dtype != spec.dtype:
                 raise KilnError(f"SymbolBlock: input {spec.name!r} must be {spec.dtype}"
                                 f"{list(spec.shape)} (the exported signature), got "
                                 f"{arg.dtype}{list(arg.shape)}{where_in_user_code()}")
             values[k] = arg
+        if bindings is not None:
+            _check_guards(sym.shape_env, bindings)
         # free each value after its last reader, so peak memory follows the graph's width
         last_use = {}
         for k, spec in enumerate(sym.nodes):
@@ -139,7 +151,7 @@ class SymbolBlock(HybridBlock):
                                     f"the params file first{where_in_user_code()}")
                 values[k] = self._consts[k]
             else:
-                values[k] = _evaluate(k, spec, [values[i] for i in spec.inputs])
+                values[k] = _evaluate(k, spec, [values[i] for i in spec.inputs], bindings)
             for i in spec.inputs:
                 if last_use.get(i) == k and i not in keep:
                     values[i] = None
@@ -152,15 +164,65 @@ class SymbolBlock(HybridBlock):
                 f"{len(sym.nodes)} nodes, {len(sym.params)} parameters)")
 
 
-def _evaluate(k, spec, inputs):
+def _fits(shape, got, bindings):
+    """Whether an input's shape `got` fits the file's `shape`; its symbols are bound into
+    `bindings` (a symbol met twice must have one size)."""
+    if len(shape) != len(got):
+        return False
+    for dim, size in zip(shape, got):
+        if isinstance(dim, SymInt):
+            name = dim.expr[1]
+            if name not in bindings:
+                bindings[name] = size
+            elif not _same(bindings[name], size):
+                return False
+        elif not _same(dim, size):
+            return False
+    return True
+
+
+def _same(a, b):
+    return a is b or a == b     # in a trace, a comparison of symbolic sizes is a guard
+
+
+_COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge}
+
+
+def _check_guards(env, bindings):
+    for guard in env.guards:
+        try:
+            lhs = SymInt(guard.lhs, 0).evaluate(bindings)
+            rhs = SymInt(guard.rhs, 0).evaluate(bindings)
+            holds = bool(_COMPARE[guard.op](lhs, rhs)) == guard.outcome
+        except ZeroDivisionError:
+            holds = False
+        if not holds:
+            sizes = ", ".join(f"{k}={v}" for k, v in sorted(bindings.items()))
+            raise KilnError(f"SymbolBlock: the exported model does not serve the sizes "
+                            f"{sizes}: its guard {guard!r} does not hold (the trace relied "
+                            f"on it there){where_in_user_code()}")
+
+
+def _evaluate(k, spec, inputs, bindings=None):
+    attrs, shape = spec.attrs, spec.shape
+    if bindings is not None:
+        try:
+            if mentions_symbolic(attrs):
+                attrs = concrete_value(attrs, bindings)
+            shape = tuple(concrete_value(shape, bindings))
+        except ZeroDivisionError:
+            raise KilnError(f"SymbolBlock: node {k} ({spec.op}): a size divides by zero for "
+                            f"the sizes {bindings}{where_in_user_code()}") from None
     try:
-        out = REGISTRY[spec.op](*inputs, **spec.attrs)
+        out = REGISTRY[spec.op](*inputs, **attrs)
     except KilnError:
         raise
     except Exception as exc:  # a validated file can still hold values an op rejects
         raise KilnError(f"SymbolBlock: node {k} ({spec.op}) failed: "
                         f"{type(exc).__name__}: {exc}") from None
-    if tuple(out.shape) != spec.shape or out.dtype != spec.dtype:
+    if len(out.shape) != len(shape) or not all(_same(a, b) for a, b in zip(out.shape, shape)) \
+            or out.dtype != spec.dtype:
         raise KilnError(f"SymbolBlock: node {k} ({spec.op}) gave {out.dtype}"
-                        f"{list(out.shape)}, the file declares {spec.dtype}{list(spec.shape)}")
+                        f"{list(out.shape)}, the file declares {spec.dtype}{list(shape)}")
     return out

@@ -3,6 +3,7 @@ import numpy as _np
 
 from .._core.base import DEFAULT_FLOAT, DTypeError, KilnError, op_error, normalize_axes
 from .._core import bfloat16
+from .._core.symdim import SymInt
 
 _FLOATS = (_np.dtype(_np.float16), _np.dtype(_np.float32), _np.dtype(_np.float64))
 
@@ -13,18 +14,21 @@ def is_float(dtype):
 
 
 def broadcast_shapes(op, *shapes):
-    # (ranks first: comparing a symbolic size with a fixed one would record a guard)
-    if len(shapes) == 2 and len(shapes[0]) == len(shapes[1]) and shapes[0] == shapes[1]:
+    # (sizes compared as written: comparing a symbolic size with a fixed one would record
+    # a guard)
+    if len(shapes) == 2 and len(shapes[0]) == len(shapes[1]) and all(
+            _written_alike(a, b) for a, b in zip(*shapes)):
         return tuple(shapes[0])     # the common case, on most binary ops: nothing to do
     ndim = max(len(s) for s in shapes)
     out = []
     for i in range(ndim):
+        dims = [s[i - (ndim - len(s))] for s in shapes if i - (ndim - len(s)) >= 0]
+        sole = _sole_size(dims)
+        if sole is not None:        # one size (or one symbolic size and 1s): no guard needed
+            out.append(sole)
+            continue
         size = 1
-        for s in shapes:
-            k = i - (ndim - len(s))
-            if k < 0:
-                continue
-            d = s[k]
+        for d in dims:
             if d == 1:
                 continue
             if size != 1 and d != size:
@@ -33,6 +37,27 @@ def broadcast_shapes(op, *shapes):
             size = d
         out.append(size)
     return tuple(out)
+
+
+def _written_alike(a, b):
+    if isinstance(a, SymInt) or isinstance(b, SymInt):
+        return isinstance(a, SymInt) and isinstance(b, SymInt) and a.expr == b.expr
+    return a == b
+
+
+def _sole_size(dims):
+    """The broadcast size of `dims` when it needs no comparison of a symbolic size: all of
+    them one expression, apart from fixed 1s (a symbolic size that may be 1 then broadcasts
+    to itself either way). None when sizes must be compared."""
+    sole = None
+    for d in dims:
+        if isinstance(d, SymInt):
+            if sole is not None and (not isinstance(sole, SymInt) or sole.expr != d.expr):
+                return None
+            sole = d
+        elif d != 1:
+            return None
+    return sole
 
 
 _UFUNC_LOOPS = {}
