@@ -31,13 +31,15 @@ VIEW_OPS = frozenset(("reshape", "transpose", "slice", "broadcast_to"))
 
 
 class ViewLink:
-    """What an array is a view of (None for a root), and its own live views."""
-    __slots__ = ("base", "prim", "attrs", "shadow", "views", "detached")
+    """What an array is a view of (None for a root), its own live views, and the size
+    guards its view decisions wait on (`pending`: recorded when a write reaches it)."""
+    __slots__ = ("base", "prim", "attrs", "shadow", "views", "detached", "pending")
 
     def __init__(self, base, prim, attrs, shadow, detached=False):
         self.base, self.prim, self.attrs, self.shadow = base, prim, attrs, shadow
         self.views = []      # weak references to arrays linked to this one
         self.detached = detached    # x.detach(): the same memory, no gradient
+        self.pending = []
 
 
 def _link_of(array):
@@ -63,11 +65,16 @@ def note_view(prim, source, attrs, out):
     else:
         shadow = prim.impl(base.shadow, **hinted(attrs))
         shares = _np.may_share_memory(shadow, base.shadow)
-        _guard_view_decision(prim, base.shadow, source.shape, out.shape)
+        pending = _view_decision_guards(prim, base.shadow, source.shape, out.shape)
         if prim.name == "reshape":
             paths = layouts.candidates(source)
             if paths is not None:
                 shares = _reshape_on_paths(prim, source, attrs, out, paths, shares)
+        if pending:
+            # the decision is seen only through a write into source's or out's memory
+            base.pending = [g for g in base.pending if g.current()] + pending
+            if not shares:
+                _link_of(out).pending.extend(pending)
     if not shares:
         return
     out._view = ViewLink(source, prim, attrs, shadow)
@@ -76,19 +83,40 @@ def note_view(prim, source, attrs, out):
     base.views.append(weakref.ref(out))
 
 
-def _guard_view_decision(prim, shadow, *shapes):
-    """A stand-in of symbolic sizes has their traced values, and the view decision made on
-    it holds for every size of the same kind: each size stays 0, 1 or >= 2 (NumPy treats
-    those apart), and a reshape of a stand-in that is not C-contiguous, whose outcome
-    depends on the sizes' values, keeps the traced ones (guards, _core/symdim.py)."""
+def _view_decision_guards(prim, shadow, *shapes):
+    """The guards under which the view decision made on a stand-in (traced sizes) holds:
+    each size stays 0, 1 or >= 2 (NumPy treats those apart), and a reshape of a stand-in
+    that is not C-contiguous, whose outcome depends on the sizes' values, keeps the traced
+    ones. They are kept pending (symdim.Pending): whether a result shares memory shows only
+    through an in-place write, so a program without one stays general in these sizes."""
     pin = prim.name == "reshape" and not shadow.flags.c_contiguous
+    pending = []
     for shape in shapes:
         for d in shape:
             if isinstance(d, SymInt):
                 if pin or d.hint < 2:
-                    d.concrete()
+                    guard = d.condition("==", d.hint)
                 else:
-                    assert d >= 2      # records the guard; true for the traced value
+                    guard = d.condition(">=", 2)
+                if guard is not None:
+                    pending.append(guard)
+    return pending
+
+
+def _commit_view_guards(array):
+    """A write into `array` reaches every array sharing its memory: from its root down,
+    the view decisions made there now matter, so their pending guards are recorded."""
+    while array._view is not None and array._view.base is not None:
+        array = array._view.base
+    stack = [array]
+    while stack:
+        link = stack.pop()._view
+        if link is None:
+            continue
+        for guard in link.pending:
+            guard.commit()
+        link.pending = []
+        stack.extend(v for v in (ref() for ref in link.views) if v is not None)
 def _reshape_on_paths(prim, source, attrs, out, paths, shares):
     """Whether `out = reshape(source)` is a view, when source's layout depends on the path
     taken through an earlier if/while (layouts.py): True or False when it is the same on
@@ -133,6 +161,7 @@ def note_detach(source, out):
 def write(target, new):
     """`target` now holds `new` (same shape and dtype): through its source when it is a
     writable view, then into every live view of what was written."""
+    _commit_view_guards(target)
     link = target._view
     if link is not None and link.base is not None:
         if _read_only(target):

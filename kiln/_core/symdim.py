@@ -177,6 +177,14 @@ class SymInt:
         _record(self.expr, "==", ("const", self.hint), True)
         return self.hint
 
+    def condition(self, op, value):
+        """The guard `self <op> value` (an int) would record, as a `Pending` to record later
+        only if it turns out to matter; None when it holds for every size."""
+        if self.expr[0] != "const" and _nonnegative(self.expr):
+            if _known_about_size(op, value) is not None:
+                return None
+        return Pending(self.expr, op, ("const", value), _COMPARE[op](self.hint, value))
+
     def __index__(self):
         return self.concrete()
 
@@ -262,12 +270,12 @@ class ShapeEnv:
         self.symbols.setdefault(name, int(hint))
         return SymInt.symbol(name, hint)
 
-    def record(self, lhs, op, rhs, outcome):
+    def record(self, lhs, op, rhs, outcome, where=None):
         key = (lhs, op, rhs)
         if key in self._seen:
             return
         self._seen.add(key)
-        self.guards.append(Guard(lhs, op, rhs, outcome, _who_asked()))
+        self.guards.append(Guard(lhs, op, rhs, outcome, where or _who_asked()))
 
     def accepts(self, bindings):
         """Does a program built under this env serve sizes `bindings` ({symbol: int})?"""
@@ -299,6 +307,27 @@ class building:
 
     def __exit__(self, *exc):
         _local.env = self.saved
+
+
+class Pending:
+    """A guard whose need is not known yet (a view decision matters only if a write comes):
+    the condition, its outcome in the trace, the code that asked, and the build's env."""
+    __slots__ = ("lhs", "op", "rhs", "outcome", "where", "env")
+
+    def __init__(self, lhs, op, rhs, outcome):
+        self.lhs, self.op, self.rhs, self.outcome = lhs, op, rhs, outcome
+        self.where = _who_asked()
+        self.env = active_env()
+
+    def current(self):
+        """Whether the build that asked is still the one running."""
+        return self.env is not None and self.env is active_env()
+
+    def commit(self):
+        """Record the guard in the build that asked (nothing once that build is over: its
+        program is fixed, and a later write is eager code of its own)."""
+        if self.current():
+            self.env.record(self.lhs, self.op, self.rhs, self.outcome, self.where)
 
 
 def _record(lhs, op, rhs, outcome):
