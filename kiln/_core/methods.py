@@ -13,6 +13,14 @@ def _np_api():
     return _api
 
 
+def _written(result, out):
+    """`result`, or `out` holding it when an array `out` is given (NumPy's `out=`)."""
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
 class NumpyMethods:
     """Mixed into ndarray: `x.sum(axis=1)` is `kiln.np.sum(x, axis=1)`, and so on."""
     __slots__ = ()
@@ -50,11 +58,15 @@ class NumpyMethods:
     def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
         return _np_api().var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
-    def max(self, axis=None, keepdims=False): return _np_api().max(self, axis, keepdims=keepdims)
-    def min(self, axis=None, keepdims=False): return _np_api().min(self, axis, keepdims=keepdims)
+    # `out=` as NumPy's methods have it: np.max(x), np.all(x), ... call x.max(axis, out=None)
+    def max(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().max(self, axis, keepdims=keepdims), out)
 
-    def prod(self, axis=None, dtype=None, keepdims=False):
-        return _np_api().prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    def min(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().min(self, axis, keepdims=keepdims), out)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
+        return _written(_np_api().prod(self, axis=axis, dtype=dtype, keepdims=keepdims), out)
 
     def argmax(self, axis=None, keepdims=False):
         return _np_api().argmax(self, axis, keepdims=keepdims)
@@ -79,8 +91,11 @@ class NumpyMethods:
     def round(self, decimals=0): return _np_api().round(self, decimals)
     def dot(self, b): return _np_api().dot(self, b)
     def nonzero(self): return _np_api().nonzero(self)
-    def all(self, axis=None, keepdims=False): return _np_api().all(self, axis, keepdims=keepdims)
-    def any(self, axis=None, keepdims=False): return _np_api().any(self, axis, keepdims=keepdims)
+    def all(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().all(self, axis, keepdims=keepdims), out)
+
+    def any(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().any(self, axis, keepdims=keepdims), out)
 
     def zeros_like(self): return _np_api().zeros_like(self)
     def ones_like(self): return _np_api().ones_like(self)

@@ -60,6 +60,7 @@ MXNET_VERSION = "1.9.1"
 MXNET_PATHS = {
     "mxnet.base": "kiln.mx.base", "mxnet.error": "kiln.mx.base",
     "mxnet.registry": "kiln.mx.registry",
+    "mxnet.random": "kiln.mx.nd.random",     # 1.x: `from .ndarray.random import *` and seed
     "mxnet.ndarray.ndarray": "kiln.mx.nd", "mxnet.ndarray.op": "kiln.mx.nd",
     "mxnet.symbol.op": "kiln.mx.sym", "mxnet.symbol.numpy._symbol": "kiln.mx.sym.numpy",
     "mxnet.executor": "kiln.mx.sym.executor",

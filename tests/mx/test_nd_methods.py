@@ -1,0 +1,96 @@
+"""MXNet 1.x's NDArray methods on kiln's array, `mx.random` with 1.x signatures, the names
+`from mxnet.autograd import *` leaks, and NumPy's reductions with `out=` (kiln/mx/nd/methods.py,
+kiln/mx/__init__.py, kiln/_core/methods.py). Expected shapes and values come from real
+MXNet 1.9.1 (run on this machine)."""
+import numpy as np
+import pytest
+
+import kiln
+from kiln.mx import nd
+
+
+@pytest.fixture
+def mx():
+    from kiln.mx import alias
+    was_installed = alias.is_installed()
+    alias.install()
+    import mxnet
+    yield mxnet
+    if not was_installed:
+        alias.uninstall()
+
+
+def test_mx_random_takes_1x_signatures(mx):
+    x = mx.random.uniform(-1, 1, shape=(2, 3), dtype="float64")
+    assert x.shape == (2, 3) and x.dtype == np.float64
+    assert float(x.min()) >= -1 and float(x.max()) < 1
+    assert mx.random.normal(0, 1, (4,)).shape == (4,)
+    out = nd.zeros((3,))
+    assert mx.random.uniform(2, 3, shape=(3,), out=out) is out and float(out.min()) >= 2
+    with pytest.raises(ValueError, match="seed_state must be int"):
+        mx.random.seed(1.5)
+    mx.random.seed(7)
+    a = mx.random.normal(shape=(3,))
+    mx.random.seed(7)
+    assert np.array_equal(a.asnumpy(), mx.random.normal(shape=(3,)).asnumpy())
+
+
+def test_reshape_special_codes():
+    t = (nd.arange(30) + 1).reshape(2, 3, 5)
+    assert t.reshape(0, -1).shape == (2, 15)
+    assert t.reshape(-2).shape == (2, 3, 5)
+    assert t.reshape(-3, -1).shape == (6, 5)
+    assert t.reshape(-1, 15).reshape(0, -4, 3, -1).shape == (2, 3, 5)
+    assert t.reshape(-1, 0).shape == (10, 3)
+    assert t.reshape(-1, 0, reverse=True).shape == (6, 5)
+    assert nd.zeros((0, 3)).reshape(0, 3).shape == (0, 3)    # NumPy's meaning: an empty axis
+    with pytest.raises(ValueError):
+        t.reshape((2, 3))
+
+
+def test_inplace_means_view_and_not_inplace_a_copy():
+    t = (nd.arange(30) + 1).reshape(2, 3, 5)
+    copy, view = t.flatten(inplace=False), t.flatten(inplace=True)
+    assert copy.shape == view.shape == (2, 15)
+    t[0] = -1
+    assert float(copy[0, 0]) == 1.0 and float(view[0, 0]) == -1.0
+    x = nd.ones((2, 1, 3))
+    squeezed, expanded = x.squeeze(axis=1, inplace=False), x.expand_dims(0, inplace=False)
+    x[:] = 3
+    assert squeezed.shape == (2, 3) and float(squeezed.sum()) == 6.0
+    assert expanded.shape == (1, 2, 1, 3) and float(expanded.sum()) == 6.0
+
+
+def test_fluent_methods_are_the_nd_functions():
+    t = (nd.arange(30) + 1).reshape(2, 3, 5)
+    assert t.slice((0, 0), (1, 2)).shape == (1, 2, 5)
+    assert t.slice_axis(axis=1, begin=1, end=3).shape == (2, 2, 5)
+    x = nd.array([[1, 2], [3, 4]])
+    assert x.take(nd.array([1, 0])).asnumpy().tolist() == [[3, 4], [1, 2]]
+    assert nd.array([1, 2, 3]).broadcast_like(nd.ones((2, 3))).asnumpy().tolist() == \
+        [[1, 2, 3], [1, 2, 3]]
+    assert x.one_hot(5).shape == (2, 2, 5)
+    assert np.allclose(x.rsqrt().asnumpy(), 1 / np.sqrt(x.asnumpy()))
+    back = nd.from_dlpack(x.to_dlpack_for_read())
+    assert np.array_equal(back.asnumpy(), x.asnumpy())
+
+
+def test_numpy_reductions_pass_out_to_the_methods():
+    x = nd.array([1.0, 3.0])
+    assert bool(np.all(x)) and float(np.max(x)) == 3.0 and float(np.min(x)) == 1.0
+    out = nd.zeros(())
+    assert x.max(out=out) is out and float(out) == 3.0
+
+
+def test_autograd_star_import_gives_mxnets_module_names(mx):
+    namespace = {}
+    exec("from mxnet.autograd import *", namespace)
+    assert namespace["NDArray"] is nd.NDArray
+    assert namespace["Symbol"] is mx.sym.Symbol
+    assert namespace["record"] is kiln.autograd.record
+    x = nd.ones((2,))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = (x * x).sum()
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [2.0, 2.0]
