@@ -40,6 +40,10 @@ class ShapeError(KilnError, ValueError):
     pass
 
 
+class ValueRangeError(KilnError, ValueError):
+    """A KilnError (and ValueError) for an argument outside the values it may take."""
+
+
 class DTypeError(KilnError, TypeError):
     """A KilnError (and TypeError) for an unsupported or mismatched dtype."""
     pass

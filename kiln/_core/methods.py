@@ -68,17 +68,19 @@ class NumpyMethods:
     def prod(self, axis=None, dtype=None, out=None, keepdims=False):
         return _written(_np_api().prod(self, axis=axis, dtype=dtype, keepdims=keepdims), out)
 
-    def argmax(self, axis=None, keepdims=False):
-        return _np_api().argmax(self, axis, keepdims=keepdims)
+    def argmax(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().argmax(self, axis, keepdims=keepdims), out)
 
-    def argmin(self, axis=None, keepdims=False):
-        return _np_api().argmin(self, axis, keepdims=keepdims)
+    def argmin(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().argmin(self, axis, keepdims=keepdims), out)
 
-    def cumsum(self, axis=None, dtype=None): return _np_api().cumsum(self, axis, dtype)
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return _written(_np_api().cumsum(self, axis, dtype), out)
     def argsort(self, axis=-1): return _np_api().argsort(self, axis)
     def sort(self, axis=-1): return _np_api().sort(self, axis)
-    def clip(self, min=None, max=None, a_min=None, a_max=None):  # min/max: MXNet and NumPy
-        return _np_api().clip(self, a_min if min is None else min, a_max if max is None else max)
+    def clip(self, min=None, max=None, out=None, a_min=None, a_max=None):  # MXNet and NumPy
+        return _written(_np_api().clip(self, a_min if min is None else min,
+                                       a_max if max is None else max), out)
     def abs(self): return _np_api().abs(self)
     def exp(self): return _np_api().exp(self)
     def log(self): return _np_api().log(self)
@@ -88,7 +90,7 @@ class NumpyMethods:
     def cos(self): return _np_api().cos(self)
     def tanh(self): return _np_api().tanh(self)
     def sign(self): return _np_api().sign(self)
-    def round(self, decimals=0): return _np_api().round(self, decimals)
+    def round(self, decimals=0, out=None): return _written(_np_api().round(self, decimals), out)
     def dot(self, b): return _np_api().dot(self, b)
     def nonzero(self): return _np_api().nonzero(self)
     def all(self, axis=None, out=None, keepdims=False):

@@ -94,3 +94,11 @@ def test_autograd_star_import_gives_mxnets_module_names(mx):
         y = (x * x).sum()
     y.backward()
     assert x.grad.asnumpy().tolist() == [2.0, 2.0]
+
+
+def test_numpy_functions_keep_kiln_arrays_through_out():
+    pred = nd.array([[0.3, 0.7], [0.9, 0.1]])
+    picked = np.argmax(pred, axis=1)
+    assert isinstance(picked, nd.NDArray) and picked.asnumpy().tolist() == [1, 0]
+    assert isinstance(np.round(pred), nd.NDArray) and isinstance(np.clip(pred, 0.2, 0.8),
+                                                                 nd.NDArray)

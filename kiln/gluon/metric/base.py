@@ -1,6 +1,9 @@
 """The machinery of evaluation metrics: EvalMetric (local and global windows), the registry
 that `create` and the `register`/`alias` decorators fill, CompositeEvalMetric, Loss and
 CustomMetric (with `np`, which wraps a NumPy function as a metric)."""
+import inspect
+import json
+
 import numpy as _np
 
 from ..._core.base import KilnError
@@ -76,6 +79,18 @@ class EvalMetric:
 
     def get_global_name_value(self):
         return _name_value(*self.get_global())
+
+    def get_config(self):
+        """The arguments that make this metric again (MXNet 1.x): `create(json.dumps(config))`
+        or `create(config.pop('metric'), **config)`. Every constructor argument the metric
+        keeps as an attribute of the same name is included."""
+        config = dict(self._kwargs)
+        for param in list(inspect.signature(type(self).__init__).parameters)[1:]:
+            if param not in ("name", "output_names", "label_names") and hasattr(self, param):
+                config[param] = getattr(self, param)
+        config.update(metric=type(self).__name__, name=self.name,
+                      output_names=self.output_names, label_names=self.label_names)
+        return config
 
     def update(self, labels, preds):
         raise NotImplementedError
@@ -186,6 +201,9 @@ def create(metric, *args, **kwargs):
         return CustomMetric(metric, *args, **kwargs)
     if isinstance(metric, list):
         return CompositeEvalMetric([create(m, *args, **kwargs) for m in metric])
+    if isinstance(metric, str) and metric.lstrip().startswith("{"):    # a get_config()
+        config = json.loads(metric)
+        return create(config.pop("metric"), *args, **{**config, **kwargs})
     cls = _REGISTRY.get(str(metric).lower())
     if cls is None:
         raise KilnError(f"metric.create: unknown metric {metric!r}; known: "
