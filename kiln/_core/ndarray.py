@@ -328,6 +328,9 @@ class ndarray(NumpyMethods):
         if isinstance(other, ndarray):
             other[...] = self
             return other
+        if getattr(other, "stype", None) in SPARSE_STORAGE:    # a sparse array takes it in
+            other._assign(self.tostype(other.stype))           # its own storage type
+            return other
         check_usable(other, "copyto")
         return self.copy()
 

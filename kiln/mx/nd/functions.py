@@ -178,6 +178,10 @@ def _write_out(name, result, out):
     """MXNet's `out=`: the result is written into the given array(s), which are returned."""
     results = list(result) if isinstance(result, (list, tuple)) else [result]
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(outs) == len(results) == 1 and isinstance(outs[0], SPARSE["types"]):
+        written = outs[0]                   # a sparse out= keeps its storage (MXNet's fallback)
+        written._assign(results[0].tostype(written.stype).astype(written.dtype))
+        return out
     if len(outs) != len(results) or not all(isinstance(o, ndarray) for o in outs):
         raise KilnError(f"nd.{name}: out= must be {len(results)} array(s), one per output, "
                         f"got {type(out).__name__}" + where_in_user_code())

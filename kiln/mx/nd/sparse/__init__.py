@@ -14,8 +14,9 @@ from .generate import rand_sparse_ndarray  # noqa: F401
 from .updates import sparse_update
 from ....optimizer.base import ARRAY_UPDATES
 
-IMPLEMENTATIONS.update(elementwise=elementwise, retain=retain,
-                       dense_to_sparse=dense_to_sparse, row_sparse_array=row_sparse_array)
+IMPLEMENTATIONS.update(elementwise=elementwise, zero_preserving=ops.zero_preserving,
+                       retain=retain, dense_to_sparse=dense_to_sparse,
+                       row_sparse_array=row_sparse_array)
 # optimizers (kiln/optimizer, a floor below) update sparse weights and gradients through this
 ARRAY_UPDATES.update({CSRNDArray: sparse_update, RowSparseNDArray: sparse_update})
 

@@ -7,7 +7,7 @@ from .... import np as knp
 from ...._core.base import KilnError, where_in_user_code
 from ...._core.ndarray import ndarray
 from .storage import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, INDEX_DTYPE,
-                      as_dense_value, densify, scipy_sparse)
+                      IMPLEMENTATIONS, as_dense_value, densify, scipy_sparse)
 
 _NUMPY = {"add": _np.add, "subtract": _np.subtract, "multiply": _np.multiply,
           "divide": _np.true_divide}
@@ -29,10 +29,16 @@ def elementwise(op, lhs, rhs):
     if not has_sparse((lhs, rhs), {}):
         return getattr(knp, op)(lhs, rhs)
     dtype = (lhs if isinstance(lhs, BaseSparseNDArray) else rhs).dtype
-    if isinstance(lhs, BaseSparseNDArray) and lhs.shape != getattr(rhs, "shape", lhs.shape):
-        raise KilnError(f"{op}: sparse operands need equal shapes (no broadcasting in "
-                        f"MXNet's sparse {op}), got {lhs.shape} and {rhs.shape}"
-                        f"{where_in_user_code()}")
+    shapes = {tuple(x.shape) for x in (lhs, rhs) if not _is_scalar(x)}
+    if len(shapes) > 1:     # broadcasting: MXNet's dense fallback (broadcast_*)
+        try:
+            _np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise KilnError(f"{op}: the operands have neither equal shapes nor shapes that "
+                            f"broadcast: {lhs.shape} and {rhs.shape}{where_in_user_code()}"
+                            ) from None
+        densify(f"broadcast {op}", (lhs if isinstance(lhs, BaseSparseNDArray) else rhs).stype)
+        return _dense(_NUMPY[op](as_dense_value(lhs), as_dense_value(rhs)), dtype)
     if isinstance(lhs, CSRNDArray):
         result = _csr_elementwise(op, lhs._csr, rhs)
         if result is not None:
@@ -162,5 +168,33 @@ def call_densified(name, fn, args, kwargs):
 
     def dense(x):
         return x.todense() if isinstance(x, BaseSparseNDArray) else x
-    return fn(*[dense(a) for a in args], **{k: dense(v) for k, v in kwargs.items()})
+    out = kwargs.pop("out", None)       # a sparse out= takes the result in its own storage
+    result = fn(*[dense(a) for a in args], **{k: dense(v) for k, v in kwargs.items()})
+    if out is None:
+        return result
+    if isinstance(out, BaseSparseNDArray):
+        out._assign(result.tostype(out.stype).astype(out.dtype))
+    else:
+        out[...] = result
+    return out
 
+
+_SCALAR_RULE_OPS = {"equal": _np.equal, "not_equal": _np.not_equal, "greater": _np.greater,
+                    "greater_equal": _np.greater_equal, "less": _np.less,
+                    "less_equal": _np.less_equal, "power": _np.power, "mod": _np.mod}
+
+
+def zero_preserving(op, lhs, rhs):
+    """`lhs op rhs` (comparisons, power, mod) with a sparse operand, computed densely. As in
+    MXNet, a sparse array and a scalar give a sparse result (of the array's storage) when
+    the op maps the array's zeros to zero (`y > 0`, `y ** 2`), else a dense one (`y >= 0`);
+    comparisons give 0/1 in the array's dtype."""
+    sparse = lhs if isinstance(lhs, BaseSparseNDArray) else rhs
+    other = rhs if sparse is lhs else lhs
+    fn = _SCALAR_RULE_OPS[op]
+    value = fn(as_dense_value(lhs), as_dense_value(rhs)).astype(sparse.dtype)
+    if _is_scalar(other):
+        zero = fn(0, other) if sparse is lhs else fn(other, 0)
+        if not zero:
+            return IMPLEMENTATIONS["dense_to_sparse"](value, sparse.stype)
+    return _dense(value, sparse.dtype)

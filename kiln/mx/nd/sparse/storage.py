@@ -12,7 +12,8 @@ from ....backend.fallbacks import warn_once
 INDEX_DTYPE = _np.int64
 
 # what the arrays' methods call in creation.py and ops.py (which build these arrays), set
-# by kiln/mx/nd/sparse/__init__.py: elementwise, retain, dense_to_sparse, row_sparse_array
+# by kiln/mx/nd/sparse/__init__.py: elementwise, zero_preserving, retain, dense_to_sparse,
+# row_sparse_array
 IMPLEMENTATIONS = {}
 
 
@@ -149,16 +150,46 @@ class BaseSparseNDArray:
     def __neg__(self):
         return _elementwise("multiply", self, -1)
 
+    # comparisons, ** and %: sparse when zeros stay zero (kiln/mx/nd/sparse/ops.py)
     def __eq__(self, other):
-        densify("==", self.stype)
-        return self.todense() == (other.todense() if isinstance(other, BaseSparseNDArray)
-                                  else other)
+        return _zero_preserving("equal", self, other)
+
+    def __ne__(self, other):
+        return _zero_preserving("not_equal", self, other)
+
+    def __gt__(self, other):
+        return _zero_preserving("greater", self, other)
+
+    def __ge__(self, other):
+        return _zero_preserving("greater_equal", self, other)
+
+    def __lt__(self, other):
+        return _zero_preserving("less", self, other)
+
+    def __le__(self, other):
+        return _zero_preserving("less_equal", self, other)
+
+    def __pow__(self, other):
+        return _zero_preserving("power", self, other)
+
+    def __rpow__(self, other):
+        return _zero_preserving("power", other, self)
+
+    def __mod__(self, other):
+        return _zero_preserving("mod", self, other)
+
+    def __rmod__(self, other):
+        return _zero_preserving("mod", other, self)
 
     __hash__ = object.__hash__
 
 
 def _elementwise(op, lhs, rhs):
     return IMPLEMENTATIONS["elementwise"](op, lhs, rhs)
+
+
+def _zero_preserving(op, lhs, rhs):
+    return IMPLEMENTATIONS["zero_preserving"](op, lhs, rhs)
 
 
 class CSRNDArray(BaseSparseNDArray):
