@@ -260,7 +260,12 @@ class ndarray(NumpyMethods):
         return id(self)
 
     def __reduce__(self):
-        raise TypeError("kiln arrays are not picklable by design; use npx.save / npx.load")
+        # pickled as plain data (dtype name, shape, raw bytes) that only `from_pickled`
+        # rebuilds: no other object goes into the stream. kiln's own loaders (npx.load,
+        # nd.load, load_parameters) still never unpickle a file.
+        value = self._concrete("pickle")
+        return (from_pickled, (str(value.dtype), tuple(value.shape),
+                               _np.ascontiguousarray(value).tobytes()))
 
     def __deepcopy__(self, memo):
         return self.copy()
@@ -439,6 +444,18 @@ class ndarray(NumpyMethods):
         from .dispatch import apply_identity
         return apply_identity(self)
 
+
+
+def from_pickled(dtype, shape, data):
+    """An array from what ndarray.__reduce__ pickles, checked before it is used: a plain
+    dtype (no Python objects), a shape of non-negative ints, and exactly its bytes."""
+    dt = normalize_dtype(dtype)
+    shape = tuple(shape)
+    if dt.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape) or \
+            not isinstance(data, bytes) or len(data) != int(_np.prod(shape)) * dt.itemsize:
+        raise KilnError(f"unpickling an array: expected a plain dtype, a shape and its bytes, "
+                        f"got dtype {dtype!r}, shape {shape!r}, {len(data)} bytes")
+    return ndarray._wrap(_np.frombuffer(data, dtype=dt).reshape(shape).copy())
 
 
 def full_like(x, value):
