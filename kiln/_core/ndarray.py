@@ -9,7 +9,7 @@ import importlib
 import numpy as _np
 
 from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
-    where_in_user_code, normalize_dtype)
+    UnsupportedError, where_in_user_code, normalize_dtype)
 from . import aligned
 from .bfloat16 import is_bfloat16
 from .context import cpu, check_usable
@@ -248,7 +248,10 @@ class ndarray(NumpyMethods):
     def __format__(self, spec):
         if self._node is None and self._data.ndim == 0:
             return format(self._data.item(), spec)
-        return format(str(self), spec)
+        if spec:        # as NumPy: a format spec applies to scalars only
+            raise TypeError(f"unsupported format string {spec!r} passed to an array of shape "
+                            f"{tuple(self.shape)}")
+        return str(self)
 
     def __iter__(self):
         # raised by iter() itself, as NumPy does: np.iterable(x) must say False
@@ -437,7 +440,10 @@ class ndarray(NumpyMethods):
             return self
         return REGISTRY["cast"](self, dtype=dt)
 
-    def copy(self):
+    def copy(self, order="C"):
+        if order != "C":
+            raise UnsupportedError(f"copy: kiln arrays are C-ordered; expected order='C', got "
+                                   f"{order!r}{where_in_user_code()}")
         if self._node is not None:
             # a new object, no view link: a later write to either is not seen by the other
             return self._alias()
