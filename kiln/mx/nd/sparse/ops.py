@@ -143,8 +143,11 @@ def _check_dot_shapes(lhs, rhs, transpose_a, transpose_b):
                         f"{where_in_user_code()}")
 
 
-def retain(data, indices):
+def retain(data, indices=None, **unknown):
     """A row_sparse array keeping only the stored rows of `data` listed in `indices`."""
+    if unknown or indices is None:
+        raise KilnError(f"retain: expected data and indices, got the arguments "
+                        f"{sorted(unknown)}{where_in_user_code()}")
     if not isinstance(data, RowSparseNDArray):
         raise KilnError(f"retain: expected a RowSparseNDArray, got "
                         f"{type(data).__name__}{where_in_user_code()}")
@@ -198,3 +201,12 @@ def zero_preserving(op, lhs, rhs):
         if not zero:
             return IMPLEMENTATIONS["dense_to_sparse"](value, sparse.stype)
     return _dense(value, sparse.dtype)
+
+
+def getnnz(data, axis=None):
+    """Stored values of a csr array: their count (axis=None, shape (1,)) or per row (axis=1)."""
+    if not isinstance(data, CSRNDArray) or axis not in (None, 1):
+        raise KilnError(f"getnnz: expected a CSRNDArray and axis None or 1, got "
+                        f"{type(data).__name__} and axis={axis!r}{where_in_user_code()}")
+    counts = data._csr.getnnz(axis=axis)
+    return ndarray._wrap(_np.atleast_1d(_np.asarray(counts, dtype=INDEX_DTYPE)))
