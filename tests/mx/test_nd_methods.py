@@ -102,3 +102,22 @@ def test_numpy_functions_keep_kiln_arrays_through_out():
     assert isinstance(picked, nd.NDArray) and picked.asnumpy().tolist() == [1, 0]
     assert isinstance(np.round(pred), nd.NDArray) and isinstance(np.clip(pred, 0.2, 0.8),
                                                                  nd.NDArray)
+
+
+def test_moveaxis_takes_sequences_and_refuses_bad_axes():
+    x = nd.zeros((4, 1, 2, 3))
+    assert nd.moveaxis(x, [0, 1], [2, 3]).shape == (2, 3, 4, 1)
+    assert nd.moveaxis(x, [3, 0], [1, 0]).shape == (4, 3, 1, 2)
+    assert nd.moveaxis(x, range(4), range(4)).shape == (4, 1, 2, 3)
+    for source, destination in ((4, 0), ([0, 0], [0, 1]), (0, [0, 1])):
+        with pytest.raises(ValueError):
+            nd.moveaxis(x, source, destination)
+
+
+def test_topk_over_the_flattened_array_and_creation_out():
+    a = nd.array([[3, 1, 2], [9, 7, 8]])
+    assert nd.topk(a, axis=None, k=2, ret_typ="value").asnumpy().tolist() == [9, 8]
+    out = nd.zeros((2, 2))
+    assert nd.ones((2, 2), out=out) is out and out.asnumpy().sum() == 4
+    nd.full((2, 2), 2, out=out)
+    assert out.asnumpy().sum() == 8
