@@ -121,3 +121,21 @@ def test_topk_over_the_flattened_array_and_creation_out():
     assert nd.ones((2, 2), out=out) is out and out.asnumpy().sum() == 4
     nd.full((2, 2), 2, out=out)
     assert out.asnumpy().sum() == 8
+
+
+def test_multinomial_takes_float32_probabilities_summing_to_one():
+    pvals = kiln.np.array([0.4, 0.3, 0.2, 0.1, 0.0])      # float32: the first four > 1.0
+    counts = kiln.np.random.multinomial(1000, pvals, size=(2,))
+    assert counts.shape == (2, 5) and counts.asnumpy().sum() == 2000
+    assert counts.asnumpy()[:, 4].sum() == 0
+
+
+def test_internal_namespaces_are_the_underscore_ops(mx):
+    got = mx.nd._internal._maximum(nd.array([1, 5]), nd.array([3, 2]))
+    assert got.asnumpy().tolist() == [3, 5]
+    assert isinstance(mx.sym._internal._maximum(mx.sym.var("a"), mx.sym.var("b")),
+                      mx.sym.Symbol)
+    from mxnet.ndarray import _internal
+    assert _internal is mx.nd._internal
+    with pytest.raises(AttributeError):
+        mx.nd._internal._no_such_op

@@ -19,6 +19,8 @@ def lookup(name):
         return nd_contrib
     if name == "image":     # imported by path: `from . import` would ask the package first
         return importlib.import_module(f"{__package__}.image")
+    if name == "_internal":
+        return importlib.import_module(f"{__package__}.internal")
     if name in _PUBLIC:
         return _PUBLIC[name]
     if name == "linalg" or name.startswith("linalg_"):
