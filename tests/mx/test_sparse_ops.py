@@ -207,3 +207,28 @@ def test_sparse_out_and_copyto_keep_the_targets_storage():
 def test_sym_sparse_names_are_the_symbol_functions():
     from kiln import sym
     assert sym.sparse.dot is sym.dot and sym.sparse.Embedding is sym.Embedding
+
+
+def test_bound_symbols_write_gradients_into_sparse_arrays():
+    from kiln import sym
+    a, b = sym.Variable("a"), sym.Variable("b")
+    out = sym.sparse.add_n(a, b)
+    np.random.seed(3)
+    args = [rand_sparse_ndarray((3, 4), "csr", density=0.5)[0],
+            rand_sparse_ndarray((3, 4), "row_sparse", density=0.5)[0]]
+    grads = [nd.sparse.zeros("csr", (3, 4)), nd.sparse.zeros("row_sparse", (3, 4))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnPerformanceWarning)
+        ex = out.bind(kiln_cpu(), args=args, args_grad=grads)
+        ex.forward(is_train=True)
+        head = np.random.uniform(-1, 1, (3, 4)).astype("float32")
+        ex.backward([nd.array(head)])
+    np.testing.assert_allclose(ex.outputs[0].asnumpy(), args[0].asnumpy() + args[1].asnumpy())
+    for g, stype in zip(grads, ("csr", "row_sparse")):
+        assert g.stype == stype
+        np.testing.assert_allclose(g.asnumpy(), head, rtol=1e-6)
+
+
+def kiln_cpu():
+    import kiln
+    return kiln.cpu()
