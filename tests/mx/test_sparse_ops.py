@@ -232,3 +232,17 @@ def test_bound_symbols_write_gradients_into_sparse_arrays():
 def kiln_cpu():
     import kiln
     return kiln.cpu()
+
+
+@pytest.mark.parametrize("name, stays_sparse", [("sqrt", True), ("abs", True), ("relu", True),
+                                                ("sin", True), ("exp", False), ("cos", False)])
+def test_unary_functions_keep_storage_when_zero_stays_zero(name, stays_sparse):
+    np.random.seed(4)
+    for stype in ("csr", "row_sparse"):
+        x, _ = rand_sparse_ndarray((3, 4), stype, density=0.5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", KilnPerformanceWarning)
+            y = getattr(nd, name)(x)
+        assert y.stype == (stype if stays_sparse else "default"), (name, stype)
+        np.testing.assert_allclose(y.asnumpy(), getattr(np, name if name != "relu" else "abs")(
+            x.asnumpy()) if name != "relu" else np.maximum(x.asnumpy(), 0), rtol=1e-6)

@@ -172,14 +172,35 @@ def call_densified(name, fn, args, kwargs):
     def dense(x):
         return x.todense() if isinstance(x, BaseSparseNDArray) else x
     out = kwargs.pop("out", None)       # a sparse out= takes the result in its own storage
-    result = fn(*[dense(a) for a in args], **{k: dense(v) for k, v in kwargs.items()})
+    dense_args = [dense(a) for a in args]
+    dense_kwargs = {k: dense(v) for k, v in kwargs.items()}
+    result = fn(*dense_args, **dense_kwargs)
     if out is None:
+        if _keeps_zeros(fn, args, dense_args, dense_kwargs, result):
+            return IMPLEMENTATIONS["dense_to_sparse"](as_dense_value(result), args[0].stype)
         return result
     if isinstance(out, BaseSparseNDArray):
         out._assign(result.tostype(out.stype).astype(out.dtype))
     else:
         out[...] = result
     return out
+
+
+def _keeps_zeros(fn, args, dense_args, dense_kwargs, result):
+    """Whether an elementwise function of one sparse array maps zeros to zeros, so its result
+    keeps the array's storage (MXNet's sparse kernels of sqrt, abs, relu, quadratic with
+    c=0, ...): the result has the input's shape and the function gives 0 on zeros."""
+    if not args or not isinstance(args[0], BaseSparseNDArray) or any(
+            isinstance(a, (BaseSparseNDArray, ndarray, _np.ndarray)) for a in args[1:]):
+        return False
+    if not isinstance(result, ndarray) or tuple(result.shape) != tuple(args[0].shape):
+        return False
+    zeros = ndarray._wrap(_np.zeros(args[0].shape, dense_args[0].dtype))
+    try:
+        probe = fn(zeros, *dense_args[1:], **dense_kwargs)
+    except Exception:
+        return False
+    return isinstance(probe, ndarray) and not _np.any(as_dense_value(probe))
 
 
 _SCALAR_RULE_OPS = {"equal": _np.equal, "not_equal": _np.not_equal, "greater": _np.greater,
