@@ -87,6 +87,10 @@ def test_get_config_makes_the_metric_again():
         again = mx_metric.create(json.dumps(made.get_config()))
         assert type(again) is type(made) and again.get_config() == made.get_config()
     assert mx_metric.create("acc", axis=0).get_config()["axis"] == 0
+    composite = mx_metric.create(["acc", "f1"])
+    again = mx_metric.create(json.dumps(composite.get_config()))
+    assert [type(m) for m in again.metrics] == [type(m) for m in composite.metrics]
+    assert again.get_config() == composite.get_config()
 
 
 def test_f1_and_mcc_count_instances_as_mxnet():

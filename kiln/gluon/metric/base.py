@@ -151,6 +151,12 @@ class CompositeEvalMetric(EvalMetric):
     def get_global(self):
         return self.get("get_global")
 
+    def get_config(self):
+        """The composite's config, with each of its metrics' configs (MXNet 1.x)."""
+        config = super().get_config()
+        config["metrics"] = [m.get_config() for m in self.metrics]
+        return config
+
 
 @_register()
 class Loss(EvalMetric):
@@ -202,7 +208,9 @@ def create(metric, *args, **kwargs):
     if isinstance(metric, list):
         return CompositeEvalMetric([create(m, *args, **kwargs) for m in metric])
     if isinstance(metric, str) and metric.lstrip().startswith("{"):    # a get_config()
-        config = json.loads(metric)
+        metric = json.loads(metric)
+    if isinstance(metric, dict):
+        config = dict(metric)
         return create(config.pop("metric"), *args, **{**config, **kwargs})
     cls = _REGISTRY.get(str(metric).lower())
     if cls is None:
