@@ -64,3 +64,15 @@ for _name in ("broadcast_equal broadcast_not_equal broadcast_greater broadcast_g
               "broadcast_lesser broadcast_lesser_equal broadcast_logical_and "
               "broadcast_logical_or broadcast_logical_xor").split():
     NOT_DIFFERENTIABLE[_name] = "a comparison: 0/1 values"
+
+# the image operators (kiln/mx/ops/image.py); random flips with p=1 always flip
+CASES.update({
+    "_image_normalize": ([(3, 4, 5)], {"mean": (0.1, 0.2, 0.3), "std": (1.0, 2.0, 0.5)}),
+    "_image_flip_left_right": ([(4, 5, 3)], {}),
+    "_image_flip_top_bottom": ([(2, 4, 5, 3)], {}),
+    "_image_random_flip_left_right": ([(4, 5, 3)], {"p": 1.0}),
+    "_image_random_flip_top_bottom": ([(4, 5, 3)], {"p": 1.0}),
+    "_image_crop": ([(5, 4, 3)], {"x": 1, "y": 1, "width": 2, "height": 3}),
+})
+NOT_DIFFERENTIABLE["_image_to_tensor"] = ("its result is float32 whatever the input, as in "
+                                           "MXNet: too coarse for a float64 finite difference")

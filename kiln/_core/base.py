@@ -40,6 +40,14 @@ class ShapeError(KilnError, ValueError):
     pass
 
 
+class ValueRangeError(KilnError, ValueError):
+    """A KilnError (and ValueError) for an argument outside the values it may take."""
+
+
+class UnsupportedError(KilnError, NotImplementedError):
+    """A KilnError (and NotImplementedError) for an option kiln (like MXNet) does not offer."""
+
+
 class DTypeError(KilnError, TypeError):
     """A KilnError (and TypeError) for an unsupported or mismatched dtype."""
     pass

@@ -33,6 +33,7 @@ class Context:
 
 
 Device = Context
+Context.default_ctx = Context("cpu", 0)     # MXNet 1.x's class attribute: the default context
 
 
 def cpu(device_id=0):

@@ -13,6 +13,14 @@ def _np_api():
     return _api
 
 
+def _written(result, out):
+    """`result`, or `out` holding it when an array `out` is given (NumPy's `out=`)."""
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
 class NumpyMethods:
     """Mixed into ndarray: `x.sum(axis=1)` is `kiln.np.sum(x, axis=1)`, and so on."""
     __slots__ = ()
@@ -50,23 +58,29 @@ class NumpyMethods:
     def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
         return _np_api().var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
-    def max(self, axis=None, keepdims=False): return _np_api().max(self, axis, keepdims=keepdims)
-    def min(self, axis=None, keepdims=False): return _np_api().min(self, axis, keepdims=keepdims)
+    # `out=` as NumPy's methods have it: np.max(x), np.all(x), ... call x.max(axis, out=None)
+    def max(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().max(self, axis, keepdims=keepdims), out)
 
-    def prod(self, axis=None, dtype=None, keepdims=False):
-        return _np_api().prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    def min(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().min(self, axis, keepdims=keepdims), out)
 
-    def argmax(self, axis=None, keepdims=False):
-        return _np_api().argmax(self, axis, keepdims=keepdims)
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
+        return _written(_np_api().prod(self, axis=axis, dtype=dtype, keepdims=keepdims), out)
 
-    def argmin(self, axis=None, keepdims=False):
-        return _np_api().argmin(self, axis, keepdims=keepdims)
+    def argmax(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().argmax(self, axis, keepdims=keepdims), out)
 
-    def cumsum(self, axis=None, dtype=None): return _np_api().cumsum(self, axis, dtype)
+    def argmin(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().argmin(self, axis, keepdims=keepdims), out)
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return _written(_np_api().cumsum(self, axis, dtype), out)
     def argsort(self, axis=-1): return _np_api().argsort(self, axis)
     def sort(self, axis=-1): return _np_api().sort(self, axis)
-    def clip(self, min=None, max=None, a_min=None, a_max=None):  # min/max: MXNet and NumPy
-        return _np_api().clip(self, a_min if min is None else min, a_max if max is None else max)
+    def clip(self, min=None, max=None, out=None, a_min=None, a_max=None):  # MXNet and NumPy
+        return _written(_np_api().clip(self, a_min if min is None else min,
+                                       a_max if max is None else max), out)
     def abs(self): return _np_api().abs(self)
     def exp(self): return _np_api().exp(self)
     def log(self): return _np_api().log(self)
@@ -76,11 +90,14 @@ class NumpyMethods:
     def cos(self): return _np_api().cos(self)
     def tanh(self): return _np_api().tanh(self)
     def sign(self): return _np_api().sign(self)
-    def round(self, decimals=0): return _np_api().round(self, decimals)
+    def round(self, decimals=0, out=None): return _written(_np_api().round(self, decimals), out)
     def dot(self, b): return _np_api().dot(self, b)
     def nonzero(self): return _np_api().nonzero(self)
-    def all(self, axis=None, keepdims=False): return _np_api().all(self, axis, keepdims=keepdims)
-    def any(self, axis=None, keepdims=False): return _np_api().any(self, axis, keepdims=keepdims)
+    def all(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().all(self, axis, keepdims=keepdims), out)
+
+    def any(self, axis=None, out=None, keepdims=False):
+        return _written(_np_api().any(self, axis, keepdims=keepdims), out)
 
     def zeros_like(self): return _np_api().zeros_like(self)
     def ones_like(self): return _np_api().ones_like(self)

@@ -9,7 +9,7 @@ import importlib
 import numpy as _np
 
 from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
-    where_in_user_code, normalize_dtype)
+    UnsupportedError, where_in_user_code, normalize_dtype)
 from . import aligned
 from .bfloat16 import is_bfloat16
 from .context import cpu, check_usable
@@ -248,7 +248,10 @@ class ndarray(NumpyMethods):
     def __format__(self, spec):
         if self._node is None and self._data.ndim == 0:
             return format(self._data.item(), spec)
-        return format(str(self), spec)
+        if spec:        # as NumPy: a format spec applies to scalars only
+            raise TypeError(f"unsupported format string {spec!r} passed to an array of shape "
+                            f"{tuple(self.shape)}")
+        return str(self)
 
     def __iter__(self):
         # raised by iter() itself, as NumPy does: np.iterable(x) must say False
@@ -260,7 +263,12 @@ class ndarray(NumpyMethods):
         return id(self)
 
     def __reduce__(self):
-        raise TypeError("kiln arrays are not picklable by design; use npx.save / npx.load")
+        # pickled as plain data (dtype name, shape, raw bytes) that only `from_pickled`
+        # rebuilds: no other object goes into the stream. kiln's own loaders (npx.load,
+        # nd.load, load_parameters) still never unpickle a file.
+        value = self._concrete("pickle")
+        return (from_pickled, (str(value.dtype), tuple(value.shape),
+                               _np.ascontiguousarray(value).tobytes()))
 
     def __deepcopy__(self, memo):
         return self.copy()
@@ -327,6 +335,9 @@ class ndarray(NumpyMethods):
     def copyto(self, other):
         if isinstance(other, ndarray):
             other[...] = self
+            return other
+        if getattr(other, "stype", None) in SPARSE_STORAGE:    # a sparse array takes it in
+            other._assign(self.tostype(other.stype))           # its own storage type
             return other
         check_usable(other, "copyto")
         return self.copy()
@@ -429,13 +440,28 @@ class ndarray(NumpyMethods):
             return self
         return REGISTRY["cast"](self, dtype=dt)
 
-    def copy(self):
+    def copy(self, order="C"):
+        if order != "C":
+            raise UnsupportedError(f"copy: kiln arrays are C-ordered; expected order='C', got "
+                                   f"{order!r}{where_in_user_code()}")
         if self._node is not None:
             # a new object, no view link: a later write to either is not seen by the other
             return self._alias()
         from .dispatch import apply_identity
         return apply_identity(self)
 
+
+
+def from_pickled(dtype, shape, data):
+    """An array from what ndarray.__reduce__ pickles, checked before it is used: a plain
+    dtype (no Python objects), a shape of non-negative ints, and exactly its bytes."""
+    dt = normalize_dtype(dtype)
+    shape = tuple(shape)
+    if dt.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape) or \
+            not isinstance(data, bytes) or len(data) != int(_np.prod(shape)) * dt.itemsize:
+        raise KilnError(f"unpickling an array: expected a plain dtype, a shape and its bytes, "
+                        f"got dtype {dtype!r}, shape {shape!r}, {len(data)} bytes")
+    return ndarray._wrap(_np.frombuffer(data, dtype=dt).reshape(shape).copy())
 
 
 def full_like(x, value):

@@ -7,7 +7,7 @@ import numbers
 
 import numpy as _np
 
-from .._core.base import KilnError
+from .._core.base import KilnError, ValueRangeError
 
 _F32 = _np.float32
 
@@ -78,7 +78,7 @@ def imrotate(src, rotation_degrees, zoom_in=False, zoom_out=False):
     no padding shows, zoom_out so that the whole image does."""
     from .._core.ndarray import ndarray
     if zoom_in and zoom_out:
-        raise KilnError("image.imrotate: zoom_in and zoom_out cannot both be True")
+        raise ValueRangeError("image.imrotate: zoom_in and zoom_out cannot both be True")
     arr = _chw_batch(src, "image.imrotate")
     if isinstance(rotation_degrees, ndarray):
         rotation_degrees = rotation_degrees.asnumpy()

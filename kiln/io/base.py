@@ -102,6 +102,9 @@ class BatchHoldingIter(DataIter):
     """A DataIter whose `iter_next` builds `self.current_batch`; the accessors read it."""
 
     current_batch = None
+    # MXNet's C++ iterators (MXDataIter: CSVIter, ImageRecordIter, MNISTIter, ...) give
+    # getdata()/getlabel() as one array, the Python ones as the batch's list
+    one_array_accessors = False
 
     def next(self):
         if self.iter_next():
@@ -109,10 +112,12 @@ class BatchHoldingIter(DataIter):
         raise StopIteration
 
     def getdata(self):
-        return self.current_batch.data
+        data = self.current_batch.data
+        return data[0] if self.one_array_accessors and data else data
 
     def getlabel(self):
-        return self.current_batch.label
+        label = self.current_batch.label
+        return label[0] if self.one_array_accessors and label else label
 
     def getindex(self):
         return self.current_batch.index

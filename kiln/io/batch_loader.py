@@ -22,6 +22,8 @@ class BatchLoaderIter(BatchHoldingIter):
     """A DataIter over `num_rows` examples; subclasses implement `_read(rows) -> (data,
     label)`, numpy arrays with the rows on axis 0, and may reorder `self._order` at reset."""
 
+    one_array_accessors = True      # getdata()/getlabel() as MXNet's C++ iterators give them
+
     def __init__(self, num_rows, batch_size, data_shape, label_shape, round_batch,
                  data_name="data", label_name="softmax_label", dtype=_np.float32):
         super().__init__(positive_int(batch_size, "batch_size", type(self).__name__))

@@ -24,6 +24,8 @@ class MNISTIter(BatchHoldingIter):
     gives (batch, rows*cols) data, else (batch, 1, rows, cols). shuffle permutes once, with
     a generator seeded by `seed`; num_parts/part_index take one contiguous share."""
 
+    one_array_accessors = True      # getdata()/getlabel() as MXNet's C++ iterators give them
+
     def __init__(self, image="./train-images-idx3-ubyte", label="./train-labels-idx1-ubyte",
                  batch_size=128, shuffle=True, flat=False, seed=0, silent=False,
                  num_parts=1, part_index=0, data_name="data", label_name="softmax_label",

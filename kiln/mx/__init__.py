@@ -9,6 +9,10 @@ public paths (`kiln.nd`, `kiln.image`, `import mxnet`), which alias.py resolves.
 """
 from . import nd, sym
 from .sym import symbol_block  # noqa: F401  (registers MXNet Symbols with gluon.SymbolBlock)
+from .._core import autograd as _autograd
 from ..gluon import f_namespace
 
 f_namespace.use(nd, sym)    # gluon's hybrid_forward(F, x) gets MXNet 1.x's namespaces
+# MXNet's autograd.py has no __all__ and imports NDArray and Symbol at module level, so
+# `from mxnet.autograd import *` gives them to MXNet code, which uses them
+_autograd.NDArray, _autograd.Symbol = nd.NDArray, sym.Symbol

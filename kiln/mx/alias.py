@@ -60,7 +60,10 @@ MXNET_VERSION = "1.9.1"
 MXNET_PATHS = {
     "mxnet.base": "kiln.mx.base", "mxnet.error": "kiln.mx.base",
     "mxnet.registry": "kiln.mx.registry",
+    "mxnet.random": "kiln.mx.nd.random",     # 1.x: `from .ndarray.random import *` and seed
     "mxnet.ndarray.ndarray": "kiln.mx.nd", "mxnet.ndarray.op": "kiln.mx.nd",
+    "mxnet.ndarray._internal": "kiln.mx.nd.internal",
+    "mxnet.symbol._internal": "kiln.mx.nd.internal",
     "mxnet.symbol.op": "kiln.mx.sym", "mxnet.symbol.numpy._symbol": "kiln.mx.sym.numpy",
     "mxnet.executor": "kiln.mx.sym.executor",
     "mxnet.numpy.multiarray": "kiln.np", "mxnet.numpy.function_base": "kiln.np",

@@ -1,7 +1,8 @@
 """Array creation. As in MXNet, floats default to float32 and arange/linspace too."""
 import numpy as _np
 
-from .._core.base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
+from .._core.base import (DEFAULT_FLOAT, normalize_dtype, op_error, KilnError,
+                          UnsupportedError, where_in_user_code)
 from .._core.ndarray import ndarray, as_array
 from ..ops.creation import full as _full_prim
 from .._core.context import check_usable
@@ -58,9 +59,16 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None, out=No
     return _maybe_out(result, out)
 
 
+def _c_order(order, what):
+    if order != "C":      # MXNet's numpy interface refuses the others too
+        raise UnsupportedError(f"{what}: kiln arrays are C-ordered; expected order='C', got "
+                               f"{order!r}{where_in_user_code()}")
+
+
 def zeros(shape, dtype=None, order="C", ctx=None, device=None):
     """A new array of `shape` filled with zeros (float32 by default). `empty` is the same: kiln
     never hands out uninitialized memory."""
+    _c_order(order, "np.zeros")
     check_usable(ctx or device, "np.zeros")
     return _full_prim(shape=_shape("zeros", shape), value=0,
                       dtype=normalize_dtype(dtype, DEFAULT_FLOAT))
@@ -68,6 +76,7 @@ def zeros(shape, dtype=None, order="C", ctx=None, device=None):
 
 def ones(shape, dtype=None, order="C", ctx=None, device=None):
     """A new array of `shape` filled with ones (float32 by default)."""
+    _c_order(order, "np.ones")
     check_usable(ctx or device, "np.ones")
     return _full_prim(shape=_shape("ones", shape), value=1,
                       dtype=normalize_dtype(dtype, DEFAULT_FLOAT))

@@ -5,7 +5,8 @@ import operator
 
 import numpy as _np
 
-from .._core.base import normalize_axis, op_error, KilnError
+from .._core.base import (normalize_axis, op_error, KilnError, ValueRangeError,
+                          where_in_user_code)
 from .._core.dispatch import to_operands
 from .._core.ndarray import ndarray
 from .._core.symdim import SymInt
@@ -76,9 +77,32 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
-    """`a` with the axes `source` moved to the positions `destination`, the other axes keeping
-    their order."""
-    return compose.moveaxis(_arr(a), source, destination)
+    """`a` with the axes `source` (an int or a sequence) moved to the positions
+    `destination`, the other axes keeping their order."""
+    a = _arr(a)
+    src, dst = _axis_list(source, a.ndim), _axis_list(destination, a.ndim)
+    if isinstance(source, (int, _np.integer)) and isinstance(destination, (int, _np.integer)):
+        return compose.moveaxis(a, src[0], dst[0])
+    if len(src) != len(dst):
+        raise ValueRangeError(f"moveaxis: source and destination must have the same number "
+                              f"of axes, got {len(src)} and {len(dst)}{where_in_user_code()}")
+    order = [k for k in range(a.ndim) if k not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, tuple(order))
+
+
+def _axis_list(axes, ndim):
+    axes = [axes] if isinstance(axes, (int, _np.integer)) else list(axes)
+    out = []
+    for ax in axes:
+        if not -ndim <= int(ax) < ndim:
+            raise ValueRangeError(f"moveaxis: axis {ax} is out of range for {ndim} dimensions"
+                                  f"{where_in_user_code()}")
+        out.append(int(ax) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueRangeError(f"moveaxis: repeated axis in {list(axes)}{where_in_user_code()}")
+    return out
 
 
 def expand_dims(a, axis):

@@ -125,6 +125,10 @@ def permutation(x):
 def multinomial(n, pvals, size=None):
     """Counts of `n` draws from the categories with probabilities `pvals`, `size` times."""
     p = pvals._concrete("multinomial") if isinstance(pvals, ndarray) else _np.asarray(pvals)
+    p = p.astype(_np.float64)
+    total = p.sum()
+    if abs(total - 1.0) < 1e-5:     # float32 probabilities that sum to 1 up to rounding
+        p = p / total
     return ndarray._wrap(_RandomState.generator.multinomial(n, p, size=size).astype(_np.int64))
 
 

@@ -375,8 +375,10 @@ def sequence_mask(data, sequence_length=None, use_sequence_length=False, value=0
 
 def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
     """The `k` largest (or, with `is_ascend`, smallest) elements along `axis`: their indices,
-    values or both (`ret_typ`); computed eagerly."""
+    values or both (`ret_typ`); computed eagerly. axis=None: over the flattened array."""
     x = _arr(data)
+    if axis is None:
+        x, axis = knp.reshape(x, (-1,)), -1
     order = _np.argsort(x._concrete("topk"), axis=axis)
     if not is_ascend:
         order = _np.flip(order, axis=axis)

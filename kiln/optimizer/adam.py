@@ -52,10 +52,10 @@ class Adam(Optimizer):
     decoupled_wd = False
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 lazy_update=False, **kwargs):
+                 lazy_update=True, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
-        self.lazy_update = lazy_update  # accepted; kiln has no sparse gradients
+        self.lazy_update = lazy_update  # row_sparse gradients: their rows only
 
     def create_state(self, index, weight):
         return (aligned.zeros(weight.shape, weight.dtype),

@@ -25,6 +25,8 @@ def _with_wd(weight, grad, s, use_wd):
 class AdaGrad(Optimizer):
     """history += g^2;  w -= lr * g / sqrt(history + eps)."""
 
+    lazy_update = True      # a row_sparse gradient updates its rows only (MXNet's kernel)
+
     def __init__(self, learning_rate=0.01, eps=1e-7, epsilon=None, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.epsilon = float(eps if epsilon is None else epsilon)
@@ -117,6 +119,8 @@ class AdaDelta(Optimizer):
 @register
 class Ftrl(_Eager):
     """Follow the regularized leader (McMahan et al. 2013) with L1 strength lamda1."""
+
+    lazy_update = True      # a row_sparse gradient updates its rows only (MXNet's kernel)
 
     def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)

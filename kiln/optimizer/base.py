@@ -17,6 +17,11 @@ from .._core.writes import arrays_written
 
 _REGISTRY = {}
 
+# array types of higher floors that an update takes through a function of theirs:
+# type -> function(optimizer, index, weight, grad, state). kiln/mx/nd/sparse registers
+# MXNet 1.x's sparse arrays (lazy row updates, dense fallbacks).
+ARRAY_UPDATES = {}
+
 
 def register(klass):
     """Class decorator: make an optimizer creatable by its lower-cased class name."""
@@ -59,6 +64,11 @@ def preprocess_grad(grad, rescale_grad, clip_gradient):
     return g
 
 
+class SchedulerOwnsLearningRate(KilnError, UserWarning):
+    """set_learning_rate on an optimizer whose lr_scheduler owns the rate (MXNet raises a
+    UserWarning for it, which MXNet code catches)."""
+
+
 class Optimizer:
     """Base class: learning rate and its schedule, weight decay and per-parameter multipliers.
 
@@ -66,12 +76,14 @@ class Optimizer:
     `step_one(weight, grad, state, lr, wd, t)` which calls the family's pure update function.
     """
 
-    def __init__(self, learning_rate=0.01, wd=0.0, rescale_grad=1.0, clip_gradient=None,
+    def __init__(self, learning_rate=None, wd=0.0, rescale_grad=1.0, clip_gradient=None,
                  lr_scheduler=None, begin_num_update=0, param_dict=None, multi_precision=False,
                  param_idx2name=None, **kwargs):
         if kwargs.get("sym") is not None:
             raise KilnError("the symbolic `sym` argument of MXNet 1.x optimizers is not "
                             "supported")
+        if learning_rate is None:   # MXNet: the scheduler's base_lr, else 0.01
+            learning_rate = lr_scheduler.base_lr if lr_scheduler is not None else 0.01
         self.lr = float(learning_rate)
         self.wd = float(wd)
         self.rescale_grad = float(rescale_grad)
@@ -86,7 +98,7 @@ class Optimizer:
         self.idx2name = dict(param_idx2name) if param_idx2name else {}
         self.lr_mult = {}
         self.wd_mult = {}
-        self.multi_precision = multi_precision  # accepted; kiln updates in the weight's dtype
+        self.multi_precision = multi_precision  # float16 weights get float32 master copies
 
     # ---- learning rate -----------------------------------------------------------------------
     @property
@@ -97,8 +109,9 @@ class Optimizer:
 
     def set_learning_rate(self, lr):
         if self.lr_scheduler is not None:
-            raise KilnError("set_learning_rate: this optimizer has an lr_scheduler, which "
-                            "owns the learning rate; change the scheduler instead")
+            raise SchedulerOwnsLearningRate(
+                "set_learning_rate: this optimizer has an lr_scheduler, which owns the "
+                "learning rate; change the scheduler instead")
         self.lr = float(lr)
 
     def set_lr_mult(self, args_lr_mult):
@@ -132,8 +145,21 @@ class Optimizer:
     def create_state(self, index, weight):
         return None
 
+    # where the float32 master copy sits in a multi-precision state (MXNet 1.x's order:
+    # (master, state) in general, (state, master) for the SGD family)
+    master_copy_first = True
+
+    def _uses_master_copy(self, weight):
+        return bool(self.multi_precision) and _np.dtype(weight.dtype) == _np.float16
+
     def create_state_multi_precision(self, index, weight):
-        return self.create_state(index, weight)
+        """create_state; with multi_precision and a float16 weight, also a float32 master
+        copy of the weight, which the update works on (MXNet 1.x's mixed precision)."""
+        if not self._uses_master_copy(weight):
+            return self.create_state(index, weight)
+        master = weight.astype(_np.float32)     # the weight's own kind of array
+        state = self.create_state(index, master)
+        return (master, state) if self.master_copy_first else (state, master)
 
     def update(self, index, weight, grad, state):
         """Update one parameter (or lists of them) in place; NumPy arrays throughout."""
@@ -141,6 +167,9 @@ class Optimizer:
             for i, w, g, s in zip(index, weight, grad, state):
                 self.update(i, w, g, s)
             return
+        foreign = ARRAY_UPDATES.get(type(weight)) or ARRAY_UPDATES.get(type(grad))
+        if foreign is not None:
+            return foreign(self, index, weight, grad, state)
         weight, grad = _as_numpy(weight), _as_numpy(grad)
         t = self._update_count(index)
         try:
@@ -148,7 +177,21 @@ class Optimizer:
         finally:
             arrays_written()    # the weight changed in place (see kiln/_core/writes.py)
 
-    update_multi_precision = update
+    def update_multi_precision(self, index, weight, grad, state):
+        """`update`, on the float32 master copy when create_state_multi_precision made one
+        (then the float16 weight gets its rounded value). A subclass's own `update` is the
+        one called, as in MXNet."""
+        if isinstance(index, (list, tuple)):
+            for i, w, g, s in zip(index, weight, grad, state):
+                self.update_multi_precision(i, w, g, s)
+            return
+        if not self._uses_master_copy(weight):
+            return self.update(index, weight, grad, state)
+        master, inner = state if self.master_copy_first else state[::-1]
+        self.update(index, master, grad.astype(_np.float32), inner)
+        weight[...] = master
+        arrays_written()
+
     step = update
 
     def _update_one(self, index, weight, grad, state, t):

@@ -56,6 +56,8 @@ class LARS(_Eager):
     eta * ||w|| / (||g|| + wd * ||w|| + eps); biases, gammas and betas (by parameter name)
     are not scaled."""
 
+    master_copy_first = False       # MXNet 1.x's LARS: (state, float32 master copy)
+
     def __init__(self, momentum=0.0, lazy_update=True, eta=0.001, eps=0,
                  momentum_correction=True, **kwargs):
         super().__init__(**kwargs)

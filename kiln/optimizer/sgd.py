@@ -55,11 +55,12 @@ class SGD(Optimizer):
     """Stochastic gradient descent, optionally with momentum."""
 
     update_fn = staticmethod(sgd_update)
+    master_copy_first = False
 
-    def __init__(self, learning_rate=0.1, momentum=0.0, lazy_update=False, **kwargs):
+    def __init__(self, learning_rate=0.01, momentum=0.0, lazy_update=True, **kwargs):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.momentum = float(momentum)
-        self.lazy_update = lazy_update  # accepted; kiln has no sparse gradients
+        self.lazy_update = lazy_update  # row_sparse gradients: their rows only
 
     def create_state(self, index, weight):
         if self.momentum == 0.0:
@@ -80,7 +81,7 @@ class NAG(SGD):
 
     update_fn = staticmethod(nag_update)
 
-    def __init__(self, learning_rate=0.1, momentum=0.9, **kwargs):
+    def __init__(self, learning_rate=0.01, momentum=0.0, **kwargs):
         super().__init__(learning_rate=learning_rate, momentum=momentum, **kwargs)
 
 

@@ -185,3 +185,12 @@ def test_digits_without_sklearn_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
     with pytest.raises(KilnError, match=r"pip install 'kiln\[data\]'"):
         gdata.Digits()
+
+
+def test_dataloader_takes_mxnets_auto_reload():
+    dataset = gdata.ArrayDataset(onp.arange(6, dtype="float32"))
+    for auto_reload in (True, False):
+        loader = gdata.DataLoader(dataset, batch_size=2, num_workers=2, thread_pool=True,
+                                  auto_reload=auto_reload)
+        for _ in range(2):      # two epochs, the same batches
+            assert [b.asnumpy().tolist() for b in loader] == [[0, 1], [2, 3], [4, 5]]

@@ -39,6 +39,13 @@ def test_csviter_without_labels_gives_zeros_of_shape_batch():
     _assert_same(kiln_batches(it, 1), want)
 
 
+def test_csviter_getdata_is_one_array_as_mxnets_cpp_iterators():
+    it = kio.CSVIter(data_csv=fixture_path("data.csv"), data_shape=(6,), batch_size=4)
+    batch = it.next()
+    assert it.getdata() is batch.data[0] and it.getlabel() is batch.label[0]
+    assert it.getdata().shape == (4, 6)
+
+
 @pytest.mark.parametrize("text, match", [
     ("1,2,3\n4,5\n", "line 2: expected 3 comma-separated values, got 2"),
     ("1,2,3\n4,x,6\n", "line 2: 'x' is not a number"),

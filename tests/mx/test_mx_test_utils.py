@@ -141,3 +141,25 @@ def test_same_symbol_structure():
     a, b = kiln.sym.var("a"), kiln.sym.var("b")
     assert tu.same_symbol_structure(kiln.sym.relu(a + b), kiln.sym.relu(b + a))
     assert not tu.same_symbol_structure(kiln.sym.relu(a + b), kiln.sym.sigmoid(a + b))
+
+
+def test_sparse_test_inputs_as_mxnet():
+    scope = {}
+    exec("from kiln.test_utils import *", scope)
+    assert scope["rnd"] is onp.random and scope["array"] is kiln.nd.array
+    for name in ("rand_sparse_ndarray", "create_sparse_array", "create_sparse_array_zd"):
+        assert callable(scope[name]), name
+    csr = tu.rand_ndarray((4, 5), "csr", density=0.5)
+    rsp = tu.rand_ndarray((4, 5), "row_sparse", density=1)
+    assert (csr.stype, csr.shape, rsp.stype, rsp.shape) == ("csr", (4, 5), "row_sparse", (4, 5))
+    assert rsp.indices.asnumpy().tolist() == [0, 1, 2, 3]
+    zd = tu.create_sparse_array_zd((6, 2), "row_sparse", density=0.9, rsp_indices=[4, 1])
+    assert zd.indices.asnumpy().tolist() == [1, 4]
+
+
+def test_compare_optimizer_with_many_tensors():
+    from kiln.optimizer import SGD
+    tu.compare_optimizer(SGD(learning_rate=0.1), SGD(learning_rate=0.1), [(2, 3), (4,)],
+                         "float32", ntensors=2)
+    with pytest.raises(AssertionError):     # a different update must be caught
+        tu.compare_optimizer(SGD(learning_rate=0.1), SGD(learning_rate=0.2), (4, 3), "float32")

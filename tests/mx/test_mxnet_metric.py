@@ -77,3 +77,28 @@ def test_gluon_metric_is_the_same_module_content():
     from kiln.gluon import metric as gluon_metric
     assert gluon_metric.Accuracy is metric.Accuracy
 
+
+
+def test_get_config_makes_the_metric_again():
+    import json
+    from kiln.gluon import metric as mx_metric
+    for name, args in (("acc", (0,)), ("f1", ()), ("perplexity", (-1,)), ("pearsonr", ())):
+        made = mx_metric.create(name, *args)
+        again = mx_metric.create(json.dumps(made.get_config()))
+        assert type(again) is type(made) and again.get_config() == made.get_config()
+    assert mx_metric.create("acc", axis=0).get_config()["axis"] == 0
+    composite = mx_metric.create(["acc", "f1"])
+    again = mx_metric.create(json.dumps(composite.get_config()))
+    assert [type(m) for m in again.metrics] == [type(m) for m in composite.metrics]
+    assert again.get_config() == composite.get_config()
+
+
+def test_f1_and_mcc_count_instances_as_mxnet():
+    from kiln.gluon import metric as mx_metric
+    from kiln.mx import nd
+    micro, macro = mx_metric.F1(average="micro"), mx_metric.MCC(average="macro")
+    labels = [nd.array([1, 0]), nd.array([1, 0])]
+    preds = [nd.array([[0.1, 0.9], [0.5, 0.5]]), nd.array([[0.85, 0.15], [1.0, 0.0]])]
+    for m in (micro, macro):
+        m.update(labels, preds)
+    assert micro.num_inst == 4 and macro.num_inst == 1

@@ -162,3 +162,87 @@ def test_functions_without_sparse_support_run_dense_and_warn_once():
     assert len(caught) == 1 and "CSRNDArray.sum" in str(caught[0].message)
     out, _ = _fallback_warnings(lambda: nd.dot(csr, csr, transpose_b=True))
     np.testing.assert_allclose(out.asnumpy(), x @ x.T, rtol=1e-5)
+
+
+def _ones_rows():
+    return nd.sparse.row_sparse_array((np.ones((2, 3), "float32"), np.array([0, 2])),
+                                      shape=(4, 3))
+
+
+@pytest.mark.parametrize("expression, compute, stype", [
+    ("y > 0", lambda y: y > 0, "row_sparse"), ("y >= 0", lambda y: y >= 0, "default"),
+    ("1 == y", lambda y: 1 == y, "row_sparse"), ("0 == y", lambda y: 0 == y, "default"),
+    ("0 != y", lambda y: 0 != y, "row_sparse"), ("y < 1", lambda y: y < 1, "default"),
+    ("y ** 2", lambda y: y ** 2, "row_sparse"), ("2 ** y", lambda y: 2 ** y, "default"),
+    ("y == y", lambda y: y == y, "default")])
+def test_scalar_ops_stay_sparse_when_zeros_stay_zero(expression, compute, stype):
+    y = _ones_rows()
+    dense = y.asnumpy()
+    z = compute(y)
+    assert z.stype == stype, expression
+    assert np.array_equal(z.asnumpy(), compute(dense).astype(np.float32)), expression
+
+
+def test_broadcasting_a_sparse_operand_runs_dense():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnPerformanceWarning)
+        out = _ones_rows().tostype("csr") + nd.ones((1, 3))
+    assert out.stype == "default" and out.asnumpy().tolist()[1] == [1.0, 1.0, 1.0]
+
+
+def test_sparse_out_and_copyto_keep_the_targets_storage():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnPerformanceWarning)
+        out = nd.zeros((3, 3), stype="csr")
+        nd.broadcast_add(nd.ones((3, 3)), nd.ones((3, 3)) * 2, out=out)
+    assert out.stype == "csr" and out.asnumpy().sum() == 27.0
+    drawn = nd.zeros((3, 3), stype="row_sparse")
+    nd.random.uniform(shape=(3, 3), out=drawn)
+    assert drawn.stype == "row_sparse" and (drawn.asnumpy() > 0).all()
+    target = nd.zeros((2, 2), stype="csr")
+    assert nd.array([[1, 0], [0, 2]]).copyto(target) is target
+    assert target.stype == "csr" and target.asnumpy().tolist() == [[1, 0], [0, 2]]
+
+
+def test_sym_sparse_names_are_the_symbol_functions():
+    from kiln import sym
+    assert sym.sparse.dot is sym.dot and sym.sparse.Embedding is sym.Embedding
+
+
+def test_bound_symbols_write_gradients_into_sparse_arrays():
+    from kiln import sym
+    a, b = sym.Variable("a"), sym.Variable("b")
+    out = sym.sparse.add_n(a, b)
+    np.random.seed(3)
+    args = [rand_sparse_ndarray((3, 4), "csr", density=0.5)[0],
+            rand_sparse_ndarray((3, 4), "row_sparse", density=0.5)[0]]
+    grads = [nd.sparse.zeros("csr", (3, 4)), nd.sparse.zeros("row_sparse", (3, 4))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnPerformanceWarning)
+        ex = out.bind(kiln_cpu(), args=args, args_grad=grads)
+        ex.forward(is_train=True)
+        head = np.random.uniform(-1, 1, (3, 4)).astype("float32")
+        ex.backward([nd.array(head)])
+    np.testing.assert_allclose(ex.outputs[0].asnumpy(), args[0].asnumpy() + args[1].asnumpy())
+    for g, stype in zip(grads, ("csr", "row_sparse")):
+        assert g.stype == stype
+        np.testing.assert_allclose(g.asnumpy(), head, rtol=1e-6)
+
+
+def kiln_cpu():
+    import kiln
+    return kiln.cpu()
+
+
+@pytest.mark.parametrize("name, stays_sparse", [("sqrt", True), ("abs", True), ("relu", True),
+                                                ("sin", True), ("exp", False), ("cos", False)])
+def test_unary_functions_keep_storage_when_zero_stays_zero(name, stays_sparse):
+    np.random.seed(4)
+    for stype in ("csr", "row_sparse"):
+        x, _ = rand_sparse_ndarray((3, 4), stype, density=0.5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", KilnPerformanceWarning)
+            y = getattr(nd, name)(x)
+        assert y.stype == (stype if stays_sparse else "default"), (name, stype)
+        np.testing.assert_allclose(y.asnumpy(), getattr(np, name if name != "relu" else "abs")(
+            x.asnumpy()) if name != "relu" else np.maximum(x.asnumpy(), 0), rtol=1e-6)

@@ -71,8 +71,11 @@ def test_csr_matrix_refuses_inconsistent_parts():
         nd.sparse.csr_matrix(([1, 2], [0, 1], [0, 1, 3]), shape=(2, 2))
     with pytest.raises(KilnError, match="column indices"):
         nd.sparse.csr_matrix(([1, 2], [0, 5], [0, 1, 2]), shape=(2, 2))
+    # MXNet infers a missing shape from indptr and the largest column index; with no
+    # stored values there is nothing to infer it from
+    assert nd.sparse.csr_matrix(([1], [2], [0, 0, 1])).shape == (2, 3)
     with pytest.raises(KilnError, match="shape"):
-        nd.sparse.csr_matrix(([1], [0], [0, 1]))
+        nd.sparse.csr_matrix(([], [], [0]))
     with pytest.raises(KilnError, match="2-D"):
         nd.sparse.csr_matrix(np.zeros((2, 2, 2)))
 
@@ -176,3 +179,42 @@ def test_missing_scipy_names_the_fix(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_scipy)
     with pytest.raises(KilnError, match="pip install scipy"):
         nd.sparse.csr_matrix(DENSE)
+
+
+def test_mxnet_1x_creation_forms_and_attributes():
+    import kiln
+    empty = nd.sparse.csr_matrix((2, 3), ctx=kiln.cpu(1))
+    assert (empty.stype, empty.shape, empty.context) == ("csr", (2, 3), kiln.cpu(1))
+    rows = nd.sparse.row_sparse_array((4, 2))
+    assert rows.stype == "row_sparse" and rows.asnumpy().sum() == 0
+    assert rows.context == kiln.Context.default_ctx
+    inferred = nd.sparse.row_sparse_array((np.ones((2, 3)), [1, 4]))
+    assert inferred.shape == (5, 3)
+    assert (empty._num_aux, rows._num_aux) == (2, 1)
+    empty.check_format()
+    with pytest.raises(ValueError):
+        nd.sparse.csr_matrix(nd.ones((2, 2)), shape=(3, 2))
+    with pytest.raises(ValueError):
+        nd.sparse.zeros("invalid_stype", (2, 2))
+    with pytest.raises(KilnError):
+        nd.sparse.retain(nd.ones((2, 2)), invalid_arg="garbage")
+
+
+def test_setitem_fills_sparse_arrays_and_getnnz_counts():
+    x = nd.sparse.zeros("csr", (2, 3))
+    x[:] = np.ones((2, 3))
+    assert x.stype == "csr" and x.asnumpy().sum() == 6
+    y = nd.sparse.zeros("row_sparse", (2, 3))
+    y[:] = 2
+    assert y.stype == "row_sparse" and y.asnumpy().sum() == 12
+    c = nd.sparse.csr_matrix(([1.0, 2.0, 3.0], [0, 2, 1], [0, 2, 2, 3]), shape=(3, 3))
+    assert nd.contrib.getnnz(c).asnumpy().tolist() == [3]
+    assert nd.contrib.getnnz(c, axis=1).asnumpy().tolist() == [2, 0, 1]
+
+
+def test_powerlaw_rows_double_their_stored_values():
+    np.random.seed(0)
+    arr, _ = rand_sparse_ndarray((5, 16), "csr", density=0.5, distribution="powerlaw")
+    indptr = arr.indptr.asnumpy()
+    counts = np.diff(indptr)
+    assert counts[2] == 2 * counts[1] and counts[3] == 2 * counts[2]

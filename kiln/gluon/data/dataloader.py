@@ -62,12 +62,14 @@ def _mp_context():
 
 class DataLoader:
     """DataLoader(dataset, batch_size, shuffle, sampler, last_batch, batch_sampler,
-    batchify_fn, num_workers, pin_memory, pin_device_id, prefetch, thread_pool, timeout)."""
+    batchify_fn, num_workers, pin_memory, pin_device_id, prefetch, thread_pool, timeout,
+    auto_reload). `auto_reload` (MXNet 1.x: start the next epoch's loading as one ends) is
+    accepted; the batches are the same either way, and kiln's workers stay up between epochs."""
 
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
                  batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False,
                  pin_device_id=0, prefetch=None, thread_pool=False, timeout=120,
-                 try_nopython=None):
+                 try_nopython=None, auto_reload=True):
         self._dataset = dataset
         if batch_sampler is None:
             if batch_size is None:

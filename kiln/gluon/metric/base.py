@@ -1,6 +1,9 @@
 """The machinery of evaluation metrics: EvalMetric (local and global windows), the registry
 that `create` and the `register`/`alias` decorators fill, CompositeEvalMetric, Loss and
 CustomMetric (with `np`, which wraps a NumPy function as a metric)."""
+import inspect
+import json
+
 import numpy as _np
 
 from ..._core.base import KilnError
@@ -77,6 +80,18 @@ class EvalMetric:
     def get_global_name_value(self):
         return _name_value(*self.get_global())
 
+    def get_config(self):
+        """The arguments that make this metric again (MXNet 1.x): `create(json.dumps(config))`
+        or `create(config.pop('metric'), **config)`. Every constructor argument the metric
+        keeps as an attribute of the same name is included."""
+        config = dict(self._kwargs)
+        for param in list(inspect.signature(type(self).__init__).parameters)[1:]:
+            if param not in ("name", "output_names", "label_names") and hasattr(self, param):
+                config[param] = getattr(self, param)
+        config.update(metric=type(self).__name__, name=self.name,
+                      output_names=self.output_names, label_names=self.label_names)
+        return config
+
     def update(self, labels, preds):
         raise NotImplementedError
 
@@ -136,6 +151,12 @@ class CompositeEvalMetric(EvalMetric):
     def get_global(self):
         return self.get("get_global")
 
+    def get_config(self):
+        """The composite's config, with each of its metrics' configs (MXNet 1.x)."""
+        config = super().get_config()
+        config["metrics"] = [m.get_config() for m in self.metrics]
+        return config
+
 
 @_register()
 class Loss(EvalMetric):
@@ -186,6 +207,11 @@ def create(metric, *args, **kwargs):
         return CustomMetric(metric, *args, **kwargs)
     if isinstance(metric, list):
         return CompositeEvalMetric([create(m, *args, **kwargs) for m in metric])
+    if isinstance(metric, str) and metric.lstrip().startswith("{"):    # a get_config()
+        metric = json.loads(metric)
+    if isinstance(metric, dict):
+        config = dict(metric)
+        return create(config.pop("metric"), *args, **{**config, **kwargs})
     cls = _REGISTRY.get(str(metric).lower())
     if cls is None:
         raise KilnError(f"metric.create: unknown metric {metric!r}; known: "

@@ -69,6 +69,15 @@ class _BinaryMetric(EvalMetric):
         self._global = [0.0, 0, _Confusion()]    # macro sum, macro count, pooled counts
         self.reset_local()
 
+    @property
+    def num_inst(self):
+        """MXNet 1.x's count behind get(): updates (macro) or samples (micro)."""
+        return self._local[1] if self.average == "macro" else self._local[2].total
+
+    @property
+    def global_num_inst(self):
+        return self._global[1] if self.average == "macro" else self._global[2].total
+
     def reset_local(self):
         self._local = [0.0, 0, _Confusion()]
 

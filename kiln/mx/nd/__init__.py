@@ -8,7 +8,7 @@ in kiln/mx/ops), then npx and np, so F.relu, F.np.sum and F.FullyConnected all w
 from ..._core.ndarray import ndarray, ndarray as NDArray, as_array  # noqa: F401
 from ..f_namespace import namespace_attr
 from . import contrib, linalg, random, utils, optimizer_ops  # noqa: F401  (mx.nd.random, ...)
-from . import functions, namespace, sparse
+from . import functions, methods, namespace, sparse
 from .sparse import cast_storage  # noqa: F401  (makes sparse arrays too; F's is the op's)
 
 # nd functions given a sparse array dispatch to kiln/mx/nd/sparse; its namespace falls
@@ -16,6 +16,7 @@ from .sparse import cast_storage  # noqa: F401  (makes sparse arrays too; F's is
 functions.SPARSE.update(types=(sparse.BaseSparseNDArray,), call=sparse.call_sparse,
                         zeros=sparse.zeros)
 sparse.NAME_LOOKUP.append(namespace.lookup)
+methods.install()       # MXNet 1.x's NDArray methods (x.slice, x.take, ...) on the one array
 
 # module-level names of MXNet's ndarray/ndarray.py that code imports from it
 py_slice = slice

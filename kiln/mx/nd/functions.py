@@ -34,17 +34,21 @@ def array(source_array, ctx=None, dtype=None):
     return ndarray._wrap(_np.array(source_array, dtype=_dtype(dtype)))
 
 
-def zeros(shape, ctx=None, dtype=None, stype=None, **_):
+def zeros(shape, ctx=None, dtype=None, stype=None, out=None, **_):
     """An NDArray of zeros of `shape` (float32 by default); `stype` 'csr' or 'row_sparse'
-    makes an empty sparse array (nd.sparse.zeros)."""
+    makes an empty sparse array (nd.sparse.zeros). `out=`: written into that array."""
     if stype not in (None, "default"):
         return SPARSE["zeros"](stype, shape, ctx=ctx, dtype=dtype)
-    return knp.zeros(shape, dtype=_dtype(dtype))
+    return _filled(knp.zeros(shape, dtype=_dtype(dtype)), out, "zeros")
 
 
-def ones(shape, ctx=None, dtype=None, **_):
-    """An NDArray of ones of `shape` (float32 by default)."""
-    return knp.ones(shape, dtype=_dtype(dtype))
+def ones(shape, ctx=None, dtype=None, out=None, **_):
+    """An NDArray of ones of `shape` (float32 by default); `out=`: written into that array."""
+    return _filled(knp.ones(shape, dtype=_dtype(dtype)), out, "ones")
+
+
+def _filled(result, out, name):
+    return result if out is None else _write_out(name, result, out)
 
 
 def empty(shape, ctx=None, dtype=None, stype=None):
@@ -53,9 +57,9 @@ def empty(shape, ctx=None, dtype=None, stype=None):
     return zeros(shape, ctx, dtype, stype=stype)
 
 
-def full(shape, val, ctx=None, dtype=None, **_):
-    """An NDArray of `shape` filled with `val`."""
-    return knp.full(shape, val, dtype=_dtype(dtype))
+def full(shape, val, ctx=None, dtype=None, out=None, **_):
+    """An NDArray of `shape` filled with `val`; `out=`: written into that array."""
+    return _filled(knp.full(shape, val, dtype=_dtype(dtype)), out, "full")
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
@@ -178,6 +182,10 @@ def _write_out(name, result, out):
     """MXNet's `out=`: the result is written into the given array(s), which are returned."""
     results = list(result) if isinstance(result, (list, tuple)) else [result]
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(outs) == len(results) == 1 and isinstance(outs[0], SPARSE["types"]):
+        written = outs[0]                   # a sparse out= keeps its storage (MXNet's fallback)
+        written._assign(results[0].tostype(written.stype).astype(written.dtype))
+        return out
     if len(outs) != len(results) or not all(isinstance(o, ndarray) for o in outs):
         raise KilnError(f"nd.{name}: out= must be {len(results)} array(s), one per output, "
                         f"got {type(out).__name__}" + where_in_user_code())

@@ -2,6 +2,8 @@
 the functions of functions.py, then the sub-namespaces (random, contrib, linalg, ...) and
 their flat 1.x names (`random_normal`, `linalg_gemm2`, ...), then the MXNet op table as
 functions (kiln/mx/ops). The sub-namespaces load on first use."""
+import importlib
+
 from ..ops import OPS
 from . import functions
 from .functions import mx_function
@@ -15,6 +17,10 @@ def lookup(name):
     if name == "contrib":
         from . import contrib as nd_contrib
         return nd_contrib
+    if name == "image":     # imported by path: `from . import` would ask the package first
+        return importlib.import_module(f"{__package__}.image")
+    if name == "_internal":
+        return importlib.import_module(f"{__package__}.internal")
     if name in _PUBLIC:
         return _PUBLIC[name]
     if name == "linalg" or name.startswith("linalg_"):

@@ -74,7 +74,9 @@ class Executor:
         missing = [n for n in names if n not in arg_dict]
         if missing:
             raise KilnError(f"bind: no array for argument(s) {missing}" + where_in_user_code())
-        grads = {n: _as_array(v, n) for n, v in _named(names, args_grad, "args_grad").items()}
+        # a sparse gradient array (nd.sparse) is kept, and takes its gradient in its storage
+        grads = {n: v if getattr(v, "stype", "default") != "default" else _as_array(v, n)
+                 for n, v in _named(names, args_grad, "args_grad").items()}
         reqs = cls._reqs(symbol, grad_req if args_grad is not None else "null")
         aux_dict = {n: _as_array(v, n) for n, v in _named(aux, aux_states, "aux").items()}
         if len(aux_dict) != len(aux):
@@ -132,7 +134,9 @@ class Executor:
             target = self.grad_dict.get(name)
             if target is None:
                 continue
-            if self._grad_req[name] == "add":
+            if not isinstance(target, ndarray):     # sparse: written in its own storage
+                (target + g if self._grad_req[name] == "add" else g).copyto(target)
+            elif self._grad_req[name] == "add":
                 target[...] = target + g
             else:
                 target[...] = g

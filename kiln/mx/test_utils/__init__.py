@@ -9,10 +9,13 @@ test `mx`, `np` (NumPy), `Symbol` and `Context`, as MXNet's tests expect.
 import sys
 
 import numpy as np  # noqa: F401  (MXNet's test_utils leaks these names to star-imports)
+import numpy.random as rnd  # noqa: F401
 
 import kiln
-from ..._core.context import Context, cpu  # noqa: F401
+from ..._core.context import Context, cpu, current_context  # noqa: F401
 from ..sym import Symbol  # noqa: F401
+from ..nd import array  # noqa: F401
+from ..nd.sparse import rand_sparse_ndarray  # noqa: F401
 from ..util import use_np  # noqa: F401
 from .comparison import (  # noqa: F401
     almost_equal, assert_allclose, assert_almost_equal, assert_almost_equal_ignore_nan,
@@ -21,7 +24,8 @@ from .comparison import (  # noqa: F401
     default_rtols, effective_dtype, get_atol, get_etol, get_rtol, get_tolerance, get_tols,
     same, same_array, set_default_context, set_default_device)
 from .inputs import (  # noqa: F401
-    assign_each, assign_each2, collapse_sum_like, create_2d_tensor, create_vector,
+    assign_each, assign_each2, collapse_sum_like, create_2d_tensor, create_sparse_array,
+    create_sparse_array_zd, create_vector,
     get_identity_mat, get_identity_mat_batch, new_matrix_with_real_eigvals_2d,
     new_matrix_with_real_eigvals_nd, new_orthonormal_matrix_2d,
     new_sym_matrix_with_real_eigvals_2d, new_sym_matrix_with_real_eigvals_nd, np_reduce,

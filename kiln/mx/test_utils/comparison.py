@@ -201,27 +201,51 @@ def compare_ndarray_tuple(t1, t2, rtol=None, atol=None):
         assert_almost_equal(t1, t2, rtol=rtol, atol=atol)
 
 
+def _optimizer_operands(shape, stype, dtype, density):
+    """(array for the optimizer under test, a dense copy for the reference one)."""
+    from ..nd import random as nd_random
+    from .inputs import rand_ndarray
+    if stype == "default":
+        arr = nd_random.uniform(shape=shape, dtype=dtype)
+        return arr.copy(), arr
+    if stype not in ("row_sparse", "csr"):
+        raise KilnError(f"compare_optimizer: expected stype 'default', 'row_sparse' or 'csr', "
+                        f"got {stype!r}")
+    arr = rand_ndarray(shape, stype, density=density, dtype=dtype)
+    return arr.tostype("default"), arr
+
+
 def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="default",
                       rtol=1e-4, atol=1e-5, compare_states=True, ntensors=1):
-    """Give two optimizers the same random weight and gradient (one per shape when `shape` is
-    a list), update once, and assert that states and weights agree."""
-    from ..nd import random as nd_random
-    if w_stype != "default" or g_stype != "default":
-        raise KilnError(f"compare_optimizer: kiln has only dense arrays, got "
-                        f"w_stype={w_stype!r}, g_stype={g_stype!r}")
-    shapes = shape if isinstance(shape, list) else [shape]
-    if not isinstance(shape, list) and ntensors != 1:
-        raise KilnError(f"compare_optimizer: one shape means one tensor, got ntensors={ntensors}")
-    for i, s in enumerate(shapes[:max(ntensors, 1)]):
-        w2 = nd_random.uniform(shape=s, dtype=dtype)
-        g2 = nd_random.uniform(shape=s, dtype=dtype)
-        w1, g1 = w2.copy(), g2.copy()
-        state1 = opt1.create_state_multi_precision(i, w1)
-        state2 = opt2.create_state_multi_precision(i, w2)
+    """Give two optimizers the same random weight and gradient, update once, and assert that
+    states and weights agree. `opt1` gets dense arrays; `opt2` the storage types asked for
+    (a sparse weight is fully stored, a sparse gradient has random rows). With a list of
+    shapes, `opt2` updates all `ntensors` at once (multi-tensor) and `opt1` one by one."""
+    if not isinstance(shape, list):
+        if ntensors != 1:
+            raise KilnError(f"compare_optimizer: one shape means one tensor, got "
+                            f"ntensors={ntensors}")
+        w1, w2 = _optimizer_operands(shape, w_stype, dtype, density=1)
+        g1, g2 = _optimizer_operands(shape, g_stype, dtype, density=None)
+        state1 = opt1.create_state_multi_precision(0, w1)
+        state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:
             compare_ndarray_tuple(state1, state2)
-        opt1.update_multi_precision(i, w1, g1, state1)
-        opt2.update_multi_precision(i, w2, g2, state2)
+        opt1.update_multi_precision(0, w1, g1, state1)
+        opt2.update_multi_precision(0, w2, g2, state2)
         if compare_states:
             compare_ndarray_tuple(state1, state2, rtol=rtol, atol=atol)
         assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
+        return
+    from ..nd import random as nd_random
+    w1 = tuple(nd_random.uniform(shape=s, dtype=dtype) for s in shape)
+    g1 = tuple(nd_random.uniform(shape=s, dtype=dtype) for s in shape)
+    w2, g2 = tuple(w.copy() for w in w1), tuple(g.copy() for g in g1)
+    state2 = [opt2.create_state_multi_precision(0, w2[i]) for i in range(ntensors)]
+    opt2.update_multi_precision(list(range(ntensors)), w2, g2, state2)
+    for i in range(ntensors):
+        state1 = opt1.create_state_multi_precision(i, w1[i])
+        opt1.update_multi_precision(i, w1[i], g1[i], state1)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2[i], rtol, atol)
+        compare_ndarray_tuple(w1[i], w2[i], rtol, atol)

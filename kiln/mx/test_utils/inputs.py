@@ -2,8 +2,8 @@
 NumPy reference reductions."""
 import numpy as _np
 
-from ..._core.base import KilnError
 from ..._core.ndarray import ndarray
+from ..nd.sparse import rand_sparse_ndarray
 
 def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):
     """A random shape of `num_dim` axes, each in [1, dim] ([0, dim] with allow_zero_size)."""
@@ -32,13 +32,42 @@ def random_arrays(*shapes):
 
 def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
                  shuffle_csr_indices=False, distribution=None, ctx=None):
-    """A dense kiln array of uniform [0, 1) values (MXNet's default-storage case)."""
+    """A random array of uniform [0, 1) values: dense for stype 'default', else a 'csr' or
+    'row_sparse' array of `density` (rand_sparse_ndarray)."""
     if stype != "default":
-        raise KilnError(f"rand_ndarray: kiln has only dense arrays, got stype={stype!r}")
+        return rand_sparse_ndarray(shape, stype, density=density, dtype=dtype,
+                                   distribution=distribution, modifier_func=modifier_func,
+                                   shuffle_csr_indices=shuffle_csr_indices, ctx=ctx)[0]
     values = _np.random.uniform(0, 1, size=shape).astype(dtype or _np.float32)
     if modifier_func is not None:
         values = _np.asarray(modifier_func(values), dtype=values.dtype)
     return ndarray._wrap(values)
+
+
+def create_sparse_array(shape, stype, data_init=None, rsp_indices=None, dtype=None,
+                        modifier_func=None, density=0.5, shuffle_csr_indices=False):
+    """A random sparse array (rand_sparse_ndarray); row_sparse indices are sorted first."""
+    if stype not in ("row_sparse", "csr"):
+        raise AssertionError(f"Unknown storage type: {stype}")
+    if stype == "row_sparse" and rsp_indices is not None:
+        rsp_indices = _np.sort(_np.asarray(rsp_indices))
+    return rand_sparse_ndarray(shape, stype, density=density, data_init=data_init,
+                               rsp_indices=rsp_indices if stype == "row_sparse" else None,
+                               dtype=dtype, modifier_func=modifier_func,
+                               shuffle_csr_indices=shuffle_csr_indices)[0]
+
+
+def create_sparse_array_zd(shape, stype, density, data_init=None, rsp_indices=None,
+                           dtype=None, modifier_func=None, shuffle_csr_indices=False):
+    """create_sparse_array where a row_sparse array's stored rows are exactly `rsp_indices`
+    (density 0 otherwise)."""
+    if stype == "row_sparse":
+        density = 0.0
+        if rsp_indices is not None and len(rsp_indices) > shape[0]:
+            raise AssertionError(f"{len(rsp_indices)} rsp_indices for {shape[0]} rows")
+    return create_sparse_array(shape, stype, data_init=data_init, rsp_indices=rsp_indices,
+                               dtype=dtype, modifier_func=modifier_func, density=density,
+                               shuffle_csr_indices=shuffle_csr_indices)
 
 
 def random_uniform_arrays(*shapes, low=0.0, high=1.0, dtype=_np.float32):

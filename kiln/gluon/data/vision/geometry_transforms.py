@@ -4,7 +4,7 @@ RandomCrop (MXNet 2's, with optional padding).
 """
 import numpy as _np
 
-from ...._core.base import KilnError
+from ...._core.base import DTypeError, KilnError, ValueRangeError
 from ....data import image as _image
 from ....data.rotate import imrotate
 from .transform_base import Transform, _check_image, _per_image, _size_pair, rng, to_numpy, wrap
@@ -13,7 +13,7 @@ from .transform_base import Transform, _check_image, _per_image, _size_pair, rng
 def _float32_chw(x, what):
     arr = to_numpy(x, what)
     if arr.dtype != _np.float32:
-        raise KilnError(f"transforms.{what} takes float32 (C, H, W) images (call it after "
+        raise DTypeError(f"transforms.{what} takes float32 (C, H, W) images (call it after "
                         f"ToTensor), got {arr.dtype}")
     if arr.ndim not in (3, 4):
         raise KilnError(f"transforms.{what}: expected (C, H, W) or (N, C, H, W), got shape "
@@ -23,7 +23,7 @@ def _float32_chw(x, what):
 
 def _check_zoom(what, zoom_in, zoom_out):
     if zoom_in and zoom_out:
-        raise KilnError(f"transforms.{what}: zoom_in and zoom_out cannot both be True")
+        raise ValueRangeError(f"transforms.{what}: zoom_in and zoom_out cannot both be True")
 
 
 class Rotate(Transform):
@@ -49,7 +49,7 @@ class RandomRotation(Transform):
             raise KilnError(f"transforms.RandomRotation: angle_limits must be (lower, upper) "
                             f"with lower < upper, got {angle_limits!r}")
         if not 0 <= rotate_with_proba <= 1:
-            raise KilnError(f"transforms.RandomRotation: rotate_with_proba must be in "
+            raise ValueRangeError(f"transforms.RandomRotation: rotate_with_proba must be in "
                             f"[0, 1], got {rotate_with_proba}")
         _check_zoom("RandomRotation", zoom_in, zoom_out)
         self._limits = (float(lower), float(upper))

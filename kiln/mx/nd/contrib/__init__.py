@@ -20,6 +20,12 @@ from .misc import (boolean_mask, index_array, index_copy, div_sqrt_dim, quadrati
 ctc_loss = CTCLoss
 
 
+def getnnz(data, axis=None):
+    """The number of stored values of a csr array: in all (axis=None) or per row (axis=1)."""
+    from ..sparse import ops as sparse_ops
+    return sparse_ops.getnnz(data, axis)
+
+
 def SyncBatchNorm(*args, **kwargs):
     """One process holds the whole batch: MXNet's BatchNorm (the key/ndev attributes are
     accepted and unused)."""

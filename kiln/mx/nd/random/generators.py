@@ -1,6 +1,8 @@
 """nd.random's normal, uniform, randn, randint, seed and shuffle: kiln.np.random's generators
 with MXNet 1.x's `shape=` (no shape gives one value of shape (1,)) and `out=`; array
 parameters take MXNet's sample_* layout (samplers.py)."""
+import numpy as _np
+
 from ...._core.ndarray import ndarray
 from ....np import random as _r
 from .samplers import random_normal, random_uniform, written
@@ -39,8 +41,11 @@ def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **_):
 
 
 def seed(seed_state, ctx="all"):
-    """Seed kiln's random number generator (all of kiln's random functions share it)."""
-    _r.seed(seed_state)
+    """Seed kiln's random number generator (all of kiln's random functions share it);
+    `seed_state` must be an int, as in MXNet."""
+    if isinstance(seed_state, bool) or not isinstance(seed_state, (int, _np.integer)):
+        raise ValueError("seed_state must be int")
+    _r.seed(int(seed_state))
 
 
 def shuffle(data, **_):

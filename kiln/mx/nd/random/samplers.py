@@ -48,6 +48,12 @@ def written(result, out):
     `out=`)."""
     if out is None:
         return result
+    if getattr(out, "stype", "default") != "default" and hasattr(out, "_assign"):
+        if tuple(out.shape) != tuple(result.shape):     # a sparse out= takes the draws in
+            raise KilnError(f"nd.random: out has shape {tuple(out.shape)}, the draws have "
+                            f"{tuple(result.shape)}")
+        out._assign(result.tostype(out.stype).astype(out.dtype))
+        return out
     if not isinstance(out, ndarray):
         raise KilnError(f"nd.random: out must be an NDArray, got {type(out).__name__}")
     if tuple(out.shape) != tuple(result.shape):

@@ -11,9 +11,14 @@ from .creation import (csr_matrix, row_sparse_array, zeros, empty, array,  # noq
 from . import ops
 from .ops import retain, elementwise, call_densified
 from .generate import rand_sparse_ndarray  # noqa: F401
+from .updates import sparse_update
+from ....optimizer.base import ARRAY_UPDATES
 
-IMPLEMENTATIONS.update(elementwise=elementwise, retain=retain,
-                       dense_to_sparse=dense_to_sparse, row_sparse_array=row_sparse_array)
+IMPLEMENTATIONS.update(elementwise=elementwise, zero_preserving=ops.zero_preserving,
+                       retain=retain, dense_to_sparse=dense_to_sparse,
+                       row_sparse_array=row_sparse_array)
+# optimizers (kiln/optimizer, a floor below) update sparse weights and gradients through this
+ARRAY_UPDATES.update({CSRNDArray: sparse_update, RowSparseNDArray: sparse_update})
 
 # nd's name lookup (kiln/mx/nd/namespace.py), appended by kiln/mx/nd/__init__.py
 NAME_LOOKUP = []

@@ -4,7 +4,8 @@ everything else (lists, tuples of parts) becomes float32 unless `dtype` is given
 are int64."""
 import numpy as _np
 
-from ...._core.base import DEFAULT_FLOAT, KilnError, where_in_user_code
+from ...._core.base import (DEFAULT_FLOAT, KilnError, ShapeError, ValueRangeError,
+                            where_in_user_code)
 from ...._core.context import check_usable
 from ...._core.ndarray import ndarray, SPARSE_STORAGE
 from .storage import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, INDEX_DTYPE,
@@ -36,14 +37,41 @@ def _shape_of(shape, what):
         int(d) for d in shape)
 
 
+def _is_shape(arg):
+    return isinstance(arg, tuple) and bool(arg) and all(
+        isinstance(d, (int, _np.integer)) for d in arg)
+
+
+def _same_shape(got, shape, what):
+    if shape is not None and tuple(shape) != tuple(got):
+        raise ShapeError(f"{what}: shape {tuple(shape)} does not match the array's "
+                         f"{tuple(got)}{where_in_user_code()}")
+
+
+def _placed(arr, ctx):
+    """`arr` remembering the context it was made on (MXNet's `.context`)."""
+    if ctx is not None:
+        arr._ctx = ctx
+    return arr
+
+
 def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
     """A `CSRNDArray` from `(data, indices, indptr)` with `shape`, from `(data, (row, col))`
     coordinates with `shape`, from a 2-D dense array (ndarray, NumPy, list), from a SciPy
     sparse matrix, or from another CSRNDArray (copied)."""
     sp = scipy_sparse()
     check_usable(ctx, "csr_matrix")
+    if _is_shape(arg1):                         # an empty array of that shape
+        _same_shape(arg1, shape, "csr_matrix")
+        return _placed(zeros("csr", arg1, dtype=dtype), ctx)
     value_dtype = check_csr_dtype(_value_dtype(arg1, dtype), "csr_matrix")
     if isinstance(arg1, tuple) and len(arg1) in (2, 3) and not _np.isscalar(arg1[0]):
+        if shape is None and len(arg1) == 3:    # MXNet infers it from indptr and indices
+            indices, indptr = _numpy(arg1[1]), _numpy(arg1[2])
+            if not indices.size:
+                raise ShapeError(f"csr_matrix: cannot infer the shape without stored values; "
+                                 f"give shape={where_in_user_code()}")
+            shape = (indptr.size - 1, int(indices.max()) + 1)
         shape = _shape_of(shape, "csr_matrix")
         if len(shape) != 2:
             raise KilnError(f"csr_matrix: expected a 2-D shape, got {shape}"
@@ -58,19 +86,19 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
             matrix = sp.coo_matrix((data.astype(value_dtype),
                                     (_numpy(row, INDEX_DTYPE), _numpy(col, INDEX_DTYPE))),
                                    shape=shape).tocsr()
-        return CSRNDArray(matrix)
+        return _placed(CSRNDArray(matrix), ctx)
     if isinstance(arg1, CSRNDArray):
-        return arg1.astype(value_dtype)
+        _same_shape(arg1.shape, shape, "csr_matrix")
+        return _placed(arg1.astype(value_dtype), ctx)
     if sp.issparse(arg1):
-        return CSRNDArray(sp.csr_matrix(arg1, dtype=value_dtype))
+        _same_shape(arg1.shape, shape, "csr_matrix")
+        return _placed(CSRNDArray(sp.csr_matrix(arg1, dtype=value_dtype)), ctx)
     dense = _numpy(arg1, value_dtype)
     if dense.ndim != 2:
         raise KilnError(f"csr_matrix: expected a 2-D array, got shape {dense.shape}"
                         f"{where_in_user_code()}")
-    if shape is not None and tuple(shape) != dense.shape:
-        raise KilnError(f"csr_matrix: shape {tuple(shape)} does not match the array's "
-                        f"{dense.shape}{where_in_user_code()}")
-    return CSRNDArray(sp.csr_matrix(dense))
+    _same_shape(dense.shape, shape, "csr_matrix")
+    return _placed(CSRNDArray(sp.csr_matrix(dense)), ctx)
 
 
 def _check_csr_parts(data, indices, indptr, shape):
@@ -93,8 +121,17 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
     indices[k]; rows come out sorted), from a dense array (its nonzero rows are stored), or
     from another RowSparseNDArray (copied)."""
     check_usable(ctx, "row_sparse_array")
+    if _is_shape(arg1):                         # an empty array of that shape
+        _same_shape(arg1, shape, "row_sparse_array")
+        return _placed(zeros("row_sparse", arg1, dtype=dtype), ctx)
     value_dtype = _value_dtype(arg1, dtype)
     if isinstance(arg1, tuple) and len(arg1) == 2:
+        if shape is None:       # MXNet infers it from the largest row index
+            rows, indices = _numpy(arg1[0]), _numpy(arg1[1], INDEX_DTYPE).ravel()
+            if not indices.size:
+                raise ShapeError(f"row_sparse_array: cannot infer the shape without stored "
+                                 f"rows; give shape={where_in_user_code()}")
+            shape = (int(indices.max()) + 1,) + rows.shape[1:]
         shape = _shape_of(shape, "row_sparse_array")
         rows, indices = _numpy(arg1[0], value_dtype), _numpy(arg1[1], INDEX_DTYPE).ravel()
         if rows.shape != (indices.size,) + shape[1:]:
@@ -108,14 +145,13 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
             raise KilnError(f"row_sparse_array: expected unique row indices, got "
                             f"{indices.tolist()}{where_in_user_code()}")
         order = _np.argsort(indices, kind="stable")
-        return RowSparseNDArray(rows[order], indices[order], shape)
+        return _placed(RowSparseNDArray(rows[order], indices[order], shape), ctx)
     if isinstance(arg1, RowSparseNDArray):
-        return arg1.astype(value_dtype)
+        _same_shape(arg1.shape, shape, "row_sparse_array")
+        return _placed(arg1.astype(value_dtype), ctx)
     dense = _numpy(arg1, value_dtype)
-    if shape is not None and tuple(shape) != dense.shape:
-        raise KilnError(f"row_sparse_array: shape {tuple(shape)} does not match the array's "
-                        f"{dense.shape}{where_in_user_code()}")
-    return dense_to_row_sparse(dense)
+    _same_shape(dense.shape, shape, "row_sparse_array")
+    return _placed(dense_to_row_sparse(dense), ctx)
 
 
 def dense_to_row_sparse(dense):
@@ -157,8 +193,8 @@ def zeros(stype, shape, ctx=None, dtype=None, **_):
     if stype == "row_sparse":
         return RowSparseNDArray(_np.zeros((0,) + shape[1:], dtype),
                                 _np.zeros(0, INDEX_DTYPE), shape)
-    raise KilnError(f"zeros: expected stype 'default', 'csr' or 'row_sparse', got {stype!r}"
-                    f"{where_in_user_code()}")
+    raise ValueRangeError(f"zeros: expected stype 'default', 'csr' or 'row_sparse', got "
+                          f"{stype!r}{where_in_user_code()}")
 
 
 def empty(stype, shape, ctx=None, dtype=None):

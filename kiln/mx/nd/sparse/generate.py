@@ -17,9 +17,10 @@ def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=Non
     stored rows of a row_sparse array; `distribution` is 'uniform' (the only one kiln has)."""
     density = _np.random.rand() if density is None else float(density)
     dtype = _np.dtype(DEFAULT_FLOAT if dtype is None else dtype)
-    if distribution not in (None, "uniform"):
-        raise KilnError(f"rand_sparse_ndarray: expected distribution 'uniform', got "
-                        f"{distribution!r}{where_in_user_code()}")
+    if distribution not in (None, "uniform", "powerlaw") or (
+            distribution == "powerlaw" and stype != "csr"):
+        raise KilnError(f"rand_sparse_ndarray: expected distribution 'uniform' (or "
+                        f"'powerlaw' for csr), got {distribution!r}{where_in_user_code()}")
     if not 0.0 <= density <= 1.0:
         raise KilnError(f"rand_sparse_ndarray: expected a density in [0, 1], got {density}"
                         f"{where_in_user_code()}")
@@ -31,6 +32,9 @@ def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=Non
         if len(shape) != 2:
             raise KilnError(f"rand_sparse_ndarray: csr needs a 2-D shape, got {shape}"
                             f"{where_in_user_code()}")
+        if distribution == "powerlaw":
+            arr = csr_matrix(_powerlaw(shape, density, dtype), ctx=ctx, dtype=dtype)
+            return arr, (arr.indptr, arr.indices, arr.data)
         matrix = scipy_sparse().random(shape[0], shape[1], density=density, format="csr",
                                        dtype=dtype, random_state=_np.random.mtrand._rand)
         if data_init is not None:
@@ -64,3 +68,39 @@ def _rand_row_sparse(shape, density, dtype, data_init, rsp_indices, modifier_fun
         values = _np.vectorize(modifier_func, otypes=[dtype])(values)
     arr = row_sparse_array((values, indices), shape=shape, ctx=ctx, dtype=dtype)
     return arr, (values, indices)
+
+
+def _powerlaw(shape, density, dtype):
+    """MXNet's 'powerlaw' test layout, dense: rows * cols * density values in [1.001, 3),
+    first one at the start of every row, then row i takes up to 2**(i+1) leading columns
+    (a whole row once that reaches the width) until they are all placed."""
+    rows, cols = shape
+    budget = int(rows * cols * density)
+    out = _np.zeros(shape, dtype)
+
+    def value():
+        return 1 + _np.random.uniform(0.001, 2)
+    for r in range(rows):
+        out[r, 0] = value()
+        budget -= 1
+        if budget <= 0:
+            return out
+    width = 2
+    for r in range(rows):
+        limit = min(cols, width)
+        if limit == cols and budget > limit:
+            out[r] = value()
+            budget -= limit - 1
+            if budget <= 0:
+                return out
+            continue
+        for c in range(1, limit):
+            out[r, c] = value()
+            budget -= 1
+            if budget <= 0:
+                return out
+        width *= 2
+    if budget > 0:
+        raise KilnError(f"rand_sparse_ndarray: density {density} is too high for the "
+                        f"'powerlaw' layout of shape {shape}{where_in_user_code()}")
+    return out

@@ -7,7 +7,7 @@ from .... import np as knp
 from ...._core.base import KilnError, where_in_user_code
 from ...._core.ndarray import ndarray
 from .storage import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, INDEX_DTYPE,
-                      as_dense_value, densify, scipy_sparse)
+                      IMPLEMENTATIONS, as_dense_value, densify, scipy_sparse)
 
 _NUMPY = {"add": _np.add, "subtract": _np.subtract, "multiply": _np.multiply,
           "divide": _np.true_divide}
@@ -29,10 +29,16 @@ def elementwise(op, lhs, rhs):
     if not has_sparse((lhs, rhs), {}):
         return getattr(knp, op)(lhs, rhs)
     dtype = (lhs if isinstance(lhs, BaseSparseNDArray) else rhs).dtype
-    if isinstance(lhs, BaseSparseNDArray) and lhs.shape != getattr(rhs, "shape", lhs.shape):
-        raise KilnError(f"{op}: sparse operands need equal shapes (no broadcasting in "
-                        f"MXNet's sparse {op}), got {lhs.shape} and {rhs.shape}"
-                        f"{where_in_user_code()}")
+    shapes = {tuple(x.shape) for x in (lhs, rhs) if not _is_scalar(x)}
+    if len(shapes) > 1:     # broadcasting: MXNet's dense fallback (broadcast_*)
+        try:
+            _np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise KilnError(f"{op}: the operands have neither equal shapes nor shapes that "
+                            f"broadcast: {lhs.shape} and {rhs.shape}{where_in_user_code()}"
+                            ) from None
+        densify(f"broadcast {op}", (lhs if isinstance(lhs, BaseSparseNDArray) else rhs).stype)
+        return _dense(_NUMPY[op](as_dense_value(lhs), as_dense_value(rhs)), dtype)
     if isinstance(lhs, CSRNDArray):
         result = _csr_elementwise(op, lhs._csr, rhs)
         if result is not None:
@@ -137,8 +143,11 @@ def _check_dot_shapes(lhs, rhs, transpose_a, transpose_b):
                         f"{where_in_user_code()}")
 
 
-def retain(data, indices):
+def retain(data, indices=None, **unknown):
     """A row_sparse array keeping only the stored rows of `data` listed in `indices`."""
+    if unknown or indices is None:
+        raise KilnError(f"retain: expected data and indices, got the arguments "
+                        f"{sorted(unknown)}{where_in_user_code()}")
     if not isinstance(data, RowSparseNDArray):
         raise KilnError(f"retain: expected a RowSparseNDArray, got "
                         f"{type(data).__name__}{where_in_user_code()}")
@@ -162,5 +171,63 @@ def call_densified(name, fn, args, kwargs):
 
     def dense(x):
         return x.todense() if isinstance(x, BaseSparseNDArray) else x
-    return fn(*[dense(a) for a in args], **{k: dense(v) for k, v in kwargs.items()})
+    out = kwargs.pop("out", None)       # a sparse out= takes the result in its own storage
+    dense_args = [dense(a) for a in args]
+    dense_kwargs = {k: dense(v) for k, v in kwargs.items()}
+    result = fn(*dense_args, **dense_kwargs)
+    if out is None:
+        if _keeps_zeros(fn, args, dense_args, dense_kwargs, result):
+            return IMPLEMENTATIONS["dense_to_sparse"](as_dense_value(result), args[0].stype)
+        return result
+    if isinstance(out, BaseSparseNDArray):
+        out._assign(result.tostype(out.stype).astype(out.dtype))
+    else:
+        out[...] = result
+    return out
 
+
+def _keeps_zeros(fn, args, dense_args, dense_kwargs, result):
+    """Whether an elementwise function of one sparse array maps zeros to zeros, so its result
+    keeps the array's storage (MXNet's sparse kernels of sqrt, abs, relu, quadratic with
+    c=0, ...): the result has the input's shape and the function gives 0 on zeros."""
+    if not args or not isinstance(args[0], BaseSparseNDArray) or any(
+            isinstance(a, (BaseSparseNDArray, ndarray, _np.ndarray)) for a in args[1:]):
+        return False
+    if not isinstance(result, ndarray) or tuple(result.shape) != tuple(args[0].shape):
+        return False
+    zeros = ndarray._wrap(_np.zeros(args[0].shape, dense_args[0].dtype))
+    try:
+        probe = fn(zeros, *dense_args[1:], **dense_kwargs)
+    except Exception:
+        return False
+    return isinstance(probe, ndarray) and not _np.any(as_dense_value(probe))
+
+
+_SCALAR_RULE_OPS = {"equal": _np.equal, "not_equal": _np.not_equal, "greater": _np.greater,
+                    "greater_equal": _np.greater_equal, "less": _np.less,
+                    "less_equal": _np.less_equal, "power": _np.power, "mod": _np.mod}
+
+
+def zero_preserving(op, lhs, rhs):
+    """`lhs op rhs` (comparisons, power, mod) with a sparse operand, computed densely. As in
+    MXNet, a sparse array and a scalar give a sparse result (of the array's storage) when
+    the op maps the array's zeros to zero (`y > 0`, `y ** 2`), else a dense one (`y >= 0`);
+    comparisons give 0/1 in the array's dtype."""
+    sparse = lhs if isinstance(lhs, BaseSparseNDArray) else rhs
+    other = rhs if sparse is lhs else lhs
+    fn = _SCALAR_RULE_OPS[op]
+    value = fn(as_dense_value(lhs), as_dense_value(rhs)).astype(sparse.dtype)
+    if _is_scalar(other):
+        zero = fn(0, other) if sparse is lhs else fn(other, 0)
+        if not zero:
+            return IMPLEMENTATIONS["dense_to_sparse"](value, sparse.stype)
+    return _dense(value, sparse.dtype)
+
+
+def getnnz(data, axis=None):
+    """Stored values of a csr array: their count (axis=None, shape (1,)) or per row (axis=1)."""
+    if not isinstance(data, CSRNDArray) or axis not in (None, 1):
+        raise KilnError(f"getnnz: expected a CSRNDArray and axis None or 1, got "
+                        f"{type(data).__name__} and axis={axis!r}{where_in_user_code()}")
+    counts = data._csr.getnnz(axis=axis)
+    return ndarray._wrap(_np.atleast_1d(_np.asarray(counts, dtype=INDEX_DTYPE)))

@@ -12,7 +12,8 @@ from ....backend.fallbacks import warn_once
 INDEX_DTYPE = _np.int64
 
 # what the arrays' methods call in creation.py and ops.py (which build these arrays), set
-# by kiln/mx/nd/sparse/__init__.py: elementwise, retain, dense_to_sparse, row_sparse_array
+# by kiln/mx/nd/sparse/__init__.py: elementwise, zero_preserving, retain, dense_to_sparse,
+# row_sparse_array
 IMPLEMENTATIONS = {}
 
 
@@ -55,9 +56,21 @@ class BaseSparseNDArray:
     def size(self):
         return int(_np.prod(self.shape))
 
+    _ctx = None     # the context it was made on (creation.py sets it); kiln computes on cpu
+
     @property
     def ctx(self):
-        return cpu()
+        return self._ctx or cpu()
+
+    context = ctx
+
+    def check_format(self, full_check=True):
+        """Raise a KilnError unless the parts make a valid array of this storage (MXNet's
+        check_format). kiln checks the parts when an array is made, so this finds an array
+        valid unless its buffers were changed in place."""
+        problem = self._format_problem(full_check)
+        if problem:
+            raise KilnError(f"check_format: {problem}{where_in_user_code()}")
 
     context = ctx
 
@@ -149,10 +162,36 @@ class BaseSparseNDArray:
     def __neg__(self):
         return _elementwise("multiply", self, -1)
 
+    # comparisons, ** and %: sparse when zeros stay zero (kiln/mx/nd/sparse/ops.py)
     def __eq__(self, other):
-        densify("==", self.stype)
-        return self.todense() == (other.todense() if isinstance(other, BaseSparseNDArray)
-                                  else other)
+        return _zero_preserving("equal", self, other)
+
+    def __ne__(self, other):
+        return _zero_preserving("not_equal", self, other)
+
+    def __gt__(self, other):
+        return _zero_preserving("greater", self, other)
+
+    def __ge__(self, other):
+        return _zero_preserving("greater_equal", self, other)
+
+    def __lt__(self, other):
+        return _zero_preserving("less", self, other)
+
+    def __le__(self, other):
+        return _zero_preserving("less_equal", self, other)
+
+    def __pow__(self, other):
+        return _zero_preserving("power", self, other)
+
+    def __rpow__(self, other):
+        return _zero_preserving("power", other, self)
+
+    def __mod__(self, other):
+        return _zero_preserving("mod", self, other)
+
+    def __rmod__(self, other):
+        return _zero_preserving("mod", other, self)
 
     __hash__ = object.__hash__
 
@@ -161,11 +200,16 @@ def _elementwise(op, lhs, rhs):
     return IMPLEMENTATIONS["elementwise"](op, lhs, rhs)
 
 
+def _zero_preserving(op, lhs, rhs):
+    return IMPLEMENTATIONS["zero_preserving"](op, lhs, rhs)
+
+
 class CSRNDArray(BaseSparseNDArray):
     """A 2-D array in compressed sparse row storage (MXNet's `CSRNDArray`): `data` holds the
     stored values row after row, `indices` their column indices and `indptr[i]:indptr[i+1]`
     the stored range of row i. Holds a SciPy `csr_matrix` (`asscipy()`)."""
     stype = "csr"
+    _num_aux = 2        # indptr and indices (MXNet's count of auxiliary arrays)
 
     def __init__(self, matrix):
         self._csr = matrix
@@ -228,12 +272,33 @@ class CSRNDArray(BaseSparseNDArray):
                             f"got {key!r}{where_in_user_code()}")
         return CSRNDArray(self._csr[key])
 
+    def _format_problem(self, full_check):
+        m = self._csr
+        indptr, indices = m.indptr, m.indices
+        if indptr.size != m.shape[0] + 1 or indptr[0] != 0 or indptr[-1] != indices.size \
+                or _np.any(_np.diff(indptr) < 0):
+            return f"indptr must rise from 0 to {indices.size}, got {indptr.tolist()}"
+        if indices.size and (indices.min() < 0 or indices.max() >= m.shape[1]):
+            return f"column indices must be in [0, {m.shape[1]})"
+        if full_check and not m.has_sorted_indices:
+            return "column indices must be sorted within each row"
+        return None
+
+    def __setitem__(self, key, value):
+        if key != slice(None):
+            raise KilnError(f"CSRNDArray[...] = v: only [:] is supported (as in MXNet), got "
+                            f"{key!r}{where_in_user_code()}")
+        dense = as_dense_value(value)
+        self._assign(IMPLEMENTATIONS["dense_to_sparse"](
+            _np.broadcast_to(dense, self.shape).astype(self.dtype), "csr"))
+
 
 class RowSparseNDArray(BaseSparseNDArray):
     """An array whose stored rows (its first axis) are listed (MXNet's `RowSparseNDArray`):
     `data[k]` is row `indices[k]`; absent rows are zero. Indices are sorted and unique. The
     layout of embedding and sparse gradients."""
     stype = "row_sparse"
+    _num_aux = 1        # indices
 
     def __init__(self, rows, indices, shape):
         self._rows = rows
@@ -281,6 +346,14 @@ class RowSparseNDArray(BaseSparseNDArray):
             return self
         return RowSparseNDArray(self._rows.astype(dtype), self._idx.copy(), self._shape)
 
+    def _format_problem(self, full_check):
+        idx = self._idx
+        if idx.size and (idx.min() < 0 or idx.max() >= self._shape[0]):
+            return f"row indices must be in [0, {self._shape[0]}), got {idx.tolist()}"
+        if _np.any(_np.diff(idx) <= 0):
+            return f"row indices must be sorted and unique, got {idx.tolist()}"
+        return None
+
     def retain(self, indices):
         """A row_sparse array keeping only the stored rows listed in `indices`."""
         return IMPLEMENTATIONS["retain"](self, indices)
@@ -295,6 +368,8 @@ class RowSparseNDArray(BaseSparseNDArray):
         if key != slice(None):
             raise KilnError(f"RowSparseNDArray[...] = v: only [:] is supported, got {key!r}"
                             f"{where_in_user_code()}")
+        if not isinstance(value, BaseSparseNDArray):     # a scalar or a dense array fills it
+            value = _np.broadcast_to(as_dense_value(value), self._shape)
         self._assign(IMPLEMENTATIONS["row_sparse_array"](value, shape=self._shape,
                                                          dtype=self.dtype))
 

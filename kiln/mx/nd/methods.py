@@ -1,0 +1,88 @@
+"""MXNet 1.x's NDArray methods, put onto kiln's one array class from the mx floor.
+
+Most 1.x methods are "fluent" forms of nd functions: `x.slice(begin, end)` is
+`nd.slice(x, begin, end)`, `x.take(i)` is `nd.take(x, i)`, and so on (FLUENT). They are added
+only where the class has no method of that name, so the NumPy-style methods of the core stay
+as they are. Where a core method has extra 1.x arguments, the 1.x form is taken when the
+call can only mean it: `reshape` with MXNet's special codes (-2, -3, -4, 0 of a non-empty
+array, which NumPy refuses) or `reverse=`, and `flatten/squeeze/expand_dims(inplace=...)`
+(inplace=True: a view, as now; inplace=False: a copy, as MXNet makes one).
+"""
+from ..._core.ndarray import ndarray
+from ..f_namespace import namespace_attr
+from ..ops.tensor import mx_reshape_target
+
+# nd functions that MXNet 1.x's NDArray also has as methods (python/mxnet/ndarray/ndarray.py)
+FLUENT = tuple("""
+    arccos arccosh arcsin arcsinh arctan arctanh argmax_channel broadcast_axes broadcast_like
+    cbrt ceil cosh degrees depth_to_space diag expm1 fix flip floor log10 log1p log2
+    log_softmax nanprod nansum one_hot pad pick radians rcbrt reciprocal relu reshape_like
+    rint rsqrt shape_array sigmoid sinh size_array slice slice_axis slice_like softmax softmin
+    space_to_depth split split_v2 take tan topk trunc to_dlpack_for_read to_dlpack_for_write
+    """.split())
+
+
+def _nd(name):
+    return namespace_attr("kiln.mx.nd", name)
+
+
+def _fluent(name):
+    def method(self, *args, **kwargs):
+        return _nd(name)(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"`nd.{name}(self, ...)` (MXNet 1.x's fluent method)."
+    return method
+
+
+def _with_inplace(name, core, as_view):
+    """The core method, or with `inplace=` MXNet's: a view (True) or a copy (False)."""
+    def method(self, *args, inplace=None, **kwargs):
+        if inplace is None:
+            return core(self, *args, **kwargs)
+        view = as_view(self, *args, **kwargs)
+        return view if inplace else view.copy()
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (f"{core.__doc__ or name}\n\nMXNet 1.x's `inplace=True` returns a view, "
+                      f"`inplace=False` a copy.")
+    return method
+
+
+def _mx_codes(shape, size):
+    """Whether a reshape target can only be MXNet's (NumPy refuses its special values)."""
+    return any(d < -1 for d in shape) or (size > 0 and 0 in shape)
+
+
+def _reshape(core):
+    def reshape(self, *shape, reverse=False, **kwargs):
+        target = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        if not target and "shape" in kwargs:
+            target = kwargs.pop("shape")
+        target = (target,) if isinstance(target, int) else tuple(target)
+        if reverse or (all(isinstance(d, int) for d in target)
+                       and _mx_codes(target, self.size)):
+            return core(self, mx_reshape_target(self.shape, target, reverse), **kwargs)
+        return core(self, target, **kwargs)
+    reshape.__doc__ = ("The array in a new shape (a view). Also MXNet 1.x's special values: "
+                       "0 copies an axis, -2 copies the rest, -3 merges two axes, -4 splits "
+                       "one; `reverse=True` reads them from the right.")
+    return reshape
+
+
+def _flatten_2d(x):
+    return x.reshape((x.shape[0] if x.ndim else 1, -1))
+
+
+def install():
+    """Put the 1.x methods on the array class (called once, by kiln/mx/nd/__init__.py)."""
+    for name in FLUENT:
+        if not hasattr(ndarray, name):
+            setattr(ndarray, name, _fluent(name))
+    core = {name: getattr(ndarray, name) for name in ("reshape", "flatten", "squeeze",
+                                                      "expand_dims")}
+    ndarray.reshape = _reshape(core["reshape"])
+    ndarray.flatten = _with_inplace("flatten", core["flatten"],
+                                    lambda x: _flatten_2d(x))
+    ndarray.squeeze = _with_inplace("squeeze", core["squeeze"],
+                                    lambda x, axis=None: core["squeeze"](x, axis))
+    ndarray.expand_dims = _with_inplace("expand_dims", core["expand_dims"],
+                                        lambda x, axis: core["expand_dims"](x, axis))
