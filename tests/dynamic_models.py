@@ -8,15 +8,13 @@ from kiln.gluon import nn
 
 
 class EncoderLayer(nn.HybridBlock):
-    """Self-attention (Dense(flatten=False) projections, matmul, softmax) and a feed-forward
-    block, each with a residual and LayerNorm. One head: merging heads back
-    (`att.transpose(0, 2, 1, 3).reshape(b, s, d)`) pins the batch and length today, since
-    the trace keeps the view decision of a reshape of a transposed array exact
-    (_core/aliasing.py's _guard_view_decision)."""
+    """Multi-head self-attention (Dense(flatten=False) projections, heads split and merged
+    back with reshapes of transposed arrays, matmul, softmax) and a feed-forward block, each
+    with a residual and LayerNorm."""
 
-    def __init__(self, d=16, hidden=32):
+    def __init__(self, d=16, hidden=32, heads=2):
         super().__init__()
-        self.d = d
+        self.d, self.heads = d, heads
         self.q = nn.Dense(d, flatten=False, in_units=d)
         self.k = nn.Dense(d, flatten=False, in_units=d)
         self.v = nn.Dense(d, flatten=False, in_units=d)
@@ -27,9 +25,15 @@ class EncoderLayer(nn.HybridBlock):
         self.ln2 = nn.LayerNorm(in_channels=d)
 
     def forward(self, x):
-        q, k, v = self.q(x), self.k(x), self.v(x)
-        scores = np.matmul(q, k.transpose(0, 2, 1)) / math.sqrt(self.d)
+        b, s, d = x.shape
+
+        def split(t):
+            return t.reshape(b, s, self.heads, d // self.heads).transpose(0, 2, 1, 3)
+
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        scores = np.matmul(q, k.transpose(0, 1, 3, 2)) / math.sqrt(d // self.heads)
         att = np.matmul(npx.softmax(scores, axis=-1), v)
+        att = att.transpose(0, 2, 1, 3).reshape(b, s, d)
         x = self.ln1(x + self.out(att))
         return self.ln2(x + self.ff2(self.ff1(x)))
 

@@ -16,7 +16,7 @@ from kiln.export.symbol import parse_symbol, read_symbol
 
 from dynamic_models import model
 
-SIZES = ((2, 3), (3, 5), (7, 2))      # (batch, sequence length): the guards' sizes >= 2
+SIZES = ((2, 3), (1, 1), (3, 5), (7, 2), (1, 4))      # (batch, sequence length)
 
 
 def _export(kind, tmp_path, **export_kwargs):
