@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     heavy,
     kernels,
     lowp,
+    normalization,
     scan,
     special_ops,
 )
