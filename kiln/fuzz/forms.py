@@ -6,7 +6,7 @@ decided by running it eagerly (generate._probe), so a form may well propose nons
 """
 import math
 
-from . import alias_forms
+from . import alias_forms, fused_forms
 
 UNARY = ("np.abs({x})", "np.exp({x})", "np.log({x})", "np.sqrt({x})", "np.sin({x})",
          "np.cos({x})", "np.tanh({x})", "np.floor({x})", "np.ceil({x})", "np.round({x})",
@@ -393,7 +393,8 @@ FORMS = ((unary, 6), (binary, 8), (cast, 3), (reduce_, 4), (shape_op, 4), (index
          (create, 2), (random_draw, 1), (if_else, 2), (while_loop, 1), (windows, 1),
          (gluon, 1), (convolutional, 1), (nn_op, 2), (recurrent, 1), (collective, 1),
          (zero_product, 1), (activation_0d, 2), (alias_forms.alias_if, 2),
-         (alias_forms.alias_while, 1))
+         (alias_forms.alias_while, 1), (fused_forms.attention, 1),
+         (fused_forms.normalization, 1))
 
 
 def draw(state):

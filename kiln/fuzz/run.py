@@ -24,6 +24,9 @@ FORM_PATTERNS = {
     "activation of a 0-d value": re.compile(
         r"npx\.\w+\((\w+\.sum\(\) \* 0\.5|np\.max\(|\w+\.mean\(\)|1\.0 / \(np\.abs|"
         r"np\.linalg\.norm\(|\w+\.reshape\(-1\)\[0\])"),
+    "attention": re.compile(r"npx\.attention\(|np\.matmul\(npx\.(masked_)?softmax\("),
+    "normalization over the last axis": re.compile(r"npx\.(layer_norm|softmax|log_softmax)\("
+                                                   r"[^\n]*axis=-1"),
     "if/while, then an in-place write": re.compile(
         r"^    (if|while) [^\n]*\n(        [^\n]*\n|    else:\n)+    \w+(\[[^\n]*\])? "
         r"([-+*/]= |= (?!=))", re.M),

@@ -1,7 +1,7 @@
 """The op registry and every primitive. Importing this package registers them all."""
 from .registry import REGISTRY, Primitive, register, get  # noqa: F401
 from . import elementwise, reduce, shape, linalg, creation, window, conv, pool  # noqa: F401
-from . import batchnorm, conv_bias, attention  # noqa: F401
+from . import batchnorm, conv_bias, attention, normalization  # noqa: F401
 from . import special, random_gamma  # noqa: F401  (gammaln, erfinv, bitwise; gamma, poisson)
 from . import control, scan  # noqa: F401  (cond, while_loop, scan: ops with subgraphs)
 from . import collective  # noqa: F401  (allreduce across the ranks of a job)

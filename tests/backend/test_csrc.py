@@ -91,7 +91,7 @@ def _variants(name):
         avx2 = ["-mavx2", "-mfma", "-mno-avx512f"]
         return [("libmvec-avx512", flags + ["-DKILN_LIBMVEC", "-mavx2", "-mfma", "-mavx512f"]),
                 ("libmvec-avx2", flags + ["-DKILN_LIBMVEC"] + avx2), ("libm", flags)]
-    if name == "attention.h" and MACHINE in ("x86_64", "AMD64"):
+    if name in ("attention.h", "normalization.h") and MACHINE in ("x86_64", "AMD64"):
         # put in a program after program_prelude.h, whose vector_math.h gives kiln_vm_exp*
         after = flags + ["-include", "math.h", "-include", str(CSRC / "vector_math.h")]
         return [("libmvec-avx512", after + ["-DKILN_LIBMVEC", "-mavx2", "-mfma", "-mavx512f"]),

@@ -154,6 +154,18 @@ def test_long_sequences_in_blocks_and_float64(configuration):
                                     fn(*args).asnumpy(), rtol=tol, atol=tol)
 
 
+def test_two_attentions_in_one_program(configuration):
+    """A decoder's blocks each attend: the kernel goes into the program once (it went in
+    once per node, and the compiler refused the redefinitions)."""
+    q, k, v = (np.array(a) for a in _inputs())
+
+    def fn(q, k, v):
+        first = npx.attention(q, k, v)
+        return npx.attention(first, k[..., :DV], v, scale=0.5)
+    onp.testing.assert_allclose(kiln.hybridize(fn, backend="c")(q, k, v).asnumpy(),
+                                fn(q, k, v).asnumpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_bad_operands_are_refused_with_the_op_named():
     q, k, v = _inputs()
     with pytest.raises(kiln.base.KilnError, match="attention"):

@@ -25,6 +25,7 @@ from batchnorm_cases import batchnorm_cases
 from special_cases import special_cases
 from lowp_cases import conv_bf16_cases, int8_cases, lowp_cases
 from attention_cases import attention_cases
+from normalization_cases import normalization_cases
 
 R = onp.random.default_rng(0)
 
@@ -267,6 +268,7 @@ CASES.update(lowp_cases(C))      # matmul_bf16
 CASES.update(int8_cases(C))      # quantize_int8, dense_int8, conv_int8
 CASES.update(conv_bf16_cases(C))  # conv_bf16
 CASES.update(attention_cases(C))  # scaled dot-product attention
+CASES.update(normalization_cases(C))  # layer_norm, softmax over the last axis
 
 IDS = [(name, i) for name in sorted(REGISTRY) for i in range(len(CASES.get(name, [None])))]
 
@@ -394,6 +396,10 @@ SECOND_ORDER = {
     "take": (lambda x: x[onp.array([0, 2, 2])] ** 3, [u(3, 2)]),
     "attention": (lambda q, k, v: np.tanh(npx.attention(q, k, v, onp.array([[1, 1, 0]], bool))),
                   [u(2, 2, 3), u(2, 3, 3), u(2, 3, 2)]),
+    "layer_norm": (lambda x, g, b: np.tanh(REGISTRY["layer_norm"](x, g, b, eps=0.1)),
+                   [u(2, 4), u(4), u(4)]),
+    "softmax": (lambda x: np.tanh(REGISTRY["softmax"](x * 2, log=False)) +
+                REGISTRY["softmax"](x, log=True), [u(2, 4)]),
     "batch_norm": (lambda x, g, b: np.tanh(npx.batch_norm(
         x, g, b, np.zeros(3, dtype="float64"), np.ones(3, dtype="float64"), eps=0.1,
         fix_gamma=False)), [u(2, 3, 2), u(3), u(3)]),

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     int8,
     kernels,
     lowp,
+    normalization,
     scan,
     special_ops,
 )

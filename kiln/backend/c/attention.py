@@ -25,8 +25,9 @@ def emit(node, ptr, em):
     T = ctype(node.dtype)
     if T not in ("float", "double"):
         raise NotLowerable(f"attention in {node.dtype}")
-    if not any("kiln_attention_task_float" in f for f in em.functions):
-        em.functions.append(fixed_source.text("attention.h"))
+    kernel = fixed_source.text("attention.h")
+    if kernel not in em.functions:         # once per program, however many attentions
+        em.functions.append(kernel)
     lead = tuple(q.shape[:-2])
     if len(lead) > 8:
         raise NotLowerable("attention over more than 8 leading dims")

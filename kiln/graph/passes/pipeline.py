@@ -9,7 +9,8 @@ order. The pipelines:
   pruned-backward  a backward graph whose absent incoming gradients are zeros
                    (zero_cotangents.py), then generic
   c-program        the C backend, before generating a program: heavy ops without a kernel
-                   expanded, attention written out fused into its op, channels-last between
+                   expanded, attention written out fused into its op, then layer norm and
+                   the softmax family, channels-last between
                    the heavy ops with a kernel, conv epilogues fused
   c-joint-layout   the C backend's channels-last layout on a traced forward+backward graph,
                    before it is split into two programs (graph/split.py)
@@ -33,7 +34,7 @@ import os
 import sys
 
 from . import (amp, attention, conv_epilogue, cse, dce, expand_heavy, fold, fuse, gather_pieces,
-               layout, quantize, scan_grad_window, simplify, zero_cotangents)
+               layout, normalization, quantize, scan_grad_window, simplify, zero_cotangents)
 
 
 class Step:
@@ -91,6 +92,8 @@ PIPELINES = {
         Step("heavy ops without a kernel expanded", expand_heavy, "expand_heavy_ops",
              {"keep": "takes"}, then="generic"),
         Step("attention fused", attention, "fuse_attention", then="generic"),
+        Step("layer norm and softmax fused", normalization, "fuse_normalization",
+             then="generic"),
         CHANNELS_LAST,
         Step("conv epilogues fused", conv_epilogue, "fuse_conv_epilogues", {"takes": "takes"},
              then="generic"),
