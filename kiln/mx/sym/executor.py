@@ -15,6 +15,10 @@ from ..._core.ndarray import ndarray
 from .evaluation import evaluate, infer_shape_strict, infer_type, compile_symbols, _as_array
 
 
+class ExtraParameterError(KilnError, ValueError):
+    """A given parameter the bound symbol does not have."""
+
+
 def _named(names, values, what):
     if values is None:
         return {}
@@ -126,6 +130,8 @@ class Executor:
         if out_grads is not None:
             out_grads = [_as_array(g, "out_grads") for g in out_grads]
         names = [n for n, r in self._grad_req.items() if r != "null"]
+        if not names:           # nothing asks for a gradient: MXNet's backward does nothing
+            return
         grads = autograd.grad(self.outputs, [self._leaves[n] for n in names],
                               head_grads=out_grads, retain_graph=True)
         for name, g in zip(names, grads):
@@ -155,10 +161,15 @@ class Executor:
         return OrderedDict(zip(self._symbol.list_outputs(), self.outputs))
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
-        for table, params in ((self.arg_dict, arg_params), (self.aux_dict, aux_params or {})):
+        aux_params = aux_params or {}
+        extra = [n for n in arg_params if n not in self.arg_dict] + [
+            n for n in aux_params if n not in self.aux_dict]
+        if extra and not allow_extra_params:
+            # MXNet raises ValueError here ("Find name ... that is not in the arguments")
+            raise ExtraParameterError(f"copy_params_from: {extra[:5]} are not parameters of "
+                                      f"the symbol; pass allow_extra=True to ignore them"
+                                      + where_in_user_code())
+        for table, params in ((self.arg_dict, arg_params), (self.aux_dict, aux_params)):
             for name, value in params.items():
                 if name in table:
                     table[name][...] = _as_array(value, name)
-                elif not allow_extra_params:
-                    raise KilnError(f"copy_params_from: {name!r} is not a parameter of the "
-                                    "symbol" + where_in_user_code())
