@@ -30,6 +30,10 @@ class ModuleNameError(KilnError, ValueError):
     """A data, state or fixed parameter name the symbol does not have (ValueError in MXNet)."""
 
 
+class MissingParameterError(KilnError, RuntimeError):
+    """A parameter absent from the given params (RuntimeError in MXNet)."""
+
+
 def _check_names(symbol, names, kind, throw):
     args = symbol.list_arguments()
     for name in names:
@@ -197,7 +201,9 @@ class Module(BaseModule):
                     arr[...] = _as_value(given[name], arr, name)
                 return
             if given is not None and not allow_missing:
-                raise RuntimeError(f"{name} is not presented")
+                raise MissingParameterError(f"{name} is not presented (Module: the given "
+                                            "params lack it; pass allow_missing=True to "
+                                            "initialize it instead)" + where_in_user_code())
             if init is not None:
                 init(kinit.InitDesc(name, {k: v for k, v in attrs.get(name, {}).items()
                                            if k == "__init__"}), arr)
