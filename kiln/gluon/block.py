@@ -5,7 +5,6 @@ structural names (the attribute or child keys joined by '.') are the keys of
 collect_params() and of saved parameter files, so the same architecture built twice gives
 the same names: no global counters are involved. `block.name` ('dense0') is for display only.
 """
-import contextlib
 import itertools
 import re
 import threading
@@ -18,7 +17,7 @@ from .._core import trace
 from .._core.ndarray import ndarray
 from ..backend.c import fastcall
 from ..hybrid.cached import MISS, shape_policy_of
-from . import f_namespace
+from . import f_namespace, naming
 from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
 
@@ -83,16 +82,21 @@ class Block:
     Parameters, and its `forward` says what it computes. `collect_params`, `initialize`,
     `save_parameters`/`load_parameters` and forward hooks act on the whole tree of blocks."""
     def __init__(self, prefix=None, params=None, **kwargs):
-        # `prefix` is accepted for MXNet 1.x code and ignored: names are structural.
-        # `params` (MXNet 1.x sharing): parameters registered later under the same names
-        # are taken from it instead of being created.
+        # `prefix` or a parent's name_scope() give MXNet 1.x names (naming.py); otherwise
+        # names are structural. `params` (MXNet 1.x sharing): parameters registered later
+        # under the same names are taken from it instead of being created.
         if kwargs:
             raise TypeError(f"{type(self).__name__}() got unexpected keyword argument(s) "
                             f"{', '.join(sorted(kwargs))}{where_in_user_code()}")
-        shared = params
+        prefix, params_prefix, shared, named = naming.assign_prefix(type(self), prefix, params)
+        display = naming.display_name(prefix) if named else _display_name(type(self))
+        object.__setattr__(self, "_prefix", prefix if named else display + "_")
+        object.__setattr__(self, "_params_prefix", params_prefix if named else display + "_")
+        object.__setattr__(self, "_mx1_names", named)
+        object.__setattr__(self, "_scope_counter", {})
         object.__setattr__(self, "_children", OrderedDict())
         object.__setattr__(self, "_reg_params", ParameterDict(owner=self, shared=shared))
-        object.__setattr__(self, "_name", _display_name(type(self)))
+        object.__setattr__(self, "_name", display)
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_hybrid_active", False)
@@ -136,13 +140,17 @@ class Block:
 
     def _register_param(self, name, param):
         shared = self._reg_params._shared
-        if shared is not None and name in shared and shared[name] is not param:
-            param = shared[name]          # params=other.params: use the other block's one
+        # params=other.params: use the other block's one (by MXNet 1.x's name when named)
+        shared_key = naming.full_name(self, name) if self._mx1_names else name
+        if shared is not None and shared_key in shared and shared[shared_key] is not param:
+            param = shared[shared_key]
         for existing in self._reg_params.values():
             if existing is param:
                 return param              # params.get('w') then self.w = ...: one entry
         if param._owner_name is None:
             param._owner_name = self._name
+            if self._mx1_names:
+                param._full_name = naming.full_name(self, name)
         OrderedDict.__setitem__(self._reg_params, name, param)
         return param
 
@@ -171,7 +179,8 @@ class Block:
 
     @property
     def prefix(self):
-        return ""
+        """MXNet 1.x's prefix of a named block (naming.py); '' when names are structural."""
+        return self._prefix if self._mx1_names else ""
 
     @property
     def params(self):
@@ -179,8 +188,8 @@ class Block:
         return self._reg_params
 
     def name_scope(self):
-        """MXNet 1.x scoping; kiln names parameters structurally, so this does nothing."""
-        return contextlib.nullcontext()
+        """MXNet 1.x's scope: blocks made inside get names under this block's prefix."""
+        return naming.name_scope(self)
 
     def _walk_params(self, prefix=""):
         """(structural name, owning block, local key) for every parameter, children included."""
@@ -203,8 +212,9 @@ class Block:
         """
         self._warn_unregistered_blocks()
         pattern = re.compile(select) if select else None
-        out, seen = ParameterDict(), set()
+        out, seen = ParameterDict(prefix=self.prefix), set()
         for name, param in self._collect_params_with_prefix().items():
+            name = param._full_name or name          # MXNet 1.x's name in a named block
             if id(param) in seen or (pattern is not None and not pattern.match(name)):
                 continue
             seen.add(id(param))

@@ -89,11 +89,12 @@ class Parameter:
         self._deferred = None        # (init, default_init, desc name) waiting for a shape
         self._path = None            # structural name ('0.weight'), learned at initialize()
         self._owner_name = None      # display name of the block that registered it
+        self._full_name = None       # MXNet 1.x's name, in a named block (naming.py)
 
     # ---- description -----------------------------------------------------------------------
     @property
     def name(self):
-        return self._name
+        return self._full_name or self._name
 
     def _label(self):
         if self._path:
@@ -103,7 +104,8 @@ class Parameter:
         return repr(self._name)
 
     def __repr__(self):
-        return f"Parameter (shape={_shape_text(self._shape)}, dtype={self._dtype.name})"
+        named = f" {self._full_name}" if self._full_name else ""     # as MXNet 1.x shows it
+        return f"Parameter{named} (shape={_shape_text(self._shape)}, dtype={self._dtype.name})"
 
     @property
     def shape(self):
