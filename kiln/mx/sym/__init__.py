@@ -7,6 +7,7 @@ kiln arrays: every op name resolves (kiln/mx/f_namespace.py) to a function that 
 arrays, or builds a symbol node when given Symbols.
 """
 from ..f_namespace import namespace_attr
+from ..ops import OPS as _OPS
 from .symbol import Symbol, var, Variable, Group, Constant  # noqa: F401
 from .serialization import load, fromjson, load_json, from_graph, from_block  # noqa: F401
 from .evaluation import compile_symbols as compile  # noqa: F401
@@ -15,4 +16,24 @@ _Symbol = Symbol
 
 
 def __getattr__(name):
-    return namespace_attr(__name__, name)
+    found = namespace_attr(__name__, name)
+    if name in _OPS and callable(found) and not _OPS[name].variadic and \
+            _OPS[name].input_names({}):
+        return _symbol_without_arrays(name, found)
+    return found
+
+
+def _symbol_without_arrays(name, function):
+    """`sym.FullyConnected(num_hidden=10, name='fc')` with no input at all is a Symbol whose
+    inputs are new variables (`fc_data`, ...), as in MXNet; given arrays (F while
+    hybridize traces) or Symbols, the op's own function runs."""
+    def call(*args, **kwargs):
+        from ..._core.ndarray import ndarray
+        from .symbol import call_op
+        values = list(args) + list(kwargs.values())
+        if values and any(isinstance(v, (ndarray, Symbol)) for v in values) or args:
+            return function(*args, **kwargs)
+        return call_op(name, (), kwargs)
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = function.__doc__
+    return call

@@ -64,29 +64,47 @@ def _hints(node, values):
 
 def evaluate(heads, feed):
     """Compute `heads` (a list of (SymNode, index)); feed(var_node, hinted_shape) gives a
-    variable's array. Returns the head arrays."""
-    values = {}
-    for node in nodes_of(heads):
-        if node.is_var:
-            continue
-        if node.inputs:
-            first, _ = node.inputs[0]
-            if first.is_var and id(first) not in values:
-                values[id(first)] = [feed(first, None)]
-        hints = _hints(node, values)
-        arrays = []
-        for src, k in node.inputs:
-            if src.is_var and id(src) not in values:
-                values[id(src)] = [feed(src, hints.get(id(src)))]
-            arrays.append(values[id(src)][k])
-        out = _call_node(node, arrays)
-        values[id(node)] = list(out) if isinstance(out, (tuple, list)) else [out]
+    variable's array. Returns the head arrays. A node whose variable has no shape yet waits
+    for a later node to infer it (a weight read before the layer that shapes it), as
+    MXNet's shape inference runs until nothing changes."""
+    values, learned = {}, {}
+    pending = [node for node in nodes_of(heads) if not node.is_var]
+    while pending:
+        waiting, missing = [], None
+        for node in pending:
+            if any(not src.is_var and id(src) not in values for src, _ in node.inputs):
+                waiting.append(node)
+                continue
+            try:
+                _evaluate_node(node, values, learned, feed)
+            except MissingInput as exc:
+                waiting.append(node)
+                missing = missing or exc
+        if len(waiting) == len(pending):
+            raise missing or KilnError("symbol evaluation made no progress"
+                                       + where_in_user_code())
+        pending = waiting
     result = []
     for node, k in heads:
         if node.is_var and id(node) not in values:
-            values[id(node)] = [feed(node, None)]
+            values[id(node)] = [feed(node, learned.get(id(node)))]
         result.append(values[id(node)][k])
     return result
+
+
+def _evaluate_node(node, values, learned, feed):
+    if node.inputs:
+        first, _ = node.inputs[0]
+        if first.is_var and id(first) not in values:
+            values[id(first)] = [feed(first, learned.get(id(first)))]
+    learned.update(_hints(node, values))
+    arrays = []
+    for src, k in node.inputs:
+        if src.is_var and id(src) not in values:
+            values[id(src)] = [feed(src, learned.get(id(src)))]
+        arrays.append(values[id(src)][k])
+    out = _call_node(node, arrays)
+    values[id(node)] = list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def _as_array(value, name):

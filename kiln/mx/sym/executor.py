@@ -15,6 +15,21 @@ from ..._core.ndarray import ndarray
 from .evaluation import evaluate, infer_shape_strict, infer_type, compile_symbols, _as_array
 
 
+def _gradient_reaches(symbol):
+    """Names of the variables a gradient from the outputs reaches (BlockGrad stops it)."""
+    seen, reached, stack = set(), set(), [node for node, _ in symbol._heads]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.is_var:
+            reached.add(node.name)
+        elif node.op not in ("BlockGrad", "stop_gradient"):
+            stack.extend(src for src, _ in node.inputs)
+    return reached
+
+
 class ExtraParameterError(KilnError, ValueError):
     """A given parameter the bound symbol does not have."""
 
@@ -65,6 +80,12 @@ class Executor:
         args = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in zip(names, arg_shapes,
                                                                         arg_types)}
         reqs = cls._reqs(symbol, grad_req)
+        reached = _gradient_reaches(symbol)
+        for n, t in zip(names, arg_types):
+            if reqs[n] != "null" and n in reached and not _np.issubdtype(t, _np.inexact):
+                raise KilnError(f"simple_bind: a gradient of the {_np.dtype(t).name} argument "
+                                f"{n!r} is asked for (grad_req={reqs[n]!r}); integers have "
+                                "none: give it grad_req 'null'" + where_in_user_code())
         grads = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in
                  zip(names, arg_shapes, arg_types) if reqs[n] != "null"}
         auxs = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in zip(aux, aux_shapes,
@@ -122,6 +143,8 @@ class Executor:
         return self.outputs
 
     def backward(self, out_grads=None, is_train=True):
+        if self._leaves is None and self.outputs:
+            self.forward(is_train=True)      # MXNet differentiates after any forward
         if self._leaves is None:
             raise KilnError("backward: call forward(is_train=True) first"
                             + where_in_user_code())
@@ -129,7 +152,12 @@ class Executor:
             out_grads = [out_grads]
         if out_grads is not None:
             out_grads = [_as_array(g, "out_grads") for g in out_grads]
-        names = [n for n, r in self._grad_req.items() if r != "null"]
+        reached = _gradient_reaches(self._symbol)
+        for n, r in self._grad_req.items():   # BlockGrad stops the gradient: it is zero
+            if r == "write" and n not in reached and self.grad_dict.get(n) is not None:
+                self.grad_dict[n][...] = 0
+        names = [n for n, r in self._grad_req.items() if r != "null" and n in reached and
+                 _np.issubdtype(self.arg_dict[n].dtype, _np.inexact)]   # integers: none
         if not names:           # nothing asks for a gradient: MXNet's backward does nothing
             return
         grads = autograd.grad(self.outputs, [self._leaves[n] for n in names],
