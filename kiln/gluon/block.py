@@ -407,6 +407,8 @@ class HybridBlock(Block):
         if type(self).hybrid_forward is not HybridBlock.hybrid_forward and \
                 not trace.in_body_of(self):
             _check_hybrid_forward_inputs(self, args)
+        if _SYMBOL_CALL and not kwargs and "symbol" in _kinds_of(args):
+            return _SYMBOL_CALL[0](self, args)
         cached = state.get("_kiln_cached")
         if cached is not None and not kwargs and _compiled_may_serve(self, state):
             out = cached.call_entry(args)
@@ -446,6 +448,21 @@ class HybridBlock(Block):
         params = {key: p.data() for key, p in self._reg_params.items()}
         params.update(kwargs)
         return _forward(self, "hybrid_forward", (F, x) + args, params)
+
+
+# Calling a block on MXNet 1.x Symbols: the handler kiln/mx/sym registers (gluon sits below)
+_SYMBOL_CALL = []
+
+
+def register_symbol_call(handler):
+    """handler(block, args) gives the Symbol of `block` called on Symbol arguments."""
+    _SYMBOL_CALL[:] = [handler]
+
+
+def _kinds_of(args):
+    kinds = {}
+    _input_format(tuple(args), kinds)
+    return kinds
 
 
 def _input_format(value, kinds):

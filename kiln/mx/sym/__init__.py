@@ -11,6 +11,7 @@ from ..ops import OPS as _OPS
 from .symbol import Symbol, var, Variable, Group, Constant  # noqa: F401
 from .serialization import load, fromjson, load_json, from_graph, from_block  # noqa: F401
 from .evaluation import compile_symbols as compile  # noqa: F401
+from . import block_call  # noqa: F401  (registers Gluon blocks called on Symbols)
 
 _Symbol = Symbol
 

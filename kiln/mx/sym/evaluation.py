@@ -19,7 +19,7 @@ from ..ops import OPS
 from ..._core.ndarray import ndarray
 from ...npx.io import MAX_TENSOR_ELEMENTS
 from ...ops.registry import REGISTRY
-from .symbol import KILN_PREFIX, Symbol, SymNode, nodes_of
+from .symbol import BLOCK_OP, KILN_PREFIX, Symbol, SymNode, nodes_of
 
 
 class MissingInput(KilnError):
@@ -30,6 +30,9 @@ def _call_node(node, arrays):
     where = f"symbol node {node.name!r} ({node.op}): "
     if node.grad_of is not None:
         return _gradient(node, arrays)
+    if node.op == BLOCK_OP:
+        from .block_call import call_block
+        return call_block(node, arrays)
     try:
         if node.op.startswith(KILN_PREFIX):
             return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)

@@ -12,6 +12,7 @@ from ..attribute import scoped_attrs
 from ..name import auto_name, scoped_name
 
 KILN_PREFIX = "kiln:"
+BLOCK_OP = KILN_PREFIX + "_gluon_block"     # a Gluon block called on Symbols (block_call.py)
 
 
 class SymNode:
