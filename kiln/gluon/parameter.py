@@ -65,6 +65,10 @@ def _memory_limit():
     return min(limits) if limits else None
 
 
+class StorageTypeError(KilnError, AssertionError):
+    """An unknown storage type for a Parameter (MXNet asserts it: an AssertionError)."""
+
+
 class Parameter:
     """A named weight of a Block: its shape (dimensions left 0 are inferred on the first call),
     dtype, initializer, gradient request ('write', 'add' or 'null') and learning-rate and
@@ -79,6 +83,11 @@ class Parameter:
         self._allow_deferred_init = allow_deferred_init
         self._differentiable = differentiable
         self._grad_req = grad_req if differentiable else "null"
+        for what, value in (("stype", stype), ("grad_stype", grad_stype)):
+            if value not in ("default", "row_sparse", "csr"):
+                raise StorageTypeError(f"Parameter {name!r}: {what} must be 'default', "
+                                       f"'row_sparse' or 'csr', got {value!r}"
+                                       f"{where_in_user_code()}")
         if self._grad_req not in ("write", "add", "null"):
             raise KilnError(f"Parameter {name!r}: grad_req must be 'write', 'add' or 'null', "
                             f"got {grad_req!r}{where_in_user_code()}")

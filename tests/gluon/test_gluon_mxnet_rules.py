@@ -105,3 +105,10 @@ def test_split_data_spreads_the_remainder_like_mxnet():
         onp.testing.assert_array_equal(got.asnumpy(), want)
     with pytest.raises(ValueError, match="evenly"):
         gluon.utils.split_data(x, 4, 0)
+
+
+def test_parameter_storage_types_are_checked():
+    for kw in ({"stype": "invalid"}, {"grad_stype": "dense"}):
+        with pytest.raises(AssertionError, match="stype"):
+            gluon.Parameter("weight", shape=(2, 2), **kw)
+    assert gluon.Parameter("w", shape=(2,), stype="row_sparse").shape == (2,)
