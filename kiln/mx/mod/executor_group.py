@@ -76,9 +76,8 @@ class DataParallelExecutorGroup:
         self.execs = []
         self.shared_data_arrays = (shared_group.shared_data_arrays if shared_group is not None
                                    else [{} for _ in self.contexts])
-        data_names = [DataDesc(*d).name if not isinstance(d, DataDesc) else d.name
-                      for d in data_shapes]
-        self.grad_req = self._grad_reqs(grad_req, data_names)
+        data_shapes, label_shapes = _descs(data_shapes), _descs(label_shapes)
+        self.grad_req = self._grad_reqs(grad_req, [d.name for d in data_shapes])
         self.bind_exec(data_shapes, label_shapes, shared_group)
 
     def _grad_reqs(self, grad_req, data_names):
@@ -115,7 +114,7 @@ class DataParallelExecutorGroup:
         return axes
 
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
-        self.data_shapes, self.label_shapes = list(data_shapes), list(label_shapes or [])
+        self.data_shapes, self.label_shapes = _descs(data_shapes), _descs(label_shapes)
         self.data_names = [d.name for d in self.data_shapes]
         self.label_names = [d.name for d in self.label_shapes]
         self.data_layouts = self.decide_slices(self.data_shapes)
@@ -277,6 +276,11 @@ class DataParallelExecutorGroup:
     def install_monitor(self, mon):
         for e in self.execs:
             mon.install(e)
+
+
+def _descs(shapes):
+    """DataDescs of (name, shape) pairs or DataDescs."""
+    return [d if isinstance(d, DataDesc) else DataDesc(*d) for d in shapes or []]
 
 
 def _reuse(array, shape, dtype):
