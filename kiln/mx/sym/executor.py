@@ -11,7 +11,7 @@ import numpy as _np
 
 from ..._core import autograd
 from ..._core.base import KilnError, where_in_user_code
-from ..._core.ndarray import ndarray
+from ..._core.ndarray import ndarray, full_like
 from .evaluation import evaluate, infer_shape_strict, infer_type, compile_symbols, _as_array
 
 
@@ -54,6 +54,7 @@ class Executor:
         self.aux_dict = OrderedDict((n, aux_dict[n]) for n in symbol.list_auxiliary_states())
         self._grad_req = grad_req
         self.outputs = []
+        self.last_out_grads = None
         self._leaves = None
         self._compiled = None
 
@@ -122,6 +123,7 @@ class Executor:
 
     def forward(self, is_train=False, **kwargs):
         self._set_inputs(kwargs)
+        self.last_out_grads = None          # what the last backward() started from
         if not is_train:
             self._leaves = None
             if self._compiled is None:
@@ -152,6 +154,7 @@ class Executor:
             out_grads = [out_grads]
         if out_grads is not None:
             out_grads = [_as_array(g, "out_grads") for g in out_grads]
+        self.last_out_grads = out_grads or [full_like(o, 1) for o in self.outputs]
         reached = _gradient_reaches(self._symbol)
         for n, r in self._grad_req.items():   # BlockGrad stops the gradient: it is zero
             if r == "write" and n not in reached and self.grad_dict.get(n) is not None:
