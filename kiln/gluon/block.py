@@ -473,8 +473,9 @@ def _input_format(value, kinds):
     if value is None:
         return None
     from .symbol_block import symbol_types
-    kind = ("array" if isinstance(value, ndarray) else
-            "symbol" if isinstance(value, symbol_types()) else "other")
+    kind = ("symbol" if isinstance(value, symbol_types()) else
+            # MXNet 1.x's sparse arrays (mx/nd/sparse) are arrays too: they carry an stype
+            "array" if isinstance(value, ndarray) or hasattr(value, "stype") else "other")
     kinds[kind] = kinds.get(kind, 0) + 1
     return kind
 
