@@ -147,3 +147,7 @@ def test_fit_binds_with_the_iterators_descriptions():
 def test_mxnet_contrib_amp_module_path(mx):  # noqa: F811
     from mxnet.contrib.amp import amp
     assert amp.init is mx.contrib.amp.init
+
+
+def test_context_default_ctx_is_the_cpu():
+    assert kiln.Context.default_ctx == kiln.cpu(0)
