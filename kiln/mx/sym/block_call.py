@@ -1,6 +1,7 @@
 """A Gluon block called on Symbols (`loss(output_symbol, label_symbol)`, as MXNet 1.x code
 writes a network's loss into a Module's symbol): one symbol node that runs the block on
-its inputs' values whenever the symbol is evaluated, traced or differentiated.
+its inputs' values whenever the symbol is evaluated, traced or differentiated (the node is
+run by evaluation._call_node).
 
 Blocks without parameters only (losses, activations, reshapes): a block with parameters
 would need its weights as the symbol's arguments; `sym.from_block(net, example)` gives
@@ -33,17 +34,6 @@ def block_symbol(block, args):
     node = SymNode(BLOCK_OP, auto_name(type(block).__name__.lower()), heads,
                    {"block": block, "places": tuple(places)})
     return Symbol([(node, 0)])
-
-
-def call_block(node, arrays):
-    """Evaluate a block node: the block itself on the input values."""
-    args = [None if k is None else arrays[k] for k in node.attrs["places"]]
-    out = node.attrs["block"](*args)
-    if isinstance(out, (list, tuple)):
-        raise KilnError(f"symbol node {node.name!r}: {type(node.attrs['block']).__name__} "
-                        f"returned {len(out)} outputs; a block called on Symbols gives one"
-                        + where_in_user_code())
-    return out
 
 
 register_symbol_call(block_symbol)

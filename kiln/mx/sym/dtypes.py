@@ -7,8 +7,6 @@ cast outputs are the known ones; each argument gets the dtype of what it is tied
 """
 import numpy as _np
 
-from .symbol import nodes_of
-
 _CASTS = ("Cast", "cast", "amp_cast")
 
 
@@ -27,7 +25,7 @@ def infer_type_partial(symbol, *args, **kwargs):
         parent[find(a)] = find(b)
 
     known = {}
-    for node in nodes_of(symbol._heads):
+    for node in symbol._nodes():
         outs = [(id(node), k) for k in range(node.num_outputs)]
         if node.is_var:
             dtype = given.get(node.name) or node.var_attrs.get("__dtype__")
@@ -48,7 +46,7 @@ def infer_type_partial(symbol, *args, **kwargs):
         end = (id(node), k)
         return known.get(end, by_class.get(find(end)))
 
-    by_name = {n.name: n for n in nodes_of(symbol._heads) if n.is_var}
+    by_name = {n.name: n for n in symbol._nodes() if n.is_var}
     return ([dtype_of(by_name[n]) for n in symbol.list_arguments()],
             [dtype_of(node, k) for node, k in symbol._heads],
             [dtype_of(by_name[n]) for n in symbol.list_auxiliary_states()])

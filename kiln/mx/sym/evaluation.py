@@ -30,9 +30,13 @@ def _call_node(node, arrays):
     where = f"symbol node {node.name!r} ({node.op}): "
     if node.grad_of is not None:
         return _gradient(node, arrays)
-    if node.op == BLOCK_OP:
-        from .block_call import call_block
-        return call_block(node, arrays)
+    if node.op == BLOCK_OP:      # a Gluon block called on Symbols (block_call.py)
+        args = [None if k is None else arrays[k] for k in node.attrs["places"]]
+        out = node.attrs["block"](*args)
+        if isinstance(out, (list, tuple)):
+            raise KilnError(f"{where}{type(node.attrs['block']).__name__} returned {len(out)} "
+                            "outputs; a block called on Symbols gives one" + where_in_user_code())
+        return out
     try:
         if node.op.startswith(KILN_PREFIX):
             return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)
