@@ -18,10 +18,17 @@ _Symbol = Symbol
 
 def __getattr__(name):
     found = namespace_attr(__name__, name)
-    if name in _OPS and callable(found) and not _OPS[name].variadic and \
-            _OPS[name].input_names({}):
+    if name in _OPS and callable(found) and not _OPS[name].variadic and _has_inputs(name):
         return _symbol_without_arrays(name, found)
     return found
+
+
+def _has_inputs(name):
+    """Whether MXNet op `name` takes array inputs (its attributes may decide: Custom's do)."""
+    try:
+        return bool(_OPS[name].input_names({}))
+    except Exception:       # noqa: BLE001 - an op whose inputs depend on its attributes
+        return True
 
 
 def _symbol_without_arrays(name, function):
@@ -29,10 +36,12 @@ def _symbol_without_arrays(name, function):
     inputs are new variables (`fc_data`, ...), as in MXNet; given arrays (F while
     hybridize traces) or Symbols, the op's own function runs."""
     def call(*args, **kwargs):
+        from ..._core import trace
         from ..._core.ndarray import ndarray
         from .symbol import call_op
         values = list(args) + list(kwargs.values())
-        if values and any(isinstance(v, (ndarray, Symbol)) for v in values) or args:
+        if args or any(isinstance(v, (ndarray, Symbol)) for v in values) or \
+                trace.current() is not None:
             return function(*args, **kwargs)
         return call_op(name, (), kwargs)
     call.__name__ = call.__qualname__ = name
