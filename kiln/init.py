@@ -112,6 +112,14 @@ class Initializer:
         args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         return f"{type(self).__name__}({args})"
 
+    def __eq__(self, other):
+        """MXNet's: the same kind of initializer with the same arguments."""
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and self.dumps() == other.dumps()
+
+    __hash__ = object.__hash__       # initializers stay usable as keys, by identity
+
     def __call__(self, desc, arr):
         if not isinstance(desc, InitDesc):
             desc = InitDesc(str(desc))
@@ -191,6 +199,14 @@ class Constant(Initializer):
         _fill(arr, self.value)
 
     _init_default = _init_weight
+
+    def dumps(self):
+        """As MXNet: an array value is written as nested lists (JSON has no arrays)."""
+        value = self._kwargs["value"]
+        if not _np.isscalar(value):
+            self._kwargs["value"] = (value.asnumpy() if hasattr(value, "asnumpy") else
+                                     _np.asarray(value)).tolist()
+        return super().dumps()
 
 
 @register

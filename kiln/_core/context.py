@@ -32,6 +32,9 @@ class Context:
         return False
 
 
+# MXNet's Context.default_ctx: where arrays go when no context is named (kiln: the CPU)
+Context.default_ctx = Context("cpu", 0)
+
 Device = Context
 Context.default_ctx = Context("cpu", 0)     # MXNet 1.x's class attribute: the default context
 

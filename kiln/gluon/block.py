@@ -5,18 +5,19 @@ structural names (the attribute or child keys joined by '.') are the keys of
 collect_params() and of saved parameter files, so the same architecture built twice gives
 the same names: no global counters are involved. `block.name` ('dense0') is for display only.
 """
-import contextlib
 import itertools
 import re
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
 
 from .._core.base import KilnError, where_in_user_code
 from .._core import trace
+from .._core.ndarray import ndarray
 from ..backend.c import fastcall
 from ..hybrid.cached import MISS, shape_policy_of
-from . import f_namespace
+from . import f_namespace, naming
 from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
 
@@ -81,16 +82,21 @@ class Block:
     Parameters, and its `forward` says what it computes. `collect_params`, `initialize`,
     `save_parameters`/`load_parameters` and forward hooks act on the whole tree of blocks."""
     def __init__(self, prefix=None, params=None, **kwargs):
-        # `prefix` is accepted for MXNet 1.x code and ignored: names are structural.
-        # `params` (MXNet 1.x sharing): parameters registered later under the same names
-        # are taken from it instead of being created.
+        # `prefix` or a parent's name_scope() give MXNet 1.x names (naming.py); otherwise
+        # names are structural. `params` (MXNet 1.x sharing): parameters registered later
+        # under the same names are taken from it instead of being created.
         if kwargs:
             raise TypeError(f"{type(self).__name__}() got unexpected keyword argument(s) "
                             f"{', '.join(sorted(kwargs))}{where_in_user_code()}")
-        shared = params
+        prefix, params_prefix, shared, named = naming.assign_prefix(type(self), prefix, params)
+        display = naming.display_name(prefix) if named else _display_name(type(self))
+        object.__setattr__(self, "_prefix", prefix if named else display + "_")
+        object.__setattr__(self, "_params_prefix", params_prefix if named else display + "_")
+        object.__setattr__(self, "_mx1_names", named)
+        object.__setattr__(self, "_scope_counter", {})
         object.__setattr__(self, "_children", OrderedDict())
         object.__setattr__(self, "_reg_params", ParameterDict(owner=self, shared=shared))
-        object.__setattr__(self, "_name", _display_name(type(self)))
+        object.__setattr__(self, "_name", display)
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_hybrid_active", False)
@@ -104,9 +110,18 @@ class Block:
                             f"{where_in_user_code()}")
 
     def __setattr__(self, name, value):
+        existing = self.__dict__.get(name)
+        if isinstance(existing, (Parameter, Block)) and value is not None and \
+                not isinstance(value, type(existing)):
+            # MXNet refuses this too: the block's structure would change silently (kiln lets
+            # None through, which removes the child or parameter)
+            raise TypeError(f"{type(self).__name__}: changing attribute {name!r} from "
+                            f"{type(existing).__name__} to {type(value).__name__} is not "
+                            f"allowed{where_in_user_code()}")
         if isinstance(value, Block):
             self._require_init(f"block {name!r}")
             self._children[name] = value
+            self._drop_compiled()
         elif isinstance(value, Parameter):
             self._require_init(f"parameter {name!r}")
             value = self._register_param(name, value)
@@ -125,13 +140,17 @@ class Block:
 
     def _register_param(self, name, param):
         shared = self._reg_params._shared
-        if shared is not None and name in shared and shared[name] is not param:
-            param = shared[name]          # params=other.params: use the other block's one
+        # params=other.params: use the other block's one (by MXNet 1.x's name when named)
+        shared_key = naming.full_name(self, name) if self._mx1_names else name
+        if shared is not None and shared_key in shared and shared[shared_key] is not param:
+            param = shared[shared_key]
         for existing in self._reg_params.values():
             if existing is param:
                 return param              # params.get('w') then self.w = ...: one entry
         if param._owner_name is None:
             param._owner_name = self._name
+            if self._mx1_names:
+                param._full_name = naming.full_name(self, name)
         OrderedDict.__setitem__(self._reg_params, name, param)
         return param
 
@@ -139,7 +158,12 @@ class Block:
         if name is None:
             name = str(len(self._children))
         self._children[name] = block
+        self._drop_compiled()
         return block
+
+    def _drop_compiled(self):
+        """The children changed: programs hybridize compiled for the old ones are stale."""
+        self.__dict__.pop("_kiln_cached", None)
 
     def _replace_param(self, key, new):
         old = self._reg_params[key]
@@ -155,7 +179,8 @@ class Block:
 
     @property
     def prefix(self):
-        return ""
+        """MXNet 1.x's prefix of a named block (naming.py); '' when names are structural."""
+        return self._prefix if self._mx1_names else ""
 
     @property
     def params(self):
@@ -163,8 +188,8 @@ class Block:
         return self._reg_params
 
     def name_scope(self):
-        """MXNet 1.x scoping; kiln names parameters structurally, so this does nothing."""
-        return contextlib.nullcontext()
+        """MXNet 1.x's scope: blocks made inside get names under this block's prefix."""
+        return naming.name_scope(self)
 
     def _walk_params(self, prefix=""):
         """(structural name, owning block, local key) for every parameter, children included."""
@@ -185,14 +210,39 @@ class Block:
         A parameter shared by several layers appears once, under its first name.
         `select` is a regular expression matched at the start of each name ('.*weight').
         """
+        self._warn_unregistered_blocks()
         pattern = re.compile(select) if select else None
-        out, seen = ParameterDict(), set()
+        out, seen = ParameterDict(prefix=self.prefix), set()
         for name, param in self._collect_params_with_prefix().items():
+            name = param._full_name or name          # MXNet 1.x's name in a named block
             if id(param) in seen or (pattern is not None and not pattern.match(name)):
                 continue
             seen.add(id(param))
             OrderedDict.__setitem__(out, name, param)
         return out
+
+    def _warn_unregistered_blocks(self):
+        """Warn (as MXNet does) about Blocks kept in a list, tuple or dict attribute: they are
+        not children, so their parameters are not collected, saved or trained."""
+        children = {id(_deref(c)) for c in self._children.values()}
+
+        def holds_block(data):
+            if isinstance(data, (list, tuple)):
+                return any(holds_block(x) for x in data)
+            if isinstance(data, dict):
+                return any(holds_block(x) for x in data.values())
+            return isinstance(data, Block) and id(data) not in children
+
+        for key, value in self.__dict__.items():
+            if isinstance(value, (list, tuple, dict)) and not key.startswith("_") and \
+                    holds_block(value):
+                warnings.warn(f'"{type(self).__name__}.{key}" is an unregistered container '
+                              "with Blocks. Note that Blocks inside the list, tuple or dict "
+                              "will not be registered automatically. Make sure to register "
+                              "them using register_child() or switching to "
+                              "nn.Sequential/nn.HybridSequential instead.", stacklevel=3)
+        for child in self._children.values():
+            _deref(child)._warn_unregistered_blocks()
 
     def share_parameters(self, shared):
         """Use the parameters in `shared` (structural name -> Parameter) in place of ours."""
@@ -325,6 +375,7 @@ class HybridBlock(Block):
     def hybridize(self, active=True, backend=None, static_alloc=False, static_shape=False,
                   **kwargs):
         object.__setattr__(self, "_hybrid_active", bool(active))
+        object.__setattr__(self, "_in_format", None)
         opts = dict(backend=backend, static_alloc=static_alloc, static_shape=static_shape)
         opts.update(kwargs)
         object.__setattr__(self, "_hybrid_opts", opts)
@@ -353,6 +404,11 @@ class HybridBlock(Block):
 
     def _call_undispatched(self, args, kwargs):
         state = self.__dict__
+        if type(self).hybrid_forward is not HybridBlock.hybrid_forward and \
+                not trace.in_body_of(self):
+            _check_hybrid_forward_inputs(self, args)
+        if _SYMBOL_CALL and not kwargs and "symbol" in _kinds_of(args):
+            return _SYMBOL_CALL[0](self, args)
         cached = state.get("_kiln_cached")
         if cached is not None and not kwargs and _compiled_may_serve(self, state):
             out = cached.call_entry(args)
@@ -396,6 +452,65 @@ class HybridBlock(Block):
         params = {key: p.data() for key, p in self._reg_params.items()}
         params.update(kwargs)
         return _forward(self, "hybrid_forward", (F, x) + args, params)
+
+
+# Calling a block on MXNet 1.x Symbols: the handler kiln/mx/sym registers (gluon sits below)
+_SYMBOL_CALL = []
+
+
+def register_symbol_call(handler):
+    """handler(block, args) gives the Symbol of `block` called on Symbol arguments."""
+    _SYMBOL_CALL[:] = [handler]
+
+
+def _kinds_of(args):
+    kinds = {}
+    _input_format(tuple(args), kinds)
+    return kinds
+
+
+def _input_format(value, kinds):
+    """The nesting of a call's inputs with None kept in place (MXNet's `_flatten` format);
+    counts each kind of leaf into `kinds`."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_input_format(v, kinds) for v in value)
+    if value is None:
+        return None
+    from .symbol_block import symbol_types
+    kind = ("symbol" if isinstance(value, symbol_types()) else
+            # MXNet 1.x's sparse arrays (mx/nd/sparse) are arrays too: they carry an stype
+            "array" if isinstance(value, ndarray) or hasattr(value, "stype") else "other")
+    kinds[kind] = kinds.get(kind, 0) + 1
+    return kind
+
+
+def _check_hybrid_forward_inputs(block, args):
+    """MXNet 1.x's rules for a block written with hybrid_forward: its inputs hold arrays or
+    Symbols, not both, and at least one; hybridized, only arrays or None, nested in the
+    same way on every call (the cached graph was made for that structure)."""
+    kinds = {}
+    fmt = _input_format(tuple(args), kinds)
+    while fmt and fmt[-1] is None:       # f(x) and f(x, None) call hybrid_forward alike
+        fmt = fmt[:-1]
+    if kinds.get("array") and kinds.get("symbol"):
+        raise ValueError(f"{type(block).__name__}: In HybridBlock, we do not support mixed "
+                         "NDArrays and Symbols types for the input" + where_in_user_code())
+    if not kinds.get("array") and not kinds.get("symbol"):
+        raise ValueError(f"{type(block).__name__}: In HybridBlock, there must be one NDArray "
+                         "or one Symbol in the input" + where_in_user_code())
+    if not block.__dict__["_hybrid_active"] or kinds.get("symbol"):
+        return
+    if kinds.get("other"):
+        raise ValueError(f"{type(block).__name__}: when hybridized, the inputs of a HybridBlock "
+                         "must be (nested lists of) arrays or None, got "
+                         f"{[type(a).__name__ for a in args]}" + where_in_user_code())
+    known = block.__dict__.get("_in_format")
+    if known is None:
+        object.__setattr__(block, "_in_format", fmt)
+    elif known != fmt:
+        raise ValueError(f"{type(block).__name__}: the inputs are not arranged as on the first "
+                         "call after hybridize() (which arrays are None, how they nest); "
+                         "call hybridize() again to trace anew" + where_in_user_code())
 
 
 # once a compiled program has a C dispatcher, HybridBlock.__call__ runs in C (BlockCall)

@@ -65,6 +65,10 @@ def _memory_limit():
     return min(limits) if limits else None
 
 
+class StorageTypeError(KilnError, AssertionError):
+    """An unknown storage type for a Parameter (MXNet asserts it: an AssertionError)."""
+
+
 class Parameter:
     """A named weight of a Block: its shape (dimensions left 0 are inferred on the first call),
     dtype, initializer, gradient request ('write', 'add' or 'null') and learning-rate and
@@ -79,6 +83,11 @@ class Parameter:
         self._allow_deferred_init = allow_deferred_init
         self._differentiable = differentiable
         self._grad_req = grad_req if differentiable else "null"
+        for what, value in (("stype", stype), ("grad_stype", grad_stype)):
+            if value not in ("default", "row_sparse", "csr"):
+                raise StorageTypeError(f"Parameter {name!r}: {what} must be 'default', "
+                                       f"'row_sparse' or 'csr', got {value!r}"
+                                       f"{where_in_user_code()}")
         if self._grad_req not in ("write", "add", "null"):
             raise KilnError(f"Parameter {name!r}: grad_req must be 'write', 'add' or 'null', "
                             f"got {grad_req!r}{where_in_user_code()}")
@@ -89,11 +98,12 @@ class Parameter:
         self._deferred = None        # (init, default_init, desc name) waiting for a shape
         self._path = None            # structural name ('0.weight'), learned at initialize()
         self._owner_name = None      # display name of the block that registered it
+        self._full_name = None       # MXNet 1.x's name, in a named block (naming.py)
 
     # ---- description -----------------------------------------------------------------------
     @property
     def name(self):
-        return self._name
+        return self._full_name or self._name
 
     def _label(self):
         if self._path:
@@ -103,7 +113,8 @@ class Parameter:
         return repr(self._name)
 
     def __repr__(self):
-        return f"Parameter (shape={_shape_text(self._shape)}, dtype={self._dtype.name})"
+        named = f" {self._full_name}" if self._full_name else ""     # as MXNet 1.x shows it
+        return f"Parameter{named} (shape={_shape_text(self._shape)}, dtype={self._dtype.name})"
 
     @property
     def shape(self):

@@ -14,10 +14,11 @@ from .parameter import Parameter, Constant
 class ParameterDict(OrderedDict):
     """An ordered dict of Parameters by name (what `collect_params()` returns), with `initialize`,
     `zero_grad`, `setattr`, `save` and `load` acting on all of them."""
-    def __init__(self, items=(), owner=None, shared=None):
+    def __init__(self, items=(), owner=None, shared=None, prefix=""):
         super().__init__(items)
         self._owner = owner      # the Block whose own parameters these are, if any
         self._shared = shared    # params=... given to the owner's constructor (to share)
+        self.prefix = prefix     # a named block's MXNet 1.x prefix (gluon/naming.py)
 
     # ---- creating parameters (owned dicts only) --------------------------------------------
     def get(self, name, *default, **kwargs):
@@ -30,14 +31,14 @@ class ParameterDict(OrderedDict):
             if "shape" in kwargs and kwargs["shape"] is not None:
                 param.shape = kwargs["shape"]   # fills unknown dims, checks known ones
             return param
+        if self._owner is None:
+            return default[0] if default else None
         if self._shared is not None and name in self._shared:
             param = self._shared[name]
-        elif self._owner is None:
-            return default[0] if default else None
         else:
             param = Parameter(name, **kwargs)
-        self._owner._register_param(name, param)
-        return param
+        # a named block may take it from the shared dict by its MXNet 1.x name instead
+        return self._owner._register_param(name, param)
 
     def get_constant(self, name, value=None):
         if name in self:
@@ -135,6 +136,9 @@ class ParameterDict(OrderedDict):
                   dtype_source, f"ParameterDict.load: {filename} does not match")
 
     def __repr__(self):
+        if self.prefix:          # a named block's parameters print as MXNet 1.x prints them
+            lines = "\n".join(f"  {v!r}" for v in self.values())
+            return f"{self.prefix} (\n{lines}\n)"
         if not self:
             return "{}"
         lines = [f"{k!r}: {v!r}" for k, v in self.items()]

@@ -1,7 +1,7 @@
 """Gluon helpers: Block.summary, split_data / split_and_load, clip_global_norm, download."""
 import os
 
-from .._core.base import KilnError
+from .._core.base import KilnError, where_in_user_code
 
 _DEFAULT_REPO_URL = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/"
 
@@ -17,8 +17,16 @@ def _count(block):
     return n
 
 
+class SummaryAfterHybridizeError(KilnError, AssertionError):
+    """Block.summary of a hybridized block."""
+
+
 def print_summary(block, *inputs):
     """Run `block` on `inputs` once and print each layer's output shape and parameter count."""
+    if block.__dict__.get("_hybrid_active"):
+        # a compiled call runs no layer's hooks; MXNet raises AssertionError here too
+        raise SummaryAfterHybridizeError(f"{type(block).__name__}.summary must be called "
+                                         "before hybridize()" + where_in_user_code())
     rows, handles = [], []
 
     def walk(b, name):
@@ -53,20 +61,29 @@ def print_summary(block, *inputs):
     print("-" * len(header))
 
 
+class UnevenSplitError(KilnError, ValueError):
+    """split_data(even_split=True) of a batch that does not divide evenly (ValueError in MXNet)."""
+
+
 def split_data(data, num_slice, batch_axis=0, even_split=True):
-    """`data` split along `batch_axis` into `num_slice` slices; the last takes the remainder unless
-    `even_split`, which requires an even split."""
+    """`data` split along `batch_axis` into `num_slice` slices. Uneven splits (even_split=False)
+    give the first `size % num_slice` slices one more row, as MXNet 1.9 and np.array_split do."""
     size = data.shape[batch_axis]
     if not 1 <= num_slice <= max(size, 1):
         raise KilnError(f"split_data: cannot split a batch of {size} into {num_slice} slices")
     if num_slice == 1:
         return [data]
     if even_split and size % num_slice:
-        raise KilnError(f"split_data: batch of {size} does not split evenly into {num_slice}")
-    step = size // num_slice
+        raise UnevenSplitError(f"split_data: data with shape {tuple(data.shape)} cannot be "
+                               f"evenly split into {num_slice} slices along axis {batch_axis}; "
+                               "use a batch size that is a multiple of it or "
+                               "even_split=False" + where_in_user_code())
+    each, extras = divmod(size, num_slice)
+    bounds = [0]
+    for i in range(num_slice):
+        bounds.append(bounds[-1] + each + (1 if i < extras else 0))
     from .. import np as knp
-    return [knp.take(data, knp.arange(i * step, size if i == num_slice - 1 else (i + 1) * step,
-                                      dtype="int64"), axis=batch_axis)
+    return [knp.take(data, knp.arange(bounds[i], bounds[i + 1], dtype="int64"), axis=batch_axis)
             for i in range(num_slice)]
 
 

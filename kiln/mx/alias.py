@@ -82,8 +82,6 @@ MXNET_PATHS = {
 
 # MXNet module paths kiln deliberately has no module for, and why (the ImportError says so)
 MXNET_ABSENT = {
-    "mxnet.module.executor_group": "kiln's Module binds one executor on the CPU; there is no "
-                                   "DataParallelExecutorGroup across devices",
     "mxnet.module.python_module": "PythonModule/PythonLossModule are not part of kiln's "
                                   "Module API",
     "mxnet.module.sequential_module": "SequentialModule is not part of kiln's Module API",

@@ -52,12 +52,20 @@ class Monitor:
             if name not in variables and self.re_prog.match(name):
                 self.queue.append((self.step, name, self.stat_func(array)))
 
+    def _backward_outputs(self, exe):
+        if getattr(exe, "last_out_grads", None) is None:
+            return
+        for name, array in backward_outputs(exe):
+            if self.re_prog.match(name):
+                self.queue.append((self.step, name, self.stat_func(array)))
+
     def toc(self):
         """[(step, name, statistic text)] of this batch's arrays, or [] when inactive."""
         if not self.activated:
             return []
         for exe in self.exes:
             self._outputs(exe)
+            self._backward_outputs(exe)
             for name, array in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
                 if self.re_prog.match(name):
                     self.queue.append((self.step, name, self.stat_func(array)))
@@ -77,3 +85,44 @@ class Monitor:
     def toc_print(self):
         for step, name, text in self.toc():
             logging.info("Batch: {:7d} {:30s} {:s}".format(step, name, text))
+
+
+def backward_outputs(exe):
+    """[(name, gradient)] of every op node's inputs in the executor's last backward, named as
+    MXNet's monitor names them (`<node>_backward_output`, numbered when the node has several
+    inputs). Each node is differentiated on its own, from the gradients its consumers send."""
+    from .._core import autograd
+    from .._core.ndarray import full_like
+    from .sym.evaluation import _call_node
+    from .sym.symbol import nodes_of
+    feed = {**exe.arg_dict, **exe.aux_dict}
+    values, records = {}, []
+    for node in nodes_of(exe._symbol._heads):
+        if node.is_var:
+            values[id(node)] = [feed[node.name]]
+            continue
+        leaves = []
+        for src, k in node.inputs:
+            leaf = values[id(src)][k].detach()
+            if _np.issubdtype(leaf.dtype, _np.inexact):
+                leaf.attach_grad()
+            leaves.append(leaf)
+        with autograd.record():
+            out = _call_node(node, leaves)
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        values[id(node)] = [o.detach() for o in outs]
+        records.append((node, leaves, outs))
+    grads = {(id(node), k): g for (node, k), g in zip(exe._symbol._heads, exe.last_out_grads)}
+    result = []
+    for node, leaves, outs in reversed(records):
+        heads = [grads.get((id(node), k)) for k in range(len(outs))]
+        heads = [full_like(o, 0) if g is None else g for o, g in zip(outs, heads)]
+        wanted = [leaf for leaf in leaves if leaf._tape is not None]
+        found = iter(autograd.grad(outs, wanted, head_grads=heads) if wanted else [])
+        for k, ((src, j), leaf) in enumerate(zip(node.inputs, leaves)):
+            g = next(found) if leaf._tape is not None else full_like(leaf, 0)
+            suffix = str(k) if len(node.inputs) > 1 else ""
+            result.append((f"{node.name}_backward_output{suffix}", g))
+            key = (id(src), j)
+            grads[key] = g if key not in grads else grads[key] + g
+    return result

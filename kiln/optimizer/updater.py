@@ -10,6 +10,7 @@ import json
 import numpy as _np
 
 from .._core.base import KilnError
+from .._core.ndarray import ndarray
 from ..npx.io import read_npz
 from .base import _as_numpy
 
@@ -32,8 +33,9 @@ class Updater:
             index = index.decode()
         w = _as_numpy(weight)
         if index not in self.states:
-            self.states[index] = self.optimizer.create_state_multi_precision(index, w)
-        self.optimizer.update_multi_precision(index, w, _as_numpy(grad), self.states[index])
+            self.states[index] = _arrays(self.optimizer.create_state_multi_precision(index, w))
+        self.optimizer.update_multi_precision(index, w, _as_numpy(grad),
+                                              _buffers(self.states[index]))
 
     def get_states(self, dump_optimizer=False):
         """The states as bytes (an NPZ archive); the optimizer itself is not saved."""
@@ -44,7 +46,7 @@ class Updater:
         for n, (key, state) in enumerate(self.states.items()):
             kind = ("none" if state is None else "tuple" if isinstance(state, tuple) else
                     "list" if isinstance(state, list) else "array")
-            parts = self.optimizer.state_arrays(state)
+            parts = self.optimizer.state_arrays(_buffers(state))
             index.append({"key": key, "kind": kind, "n": len(parts)})
             for j, a in enumerate(parts):
                 arrays[f"s{n}_{j}"] = _np.asarray(a)
@@ -68,7 +70,26 @@ class Updater:
                                        kind == "tuple" else parts)
         except (KilnError, ValueError, KeyError, TypeError) as e:
             raise KilnError(f"Updater.set_states: not kiln updater states ({e})") from None
-        self.states = loaded
+        self.states = {key: _arrays(state) for key, state in loaded.items()}
+
+
+def _arrays(state):
+    """A state as MXNet shows it (kiln arrays; states are NDArrays there), over the same
+    buffers the optimizer updates in place."""
+    if isinstance(state, _np.ndarray):
+        return ndarray._wrap(state)
+    if isinstance(state, (tuple, list)):
+        return type(state)(_arrays(part) for part in state)
+    return state
+
+
+def _buffers(state):
+    """The NumPy buffers of a state made by _arrays, as the optimizer takes them."""
+    if isinstance(state, ndarray):
+        return state._data
+    if isinstance(state, (tuple, list)):
+        return type(state)(_buffers(part) for part in state)
+    return state
 
 
 def get_updater(optimizer):

@@ -311,8 +311,9 @@ def test_mxnet1_style_constructor_arguments():
 
     a = OldStyle(prefix="model_")
     b = OldStyle(prefix="model_")
-    assert list(a.collect_params()) == list(b.collect_params()) == ["dense.weight",
-                                                                    "dense.bias"]
+    # prefix= and name_scope() give MXNet 1.x's names (gluon/naming.py), the same for both
+    assert list(a.collect_params()) == list(b.collect_params()) == ["model_dense0_weight",
+                                                                    "model_dense0_bias"]
     d1 = nn.Dense(3, in_units=2)
     d2 = nn.Dense(3, in_units=2, params=d1.params)
     assert d2.weight is d1.weight and d2.bias is d1.bias

@@ -109,7 +109,7 @@ def test_dataloader_batchify_names(mx):
 
 
 @pytest.mark.parametrize("path, why", [
-    ("mxnet.module.executor_group", "DataParallelExecutorGroup"),
+    ("mxnet.module.python_module", "PythonModule"),
     ("mxnet._ffi.base", "no C library"),
 ])
 def test_paths_kiln_does_without_say_why(mx, path, why):

@@ -75,4 +75,4 @@ def test_bucketing_language_model_trains():
 
 def test_symbolic_cells_say_what_to_use():
     with pytest.raises(kiln.KilnError, match="use gluon.rnn"):
-        rnn.LSTMCell(8)
+        rnn.GRUCell(8)        # LSTMCell and SequentialRNNCell exist (kiln/mx/rnn/rnn_cell.py)

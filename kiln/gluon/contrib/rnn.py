@@ -10,6 +10,7 @@ from ..._core.base import KilnError
 class LSTMPCell(HybridRecurrentCell):
     """LSTM whose output and recurrent state r = h2r_weight @ (o * tanh(c)) has
     `projection_size` units; states [r, c]; gates i, f, g, o as LSTMCell's."""
+    _mx_alias = "lstmp"          # MXNet 1.x's name hint (gluon/naming.py)
 
     def __init__(self, hidden_size, projection_size, i2h_weight_initializer=None,
                  h2h_weight_initializer=None, h2r_weight_initializer=None,
@@ -56,6 +57,7 @@ class VariationalDropoutCell(ModifierCell):
     """Dropout on the inputs, the first state and the outputs of base_cell, each with one
     mask per sequence (drawn at its first step, reused until reset/unroll). In predict mode
     nothing is dropped."""
+    _mx_alias = "vardrop"          # MXNet 1.x's name hint (gluon/naming.py)
 
     def __init__(self, base_cell, drop_inputs=0.0, drop_states=0.0, drop_outputs=0.0):
         if drop_states and isinstance(base_cell, BidirectionalCell):

@@ -1,4 +1,6 @@
 """Containers and basic layers: Sequential, Dense, Dropout, Flatten, Embedding, Lambda..."""
+import warnings
+
 from ... import np as knp, npx
 from ..._core.base import KilnError, where_in_user_code
 from .. import f_namespace
@@ -15,6 +17,7 @@ class _SequentialMixin:
     def add(self, *blocks):
         for block in blocks:
             self._children[str(len(self._children))] = block
+        self._drop_compiled()
         return self
 
     def forward(self, x, *args):
@@ -46,7 +49,15 @@ class _SequentialMixin:
 class Sequential(_SequentialMixin, Block):
     """A Block that runs its children in the order they were added (`add`), each on the previous
     one's output."""
-    pass
+
+    def hybridize(self, active=True, **kwargs):
+        blocks = self._blocks()
+        if active and blocks and all(isinstance(b, HybridBlock) for b in blocks):
+            # MXNet says so too: only a HybridSequential compiles the chain as one graph
+            warnings.warn(f"All children of this Sequential layer '{self.name}' are "
+                          "HybridBlocks. Consider using HybridSequential for the best "
+                          "performance.", stacklevel=2)
+        super().hybridize(active, **kwargs)
 
 
 class HybridSequential(_SequentialMixin, HybridBlock):
@@ -65,6 +76,7 @@ class _ConcatenateMixin:
     def add(self, *blocks):
         for block in blocks:
             self._children[str(len(self._children))] = block
+        self._drop_compiled()
         return self
 
     def forward(self, x):

@@ -51,6 +51,7 @@ def _plain_relu(act):
 
 
 class _Conv(HybridBlock):
+    _mx_alias = "conv"          # MXNet 1.x's name hint (gluon/naming.py)
     _nsp = 2
     _transposed = False
 
@@ -168,6 +169,7 @@ class Conv3DTranspose(_Conv):
 
 # ---- pooling ---------------------------------------------------------------------------------
 class _Pool(HybridBlock):
+    _mx_alias = "pool"          # MXNet 1.x's name hint (gluon/naming.py)
     _nsp = 2
     _pool_type = "max"
     _global = False

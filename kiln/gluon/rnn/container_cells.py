@@ -58,6 +58,7 @@ class ResidualCell(ModifierCell):
 class ZoneoutCell(ModifierCell):
     """Zoneout (Krueger et al.): in training, each output and state element keeps its
     previous value with probability zoneout_outputs / zoneout_states."""
+    _mx_alias = "zoneout"          # MXNet 1.x's name hint (gluon/naming.py)
 
     def __init__(self, base_cell, zoneout_outputs=0.0, zoneout_states=0.0):
         if isinstance(base_cell, BidirectionalCell):
@@ -125,4 +126,5 @@ class BidirectionalCell(HybridRecurrentCell):
         outputs = [knp.concatenate([a, b], axis=-1) for a, b in zip(l_out, r_out)]
         if valid_length is not None:
             outputs = sequence.mask(outputs, valid_length, axis, False)
-        return sequence.merge(outputs, axis, merge_outputs), l_states + r_states
+        return (sequence.merge(outputs, axis, merge_outputs, valid_length is not None),
+                l_states + r_states)

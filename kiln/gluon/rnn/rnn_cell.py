@@ -48,7 +48,7 @@ class _CellMixin:
         if valid_length is not None:
             states = [sequence.last_valid(list(per), valid_length) for per in zip(*history)]
             outputs = sequence.mask(outputs, valid_length, axis, False)
-        return sequence.merge(outputs, axis, merge_outputs), states
+        return sequence.merge(outputs, axis, merge_outputs, valid_length is not None), states
 
     def forward(self, inputs, states):
         raise NotImplementedError(f"{type(self).__name__} must define forward")
@@ -115,6 +115,7 @@ class _GatedCell(HybridRecurrentCell):
 
 class RNNCell(_GatedCell):
     """Elman cell: h' = activation(x W_i2h^T + b_i2h + h W_h2h^T + b_h2h)."""
+    _mx_alias = "rnn"          # MXNet 1.x's name hint (gluon/naming.py)
     _mode = "rnn_tanh"
 
     def __init__(self, hidden_size, activation="tanh", i2h_weight_initializer=None,
@@ -149,11 +150,13 @@ class _GateActivationsCell(_GatedCell):
 
 class LSTMCell(_GateActivationsCell):
     """LSTM cell; states [h, c]; gates i, f, g, o (cell_math.py)."""
+    _mx_alias = "lstm"          # MXNet 1.x's name hint (gluon/naming.py)
     _mode = "lstm"
 
 
 class GRUCell(_GateActivationsCell):
     """GRU cell (cuDNN / MXNet / PyTorch variant); gates r, z, n (cell_math.py)."""
+    _mx_alias = "gru"          # MXNet 1.x's name hint (gluon/naming.py)
     _mode = "gru"
 
 
@@ -220,6 +223,7 @@ class HybridSequentialRNNCell(_SequentialMixin, HybridRecurrentCell):
 
 class DropoutCell(HybridRecurrentCell):
     """Dropout on the inputs (training only); no states."""
+    _mx_alias = "dropout"          # MXNet 1.x's name hint (gluon/naming.py)
 
     def __init__(self, rate, axes=(), **kwargs):
         super().__init__(**kwargs)

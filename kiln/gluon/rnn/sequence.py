@@ -20,9 +20,10 @@ def as_steps(length, inputs, layout):
     return steps, axis, inputs.shape[batch_axis]
 
 
-def merge(steps, axis, merge_outputs):
-    """Per-step outputs as MXNet returns them: a list, or stacked along the time axis."""
-    if merge_outputs:
+def merge(steps, axis, merge_outputs, masked=False):
+    """Per-step outputs as MXNet returns them: a list, or stacked along the time axis. Masked
+    by valid_length, they are stacked unless merge_outputs=False (MXNet masks the stack)."""
+    if merge_outputs or (merge_outputs is None and masked):
         return knp.stack(steps, axis=axis)
     return list(steps)
 

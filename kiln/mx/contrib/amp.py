@@ -16,6 +16,7 @@ ops in bfloat16 too, as MXNet's amp.init does for imperative calls. float16 is a
 format that kiln does not run: asking for it is an error that says so.
 """
 import contextlib
+import sys
 
 from ..._core.base import KilnError
 from ...gluon.block import HybridBlock
@@ -170,3 +171,7 @@ def list_conditional_fp32_ops(target_dtype):
     """MXNet's ops kept in float32 on some attribute values (kiln refuses this list in init)."""
     _target(target_dtype)
     return list(CONDITIONAL_FP32_FUNCS)
+
+# MXNet's mxnet.contrib.amp is a package whose module `amp` holds this API, and code imports it
+# as `from mxnet.contrib.amp import amp`; kiln keeps both in this one module
+amp = sys.modules[__name__]

@@ -16,7 +16,6 @@ import numpy as _np
 from ... import init as kinit
 from ...gluon import metric as kmetric
 from ..._core.base import KilnError, where_in_user_code
-from ...io import DataDesc
 from ..._core.ndarray import ndarray
 
 # what a batch-end callback receives (kiln/mx/callback.py); MXNet's mx.model.BatchEndParam
@@ -33,7 +32,18 @@ def _call_all(callbacks, *args):
 
 
 class BaseModule:
-    logger = logging
+    """The interface every module has (MXNet's BaseModule): the state flags, and the loops
+    over data iterators written on bind / init_params / forward / backward / update."""
+    def __init__(self, logger=logging):
+        self.logger = logger
+        self.binded = self.for_training = self.inputs_need_grad = False
+        self.params_initialized = self.optimizer_initialized = False
+        self._symbol, self._total_exec_bytes = None, 0
+
+    symbol = property(lambda self: self._symbol)
+
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        """MXNet's hook before each forward; nothing to prepare by default."""
 
     def forward_backward(self, data_batch):
         self.forward(data_batch, is_train=True)
@@ -96,11 +106,7 @@ class BaseModule:
         if num_epoch is None:
             raise KilnError("Module.fit: give num_epoch (MXNet requires it too)"
                             + where_in_user_code())
-        provide_data = getattr(train_data, "provide_data", None)
-        if not provide_data:
-            first = next(iter(self._batches(train_data)))
-            provide_data = [DataDesc(self._data_names[0], first.data[0].shape)]
-        self.bind(provide_data, getattr(train_data, "provide_label", None),
+        self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label,
                   for_training=True, force_rebind=force_rebind)
         self.init_params(initializer if initializer is not None else kinit.Uniform(0.01),
                          arg_params, aux_params, allow_missing=allow_missing,

@@ -96,7 +96,8 @@ def Activation(data, act_type="relu", **_):
     return knpx.activation(data, act_type=act_type)
 
 
-@_op("LeakyReLU", ("data", "gamma"))
+@_op("LeakyReLU", ("data", "gamma"),
+     param_shapes=lambda attrs, data: {"gamma": (data[1],)})    # prelu: one per channel
 def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, **_):
     return knpx.leaky_relu(data, gamma, act_type=act_type, slope=slope)
 

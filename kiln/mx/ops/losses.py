@@ -30,7 +30,7 @@ def LinearRegressionOutput(data, label, grad_scale=1.0, **_):
     label = knp.reshape(label, data.shape)
     surrogate = (data - knpx.stop_gradient(data)) * knpx.stop_gradient(data - label) * \
         (float(grad_scale) / max(1, data.size // data.shape[0]))
-    return data + surrogate - knpx.stop_gradient(surrogate)
+    return _head(data, data, surrogate)      # the input's own gradient is not passed on
 
 
 def _head(value, data, surrogate):

@@ -19,7 +19,7 @@ from ..ops import OPS
 from ..._core.ndarray import ndarray
 from ...npx.io import MAX_TENSOR_ELEMENTS
 from ...ops.registry import REGISTRY
-from .symbol import KILN_PREFIX, Symbol, SymNode, nodes_of
+from .symbol import BLOCK_OP, KILN_PREFIX, Symbol, SymNode, nodes_of
 
 
 class MissingInput(KilnError):
@@ -30,6 +30,13 @@ def _call_node(node, arrays):
     where = f"symbol node {node.name!r} ({node.op}): "
     if node.grad_of is not None:
         return _gradient(node, arrays)
+    if node.op == BLOCK_OP:      # a Gluon block called on Symbols (block_call.py)
+        args = [None if k is None else arrays[k] for k in node.attrs["places"]]
+        out = node.attrs["block"](*args)
+        if isinstance(out, (list, tuple)):
+            raise KilnError(f"{where}{type(node.attrs['block']).__name__} returned {len(out)} "
+                            "outputs; a block called on Symbols gives one" + where_in_user_code())
+        return out
     try:
         if node.op.startswith(KILN_PREFIX):
             return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)
@@ -64,29 +71,47 @@ def _hints(node, values):
 
 def evaluate(heads, feed):
     """Compute `heads` (a list of (SymNode, index)); feed(var_node, hinted_shape) gives a
-    variable's array. Returns the head arrays."""
-    values = {}
-    for node in nodes_of(heads):
-        if node.is_var:
-            continue
-        if node.inputs:
-            first, _ = node.inputs[0]
-            if first.is_var and id(first) not in values:
-                values[id(first)] = [feed(first, None)]
-        hints = _hints(node, values)
-        arrays = []
-        for src, k in node.inputs:
-            if src.is_var and id(src) not in values:
-                values[id(src)] = [feed(src, hints.get(id(src)))]
-            arrays.append(values[id(src)][k])
-        out = _call_node(node, arrays)
-        values[id(node)] = list(out) if isinstance(out, (tuple, list)) else [out]
+    variable's array. Returns the head arrays. A node whose variable has no shape yet waits
+    for a later node to infer it (a weight read before the layer that shapes it), as
+    MXNet's shape inference runs until nothing changes."""
+    values, learned = {}, {}
+    pending = [node for node in nodes_of(heads) if not node.is_var]
+    while pending:
+        waiting, missing = [], None
+        for node in pending:
+            if any(not src.is_var and id(src) not in values for src, _ in node.inputs):
+                waiting.append(node)
+                continue
+            try:
+                _evaluate_node(node, values, learned, feed)
+            except MissingInput as exc:
+                waiting.append(node)
+                missing = missing or exc
+        if len(waiting) == len(pending):
+            raise missing or KilnError("symbol evaluation made no progress"
+                                       + where_in_user_code())
+        pending = waiting
     result = []
     for node, k in heads:
         if node.is_var and id(node) not in values:
-            values[id(node)] = [feed(node, None)]
+            values[id(node)] = [feed(node, learned.get(id(node)))]
         result.append(values[id(node)][k])
     return result
+
+
+def _evaluate_node(node, values, learned, feed):
+    if node.inputs:
+        first, _ = node.inputs[0]
+        if first.is_var and id(first) not in values:
+            values[id(first)] = [feed(first, learned.get(id(first)))]
+    learned.update(_hints(node, values))
+    arrays = []
+    for src, k in node.inputs:
+        if src.is_var and id(src) not in values:
+            values[id(src)] = [feed(src, learned.get(id(src)))]
+        arrays.append(values[id(src)][k])
+    out = _call_node(node, arrays)
+    values[id(node)] = list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def _as_array(value, name):

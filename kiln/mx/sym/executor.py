@@ -11,8 +11,27 @@ import numpy as _np
 
 from ..._core import autograd
 from ..._core.base import KilnError, where_in_user_code
-from ..._core.ndarray import ndarray
+from ..._core.ndarray import ndarray, full_like
 from .evaluation import evaluate, infer_shape_strict, infer_type, compile_symbols, _as_array
+
+
+def _gradient_reaches(symbol):
+    """Names of the variables a gradient from the outputs reaches (BlockGrad stops it)."""
+    seen, reached, stack = set(), set(), [node for node, _ in symbol._heads]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.is_var:
+            reached.add(node.name)
+        elif node.op not in ("BlockGrad", "stop_gradient"):
+            stack.extend(src for src, _ in node.inputs)
+    return reached
+
+
+class ExtraParameterError(KilnError, ValueError):
+    """A given parameter the bound symbol does not have."""
 
 
 def _named(names, values, what):
@@ -35,6 +54,7 @@ class Executor:
         self.aux_dict = OrderedDict((n, aux_dict[n]) for n in symbol.list_auxiliary_states())
         self._grad_req = grad_req
         self.outputs = []
+        self.last_out_grads = None
         self._leaves = None
         self._compiled = None
 
@@ -61,6 +81,12 @@ class Executor:
         args = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in zip(names, arg_shapes,
                                                                         arg_types)}
         reqs = cls._reqs(symbol, grad_req)
+        reached = _gradient_reaches(symbol)
+        for n, t in zip(names, arg_types):
+            if reqs[n] != "null" and n in reached and not _np.issubdtype(t, _np.inexact):
+                raise KilnError(f"simple_bind: a gradient of the {_np.dtype(t).name} argument "
+                                f"{n!r} is asked for (grad_req={reqs[n]!r}); integers have "
+                                "none: give it grad_req 'null'" + where_in_user_code())
         grads = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in
                  zip(names, arg_shapes, arg_types) if reqs[n] != "null"}
         auxs = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in zip(aux, aux_shapes,
@@ -99,6 +125,7 @@ class Executor:
 
     def forward(self, is_train=False, **kwargs):
         self._set_inputs(kwargs)
+        self.last_out_grads = None          # what the last backward() started from
         if not is_train:
             self._leaves = None
             if self._compiled is None:
@@ -120,6 +147,8 @@ class Executor:
         return self.outputs
 
     def backward(self, out_grads=None, is_train=True):
+        if self._leaves is None and self.outputs:
+            self.forward(is_train=True)      # MXNet differentiates after any forward
         if self._leaves is None:
             raise KilnError("backward: call forward(is_train=True) first"
                             + where_in_user_code())
@@ -127,7 +156,15 @@ class Executor:
             out_grads = [out_grads]
         if out_grads is not None:
             out_grads = [_as_array(g, "out_grads") for g in out_grads]
-        names = [n for n, r in self._grad_req.items() if r != "null"]
+        self.last_out_grads = out_grads or [full_like(o, 1) for o in self.outputs]
+        reached = _gradient_reaches(self._symbol)
+        for n, r in self._grad_req.items():   # BlockGrad stops the gradient: it is zero
+            if r == "write" and n not in reached and self.grad_dict.get(n) is not None:
+                self.grad_dict[n][...] = 0
+        names = [n for n, r in self._grad_req.items() if r != "null" and n in reached and
+                 _np.issubdtype(self.arg_dict[n].dtype, _np.inexact)]   # integers: none
+        if not names:           # nothing asks for a gradient: MXNet's backward does nothing
+            return
         grads = autograd.grad(self.outputs, [self._leaves[n] for n in names],
                               head_grads=out_grads, retain_graph=True)
         for name, g in zip(names, grads):
@@ -159,10 +196,15 @@ class Executor:
         return OrderedDict(zip(self._symbol.list_outputs(), self.outputs))
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
-        for table, params in ((self.arg_dict, arg_params), (self.aux_dict, aux_params or {})):
+        aux_params = aux_params or {}
+        extra = [n for n in arg_params if n not in self.arg_dict] + [
+            n for n in aux_params if n not in self.aux_dict]
+        if extra and not allow_extra_params:
+            # MXNet raises ValueError here ("Find name ... that is not in the arguments")
+            raise ExtraParameterError(f"copy_params_from: {extra[:5]} are not parameters of "
+                                      f"the symbol; pass allow_extra=True to ignore them"
+                                      + where_in_user_code())
+        for table, params in ((self.arg_dict, arg_params), (self.aux_dict, aux_params)):
             for name, value in params.items():
                 if name in table:
                     table[name][...] = _as_array(value, name)
-                elif not allow_extra_params:
-                    raise KilnError(f"copy_params_from: {name!r} is not a parameter of the "
-                                    "symbol" + where_in_user_code())

@@ -6,12 +6,17 @@ parameters and constants become variables named as in the params file.
 """
 import json
 
-from ..._core.base import KilnError
+from ..._core.base import KilnError, where_in_user_code
 from . import mxnet_json
-from .symbol import KILN_PREFIX, Symbol, SymNode
+from .symbol import BLOCK_OP, KILN_PREFIX, Symbol, SymNode
 
 
 def to_json(symbol):
+    held = [n.name for n in symbol._nodes() if n.op == BLOCK_OP]
+    if held:
+        raise KilnError(f"tojson: node(s) {held[:3]} run a Gluon block called on Symbols, "
+                        "which a symbol file cannot hold; export the block instead "
+                        "(HybridBlock.export)" + where_in_user_code())
     return mxnet_json.to_json(symbol)
 
 

@@ -12,6 +12,7 @@ from ..attribute import scoped_attrs
 from ..name import auto_name, scoped_name
 
 KILN_PREFIX = "kiln:"
+BLOCK_OP = KILN_PREFIX + "_gluon_block"     # a Gluon block called on Symbols (block_call.py)
 
 
 class SymNode:
@@ -38,6 +39,15 @@ class SymNode:
         op = OPS[self.op]
         names = op.input_names(self.attrs)
         return {k for k, n in enumerate(names) if n in op.aux and k < len(self.inputs)}
+
+
+def _head_node(made):
+    return made[0]
+
+
+def _head_index(made, k):
+    """The output index of a copied node's output k (a replacement symbol's own index)."""
+    return k if made[1] is None else made[1]
 
 
 def nodes_of(heads):
@@ -172,9 +182,62 @@ class Symbol:
     def __neg__(self):
         return apply_op("negative", [self], {})
 
+    def __abs__(self):
+        return apply_op("abs", [self], {})
+
     def __bool__(self):
-        raise KilnError("a Symbol has no truth value before it is evaluated"
-                        + where_in_user_code())
+        from ..base import NotImplementedForSymbol     # MXNet's error; a KilnError too
+        raise NotImplementedForSymbol(self.__bool__, "bool")
+
+    # ---- composing ------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        """A copy with variables replaced: `net(data=other)` or positionally in
+        list_arguments() order (MXNet's compose); `name=` renames the output node."""
+        name = kwargs.pop("name", None)
+        given = dict(zip(self.list_arguments(), args))
+        given.update(kwargs)
+        for key, value in given.items():
+            if not isinstance(value, Symbol) or len(value._heads) != 1:
+                raise KilnError(f"Symbol compose: {key!r} must be a Symbol of one output"
+                                + where_in_user_code())
+        copies = {}
+
+        def copy(node):
+            if id(node) in copies:
+                return copies[id(node)]
+            if node.is_var and node.name in given:
+                made = given[node.name]._heads[0]
+            elif node.is_var:
+                made = (node, 0)
+            else:
+                twin = SymNode(node.op, node.name, [], node.attrs, node.var_attrs,
+                               node.num_outputs, node.grad_of)
+                twin.inputs = [(_head_node(copy(src)), _head_index(copy(src), k))
+                               for src, k in node.inputs]
+                made = (twin, None)
+            copies[id(node)] = made
+            return made
+
+        heads = []
+        for node, k in self._heads:
+            made = copy(node)
+            heads.append((made[0], k if made[1] is None else made[1]))
+        if name is not None and len(heads) == 1 and not heads[0][0].is_var:
+            heads[0][0].name = name
+        return Symbol(heads)
+
+    def _gen_atomic_symbol(self):
+        """The output node's op alone, its inputs fresh variables (MXNet's helper)."""
+        node = self._heads[0][0]
+        if node.is_var:
+            return Symbol([(SymNode(None, node.name, var_attrs=node.var_attrs), 0)])
+        info = lookup(node.op) if not node.op.startswith(KILN_PREFIX) else None
+        names = (info.input_names(node.attrs) if info is not None and not info.variadic
+                 else [f"arg{k}" for k in range(len(node.inputs))])
+        inputs = [(SymNode(None, names[k] if k < len(names) else f"arg{k}"), 0)
+                  for k in range(len(node.inputs))]
+        atom = SymNode(node.op, node.name, inputs, node.attrs, num_outputs=node.num_outputs)
+        return Symbol([(atom, k) for k in range(node.num_outputs)])
 
     # ---- methods MXNet puts on Symbol ---------------------------------------------------------
     def reshape(self, *shape, **kw):
@@ -218,6 +281,10 @@ class Symbol:
     def infer_type(self, *args, **kwargs):
         from .evaluation import infer_type
         return infer_type(self, *args, **kwargs)
+
+    def infer_type_partial(self, *args, **kwargs):
+        from .dtypes import infer_type_partial
+        return infer_type_partial(self, *args, **kwargs)
 
     def eval(self, ctx=None, **kwargs):
         from .evaluation import evaluate_eager
@@ -276,15 +343,25 @@ def Group(symbols):
     return Symbol(heads)
 
 
+# the initializer MXNet gives an op's variable input that has none (its ops'
+# FSetInputVarAttrOnCompose): (op, input name) -> __init__
+_INPUT_VAR_INIT = {("LeakyReLU", "gamma"): '["constant", {"value": 0.25}]'}
+
+
 def apply_op(op, inputs, attrs, name=None, user_attr=None, name_is_final=False):
     """A node of MXNet op `op` over input Symbols (named through kiln/mx/name.py's scope)."""
     info = lookup(op)
     heads = []
-    for s in inputs:
+    names = info.input_names(attrs) if not info.variadic else []
+    for k, s in enumerate(inputs):
         if len(s._heads) != 1:
             raise KilnError(f"{op}: an input is a group of {len(s._heads)} outputs; pass "
                             "one output" + where_in_user_code())
         heads.append(s._heads[0])
+        node = s._heads[0][0]
+        init = _INPUT_VAR_INIT.get((op, names[k] if k < len(names) else None))
+        if init is not None and node.is_var and "__init__" not in node.var_attrs:
+            node.var_attrs["__init__"] = init
     if not name_is_final:
         name = scoped_name(name, op.lower().lstrip("_"))
     node = SymNode(op, name, heads, attrs, var_attrs=scoped_attrs(user_attr),
@@ -316,9 +393,7 @@ def call_op(op_name, args, kwargs):
     for k, in_name in enumerate(order):
         value = named.get(in_name)
         if value is None:
-            if k == 0:
-                raise KilnError(f"{op_name}: missing input {in_name!r}" + where_in_user_code())
-            value = var(f"{name}_{in_name}")
+            value = var(f"{name}_{in_name}")       # MXNet makes every missing input one
         elif isinstance(value, (int, float)):
             raise KilnError(f"{op_name}: input {in_name!r} must be a Symbol, got "
                             f"{value!r}" + where_in_user_code())
