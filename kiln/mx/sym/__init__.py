@@ -17,10 +17,16 @@ from . import block_call  # noqa: F401  (registers Gluon blocks called on Symbol
 _Symbol = Symbol
 
 
+_WRAPPED = {}     # op name -> (its function, the wrapper): `sym.dot is sym.dot`
+
+
 def __getattr__(name):
     found = namespace_attr(__name__, name)
     if name in _OPS and callable(found) and not _OPS[name].variadic and _has_inputs(name):
-        return _symbol_without_arrays(name, found)
+        cached = _WRAPPED.get(name)
+        if cached is None or cached[0] is not found:
+            cached = _WRAPPED[name] = (found, _symbol_without_arrays(name, found))
+        return cached[1]
     return found
 
 
