@@ -3,7 +3,7 @@ the functions of functions.py, then the sub-namespaces (random, contrib, linalg,
 their flat 1.x names (`random_normal`, `linalg_gemm2`, ...), then the MXNet op table as
 functions (kiln/mx/ops). The sub-namespaces load on first use."""
 from ..ops import OPS
-from . import functions
+from . import binary, functions
 from .functions import mx_function
 
 
@@ -17,6 +17,8 @@ def lookup(name):
         return nd_contrib
     if name in _PUBLIC:
         return _PUBLIC[name]
+    if name in binary.NAMES:
+        return binary.FUNCTIONS[name]
     if name == "linalg" or name.startswith("linalg_"):
         from . import linalg as nd_linalg
         return nd_linalg if name == "linalg" else getattr(nd_linalg, name[7:], None)
@@ -40,9 +42,6 @@ def lookup(name):
     from . import utils as nd_extras
     if name in nd_extras.NAMES:
         return getattr(nd_extras, name)
-    if name in ("SliceChannel", "split"):
-        from ..ops.sequence import SliceChannel
-        return SliceChannel
     if name in OPS and not name.startswith("_"):
         return mx_function(name)
     return None

@@ -27,10 +27,10 @@ def SoftmaxOutput(data, label, grad_scale=1.0, normalization="null", **_):
 @_op("LinearRegressionOutput", ("data", "label"),
      param_shapes=lambda attrs, data: {"label": tuple(data)})
 def LinearRegressionOutput(data, label, grad_scale=1.0, **_):
+    """Forward: identity. Backward: (data - label) * grad_scale per output."""
     label = knp.reshape(label, data.shape)
-    surrogate = (data - knpx.stop_gradient(data)) * knpx.stop_gradient(data - label) * \
-        (float(grad_scale) / max(1, data.size // data.shape[0]))
-    return data + surrogate - knpx.stop_gradient(surrogate)
+    delta = knpx.stop_gradient(data - label) * _per_sample(data, grad_scale)
+    return _head(data, data, (data - knpx.stop_gradient(data)) * delta)
 
 
 def _head(value, data, surrogate):

@@ -165,6 +165,7 @@ def space_to_depth(data, block_size=1, **_):
     return knp.reshape(x, (n, c * b * b, h // b, w // b))
 
 
+@_op("SliceChannel split", num_outputs=lambda attrs: attrs.get("num_outputs", 1))
 def SliceChannel(data, num_outputs=1, axis=1, squeeze_axis=False, **_):
     """nd.SliceChannel / nd.split of MXNet 1.x: `num_outputs` equal parts along `axis`,
     always a list (the axis dropped with squeeze_axis when the parts have size 1)."""

@@ -17,9 +17,14 @@ class MXOp:
                  param_shapes=None):
         self.name, self.fn, self.inputs, self.aux = name, fn, tuple(inputs), tuple(aux)
         self.variadic = variadic              # takes any number of data inputs (Concat)
-        self.num_outputs = num_outputs
+        self.num_outputs = num_outputs       # an int, or attrs -> int (SliceChannel, topk)
         # (attrs, data shape) -> {input name: shape} for the weights MXNet infers
         self.param_shapes = param_shapes
+
+    def outputs(self, attrs):
+        """How many outputs a node with these attributes has."""
+        n = self.num_outputs
+        return int(n(attrs)) if callable(n) else n
 
     def input_names(self, attrs):
         names = list(self.inputs)

@@ -271,3 +271,37 @@ def smooth_l1(data, scalar=1.0, **_):
 def _kiln_constant(value=0.0, shape=(), dtype="float32", **_):
     """sym.Constant: a value stored in the symbol itself."""
     return knp.array(_np.asarray(value, dtype=dtype).reshape(tuple(shape)))
+
+
+# ---- creation: the nodes of sym.zeros / ones / full / arange (MXNet's _zeros, ...) --------
+
+def _creation_dtype(dtype):
+    return _DTYPE_FLAGS.get(str(dtype), dtype or "float32")
+
+
+@_op("_zeros", ())
+def _zeros(shape=(), dtype="float32", **_):
+    return knp.zeros(tuple(int(s) for s in shape), dtype=_creation_dtype(dtype))
+
+
+@_op("_ones", ())
+def _ones(shape=(), dtype="float32", **_):
+    return knp.ones(tuple(int(s) for s in shape), dtype=_creation_dtype(dtype))
+
+
+@_op("_full", ())
+def _full(shape=(), value=0.0, dtype="float32", **_):
+    return knp.full(tuple(int(s) for s in shape), float(value), dtype=_creation_dtype(dtype))
+
+
+@_op("_arange", ())
+def _arange(start=0.0, stop=None, step=1.0, repeat=1, infer_range=False, dtype="float32",
+            **_):
+    out = knp.arange(float(start), None if stop is None else float(stop), float(step),
+                     dtype=_creation_dtype(dtype))
+    return knp.repeat(out, int(repeat)) if int(repeat) > 1 else out
+
+
+@_op("_eye", ())
+def _eye(N=0, M=0, k=0, dtype="float32", **_):
+    return knp.eye(int(N), int(M) or None, int(k), dtype=_creation_dtype(dtype))

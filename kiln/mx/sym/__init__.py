@@ -10,6 +10,7 @@ from ..f_namespace import namespace_attr
 from .symbol import Symbol, var, Variable, Group, Constant  # noqa: F401
 from .serialization import load, fromjson, load_json, from_graph, from_block  # noqa: F401
 from .evaluation import compile_symbols as compile  # noqa: F401
+from .creation import zeros, ones, full, arange, eye  # noqa: F401
 
 _Symbol = Symbol
 

@@ -34,7 +34,7 @@ class Executor:
         self.grad_dict = OrderedDict((n, grad_dict.get(n)) for n in symbol.list_arguments())
         self.aux_dict = OrderedDict((n, aux_dict[n]) for n in symbol.list_auxiliary_states())
         self._grad_req = grad_req
-        self.outputs = []
+        self._outputs = None
         self._leaves = None
         self._compiled = None
 
@@ -82,6 +82,23 @@ class Executor:
                             + where_in_user_code())
         return cls(symbol, arg_dict, grads, reqs, aux_dict)
 
+    @property
+    def outputs(self):
+        """The outputs of the last forward; before the first, zeros of the inferred shapes
+        (MXNet allocates them at bind)."""
+        if self._outputs is None:
+            shapes = {n: a.shape for n, a in self.arg_dict.items()}
+            types = {n: a.dtype for n, a in self.arg_dict.items()}
+            _, out_shapes, _ = infer_shape_strict(self._symbol, **shapes)
+            _, out_types, _ = infer_type(self._symbol, **types)
+            self._outputs = [ndarray._wrap(_np.zeros(s, t)) for s, t in zip(out_shapes,
+                                                                             out_types)]
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, values):
+        self._outputs = values
+
     # ---- running -----------------------------------------------------------------------------
     def _set_inputs(self, kwargs):
         for name, value in kwargs.items():
@@ -121,13 +138,23 @@ class Executor:
         if self._leaves is None:
             raise KilnError("backward: call forward(is_train=True) first"
                             + where_in_user_code())
+        if isinstance(out_grads, dict):     # by output name, as MXNet accepts them
+            out_grads = [out_grads[n] for n in self._symbol.list_outputs()]
         if out_grads is not None and not isinstance(out_grads, (list, tuple)):
             out_grads = [out_grads]
         if out_grads is not None:
             out_grads = [_as_array(g, "out_grads") for g in out_grads]
         names = [n for n, r in self._grad_req.items() if r != "null"]
-        grads = autograd.grad(self.outputs, [self._leaves[n] for n in names],
-                              head_grads=out_grads, retain_graph=True)
+        # outputs that depend on no argument (shape_array, a constant) pass no gradient
+        heads = [(o, g) for o, g in zip(self.outputs, out_grads or [None] * len(self.outputs))
+                 if o._tape is not None]
+        if heads and names:
+            grads = autograd.grad([o for o, _ in heads], [self._leaves[n] for n in names],
+                                  head_grads=None if out_grads is None else
+                                  [g for _, g in heads], retain_graph=True)
+        else:
+            grads = [ndarray._wrap(_np.zeros(self._leaves[n].shape, self._leaves[n].dtype))
+                     for n in names]
         for name, g in zip(names, grads):
             target = self.grad_dict.get(name)
             if target is None:

@@ -163,7 +163,7 @@ def from_dict(doc, source="<symbol>"):
                 raise KilnError(f"{where}: takes {expected} inputs "
                                 f"{info.input_names(attrs)}, the file gives {len(ins)}")
             node = SymNode(op, name, [(nodes[s], i) for s, i in ins], attrs,
-                           num_outputs=info.num_outputs)
+                           num_outputs=info.outputs(attrs))
         nodes.append(node)
         outputs_of.append(node.num_outputs)
     heads = doc["heads"]

@@ -169,8 +169,38 @@ class Symbol:
     def __rpow__(self, o):
         return self._binary(o, "_power", "_rpower_scalar", reverse=True)
 
+    def __mod__(self, o):
+        return self._binary(o, "broadcast_mod", "_mod_scalar")
+
+    def __rmod__(self, o):
+        return self._binary(o, "broadcast_mod", "_rmod_scalar", reverse=True)
+
     def __neg__(self):
         return apply_op("negative", [self], {})
+
+    def __abs__(self):
+        return apply_op("abs", [self], {})
+
+    # comparisons build 0/1 nodes as MXNet's do; a Symbol still hashes by identity
+    __hash__ = object.__hash__
+
+    def __eq__(self, o):
+        return self._binary(o, "broadcast_equal", "_equal_scalar")
+
+    def __ne__(self, o):
+        return self._binary(o, "broadcast_not_equal", "_not_equal_scalar")
+
+    def __gt__(self, o):
+        return self._binary(o, "broadcast_greater", "_greater_scalar")
+
+    def __ge__(self, o):
+        return self._binary(o, "broadcast_greater_equal", "_greater_equal_scalar")
+
+    def __lt__(self, o):
+        return self._binary(o, "broadcast_lesser", "_lesser_scalar")
+
+    def __le__(self, o):
+        return self._binary(o, "broadcast_lesser_equal", "_lesser_equal_scalar")
 
     def __bool__(self):
         raise KilnError("a Symbol has no truth value before it is evaluated"
@@ -288,8 +318,8 @@ def apply_op(op, inputs, attrs, name=None, user_attr=None, name_is_final=False):
     if not name_is_final:
         name = scoped_name(name, op.lower().lstrip("_"))
     node = SymNode(op, name, heads, attrs, var_attrs=scoped_attrs(user_attr),
-                   num_outputs=info.num_outputs)
-    return Symbol([(node, k) for k in range(info.num_outputs)])
+                   num_outputs=info.outputs(attrs))
+    return Symbol([(node, k) for k in range(node.num_outputs)])
 
 
 def call_op(op_name, args, kwargs):

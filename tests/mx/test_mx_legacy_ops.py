@@ -1,0 +1,113 @@
+"""MXNet 1.x's legacy operator surface (nd.X / sym.X by MXNet's names): rounding, the
+array-or-scalar binary functions, Symbol comparisons, creation Symbols, PReLU's slope
+placement, output-layer gradients and executor details. Expected values come from real
+MXNet 1.9.1 (run on this machine), not from kiln."""
+import numpy as np
+import pytest
+
+import kiln
+from kiln import nd, sym
+
+
+def _eval(s, **values):
+    return s.eval(**{k: nd.array(v) for k, v in values.items()})[0].asnumpy()
+
+
+def test_rounding_follows_mxnet():
+    x = nd.array([-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 2.7, -2.7])
+    expected = {
+        "round": [-4, -3, -2, -1, 1, 2, 3, 4, 3, -3],      # halves away from zero
+        "rint": [-4, -3, -2, -1, 0, 1, 2, 3, 3, -3],       # halves down
+        "fix": [-3, -2, -1, 0, 0, 1, 2, 3, 2, -2],
+        "trunc": [-3, -2, -1, 0, 0, 1, 2, 3, 2, -2],
+    }
+    for name, want in expected.items():
+        np.testing.assert_array_equal(getattr(nd, name)(x).asnumpy(), want, err_msg=name)
+        np.testing.assert_array_equal(_eval(getattr(sym, name)(sym.var("x")), x=x), want)
+    np.testing.assert_array_equal(nd.logical_not(nd.array([0, 1, 2])).asnumpy(), [1, 0, 0])
+
+
+def test_binary_functions_take_arrays_or_scalars():
+    a = nd.array([1, 2, 3])
+    np.testing.assert_array_equal(nd.equal(a, 2).asnumpy(), [0, 1, 0])
+    assert nd.equal(2, a).dtype == np.float32                # 0/1 in the array's dtype
+    np.testing.assert_array_equal(nd.greater(2, a).asnumpy(), [1, 0, 0])
+    np.testing.assert_array_equal(nd.maximum(a, 2).asnumpy(), [2, 2, 3])
+    np.testing.assert_array_equal(nd.power(2, a).asnumpy(), [2, 4, 8])
+    np.testing.assert_array_equal(nd.modulo(5, a).asnumpy(), [0, 1, 2])
+    assert nd.equal(2, 3) == 0 and nd.maximum(2, 3) == 3     # two numbers: a number
+    e = sym.var("a")
+    for s, want in ((sym.pow(2, e), [2, 4, 8]), (sym.maximum(e, 1.5), [1.5, 2, 3]),
+                    (e > 2, [0, 0, 1]), (e % 3, [1, 2, 0]), (7 % e, [0, 1, 1])):
+        np.testing.assert_allclose(_eval(s, a=[1, 2, 3]), want)
+    b = sym.var("b")
+    np.testing.assert_array_equal(_eval(e == b, a=[1, 2, 3], b=[2, 2, 2]), [0, 1, 0])
+    np.testing.assert_array_equal(_eval(e <= b, a=[1, 2, 3], b=[2, 2, 2]), [1, 1, 0])
+    np.testing.assert_allclose(_eval(sym.hypot(e, b), a=[1, 2, 3], b=[2, 2, 2]),
+                               [2.2360680103302, 2.8284270763397217, 3.605551242828369],
+                               rtol=1e-6)
+    assert {e: 1}[e] == 1                                     # still hashable by identity
+
+
+def test_creation_symbols():
+    a = sym.var("a")
+    s = sym.elemwise_add(a, sym.ones((2, 2)))
+    assert s.list_arguments() == ["a"]
+    np.testing.assert_array_equal(_eval(s, a=np.ones((2, 2))), [[2, 2], [2, 2]])
+    np.testing.assert_array_equal(sym.arange(1, 7, 2, repeat=2).eval()[0].asnumpy(),
+                                  [1, 1, 3, 3, 5, 5])
+    assert sym.zeros((2,), dtype="int32").eval()[0].dtype == np.int32
+    assert '"op": "_full"' in sym.full((2,), 3).tojson()
+
+
+def test_prelu_gamma_fills_the_batch_and_channel_axes():
+    x = nd.array([[-1.0, 0.5, 2.0], [3.0, -0.25, -2.0]])
+    gamma = nd.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
+    np.testing.assert_allclose(nd.LeakyReLU(x, gamma=gamma, act_type="prelu").asnumpy(),
+                               [[-0.1, 0.5, 2.0], [3.0, -0.125, -1.2]], rtol=1e-6)
+    x4 = nd.array(np.arange(-8, 8).reshape(2, 2, 2, 2) * 0.5)
+    out = nd.LeakyReLU(x4, gamma=nd.array([[0.1, 0.2], [0.3, 0.4]]), act_type="prelu")
+    np.testing.assert_allclose(out.asnumpy().reshape(-1),
+                               [-0.4, -0.35, -0.3, -0.25, -0.4, -0.3, -0.2, -0.1,
+                                0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5], rtol=1e-6)
+    with pytest.raises(kiln.KilnError, match="cannot broadcast gamma"):
+        nd.LeakyReLU(x, gamma=nd.array([0.1, 0.2, 0.3, 0.4]), act_type="prelu")
+
+
+def test_elu_keeps_float16_precision_near_zero():
+    out = nd.LeakyReLU(nd.array([-0.004, -0.001], dtype="float16"), act_type="elu")
+    np.testing.assert_allclose(out.asnumpy(), [-0.0009984970092773438,
+                                               -0.0002498626708984375], rtol=1e-3)
+
+
+def _bound(s, args, grads):
+    return s.bind(kiln.cpu(), args={k: nd.array(v) for k, v in args.items()},
+                  args_grad={k: nd.array(v) for k, v in grads.items()})
+
+
+def test_linear_regression_output_gradient_is_mxnets_rule():
+    s = sym.LinearRegressionOutput(sym.var("d"), sym.var("l"))
+    ex = _bound(s, {"d": [[1., 2.], [3., 4.]], "l": [[0., 1.], [1., 1.]]},
+                {"d": np.zeros((2, 2))})
+    ex.forward(is_train=True)
+    ex.backward()
+    np.testing.assert_allclose(ex.grad_dict["d"].asnumpy(), [[0.5, 0.5], [1.0, 1.5]])
+
+
+def test_slice_channel_symbol_outputs_and_gradient():
+    s = sym.SliceChannel(sym.var("d"), num_outputs=2, axis=1)
+    assert len(s.list_outputs()) == 2
+    ex = _bound(s, {"d": [[1., 2.], [3., 4.]]}, {"d": np.zeros((2, 2))})
+    assert [o.shape for o in ex.outputs] == [(2, 1), (2, 1)]     # allocated at bind
+    ex.forward(is_train=True)
+    ex.backward([nd.array([[5.], [6.]]), nd.array([[7.], [8.]])])
+    np.testing.assert_array_equal(ex.grad_dict["d"].asnumpy(), [[5, 7], [6, 8]])
+
+
+def test_output_independent_of_arguments_passes_zero_gradient():
+    ex = _bound(sym.shape_array(sym.var("d")), {"d": np.ones((2, 3))},
+                {"d": np.ones((2, 3))})
+    ex.forward(is_train=True)
+    ex.backward([nd.ones((2,))])
+    np.testing.assert_array_equal(ex.outputs[0].asnumpy(), [2, 3])
+    np.testing.assert_array_equal(ex.grad_dict["d"].asnumpy(), np.zeros((2, 3)))
