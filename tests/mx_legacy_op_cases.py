@@ -10,6 +10,7 @@ CASES = {
     "log10": ([(5,)], {}, P), "log2": ([(5,)], {}, P),
     "softsign": ([(5,)], {}),
     "_hypot_scalar": ([(4,)], {"scalar": 2.0}),
+    "reshape_like": ([(2, 6), (5, 3, 2)], {"lhs_begin": 1, "rhs_begin": 1}),
 }
 
 _ROUNDING = "piecewise constant (zero gradient, as MXNet's)"

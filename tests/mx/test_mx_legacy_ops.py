@@ -111,3 +111,25 @@ def test_output_independent_of_arguments_passes_zero_gradient():
     ex.backward([nd.ones((2,))])
     np.testing.assert_array_equal(ex.outputs[0].asnumpy(), [2, 3])
     np.testing.assert_array_equal(ex.grad_dict["d"].asnumpy(), np.zeros((2, 3)))
+
+
+def test_reshape_like_replaces_a_range_of_axes():
+    out = nd.reshape_like(nd.ones((30, 7)), nd.ones((15, 2, 4)), lhs_begin=0, lhs_end=1,
+                          rhs_begin=0, rhs_end=2)
+    assert out.shape == (15, 2, 7)                       # MXNet 1.9.1's shape
+    assert nd.reshape_like(nd.ones((30, 12)), nd.ones((4, 2, 2, 3)), lhs_begin=-1,
+                           rhs_begin=1).shape == (30, 2, 2, 3)
+
+
+def test_sub_namespaces_build_symbols_of_mxnet_op_names():
+    a, b = sym.var("A"), sym.var("B")
+    s = sym.linalg.gemm2(a, b, transpose_b=True, alpha=2.0)
+    assert '"op": "_linalg_gemm2"' in s.tojson()
+    ones = {"A": nd.ones((2, 3)), "B": nd.ones((2, 3))}
+    np.testing.assert_array_equal(s.eval(**ones)[0].asnumpy(), np.full((2, 2), 6.0))
+    loaded = sym.fromjson(s.tojson())                    # the name resolves when loading
+    np.testing.assert_array_equal(loaded.eval(**ones)[0].asnumpy(), np.full((2, 2), 6.0))
+    np.testing.assert_array_equal(
+        sym.contrib.div_sqrt_dim(a).eval(A=nd.ones((2, 4)))[0].asnumpy(), np.full((2, 4), 0.5))
+    np.testing.assert_array_equal(sym.linalg.gemm2(nd.ones((1, 2)), nd.ones((2, 1))).asnumpy(),
+                                  [[2.0]])                  # arrays: the nd function

@@ -50,3 +50,18 @@ def lookup(name):
 _PUBLIC = {n: getattr(functions, n) for n in ("NDArray array zeros ones empty full arange "
                                               "zeros_like ones_like waitall save load concat "
                                               "nansum").split()}
+
+
+_OP_PREFIXES = (("_linalg_", "linalg"), ("linalg_", "linalg"), ("_contrib_", "contrib"),
+                ("_image_", "image"))
+
+
+def resolve_op(name):
+    """The nd function computing MXNet op `name` when it is not in the op table
+    (`_linalg_gemm2` is nd.linalg.gemm2), or None; kiln/mx/ops/table.py asks here."""
+    for prefix, space_name in _OP_PREFIXES:
+        if name.startswith(prefix):
+            space = lookup(space_name)
+            fn = getattr(space, name[len(prefix):], None) if space is not None else None
+            return fn if callable(fn) and not isinstance(fn, type) else None
+    return None

@@ -11,6 +11,6 @@ The topic modules register their entries when imported: layers, losses (output l
 tensor (arithmetic, reductions, shapes), math, sequence, indexing, windows, amp, ctc,
 spatial_transformer, rnn, deformable and unary.
 """
-from .table import OPS, MXOp, lookup, parse_attr, _DTYPE_FLAGS  # noqa: F401
+from .table import OPS, MXOp, find, lookup, parse_attr, _DTYPE_FLAGS  # noqa: F401
 from . import layers, losses, tensor, math, sequence, indexing, windows, amp  # noqa: F401
 from . import ctc, spatial_transformer, rnn, deformable, unary  # noqa: F401

@@ -55,8 +55,50 @@ def _op(names, inputs=("data",), **kw):
     return register
 
 
+# MXNet ops whose kiln function lives outside this table (nd.linalg.gemm2 as
+# "_linalg_gemm2", nd.contrib.X as "_contrib_X", ...): a resolver (registered by
+# kiln/mx/nd) maps the op name to that function, and the entry is derived from its
+# signature once: the parameters without a default are the inputs, the rest attributes.
+RESOLVERS = []
+DERIVED = {}
+
+
+def derive(name, fn):
+    """The table entry of an MXNet op computed by an ordinary function over arrays."""
+    import inspect
+    op = DERIVED.get(name)
+    if op is not None:
+        return op
+    params = list(inspect.signature(fn).parameters.values())
+    variadic = any(p.kind is p.VAR_POSITIONAL for p in params)
+    inputs = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+              and p.default is p.empty]
+    op = DERIVED[name] = MXOp(name, fn, inputs, variadic=variadic,
+                              num_outputs=_derived_outputs(name))
+    return op
+
+
+def _derived_outputs(name):
+    """Derived ops with several outputs, by MXNet's rule for them."""
+    if name.endswith(("linalg_gelqf", "linalg_syevd", "linalg_slogdet")):
+        return 2
+    return 1
+
+
+def find(name):
+    """The table entry of MXNet op `name`, or None."""
+    op = OPS.get(name) or DERIVED.get(name)
+    if op is not None:
+        return op
+    for resolve in RESOLVERS:
+        fn = resolve(name)
+        if fn is not None:
+            return derive(name, fn)
+    return None
+
+
 def lookup(name, where=""):
-    op = OPS.get(name)
+    op = find(name)
     if op is None:
         raise KilnError(f"{where}MXNet op {name!r} has no kiln mapping (kiln maps "
                         f"{len(OPS)} MXNet ops; see kiln/mx/ops)")

@@ -305,3 +305,21 @@ def _arange(start=0.0, stop=None, step=1.0, repeat=1, infer_range=False, dtype="
 @_op("_eye", ())
 def _eye(N=0, M=0, k=0, dtype="float32", **_):
     return knp.eye(int(N), int(M) or None, int(k), dtype=_creation_dtype(dtype))
+
+
+@_op("reshape_like", ("lhs", "rhs"))
+def reshape_like(lhs, rhs, lhs_begin=None, lhs_end=None, rhs_begin=None, rhs_end=None, **_):
+    """lhs with lhs.shape[lhs_begin:lhs_end] replaced by rhs.shape[rhs_begin:rhs_end]
+    (the whole shapes by default); negative bounds count from the end."""
+    def bounds(shape, begin, end):
+        n = len(shape)
+        b = 0 if begin is None else int(begin) % n if n else 0
+        e = n if end is None else (int(end) + n if int(end) < 0 else int(end))
+        return b, e
+    lb, le = bounds(lhs.shape, lhs_begin, lhs_end)
+    rb, re = bounds(rhs.shape, rhs_begin, rhs_end)
+    target = tuple(lhs.shape[:lb]) + tuple(rhs.shape[rb:re]) + tuple(lhs.shape[le:])
+    if int(_np.prod(target, dtype=_np.int64)) != lhs.size:
+        raise KilnError(f"reshape_like: cannot reshape lhs of shape {tuple(lhs.shape)} into "
+                        f"{target} (rhs shape {tuple(rhs.shape)})")
+    return knp.reshape(lhs, target)

@@ -11,9 +11,13 @@ from .symbol import Symbol, var, Variable, Group, Constant  # noqa: F401
 from .serialization import load, fromjson, load_json, from_graph, from_block  # noqa: F401
 from .evaluation import compile_symbols as compile  # noqa: F401
 from .creation import zeros, ones, full, arange, eye  # noqa: F401
+from .spaces import PREFIXES, SymbolSpace
 
 _Symbol = Symbol
 
 
 def __getattr__(name):
-    return namespace_attr(__name__, name)
+    found = namespace_attr(__name__, name)
+    if name in PREFIXES:                       # sym.linalg, sym.contrib, sym.image
+        return SymbolSpace(name, found)
+    return found

@@ -15,7 +15,7 @@ from ..._core import autograd
 from ..._core.base import KilnError, where_in_user_code
 from ..._core import trace
 from ..._core.ir import Node
-from ..ops import OPS
+from ..ops import lookup
 from ..._core.ndarray import ndarray
 from ...npx.io import MAX_TENSOR_ELEMENTS
 from ...ops.registry import REGISTRY
@@ -33,7 +33,7 @@ def _call_node(node, arrays):
     try:
         if node.op.startswith(KILN_PREFIX):
             return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)
-        return OPS[node.op].fn(*arrays, **node.attrs)
+        return lookup(node.op).fn(*arrays, **node.attrs)
     except KilnError as exc:
         raise KilnError(where + str(exc)) from None
     except Exception as exc:  # attributes a file or a caller got wrong, met by the op
@@ -45,7 +45,7 @@ def _hints(node, values):
     """Shapes of the variable inputs MXNet infers from the data input (weights, stats)."""
     if node.is_var or node.op.startswith(KILN_PREFIX) or node.grad_of is not None:
         return {}
-    op = OPS[node.op]
+    op = lookup(node.op)
     if op.param_shapes is None or not node.inputs:
         return {}
     first = values.get(id(node.inputs[0][0]))

@@ -7,7 +7,7 @@ values (evaluation.py), by tracing the node functions into kiln's graph IR, the 
 a hybridized block traces to.
 """
 from ..._core.base import KilnError, postorder, where_in_user_code
-from ..ops import OPS, lookup
+from ..ops import find, lookup
 from ..attribute import scoped_attrs
 from ..name import auto_name, scoped_name
 
@@ -35,7 +35,7 @@ class SymNode:
         """Indices of the inputs that are auxiliary states (BatchNorm's moving stats)."""
         if self.is_var or self.op.startswith(KILN_PREFIX) or self.grad_of is not None:
             return set()
-        op = OPS[self.op]
+        op = lookup(self.op)
         names = op.input_names(self.attrs)
         return {k for k, n in enumerate(names) if n in op.aux and k < len(self.inputs)}
 
@@ -226,7 +226,7 @@ class Symbol:
 
     def __getattr__(self, name):
         # sym.relu(), sym.sum(axis=1), ... : the MXNet ops as methods
-        if name.startswith("_") or name not in OPS:
+        if name.startswith("_") or find(name) is None:
             raise AttributeError(name)
         return lambda *a, **kw: call_op(name, (self,) + a, kw)
 
