@@ -9,6 +9,10 @@ CASES = {
     "degrees": ([(5,)], {}), "radians": ([(5,)], {}),
     "log10": ([(5,)], {}, P), "log2": ([(5,)], {}, P),
     "softsign": ([(5,)], {}),
+    "nansum": ([(2, 3)], {"axis": 1}),
+    "nanprod": ([(2, 3)], {"axis": 0}, P),
+    "sort": ([(2, 4)], {"is_ascend": False}),
+    "diag": ([(3, 3)], {"k": 1}),
     "_hypot_scalar": ([(4,)], {"scalar": 2.0}),
     "reshape_like": ([(2, 6), (5, 3, 2)], {"lhs_begin": 1, "rhs_begin": 1}),
 }
@@ -25,6 +29,8 @@ NOT_DIFFERENTIABLE = {
     "SliceChannel": "several outputs (this test reads one); test_mx_legacy_ops.py checks it",
     "_mod_scalar": "piecewise; the mod primitive's gradient is in test_grad_registry",
     "_rmod_scalar": "piecewise; the mod primitive's gradient is in test_grad_registry",
+    "argsort": "integer-valued", "argmin": "integer-valued",
+    "topk": "indices by default; its values are a gather (test_mx_legacy_ops.py)",
     "_zeros": "no inputs", "_ones": "no inputs", "_full": "no inputs",
     "_arange": "no inputs", "_eye": "no inputs",
 }

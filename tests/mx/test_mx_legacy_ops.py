@@ -133,3 +133,52 @@ def test_sub_namespaces_build_symbols_of_mxnet_op_names():
         sym.contrib.div_sqrt_dim(a).eval(A=nd.ones((2, 4)))[0].asnumpy(), np.full((2, 4), 0.5))
     np.testing.assert_array_equal(sym.linalg.gemm2(nd.ones((1, 2)), nd.ones((2, 1))).asnumpy(),
                                   [[2.0]])                  # arrays: the nd function
+
+
+def test_ordering_ops_follow_mxnet():
+    x = nd.array([[3, 1, 2], [0, 5, 4]])
+    np.testing.assert_array_equal(nd.topk(x, k=2, ret_typ="mask").asnumpy(),
+                                  [[1, 0, 1], [0, 1, 1]])
+    values, indices = nd.topk(x, k=2, ret_typ="both")
+    np.testing.assert_array_equal(values.asnumpy(), [[3, 2], [5, 4]])
+    np.testing.assert_array_equal(indices.asnumpy(), [[0, 2], [1, 2]])
+    np.testing.assert_array_equal(nd.argsort(x, is_ascend=False).asnumpy(),
+                                  [[0, 2, 1], [1, 2, 0]])
+    np.testing.assert_array_equal(nd.sort(x, axis=0, is_ascend=False).asnumpy(),
+                                  [[3, 5, 4], [0, 1, 2]])
+    np.testing.assert_array_equal(nd.argmin(x).asnumpy(), [3])      # 1.x: shape (1,)
+    np.testing.assert_array_equal(nd.diag(x, k=1).asnumpy(), [1, 4])
+
+
+def test_symbols_with_eager_only_ops_infer_shapes_and_run():
+    s = sym.topk(sym.var("x"), k=2, ret_typ="both")
+    assert s.list_outputs() == ["topk0_output0", "topk0_output1"] or len(s.list_outputs()) == 2
+    assert s.infer_shape(x=(2, 3))[1] == [(2, 2), (2, 2)]
+    ex = s.simple_bind(kiln.cpu(), x=(2, 3))
+    out = ex.forward(x=nd.array([[3, 1, 2], [0, 5, 4]]) * 2)
+    np.testing.assert_array_equal(out[0].asnumpy(), [[6, 4], [10, 8]])
+
+
+def test_reductions_over_everything_have_shape_one():
+    x = nd.array([[1, np.nan, 2], [3, 4, np.nan]])
+    np.testing.assert_array_equal(nd.nansum(x).asnumpy(), [10])
+    np.testing.assert_array_equal(nd.nanprod(x, axis=1).asnumpy(), [2, 12])
+    assert nd.sum(nd.ones((2, 2))).shape == (1,)
+    assert nd.argmax(nd.array([1, 3, 2])).shape == (1,)
+
+
+def test_upsampling_and_deconvolution_target_shape():
+    x = nd.array(np.arange(8).reshape(1, 2, 2, 2))
+    w = nd.array(np.arange(32).reshape(2, 1, 4, 4) * 0.1)
+    out = nd.UpSampling(x, w, sample_type="bilinear", scale=2, num_filter=2, num_args=2)
+    np.testing.assert_allclose(out.asnumpy().reshape(-1)[:8],      # MXNet 1.9.1's values
+                               [0.0, 0.4, 0.5, 0.6, 0.2, 1.2, 1.8, 1.6], rtol=1e-6)
+    assert nd.UpSampling(x, nd.ones((1, 1, 1, 1)), sample_type="nearest", scale=2,
+                         num_args=2).shape == (1, 3, 4, 4)
+    up = sym.UpSampling(sym.var("d"), sym.var("w"), sample_type="bilinear", scale=3,
+                        num_filter=2, num_args=2)
+    assert up.infer_shape(d=(1, 2, 4, 4)) == ([(1, 2, 4, 4), (2, 1, 5, 5)],
+                                              [(1, 2, 12, 12)], [])
+    deconv = sym.Deconvolution(sym.var("d"), kernel=(3, 3), stride=(2, 2),
+                               target_shape=(8, 8), num_filter=5)
+    assert deconv.infer_shape(d=(1, 2, 4, 4))[1] == [(1, 5, 8, 8)]

@@ -117,17 +117,6 @@ def load(fname):
     return dict(zip(names, arrays)) if names is not None else arrays
 
 
-def nansum(data, axis=None, keepdims=False, exclude=False, **_):
-    """MXNet 1.x's nd.nansum: the sum over `axis` counting NaN as zero (`exclude`: over
-    every axis but those)."""
-    data = knp.asarray(data)
-    if exclude:
-        keep = {a % data.ndim for a in ((axis,) if isinstance(axis, int) else axis or ())}
-        axis = tuple(a for a in range(data.ndim) if a not in keep)
-    return knp.sum(knp.where(knp.isnan(data), knp.zeros_like(data), data), axis=axis,
-                   keepdims=keepdims)
-
-
 def concat(*data, dim=1, **kw):
     """The arrays joined along `dim` (1 by default, as MXNet's concat)."""
     return mx_function("Concat")(*data, dim=dim, **kw)

@@ -32,6 +32,8 @@ class MXOp:
             names.remove("bias")
         if self.name in ("softmax", "log_softmax") and not attrs.get("use_length"):
             names.remove("length")
+        if self.name == "UpSampling" and attrs.get("sample_type", "nearest") != "bilinear":
+            names.remove("weight")
         if self.name == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":
             names.remove("gamma")
         if self.name.startswith("Sequence") and not attrs.get("use_sequence_length"):

@@ -91,8 +91,17 @@ def _reduce(names, fn):
         if exclude and ax is not None:
             drop = {a % data.ndim for a in (ax if isinstance(ax, tuple) else (ax,))}
             ax = tuple(i for i in range(data.ndim) if i not in drop)
-        return fn(data, axis=ax, keepdims=bool(keepdims))
+        out = fn(data, axis=ax, keepdims=bool(keepdims))
+        return knp.reshape(out, (1,)) if out.ndim == 0 else out    # 1.x: never 0-d
     _op(names)(run)
+
+
+def _nan_as(value, fn):
+    """fn over the data with NaN counted as `value` (nansum: 0, nanprod: 1)."""
+    def reduce(data, axis=None, keepdims=False):
+        clean = knp.where(knp.isnan(data), knp.full((), value, dtype=data.dtype), data)
+        return fn(clean, axis=axis, keepdims=keepdims)
+    return reduce
 
 
 _reduce("sum sum_axis _np_sum", knp.sum)
@@ -100,11 +109,14 @@ _reduce("mean _npi_mean", knp.mean)
 _reduce("max max_axis _np_max", knp.max)
 _reduce("min min_axis _np_min", knp.min)
 _reduce("prod _np_prod", knp.prod)
+_reduce("nansum", _nan_as(0.0, knp.sum))
+_reduce("nanprod", _nan_as(1.0, knp.prod))
 
 
 @_op("argmax")
 def argmax(data, axis=None, keepdims=False, **_):
-    return knp.argmax(data, axis=axis, keepdims=keepdims).astype("float32")
+    out = knp.argmax(data, axis=axis, keepdims=keepdims).astype("float32")
+    return knp.reshape(out, (1,)) if out.ndim == 0 else out
 
 
 @_op("dot", ("lhs", "rhs"))

@@ -12,7 +12,7 @@ import warnings
 import numpy as _np
 
 from ..._core import autograd
-from ..._core.base import KilnError, where_in_user_code
+from ..._core.base import KilnError, SymbolicValueError, where_in_user_code
 from ..._core import trace
 from ..._core.ir import Node
 from ..ops import lookup
@@ -34,6 +34,8 @@ def _call_node(node, arrays):
         if node.op.startswith(KILN_PREFIX):
             return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)
         return lookup(node.op).fn(*arrays, **node.attrs)
+    except SymbolicValueError as exc:   # an eager-only op met a trace: shapes come eagerly
+        raise SymbolicValueError(where + str(exc)) from None
     except KilnError as exc:
         raise KilnError(where + str(exc)) from None
     except Exception as exc:  # attributes a file or a caller got wrong, met by the op
@@ -119,8 +121,11 @@ def check_sizes(symbol, arrays):
     checked = symbol.__dict__.setdefault("_sizes_checked", set())
     if key in checked:
         return
-    trace_symbol(symbol, {n: tuple(a.shape) for n, a in arrays.items()},
-                 {n: str(a.dtype) for n, a in arrays.items()})
+    try:
+        trace_symbol(symbol, {n: tuple(a.shape) for n, a in arrays.items()},
+                     {n: str(a.dtype) for n, a in arrays.items()})
+    except SymbolicValueError:
+        pass    # an eager-only op (sort, topk): the nodes traced before it were checked
     checked.add(key)
 
 
@@ -144,6 +149,30 @@ def _declared_dtype(node, dtypes):
         return normalize_dtype(_DTYPE_FLAGS.get(str(dt), dt))
     except KilnError as exc:
         raise KilnError(f"variable {node.name!r}: {exc}") from None
+
+
+def _shapes_eagerly(symbol, shapes, dtypes=None):
+    """trace_symbol's answer for a symbol with an op that computes only eagerly (sort,
+    topk, ...): the symbol run on zeros; ({name: input array}, [output arrays])."""
+    dtypes = dtypes or {}
+    inputs = {}
+
+    def feed(node, hint):
+        shape = shapes.get(node.name)
+        for fallback in (_declared_shape(node), hint):
+            if shape is None:
+                shape = fallback
+        if shape is None:
+            raise MissingInput(f"cannot infer the shape of {node.name!r}; give it, e.g. "
+                               f"infer_shape({node.name}=(...))" + where_in_user_code())
+        _check_size(node.name, shape)
+        inputs[node.name] = ndarray._wrap(_np.zeros(tuple(shape),
+                                                    _declared_dtype(node, dtypes)))
+        return inputs[node.name]
+
+    with autograd._scope(False, False):
+        outs = evaluate(symbol._heads, feed)
+    return inputs, outs
 
 
 def trace_symbol(symbol, shapes, dtypes=None, training=False):
@@ -172,8 +201,8 @@ def trace_symbol(symbol, shapes, dtypes=None, training=False):
             outs = evaluate(symbol._heads, feed)
     finally:
         trace.pop()
-    for n in ctx.nodes:
-        _check_size(n.name, n.shape)
+        for n in ctx.nodes:       # also when an eager-only op stopped the trace
+            _check_size(n.name, n.shape)
     return inputs, [o._node for o in outs]
 
 
@@ -208,7 +237,11 @@ def infer_shape(symbol, *args, **kwargs):
 
 def infer_shape_strict(symbol, *args, **kwargs):
     """infer_shape, raising MissingInput (naming the variable) when shapes are missing."""
-    inputs, outs = trace_symbol(symbol, _shape_kwargs(symbol, args, kwargs))
+    shapes = _shape_kwargs(symbol, args, kwargs)
+    try:
+        inputs, outs = trace_symbol(symbol, shapes)
+    except SymbolicValueError:
+        inputs, outs = _shapes_eagerly(symbol, shapes)
     return ([inputs[n].shape for n in symbol.list_arguments()],
             [o.shape for o in outs],
             [inputs[n].shape for n in symbol.list_auxiliary_states()])

@@ -12,14 +12,18 @@ import numpy as _np
 from ..._core import autograd
 from ..._core.base import KilnError, where_in_user_code
 from ..._core.ndarray import ndarray
+from ...hybrid.fallback import HybridizeError
 from .evaluation import evaluate, infer_shape_strict, infer_type, compile_symbols, _as_array
+
+
+_EAGER = "eager"      # Executor._compiled of a symbol that cannot be compiled
 
 
 def _named(names, values, what):
     if values is None:
         return {}
-    if isinstance(values, dict):
-        return dict(values)
+    if isinstance(values, dict):       # None: no array for that name (MXNet skips it)
+        return {k: v for k, v in values.items() if v is not None}
     values = list(values)
     if len(values) != len(names):
         raise KilnError(f"bind: {what} has {len(values)} arrays for {len(names)} names "
@@ -119,7 +123,15 @@ class Executor:
             if self._compiled is None:
                 self._compiled = compile_symbols(self._symbol)
             values = {**self.arg_dict, **self.aux_dict}
-            self.outputs = self._compiled(**{n: values[n] for n in self._compiled.names})
+            if self._compiled is not _EAGER:
+                try:
+                    self.outputs = self._compiled(**{n: values[n]
+                                                     for n in self._compiled.names})
+                    return self.outputs
+                except HybridizeError:      # an op that computes only eagerly (sort, topk)
+                    self._compiled = _EAGER
+            with autograd.predict_mode():
+                self.outputs = evaluate(self._symbol._heads, lambda n, _h: values[n.name])
             return self.outputs
         leaves = {}
         for name, array in self.arg_dict.items():
