@@ -182,3 +182,38 @@ def test_upsampling_and_deconvolution_target_shape():
     deconv = sym.Deconvolution(sym.var("d"), kernel=(3, 3), stride=(2, 2),
                                target_shape=(8, 8), num_filter=5)
     assert deconv.infer_shape(d=(1, 2, 4, 4))[1] == [(1, 5, 8, 8)]
+
+
+def test_executor_monitor_names_and_output_dtypes():
+    data = sym.var("data", shape=(2, 3, 4, 4))
+    conv = sym.Convolution(data, kernel=(2, 2), num_filter=1, name="conv")
+    names = []
+    ex = conv.simple_bind(kiln.cpu(), grad_req="null")
+    ex.set_monitor_callback(lambda name, arr: names.append(name.decode()), monitor_all=True)
+    ex.forward()
+    assert names == ["data", "conv_data", "conv_weight", "conv_weight", "conv_bias",
+                     "conv_bias", "conv_output"]                  # MXNet 1.9.1's order
+    deconv = sym.Deconvolution(data, kernel=(2, 2), num_filter=1, name="deconv")
+    assert deconv.list_arguments() == ["data", "deconv_weight"]   # no_bias defaults to True
+    x = sym.var("x", dtype="int32")
+    ex = sym.Cast(x, dtype="float16").simple_bind(kiln.cpu(), x=(2, 2))
+    assert ex.arg_arrays[0].dtype == np.int32 and ex.outputs[0].dtype == np.float16
+
+
+def test_misc_legacy_semantics():
+    a = nd.array([[1, 2], [3, 4]])
+    np.testing.assert_array_equal(nd.where(nd.array([1, 0]), a, -a).asnumpy(),
+                                  [[1, 2], [-3, -4]])             # a vector picks rows
+    np.testing.assert_array_equal(nd.diag(nd.array([1, 2, 3]), k=-1).asnumpy(),
+                                  np.diag([1, 2, 3], k=-1))
+    with pytest.raises(kiln.KilnError, match="outside"):
+        nd.diag(nd.ones((3, 4)), k=5)
+    assert nd.diag(nd.ones((3, 4)), k=4).shape == (0,)
+    with pytest.raises(kiln.KilnError, match="positive"):
+        nd.tile(a, reps=(1, 0))
+    with pytest.raises(kiln.KilnError, match="out of range"):
+        nd.take(nd.array([1, 2, 3]), nd.array([-1]), mode="raise")
+    length = nd.array(np.full((2, 4), 2))                         # data shape without axis 1
+    out = nd.softmax(nd.ones((2, 3, 4)), length, axis=1, use_length=True)
+    np.testing.assert_allclose(out.asnumpy()[0, :, 0], [0.5, 0.5, 0.0])
+    assert sym.softmin(axis=1).list_arguments() == ["softmin0_data"]

@@ -56,6 +56,13 @@ def argmin(data, axis=None, keepdims=False, **_):
 
 @_op("diag")
 def diag(data, k=0, axis1=0, axis2=1, **_):
-    if data.ndim == 1:
-        return knp.diag(data, int(k))
-    return knp.diagonal(data, int(k), int(axis1), int(axis2))
+    k = int(k)
+    if data.ndim == 1:        # the vector on diagonal k of a square matrix, differentiably
+        n = data.shape[0] + abs(k)
+        padded = knp.concatenate([data, knp.zeros((abs(k),), dtype=data.dtype)])
+        placed = knp.reshape(padded, (n, 1) if k >= 0 else (1, n))
+        return knp.eye(n, n, k, dtype=data.dtype) * placed
+    rows, cols = data.shape[int(axis1)], data.shape[int(axis2)]
+    if k > cols or -k > rows:     # MXNet allows the empty diagonal just past the corner
+        raise KilnError(f"diag: k={k} is outside a {rows}x{cols} matrix")
+    return knp.diagonal(data, k, int(axis1), int(axis2))

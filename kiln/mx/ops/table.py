@@ -28,7 +28,8 @@ class MXOp:
 
     def input_names(self, attrs):
         names = list(self.inputs)
-        if attrs.get("no_bias") and "bias" in names:
+        # Deconvolution has no bias unless asked (its no_bias defaults to True)
+        if attrs.get("no_bias", self.name.startswith("Deconvolution")) and "bias" in names:
             names.remove("bias")
         if self.name in ("softmax", "log_softmax") and not attrs.get("use_length"):
             names.remove("length")

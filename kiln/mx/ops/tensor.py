@@ -241,11 +241,19 @@ def ones_like(data, **_):
 
 @_op("where", ("condition", "x", "y"))
 def where(condition, x, y, **_):
+    """x where condition is nonzero, else y; a vector condition picks whole rows (1.x)."""
+    if condition.ndim == 1 and x.ndim > 1:
+        condition = knp.reshape(condition, (-1,) + (1,) * (x.ndim - 1))
     return knp.where(condition != 0, x, y)
 
 
 @_op("take", ("a", "indices"))
 def take(a, indices, axis=0, mode="clip", **_):
+    if mode == "raise" and indices._node is None:
+        size, idx = a.shape[int(axis)], indices.asnumpy()
+        if idx.size and (idx.min() < 0 or idx.max() >= size):
+            raise KilnError(f"take: an index is out of range for axis {int(axis)} of size "
+                            f"{size} (mode='raise')")
     return knp.take(a, indices.astype("int64"), axis=int(axis), mode=mode)
 
 
@@ -261,7 +269,10 @@ def one_hot(indices, depth=1, on_value=1.0, off_value=0.0, dtype="float32", **_)
 
 @_op("tile")
 def tile(data, reps=(), **_):
-    return knp.tile(data, tuple(reps))
+    reps = tuple(int(r) for r in reps)
+    if any(r < 1 for r in reps):
+        raise KilnError(f"tile: every rep must be positive, got {reps}")
+    return knp.tile(data, reps)
 
 
 @_op("repeat")

@@ -11,7 +11,8 @@ from .symbol import Symbol, var, Variable, Group, Constant  # noqa: F401
 from .serialization import load, fromjson, load_json, from_graph, from_block  # noqa: F401
 from .evaluation import compile_symbols as compile  # noqa: F401
 from .creation import zeros, ones, full, arange, eye  # noqa: F401
-from .spaces import PREFIXES, SymbolSpace
+from .spaces import PREFIXES, SymbolSpace, table_op
+from ..ops import OPS
 
 _Symbol = Symbol
 
@@ -20,4 +21,6 @@ def __getattr__(name):
     found = namespace_attr(__name__, name)
     if name in PREFIXES:                       # sym.linalg, sym.contrib, sym.image
         return SymbolSpace(name, found)
+    if name in OPS and callable(found):
+        return table_op(name, found)
     return found

@@ -64,9 +64,10 @@ def _hints(node, values):
     return {id(src): shapes[n] for (src, _), n in zip(node.inputs, names) if n in shapes}
 
 
-def evaluate(heads, feed):
+def evaluate(heads, feed, observe=None):
     """Compute `heads` (a list of (SymNode, index)); feed(var_node, hinted_shape) gives a
-    variable's array. Returns the head arrays."""
+    variable's array. Returns the head arrays. observe(node, inputs, outputs), if given,
+    sees every op node's arrays (an executor's monitor)."""
     values = {}
     for node in nodes_of(heads):
         if node.is_var:
@@ -83,6 +84,8 @@ def evaluate(heads, feed):
             arrays.append(values[id(src)][k])
         out = _call_node(node, arrays)
         values[id(node)] = list(out) if isinstance(out, (tuple, list)) else [out]
+        if observe is not None:
+            observe(node, arrays, values[id(node)])
     result = []
     for node, k in heads:
         if node.is_var and id(node) not in values:
@@ -224,6 +227,15 @@ def _shape_kwargs(symbol, args, kwargs):
             if s is not None:
                 shapes[name] = s
     return {k: tuple(v) for k, v in shapes.items()}
+
+
+def output_avals(symbol, shapes, dtypes):
+    """[(shape, dtype)] of the symbol's outputs for inputs of these shapes and dtypes."""
+    try:
+        _, outs = trace_symbol(symbol, shapes, dtypes)
+    except SymbolicValueError:
+        _, outs = _shapes_eagerly(symbol, shapes, dtypes)
+    return [(tuple(o.shape), o.dtype) for o in outs]
 
 
 def infer_shape(symbol, *args, **kwargs):

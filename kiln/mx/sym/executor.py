@@ -13,10 +13,26 @@ from ..._core import autograd
 from ..._core.base import KilnError, where_in_user_code
 from ..._core.ndarray import ndarray
 from ...hybrid.fallback import HybridizeError
-from .evaluation import evaluate, infer_shape_strict, infer_type, compile_symbols, _as_array
+from ..ops import lookup
+from .evaluation import (evaluate, infer_shape_strict, infer_type, compile_symbols,
+                         output_avals, _as_array)
 
 
 _EAGER = "eager"      # Executor._compiled of a symbol that cannot be compiled
+
+
+# MXNet ops whose inputs a monitor names by position (no input names registered)
+_POSITIONAL_INPUTS = {"Activation", "SoftmaxActivation"}
+
+
+def _monitor_input_name(node, k):
+    if node.op in _POSITIONAL_INPUTS:
+        return f"input{k}"
+    op = lookup(node.op)
+    if op.variadic:
+        return f"arg{k}"
+    names = op.input_names(node.attrs)
+    return names[k] if k < len(names) else f"input{k}"
 
 
 def _named(names, values, what):
@@ -41,6 +57,7 @@ class Executor:
         self._outputs = None
         self._leaves = None
         self._compiled = None
+        self._monitor = None          # (callback, monitor_all) of set_monitor_callback
 
     # ---- construction ------------------------------------------------------------------------
     @staticmethod
@@ -59,6 +76,8 @@ class Executor:
 
     @classmethod
     def simple_bind(cls, symbol, grad_req="write", type_dict=None, shapes=None):
+        # MXNet reads only the tuple-valued keywords as shapes and ignores the rest
+        shapes = {k: v for k, v in (shapes or {}).items() if isinstance(v, (tuple, list))}
         arg_shapes, _, aux_shapes = infer_shape_strict(symbol, **(shapes or {}))
         arg_types, _, aux_types = infer_type(symbol, **(type_dict or {}))
         names, aux = symbol.list_arguments(), symbol.list_auxiliary_states()
@@ -91,12 +110,10 @@ class Executor:
         """The outputs of the last forward; before the first, zeros of the inferred shapes
         (MXNet allocates them at bind)."""
         if self._outputs is None:
-            shapes = {n: a.shape for n, a in self.arg_dict.items()}
-            types = {n: a.dtype for n, a in self.arg_dict.items()}
-            _, out_shapes, _ = infer_shape_strict(self._symbol, **shapes)
-            _, out_types, _ = infer_type(self._symbol, **types)
-            self._outputs = [ndarray._wrap(_np.zeros(s, t)) for s, t in zip(out_shapes,
-                                                                             out_types)]
+            bound = {**self.arg_dict, **self.aux_dict}
+            avals = output_avals(self._symbol, {n: a.shape for n, a in bound.items()},
+                                 {n: str(a.dtype) for n, a in bound.items()})
+            self._outputs = [ndarray._wrap(_np.zeros(s, t)) for s, t in avals]
         return self._outputs
 
     @outputs.setter
@@ -116,8 +133,34 @@ class Executor:
                                 f"{value.shape}" + where_in_user_code())
             target[...] = value
 
+    def set_monitor_callback(self, callback, monitor_all=False):
+        """Call callback(name, array) for every op output during forward (MXNet's names:
+        `{node}_output`); with monitor_all also for its inputs first (`{node}_{input}`,
+        each variable by its own name before)."""
+        self._monitor = (callback, bool(monitor_all))
+
+    def _observe(self, node, inputs, outputs):
+        callback, monitor_all = self._monitor
+        # names come as bytes, as MXNet's C callback gives them (code decodes with py_str);
+        # the array itself stands where MXNet gives a C handle
+        if monitor_all:
+            for k, ((src, _), array) in enumerate(zip(node.inputs, inputs)):
+                if src.is_var:
+                    callback(src.name.encode(), array)
+                callback(f"{node.name}_{_monitor_input_name(node, k)}".encode(), array)
+        for k, array in enumerate(outputs):
+            name = f"{node.name}_output" + (str(k) if len(outputs) > 1 else "")
+            callback(name.encode(), array)
+
     def forward(self, is_train=False, **kwargs):
         self._set_inputs(kwargs)
+        if not is_train and self._monitor is not None:
+            self._leaves = None
+            values = {**self.arg_dict, **self.aux_dict}
+            with autograd.predict_mode():
+                self.outputs = evaluate(self._symbol._heads, lambda n, _h: values[n.name],
+                                        self._observe)
+            return self.outputs
         if not is_train:
             self._leaves = None
             if self._compiled is None:
@@ -142,14 +185,14 @@ class Executor:
             leaves[name] = leaf
         feed = {**leaves, **self.aux_dict}
         with autograd.record():
-            self.outputs = evaluate(self._symbol._heads, lambda n, _h: feed[n.name])
+            self.outputs = evaluate(self._symbol._heads, lambda n, _h: feed[n.name],
+                                    None if self._monitor is None else self._observe)
         self._leaves = leaves
         return self.outputs
 
     def backward(self, out_grads=None, is_train=True):
-        if self._leaves is None:
-            raise KilnError("backward: call forward(is_train=True) first"
-                            + where_in_user_code())
+        if self._leaves is None:      # MXNet runs backward on the bound arrays as they are
+            self.forward(is_train=True)
         if isinstance(out_grads, dict):     # by output name, as MXNet accepts them
             out_grads = [out_grads[n] for n in self._symbol.list_outputs()]
         if out_grads is not None and not isinstance(out_grads, (list, tuple)):

@@ -33,6 +33,26 @@ def symbolic(op_name, fn):
     return call
 
 
+def _has_array(args, kwargs):
+    from ..._core.ndarray import ndarray
+    import numpy as _np
+    return any(isinstance(v, (ndarray, _np.ndarray)) for v in list(args) + list(kwargs.values()))
+
+
+def table_op(op_name, fn):
+    """`sym.X` of a table op: a node over Symbols, and over no arrays at all (MXNet makes
+    variables for the inputs not given: `sym.softmin(axis=1)`); the op on arrays."""
+    def call(*args, **kwargs):
+        if _has_symbol(args, kwargs) or not _has_array(args, kwargs):
+            if len(args) == 1 and isinstance(args[0], (list, tuple)):
+                args = tuple(args[0])
+            return call_op(op_name, args, kwargs)
+        return fn(*args, **kwargs)
+    call.__name__ = call.__qualname__ = op_name
+    call.__doc__ = fn.__doc__
+    return call
+
+
 class SymbolSpace:
     """`sym.linalg`, `sym.contrib`, `sym.image`: nd's sub-namespace, building Symbols."""
 

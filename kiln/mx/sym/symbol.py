@@ -347,9 +347,7 @@ def call_op(op_name, args, kwargs):
     inputs = []
     for k, in_name in enumerate(order):
         value = named.get(in_name)
-        if value is None:
-            if k == 0:
-                raise KilnError(f"{op_name}: missing input {in_name!r}" + where_in_user_code())
+        if value is None:           # MXNet makes a variable for every input not given
             value = var(f"{name}_{in_name}")
         elif isinstance(value, (int, float)):
             raise KilnError(f"{op_name}: input {in_name!r} must be a Symbol, got "
