@@ -217,3 +217,28 @@ def test_misc_legacy_semantics():
     out = nd.softmax(nd.ones((2, 3, 4)), length, axis=1, use_length=True)
     np.testing.assert_allclose(out.asnumpy()[0, :, 0], [0.5, 0.5, 0.0])
     assert sym.softmin(axis=1).list_arguments() == ["softmin0_data"]
+
+
+def test_positional_attributes_histogram_split_v2_gather_nd():
+    s = sym.depth_to_space(sym.var("x"), 2)                     # block_size positionally
+    assert s.infer_shape(x=(1, 8, 2, 3))[1] == [(1, 2, 4, 6)]
+    with pytest.raises(kiln.KilnError, match="block_size"):
+        nd.space_to_depth(nd.ones((1, 1, 2, 2)), 0)
+    x = nd.array([0.1, 0.4, 0.6, 0.9, 2.0])
+    counts, edges = nd.histogram(x, bins=2, range=(0, 1))
+    np.testing.assert_array_equal(counts.asnumpy(), [2, 2])
+    h = sym.histogram(a=sym.var("data"), bins=sym.var("bins"))
+    ex = h.bind(kiln.cpu(), args={"data": x, "bins": nd.array([0, 0.5, 1, 3])})
+    ex.forward()
+    np.testing.assert_array_equal(ex.outputs[0].asnumpy(), [2, 2, 1])
+    parts = sym.split_v2(sym.var("d"), indices_or_sections=(1, 3), axis=0)
+    assert len(parts.list_outputs()) == 3
+    with pytest.raises(IndexError):
+        nd.gather_nd(nd.array([[0, 1, 2], [3, 4, 5]]), nd.array([[0, 1], [0, 3]]))
+    np.testing.assert_array_equal(
+        nd.gather_nd(nd.array([[0, 1, 2], [3, 4, 5]]), nd.array([[0, 1], [-1, -2]])).asnumpy(),
+        [2, 4])
+    flat = nd.ravel_multi_index(nd.array([[1, 2], [3, 0]]), shape=(-1, 4))
+    np.testing.assert_array_equal(flat.asnumpy(), [7, 8])
+    assert nd.arange(1.3, 5.6, 1.3, dtype="int32").asnumpy().tolist() == \
+        np.arange(1.3, 5.6, 1.3, dtype="int32").tolist()

@@ -61,7 +61,8 @@ def full(shape, val, ctx=None, dtype=None, **_):
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
     """Values from `start` to `stop` by `step` (float32 by default), each repeated `repeat` times.
     """
-    out = knp.arange(start, stop, step, dtype=_dtype(dtype))
+    # NumPy's arange in the requested dtype (an integer dtype truncates start and step first)
+    out = ndarray._wrap(_np.arange(start, stop, step, dtype=_dtype(dtype)))
     return knp.repeat(out, int(repeat)) if int(repeat) > 1 else out
 
 

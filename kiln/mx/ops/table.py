@@ -33,6 +33,9 @@ class MXOp:
             names.remove("bias")
         if self.name in ("softmax", "log_softmax") and not attrs.get("use_length"):
             names.remove("length")
+        if self.name in ("_histogram", "histogram") and (
+                attrs.get("bins") is None or isinstance(attrs["bins"], (int, float))):
+            names.remove("bins")        # bins: a count (attribute) or the edges (input)
         if self.name == "UpSampling" and attrs.get("sample_type", "nearest") != "bilinear":
             names.remove("weight")
         if self.name == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":

@@ -11,6 +11,7 @@ import numpy as _np
 
 from ..._core import autograd
 from ..._core.base import KilnError, where_in_user_code
+from ..._core.context import current_context
 from ..._core.ndarray import ndarray
 from ...hybrid.fallback import HybridizeError
 from ..ops import lookup
@@ -58,6 +59,7 @@ class Executor:
         self._leaves = None
         self._compiled = None
         self._monitor = None          # (callback, monitor_all) of set_monitor_callback
+        self._ctx = current_context()  # MXNet's attribute; code passes it to nd.array
 
     # ---- construction ------------------------------------------------------------------------
     @staticmethod

@@ -333,11 +333,15 @@ def call_op(op_name, args, kwargs):
         inputs = [a for a in args if isinstance(a, Symbol)]
         attrs = {k: v for k, v in kwargs.items()}
         return apply_op(op_name, inputs, attrs, name, user_attr)
-    attrs = {k: v for k, v in kwargs.items() if k not in info.input_names(kwargs)}
-    named = {k: v for k, v in kwargs.items() if k in info.input_names(attrs)}
-    order = info.input_names(attrs)
+    order = info.input_names(kwargs)
+    attrs = {k: v for k, v in kwargs.items() if k not in order}
+    named = {k: v for k, v in kwargs.items() if k in order}
+    extra = _attribute_names(info, order)
     for k, a in enumerate(args):
         if k >= len(order) and a is None:    # Convolution(x, w, None, no_bias=True)
+            continue
+        if k >= len(order) and not isinstance(a, Symbol) and k - len(order) < len(extra):
+            attrs.setdefault(extra[k - len(order)], a)   # depth_to_space(x, 2): block_size
             continue
         if k >= len(order):
             raise KilnError(f"{op_name}: takes inputs {order}, got {len(args)} positional "
@@ -354,6 +358,18 @@ def call_op(op_name, args, kwargs):
                             f"{value!r}" + where_in_user_code())
         inputs.append(value)
     return apply_op(op_name, inputs, attrs, name, user_attr, name_is_final=True)
+
+
+def _attribute_names(info, inputs):
+    """The op function's parameters after its inputs, in order: MXNet's generated op
+    functions take attributes positionally after the inputs."""
+    import inspect
+    try:
+        params = inspect.signature(info.fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD
+            and p.name not in inputs and p.name not in info.inputs]
 
 
 def Constant(value, name=None):
