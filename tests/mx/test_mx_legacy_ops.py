@@ -242,3 +242,16 @@ def test_positional_attributes_histogram_split_v2_gather_nd():
     np.testing.assert_array_equal(flat.asnumpy(), [7, 8])
     assert nd.arange(1.3, 5.6, 1.3, dtype="int32").asnumpy().tolist() == \
         np.arange(1.3, 5.6, 1.3, dtype="int32").tolist()
+
+
+def test_hypot_gradient_splits_ties():
+    a, b = nd.array([1.0, 2.0, 0.0, -3.0]), nd.array([1.0, 2.0, 0.0, 4.0])
+    a.attach_grad()
+    b.attach_grad()
+    with kiln.autograd.record():
+        y = nd.hypot(a, b)
+    y.backward(nd.full((4,), 0.5))
+    np.testing.assert_allclose(y.asnumpy(), [2 ** 0.5, 8 ** 0.5, 0, 5], rtol=1e-6)
+    # d/da = a / h, d/db = b / h, each times the head gradient; 0 at the origin
+    np.testing.assert_allclose(a.grad.asnumpy(), [0.5 ** 1.5, 0.5 ** 1.5, 0, -0.3], rtol=1e-6)
+    np.testing.assert_allclose(b.grad.asnumpy(), [0.5 ** 1.5, 0.5 ** 1.5, 0, 0.4], rtol=1e-6)
