@@ -255,3 +255,30 @@ def test_hypot_gradient_splits_ties():
     # d/da = a / h, d/db = b / h, each times the head gradient; 0 at the origin
     np.testing.assert_allclose(a.grad.asnumpy(), [0.5 ** 1.5, 0.5 ** 1.5, 0, -0.3], rtol=1e-6)
     np.testing.assert_allclose(b.grad.asnumpy(), [0.5 ** 1.5, 0.5 ** 1.5, 0, 0.4], rtol=1e-6)
+
+
+def test_no_input_calls_make_variables_and_ctc_optional_inputs():
+    s = sym.contrib.PSROIPooling(spatial_scale=0.0625, output_dim=2, pooled_size=3,
+                                 name="psroipool")
+    assert s.list_arguments() == ["psroipool_data", "psroipool_rois"]   # as MXNet names them
+    ctc = sym.ctc_loss(sym.var("input"), sym.var("labels"))
+    assert ctc.list_arguments() == ["input", "labels"]
+
+
+def test_custom_op_errors_and_two_part_infer_shape():
+    from kiln.mx import operator as mx_operator
+
+    class Fail(mx_operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            raise ValueError("boom")
+
+    @mx_operator.register("kiln_test_fail")
+    class FailProp(mx_operator.CustomOpProp):
+        def infer_shape(self, in_shape):
+            return in_shape, [in_shape[0]]                  # no auxiliary part
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return Fail()
+
+    with pytest.raises(kiln.KilnError, match="boom"):
+        nd.Custom(nd.ones((2,)), op_type="kiln_test_fail")

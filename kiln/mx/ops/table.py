@@ -26,6 +26,10 @@ class MXOp:
         n = self.num_outputs
         return int(n(attrs)) if callable(n) else n
 
+    def aux_names(self, attrs):
+        """The names of the inputs that are auxiliary states."""
+        return self.aux
+
     def input_names(self, attrs):
         names = list(self.inputs)
         # Deconvolution has no bias unless asked (its no_bias defaults to True)
@@ -36,6 +40,10 @@ class MXOp:
         if self.name in ("_histogram", "histogram") and (
                 attrs.get("bins") is None or isinstance(attrs["bins"], (int, float))):
             names.remove("bins")        # bins: a count (attribute) or the edges (input)
+        for flag, name in (("use_data_lengths", "data_lengths"),
+                           ("use_label_lengths", "label_lengths")):
+            if name in names and not attrs.get(flag):      # CTCLoss's optional inputs
+                names.remove(name)
         if self.name == "UpSampling" and attrs.get("sample_type", "nearest") != "bilinear":
             names.remove("weight")
         if self.name == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":

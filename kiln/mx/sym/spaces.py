@@ -22,9 +22,9 @@ def _has_symbol(args, kwargs):
 def symbolic(op_name, fn):
     """`fn` over arrays, or a node of MXNet op `op_name` over Symbols."""
     def call(*args, **kwargs):
-        if not _has_symbol(args, kwargs):
+        if not _has_symbol(args, kwargs) and _has_array(args, kwargs):
             return fn(*args, **kwargs)
-        derive(op_name, fn)
+        derive(op_name, fn)           # Symbols, or no inputs at all: MXNet makes variables
         if len(args) == 1 and isinstance(args[0], (list, tuple)):
             args = tuple(args[0])
         return call_op(op_name, args, kwargs)

@@ -36,8 +36,8 @@ class SymNode:
         if self.is_var or self.op.startswith(KILN_PREFIX) or self.grad_of is not None:
             return set()
         op = lookup(self.op)
-        names = op.input_names(self.attrs)
-        return {k for k, n in enumerate(names) if n in op.aux and k < len(self.inputs)}
+        names, aux = op.input_names(self.attrs), op.aux_names(self.attrs)
+        return {k for k, n in enumerate(names) if n in aux and k < len(self.inputs)}
 
 
 def nodes_of(heads):
