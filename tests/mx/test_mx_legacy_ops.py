@@ -282,3 +282,27 @@ def test_custom_op_errors_and_two_part_infer_shape():
 
     with pytest.raises(kiln.KilnError, match="boom"):
         nd.Custom(nd.ones((2,)), op_type="kiln_test_fail")
+
+
+def test_softmax_output_soft_labels_multi_output_and_normalization():
+    x = nd.array([[1.0, 2.0, 3.0], [0.5, 0.5, 2.0]])
+    p = np.exp(x.asnumpy()) / np.exp(x.asnumpy()).sum(1, keepdims=True)
+    soft = nd.array([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]])
+    x.attach_grad()
+    with kiln.autograd.record():
+        out = nd.SoftmaxOutput(x, soft, preserve_shape=True)
+    out.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), p - soft.asnumpy(), rtol=1e-5, atol=1e-7)
+    data = nd.array(np.random.RandomState(0).uniform(-1, 1, (2, 3, 2, 2)))
+    label = nd.array([[[0, 1], [2, 0]], [[1, 1], [0, 2]]])
+    data.attach_grad()
+    with kiln.autograd.record():
+        out = nd.SoftmaxOutput(data, label, multi_output=True, use_ignore=True, ignore_label=0,
+                               normalization="valid", grad_scale=2.0)
+    out.backward()
+    e = np.exp(data.asnumpy())
+    prob = e / e.sum(1, keepdims=True)
+    onehot = np.eye(3)[label.asnumpy().astype(int)].transpose(0, 3, 1, 2)
+    keep = (label.asnumpy() != 0)[:, None]
+    want = (prob - onehot) * keep * 2.0 / keep.sum()       # MXNet's rule (test_operator)
+    np.testing.assert_allclose(data.grad.asnumpy(), want, rtol=1e-5, atol=1e-7)

@@ -102,7 +102,7 @@ def _derived_outputs(name):
 def find(name):
     """The table entry of MXNet op `name`, or None."""
     op = OPS.get(name) or DERIVED.get(name)
-    if op is not None:
+    if op is not None or not isinstance(name, str):
         return op
     for resolve in RESOLVERS:
         fn = resolve(name)

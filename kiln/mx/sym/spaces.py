@@ -3,6 +3,8 @@
 builds a node of MXNet's op name (`_linalg_gemm2`, `_contrib_div_sqrt_dim`) whose table
 entry is derived from the nd function (kiln/mx/ops/table.py `derive`); given arrays (F
 while hybridize traces), it is the nd function itself."""
+import types
+
 from ..ops.table import derive
 from .symbol import Symbol, call_op
 
@@ -53,10 +55,13 @@ def table_op(op_name, fn):
     return call
 
 
-class SymbolSpace:
-    """`sym.linalg`, `sym.contrib`, `sym.image`: nd's sub-namespace, building Symbols."""
+class SymbolSpace(types.ModuleType):
+    """`sym.linalg`, `sym.contrib`, `sym.image`: nd's sub-namespace, building Symbols. A
+    module object named as that namespace, so `import mxnet.symbol.contrib` resolves (to
+    the nd module, as before) while `sym.contrib.X` builds Symbols."""
 
     def __init__(self, name, space):
+        super().__init__(space.__name__)
         self._name, self._space = name, space
 
     def __getattr__(self, name):
