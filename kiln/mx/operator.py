@@ -134,8 +134,14 @@ class _Run(autograd.Function):
     def forward(self, *arrays):
         in_data, aux = list(arrays[:self.n_args]), list(arrays[self.n_args:])
         out_data = [_zeros(s, t) for s, t in zip(self.out_shapes, self.out_types)]
-        self.op.forward(is_train=autograd.is_training(), req=["write"] * len(out_data),
-                        in_data=in_data, out_data=out_data, aux=aux)
+        try:
+            self.op.forward(is_train=autograd.is_training(), req=["write"] * len(out_data),
+                            in_data=in_data, out_data=out_data, aux=aux)
+        except KilnError:
+            raise
+        except Exception as exc:    # MXNet reports an error in the user's forward as its own
+            raise KilnError(f"Custom op forward failed: {type(exc).__name__}: {exc}"
+                            + where_in_user_code()) from exc
         self.save_for_backward(in_data, out_data, aux)
         return out_data[0] if len(out_data) == 1 else tuple(out_data)
 
@@ -164,8 +170,9 @@ def custom(*args, **kwargs):
             "arrays, so it cannot be part of a compiled graph (a hybridized block calling "
             "it runs eagerly; a Symbol or Module cannot execute it)" + where_in_user_code())
     n_args = len(prop.list_arguments())
-    in_shapes, out_shapes, _ = prop.infer_shape([list(x.shape) for x in inputs[:n_args]])
-    _, out_types, _ = prop.infer_type([x.dtype for x in inputs[:n_args]])
+    # a prop's infer_shape / infer_type may leave out the auxiliary part (MXNet allows it)
+    in_shapes, out_shapes = prop.infer_shape([list(x.shape) for x in inputs[:n_args]])[:2]
+    out_types = prop.infer_type([x.dtype for x in inputs[:n_args]])[1]
     from .._core.context import cpu
     op = prop.create_operator(cpu(), in_shapes, [x.dtype for x in inputs[:n_args]])
     return _Run(op, prop, n_args, out_shapes, out_types)(*inputs)
@@ -178,5 +185,18 @@ class _CustomOp(MXOp):
         prop = _prop(attrs)
         return list(prop.list_arguments()) + list(prop.list_auxiliary_states())
 
+    def aux_names(self, attrs):
+        return list(_prop(attrs).list_auxiliary_states())
 
-OPS["Custom"] = _CustomOp("Custom", custom)
+
+def _custom_shapes(attrs, data):
+    """The shapes a one-input Custom op's prop infers for its auxiliary states."""
+    prop = _prop(attrs)
+    if len(prop.list_arguments()) != 1:
+        return {}
+    shapes = prop.infer_shape([list(data)])
+    aux = shapes[2] if len(shapes) > 2 else []
+    return dict(zip(prop.list_auxiliary_states(), (tuple(s) for s in aux)))
+
+
+OPS["Custom"] = _CustomOp("Custom", custom, param_shapes=_custom_shapes)

@@ -348,7 +348,7 @@ def tile(A, reps):
         reps = (1,) * (a.ndim - len(reps)) + reps
     a = reshape(a, (1,) * (len(reps) - a.ndim) + a.shape)
     for axis, r in enumerate(reps):
-        if r != 1:
+        if r != 1 and a.shape[axis] > 0:     # an empty axis stays empty
             idx = _np.tile(_np.arange(a.shape[axis]), r)
             a = _R["take"](a, ndarray._wrap(idx), axis=axis, mode="clip")
     return a

@@ -201,11 +201,15 @@ def hypot(x1, x2, out=None):
     """sqrt(x1**2 + x2**2), scaled by the larger magnitude so it neither overflows nor
     underflows where the plain formula would."""
     a, b = _pair(x1, x2)
-    a, b = abs(a), abs(b)
-    big = _R["maximum"](a, b)
+    # h(a, b) = s * h(a/s, b/s) for any s > 0; with s the larger magnitude held constant
+    # (detached), the gradient is exactly a/h and b/h, ties included (max/min would send
+    # a tie's whole gradient to one side)
+    big = _R["maximum"](abs(a), abs(b)).detach()
     safe = where(big == 0, 1.0, big)
-    small = _R["minimum"](a, b) / safe
-    return _out(big * sqrt(1.0 + small * small), out)
+    ra, rb = a / safe, b / safe
+    r2 = ra * ra + rb * rb
+    zero = r2 == 0       # at the origin: 0, with a zero gradient rather than NaN
+    return _out(where(zero, 0.0, safe * sqrt(where(zero, 1.0, r2))), out)
 
 
 def _signbit(x):

@@ -58,7 +58,8 @@ def gelu(data, approximation="erf"):
 def elu(data, alpha=1.0):
     """Elementwise ELU: `x` for `x > 0`, else `alpha * (exp(x) - 1)`."""
     x = _arr(data)
-    return knp.where(x > 0, x, alpha * (knp.exp(knp.minimum(x, 0)) - 1))
+    # expm1, not exp(x) - 1: near 0 that difference loses every digit in float16
+    return knp.where(x > 0, x, alpha * knp.expm1(knp.minimum(x, 0)))
 
 
 def selu(data):
@@ -105,9 +106,9 @@ def leaky_relu(data, gamma=None, act_type="leaky", slope=0.25, **kwargs):
             return x * knp.maximum((x > 0).astype(x.dtype), slope)
         return knp.where(x > 0, x, x * slope)
     if act_type == "prelu":
-        g = gamma
-        if g.ndim == 1 and x.ndim > 1:
-            g = knp.reshape(g, (1, -1) + (1,) * (x.ndim - 2))
+        g = _arr(gamma)
+        if g.ndim < x.ndim:
+            g = knp.reshape(g, _prelu_gamma_shape(tuple(g.shape), tuple(x.shape)))
         return knp.where(x > 0, x, x * g)
     if act_type == "elu":
         return elu(x, slope)
@@ -118,6 +119,21 @@ def leaky_relu(data, gamma=None, act_type="leaky", slope=0.25, **kwargs):
     if act_type == "gelu_tanh":
         return gelu(x, "tanh")
     raise op_error("leaky_relu", f"unknown act_type {act_type!r}", KilnError)
+
+
+def _prelu_gamma_shape(gamma, data):
+    """MXNet's placement of a PReLU slope: gamma's axes, from its last, fill data's axes 1
+    and 0 (the channel, then the batch) where the sizes match or gamma's is 1; every other
+    axis is 1. So a vector is per channel and a (batch, channel) matrix per sample."""
+    out, s = [1] * len(data), len(gamma) - 1
+    for i in range(len(data) - 1, -1, -1):
+        if s >= 0 and i <= 1 and gamma[s] in (data[i], 1):
+            out[i] = gamma[s]
+            s -= 1
+    if s != -1:
+        raise op_error("leaky_relu", f"cannot broadcast gamma of shape {gamma} to data of "
+                       f"shape {data}", KilnError)
+    return tuple(out)
 
 
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=None):

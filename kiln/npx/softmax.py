@@ -22,7 +22,11 @@ def _masked_fill(x, length, axis, value):
     shape = [1] * x.ndim
     shape[axis] = x.shape[axis]
     steps = knp.reshape(steps, tuple(shape))
-    lead = list(length.shape) + [1] * (x.ndim - length.ndim)
+    ax = axis % x.ndim
+    if length.ndim == x.ndim - 1:     # MXNet's: the data's shape without the axis
+        lead = list(length.shape[:ax]) + [1] + list(length.shape[ax:])
+    else:
+        lead = list(length.shape) + [1] * (x.ndim - length.ndim)
     mask = steps < knp.reshape(length, tuple(lead))
     return knp.where(mask, x, value), mask
 

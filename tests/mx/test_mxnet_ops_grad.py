@@ -8,6 +8,7 @@ import kiln
 from kiln import sym
 from kiln.mx.ops import OPS
 import mxnet_sequence_math_grad_cases as sequence_math_cases
+import mx_legacy_op_cases as legacy_cases
 
 P = {"pos": True}   # inputs drawn positive (log, sqrt, ...)
 
@@ -98,6 +99,8 @@ NOT_DIFFERENTIABLE = {
 
 CASES.update(sequence_math_cases.CASES)                       # Sequence*, Pad, LRN, norm, ...
 NOT_DIFFERENTIABLE.update(sequence_math_cases.NOT_DIFFERENTIABLE)
+CASES.update(legacy_cases.CASES)                     # unary math, SliceChannel, ...
+NOT_DIFFERENTIABLE.update(legacy_cases.NOT_DIFFERENTIABLE)
 
 
 def _canonical():

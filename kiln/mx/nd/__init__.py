@@ -9,6 +9,7 @@ from ..._core.ndarray import ndarray, ndarray as NDArray, as_array  # noqa: F401
 from ..f_namespace import namespace_attr
 from . import contrib, linalg, random, utils, optimizer_ops  # noqa: F401  (mx.nd.random, ...)
 from . import functions, methods, namespace, sparse
+from ..ops.table import RESOLVERS as OP_RESOLVERS
 from .sparse import cast_storage  # noqa: F401  (makes sparse arrays too; F's is the op's)
 
 # nd functions given a sparse array dispatch to kiln/mx/nd/sparse; its namespace falls
@@ -17,6 +18,8 @@ functions.SPARSE.update(types=(sparse.BaseSparseNDArray,), call=sparse.call_spar
                         zeros=sparse.zeros)
 sparse.NAME_LOOKUP.append(namespace.lookup)
 methods.install()       # MXNet 1.x's NDArray methods (x.slice, x.take, ...) on the one array
+# symbol nodes of ops kiln computes with nd's sub-namespaces (_linalg_gemm2, ...)
+OP_RESOLVERS.append(namespace.resolve_op)
 
 # module-level names of MXNet's ndarray/ndarray.py that code imports from it
 py_slice = slice

@@ -65,7 +65,8 @@ def full(shape, val, ctx=None, dtype=None, out=None, **_):
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
     """Values from `start` to `stop` by `step` (float32 by default), each repeated `repeat` times.
     """
-    out = knp.arange(start, stop, step, dtype=_dtype(dtype))
+    # NumPy's arange in the requested dtype (an integer dtype truncates start and step first)
+    out = ndarray._wrap(_np.arange(start, stop, step, dtype=_dtype(dtype)))
     return knp.repeat(out, int(repeat)) if int(repeat) > 1 else out
 
 
@@ -119,17 +120,6 @@ def load(fname):
     arrays, names = mxnet_params.read(fname)
     arrays = [ndarray._wrap(a) for a in arrays]
     return dict(zip(names, arrays)) if names is not None else arrays
-
-
-def nansum(data, axis=None, keepdims=False, exclude=False, **_):
-    """MXNet 1.x's nd.nansum: the sum over `axis` counting NaN as zero (`exclude`: over
-    every axis but those)."""
-    data = knp.asarray(data)
-    if exclude:
-        keep = {a % data.ndim for a in ((axis,) if isinstance(axis, int) else axis or ())}
-        axis = tuple(a for a in range(data.ndim) if a not in keep)
-    return knp.sum(knp.where(knp.isnan(data), knp.zeros_like(data), data), axis=axis,
-                   keepdims=keepdims)
 
 
 def concat(*data, dim=1, **kw):

@@ -5,7 +5,7 @@ functions (kiln/mx/ops). The sub-namespaces load on first use."""
 import importlib
 
 from ..ops import OPS
-from . import functions
+from . import binary, functions
 from .functions import mx_function
 
 
@@ -23,6 +23,8 @@ def lookup(name):
         return importlib.import_module(f"{__package__}.internal")
     if name in _PUBLIC:
         return _PUBLIC[name]
+    if name in binary.NAMES:
+        return binary.FUNCTIONS[name]
     if name == "linalg" or name.startswith("linalg_"):
         from . import linalg as nd_linalg
         return nd_linalg if name == "linalg" else getattr(nd_linalg, name[7:], None)
@@ -46,14 +48,26 @@ def lookup(name):
     from . import utils as nd_extras
     if name in nd_extras.NAMES:
         return getattr(nd_extras, name)
-    if name in ("SliceChannel", "split"):
-        from ..ops.sequence import SliceChannel
-        return SliceChannel
     if name in OPS and not name.startswith("_"):
         return mx_function(name)
     return None
 
 
 _PUBLIC = {n: getattr(functions, n) for n in ("NDArray array zeros ones empty full arange "
-                                              "zeros_like ones_like waitall save load concat "
-                                              "nansum").split()}
+                                              "zeros_like ones_like waitall save load concat"
+                                              ).split()}
+
+
+_OP_PREFIXES = (("_linalg_", "linalg"), ("linalg_", "linalg"), ("_contrib_", "contrib"),
+                ("_image_", "image"))
+
+
+def resolve_op(name):
+    """The nd function computing MXNet op `name` when it is not in the op table
+    (`_linalg_gemm2` is nd.linalg.gemm2), or None; kiln/mx/ops/table.py asks here."""
+    for prefix, space_name in _OP_PREFIXES:
+        if name.startswith(prefix):
+            space = lookup(space_name)
+            fn = getattr(space, name[len(prefix):], None) if space is not None else None
+            return fn if callable(fn) and not isinstance(fn, type) else None
+    return None

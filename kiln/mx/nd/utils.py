@@ -1,19 +1,10 @@
-"""MXNet 1.x nd functions outside the operator table: split_v2, onehot_encode,
+"""MXNet 1.x nd functions outside the operator table: onehot_encode,
 reset_arrays, from_numpy, load_frombuffer and DLPack exchange (to_dlpack_for_read/write,
 from_dlpack)."""
 import numpy as _np
 
 from ... import np as knp
-from ..._core.base import KilnError
 from ..._core.ndarray import ndarray
-
-
-def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
-    """np.split's sections or indices, always a list; squeeze_axis drops a size-1 axis."""
-    if not isinstance(indices_or_sections, (int, tuple)):
-        raise KilnError("split_v2: indices_or_sections must either int or tuple of ints")
-    parts = knp.split(ary, indices_or_sections, axis=axis)
-    return [knp.squeeze(p, axis=axis) for p in parts] if squeeze_axis else list(parts)
 
 
 def onehot_encode(indices, out):
@@ -75,5 +66,5 @@ def amp_multicast(*data, num_outputs=1, cast_narrow=False, **_):
             for a in arrays]
 
 
-NAMES = ("amp_multicast split_v2 onehot_encode reset_arrays from_numpy load_frombuffer "
+NAMES = ("amp_multicast onehot_encode reset_arrays from_numpy load_frombuffer "
          "to_dlpack_for_read to_dlpack_for_write from_dlpack").split()

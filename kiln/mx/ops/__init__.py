@@ -9,8 +9,8 @@ symbol file all resolve here.
 
 The topic modules register their entries when imported: layers, losses (output layers),
 tensor (arithmetic, reductions, shapes), math, sequence, indexing, windows, amp, ctc,
-spatial_transformer, rnn, deformable and image.
+spatial_transformer, rnn, deformable, image, unary and ordering.
 """
-from .table import OPS, MXOp, lookup, parse_attr, _DTYPE_FLAGS  # noqa: F401
+from .table import OPS, MXOp, find, lookup, parse_attr, _DTYPE_FLAGS  # noqa: F401
 from . import layers, losses, tensor, math, sequence, indexing, windows, amp  # noqa: F401
-from . import ctc, spatial_transformer, rnn, deformable, image  # noqa: F401
+from . import ctc, spatial_transformer, rnn, deformable, image, unary, ordering  # noqa: F401

@@ -49,13 +49,29 @@ def Deconvolution(data, weight, bias=None, kernel=None, stride=None, dilate=None
                   adj=None, num_filter=None, num_group=1, no_bias=True, target_shape=None,
                   layout=None, **_):
     _channels_first("Deconvolution", layout)
-    if target_shape:
-        raise KilnError(f"Deconvolution: target_shape {tuple(target_shape)} is not "
-                        "supported; give pad and adj for that output size instead")
+    if target_shape and any(int(t) for t in target_shape):
+        pad, adj = _pad_for_target(data.shape[2:], kernel, stride, dilate, target_shape)
     return knpx.deconvolution(data, weight, None if no_bias else bias, kernel,
                               _tuple_or_none(stride), _tuple_or_none(dilate),
                               _tuple_or_none(pad), _tuple_or_none(adj), num_filter,
                               num_group, no_bias)
+
+
+def _pad_for_target(spatial, kernel, stride, dilate, target):
+    """MXNet's pad and adj giving a Deconvolution output of size `target`: the padding the
+    full output has beyond it, split evenly, its odd unit given back as adj."""
+    n = len(kernel)
+    stride, dilate = _tuple_or_none(stride) or (1,) * n, _tuple_or_none(dilate) or (1,) * n
+    pad, adj = [], []
+    for i in range(n):
+        full = stride[i] * (int(spatial[i]) - 1) + 1 + (int(kernel[i]) - 1) * dilate[i]
+        extra = full - int(target[i])
+        if extra < 0:
+            raise KilnError(f"Deconvolution: target_shape {tuple(target)} is larger than the "
+                            f"full output {full} on axis {i}")
+        pad.append((extra + 1) // 2)
+        adj.append(extra % 2)
+    return tuple(pad), tuple(adj)
 
 
 def _bn_shapes(attrs, data):
@@ -141,13 +157,48 @@ def SoftmaxActivation(data, mode="instance", **_):
     return knpx.softmax(data, axis=1 if mode == "channel" else -1)
 
 
-@_op("UpSampling", variadic=True)
-def UpSampling(*data, scale=1, sample_type="nearest", num_args=1, **_):
-    if sample_type != "nearest" or len(data) != 1:
-        raise KilnError(f"UpSampling: only sample_type='nearest' with one input is mapped, "
-                        f"got {sample_type!r} with {len(data)} inputs")
-    x = knp.repeat(data[0], int(scale), axis=2)
-    return knp.repeat(x, int(scale), axis=3)
+def _upsampling_shapes(attrs, data):
+    scale = int(attrs.get("scale", 1))
+    kernel = 2 * scale - scale % 2
+    return {"weight": (int(attrs.get("num_filter", data[1])), 1, kernel, kernel)}
+
+
+@_op("UpSampling", ("data", "weight"), variadic=True, param_shapes=_upsampling_shapes)
+def UpSampling(*data, scale=1, sample_type="nearest", num_args=1, num_filter=0,
+               multi_input_mode="concat", **_):
+    """MXNet's UpSampling. 'nearest': every input repeated up to the first one's size times
+    `scale`, then joined on the channels ('concat') or added ('sum'). 'bilinear': a
+    depthwise Deconvolution by the given weight (kernel 2*scale - scale%2)."""
+    scale = int(scale)
+    if sample_type == "bilinear":
+        if len(data) != 2:
+            raise KilnError(f"UpSampling: sample_type='bilinear' takes two inputs (data, "
+                            f"weight), got {len(data)}; 'nearest' takes one or more")
+        x, weight = data
+        kernel = 2 * scale - scale % 2
+        pad = (scale - 1) // 2 + (scale - 1) % 2
+        return knpx.deconvolution(x, weight, None, (kernel, kernel), (scale, scale), None,
+                                  (pad, pad), None, x.shape[1], x.shape[1], True)
+    if sample_type != "nearest":
+        raise KilnError(f"UpSampling: sample_type must be 'nearest' or 'bilinear', got "
+                        f"{sample_type!r}")
+    size = data[0].shape[2] * scale
+    outs = []
+    for x in data:
+        factor = size // x.shape[2]
+        outs.append(knp.repeat(knp.repeat(x, factor, axis=2), factor, axis=3))
+    if len(outs) == 1:
+        return outs[0]
+    if multi_input_mode == "sum":
+        return add_all(outs)
+    return knp.concatenate(outs, axis=1)
+
+
+def add_all(arrays):
+    out = arrays[0]
+    for a in arrays[1:]:
+        out = out + a
+    return out
 
 
 @_op("L2Normalization")

@@ -29,6 +29,30 @@ for _names, _fn in (("broadcast_equal _equal", knp.equal),
                     ("broadcast_logical_xor _logical_xor", knp.logical_xor)):
     _op(_names, ("lhs", "rhs"))(_as_number(_fn))
 
+
+
+def _as_number_scalar(fn):
+    """A 1.x comparison with a scalar: 0/1 in the array's dtype."""
+    def compare(data, scalar=0.0, **_):
+        return fn(data, float(scalar)).astype(data.dtype)
+    return compare
+
+
+for _names, _fn in (("_equal_scalar _EqualScalar", knp.equal),
+                    ("_not_equal_scalar _NotEqualScalar", knp.not_equal),
+                    ("_greater_scalar _GreaterScalar", knp.greater),
+                    ("_greater_equal_scalar _GreaterEqualScalar", knp.greater_equal),
+                    ("_lesser_scalar _LesserScalar", knp.less),
+                    ("_lesser_equal_scalar _LesserEqualScalar", knp.less_equal),
+                    ("_logical_and_scalar", knp.logical_and),
+                    ("_logical_or_scalar", knp.logical_or),
+                    ("_logical_xor_scalar", knp.logical_xor)):
+    _op(_names)(_as_number_scalar(_fn))
+
+_op("_mod_scalar _ModScalar")(lambda data, scalar=0.0, **_: knp.mod(data, float(scalar)))
+_op("_rmod_scalar _RModScalar")(lambda data, scalar=0.0, **_: knp.mod(float(scalar), data))
+_op("_hypot_scalar _HypotScalar")(
+    lambda data, scalar=0.0, **_: knp.hypot(data, float(scalar)))
 _op("broadcast_mod _mod modulo", ("lhs", "rhs"))(lambda lhs, rhs, **_: knp.mod(lhs, rhs))
 _op("broadcast_hypot _hypot", ("lhs", "rhs"))(lambda lhs, rhs, **_: knp.hypot(lhs, rhs))
 

@@ -142,9 +142,16 @@ def LRN(data, alpha=1e-4, beta=0.75, knorm=2.0, nsize=5, **_):
     return data / (float(knorm) + float(alpha) / nsize * window) ** float(beta)
 
 
+def _check_block(op, data, b):
+    if b < 1 or data.ndim != 4 or 0 in data.shape:
+        raise KilnError(f"{op}: needs block_size >= 1 and a non-empty 4-d input, got "
+                        f"block_size {b} and shape {tuple(data.shape)}")
+
+
 @_op("depth_to_space")
 def depth_to_space(data, block_size=1, **_):
     b = int(block_size)
+    _check_block("depth_to_space", data, b)
     n, c, h, w = data.shape
     if c % (b * b):
         raise KilnError(f"depth_to_space: channels {c} not divisible by block_size^2 = {b * b}")
@@ -156,6 +163,7 @@ def depth_to_space(data, block_size=1, **_):
 @_op("space_to_depth")
 def space_to_depth(data, block_size=1, **_):
     b = int(block_size)
+    _check_block("space_to_depth", data, b)
     n, c, h, w = data.shape
     if h % b or w % b:
         raise KilnError(f"space_to_depth: height {h} and width {w} must be multiples of "
@@ -165,6 +173,7 @@ def space_to_depth(data, block_size=1, **_):
     return knp.reshape(x, (n, c * b * b, h // b, w // b))
 
 
+@_op("SliceChannel split", num_outputs=lambda attrs: attrs.get("num_outputs", 1))
 def SliceChannel(data, num_outputs=1, axis=1, squeeze_axis=False, **_):
     """nd.SliceChannel / nd.split of MXNet 1.x: `num_outputs` equal parts along `axis`,
     always a list (the axis dropped with squeeze_axis when the parts have size 1)."""

@@ -17,16 +17,35 @@ class MXOp:
                  param_shapes=None):
         self.name, self.fn, self.inputs, self.aux = name, fn, tuple(inputs), tuple(aux)
         self.variadic = variadic              # takes any number of data inputs (Concat)
-        self.num_outputs = num_outputs
+        self.num_outputs = num_outputs       # an int, or attrs -> int (SliceChannel, topk)
         # (attrs, data shape) -> {input name: shape} for the weights MXNet infers
         self.param_shapes = param_shapes
 
+    def outputs(self, attrs):
+        """How many outputs a node with these attributes has."""
+        n = self.num_outputs
+        return int(n(attrs)) if callable(n) else n
+
+    def aux_names(self, attrs):
+        """The names of the inputs that are auxiliary states."""
+        return self.aux
+
     def input_names(self, attrs):
         names = list(self.inputs)
-        if attrs.get("no_bias") and "bias" in names:
+        # Deconvolution has no bias unless asked (its no_bias defaults to True)
+        if attrs.get("no_bias", self.name.startswith("Deconvolution")) and "bias" in names:
             names.remove("bias")
         if self.name in ("softmax", "log_softmax") and not attrs.get("use_length"):
             names.remove("length")
+        if self.name in ("_histogram", "histogram") and (
+                attrs.get("bins") is None or isinstance(attrs["bins"], (int, float))):
+            names.remove("bins")        # bins: a count (attribute) or the edges (input)
+        for flag, name in (("use_data_lengths", "data_lengths"),
+                           ("use_label_lengths", "label_lengths")):
+            if name in names and not attrs.get(flag):      # CTCLoss's optional inputs
+                names.remove(name)
+        if self.name == "UpSampling" and attrs.get("sample_type", "nearest") != "bilinear":
+            names.remove("weight")
         if self.name == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":
             names.remove("gamma")
         if self.name.startswith("Sequence") and not attrs.get("use_sequence_length"):
@@ -50,8 +69,50 @@ def _op(names, inputs=("data",), **kw):
     return register
 
 
+# MXNet ops whose kiln function lives outside this table (nd.linalg.gemm2 as
+# "_linalg_gemm2", nd.contrib.X as "_contrib_X", ...): a resolver (registered by
+# kiln/mx/nd) maps the op name to that function, and the entry is derived from its
+# signature once: the parameters without a default are the inputs, the rest attributes.
+RESOLVERS = []
+DERIVED = {}
+
+
+def derive(name, fn):
+    """The table entry of an MXNet op computed by an ordinary function over arrays."""
+    import inspect
+    op = DERIVED.get(name)
+    if op is not None:
+        return op
+    params = list(inspect.signature(fn).parameters.values())
+    variadic = any(p.kind is p.VAR_POSITIONAL for p in params)
+    inputs = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+              and p.default is p.empty]
+    op = DERIVED[name] = MXOp(name, fn, inputs, variadic=variadic,
+                              num_outputs=_derived_outputs(name))
+    return op
+
+
+def _derived_outputs(name):
+    """Derived ops with several outputs, by MXNet's rule for them."""
+    if name.endswith(("linalg_gelqf", "linalg_syevd", "linalg_slogdet")):
+        return 2
+    return 1
+
+
+def find(name):
+    """The table entry of MXNet op `name`, or None."""
+    op = OPS.get(name) or DERIVED.get(name)
+    if op is not None or not isinstance(name, str):
+        return op
+    for resolve in RESOLVERS:
+        fn = resolve(name)
+        if fn is not None:
+            return derive(name, fn)
+    return None
+
+
 def lookup(name, where=""):
-    op = OPS.get(name)
+    op = find(name)
     if op is None:
         raise KilnError(f"{where}MXNet op {name!r} has no kiln mapping (kiln maps "
                         f"{len(OPS)} MXNet ops; see kiln/mx/ops)")

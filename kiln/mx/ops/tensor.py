@@ -91,8 +91,17 @@ def _reduce(names, fn):
         if exclude and ax is not None:
             drop = {a % data.ndim for a in (ax if isinstance(ax, tuple) else (ax,))}
             ax = tuple(i for i in range(data.ndim) if i not in drop)
-        return fn(data, axis=ax, keepdims=bool(keepdims))
+        out = fn(data, axis=ax, keepdims=bool(keepdims))
+        return knp.reshape(out, (1,)) if out.ndim == 0 else out    # 1.x: never 0-d
     _op(names)(run)
+
+
+def _nan_as(value, fn):
+    """fn over the data with NaN counted as `value` (nansum: 0, nanprod: 1)."""
+    def reduce(data, axis=None, keepdims=False):
+        clean = knp.where(knp.isnan(data), knp.full((), value, dtype=data.dtype), data)
+        return fn(clean, axis=axis, keepdims=keepdims)
+    return reduce
 
 
 _reduce("sum sum_axis _np_sum", knp.sum)
@@ -100,11 +109,14 @@ _reduce("mean _npi_mean", knp.mean)
 _reduce("max max_axis _np_max", knp.max)
 _reduce("min min_axis _np_min", knp.min)
 _reduce("prod _np_prod", knp.prod)
+_reduce("nansum", _nan_as(0.0, knp.sum))
+_reduce("nanprod", _nan_as(1.0, knp.prod))
 
 
 @_op("argmax")
 def argmax(data, axis=None, keepdims=False, **_):
-    return knp.argmax(data, axis=axis, keepdims=keepdims).astype("float32")
+    out = knp.argmax(data, axis=axis, keepdims=keepdims).astype("float32")
+    return knp.reshape(out, (1,)) if out.ndim == 0 else out
 
 
 @_op("dot", ("lhs", "rhs"))
@@ -229,11 +241,19 @@ def ones_like(data, **_):
 
 @_op("where", ("condition", "x", "y"))
 def where(condition, x, y, **_):
+    """x where condition is nonzero, else y; a vector condition picks whole rows (1.x)."""
+    if condition.ndim == 1 and x.ndim > 1:
+        condition = knp.reshape(condition, (-1,) + (1,) * (x.ndim - 1))
     return knp.where(condition != 0, x, y)
 
 
 @_op("take", ("a", "indices"))
 def take(a, indices, axis=0, mode="clip", **_):
+    if mode == "raise" and indices._node is None:
+        size, idx = a.shape[int(axis)], indices.asnumpy()
+        if idx.size and (idx.min() < 0 or idx.max() >= size):
+            raise KilnError(f"take: an index is out of range for axis {int(axis)} of size "
+                            f"{size} (mode='raise')")
     return knp.take(a, indices.astype("int64"), axis=int(axis), mode=mode)
 
 
@@ -249,7 +269,10 @@ def one_hot(indices, depth=1, on_value=1.0, off_value=0.0, dtype="float32", **_)
 
 @_op("tile")
 def tile(data, reps=(), **_):
-    return knp.tile(data, tuple(reps))
+    reps = tuple(int(r) for r in reps)
+    if any(r < 1 for r in reps):
+        raise KilnError(f"tile: every rep must be positive, got {reps}")
+    return knp.tile(data, reps)
 
 
 @_op("repeat")
@@ -271,3 +294,55 @@ def smooth_l1(data, scalar=1.0, **_):
 def _kiln_constant(value=0.0, shape=(), dtype="float32", **_):
     """sym.Constant: a value stored in the symbol itself."""
     return knp.array(_np.asarray(value, dtype=dtype).reshape(tuple(shape)))
+
+
+# ---- creation: the nodes of sym.zeros / ones / full / arange (MXNet's _zeros, ...) --------
+
+def _creation_dtype(dtype):
+    return _DTYPE_FLAGS.get(str(dtype), dtype or "float32")
+
+
+@_op("_zeros", ())
+def _zeros(shape=(), dtype="float32", **_):
+    return knp.zeros(tuple(int(s) for s in shape), dtype=_creation_dtype(dtype))
+
+
+@_op("_ones", ())
+def _ones(shape=(), dtype="float32", **_):
+    return knp.ones(tuple(int(s) for s in shape), dtype=_creation_dtype(dtype))
+
+
+@_op("_full", ())
+def _full(shape=(), value=0.0, dtype="float32", **_):
+    return knp.full(tuple(int(s) for s in shape), float(value), dtype=_creation_dtype(dtype))
+
+
+@_op("_arange", ())
+def _arange(start=0.0, stop=None, step=1.0, repeat=1, infer_range=False, dtype="float32",
+            **_):
+    out = knp.arange(float(start), None if stop is None else float(stop), float(step),
+                     dtype=_creation_dtype(dtype))
+    return knp.repeat(out, int(repeat)) if int(repeat) > 1 else out
+
+
+@_op("_eye", ())
+def _eye(N=0, M=0, k=0, dtype="float32", **_):
+    return knp.eye(int(N), int(M) or None, int(k), dtype=_creation_dtype(dtype))
+
+
+@_op("reshape_like", ("lhs", "rhs"))
+def reshape_like(lhs, rhs, lhs_begin=None, lhs_end=None, rhs_begin=None, rhs_end=None, **_):
+    """lhs with lhs.shape[lhs_begin:lhs_end] replaced by rhs.shape[rhs_begin:rhs_end]
+    (the whole shapes by default); negative bounds count from the end."""
+    def bounds(shape, begin, end):
+        n = len(shape)
+        b = 0 if begin is None else int(begin) % n if n else 0
+        e = n if end is None else (int(end) + n if int(end) < 0 else int(end))
+        return b, e
+    lb, le = bounds(lhs.shape, lhs_begin, lhs_end)
+    rb, re = bounds(rhs.shape, rhs_begin, rhs_end)
+    target = tuple(lhs.shape[:lb]) + tuple(rhs.shape[rb:re]) + tuple(lhs.shape[le:])
+    if int(_np.prod(target, dtype=_np.int64)) != lhs.size:
+        raise KilnError(f"reshape_like: cannot reshape lhs of shape {tuple(lhs.shape)} into "
+                        f"{target} (rhs shape {tuple(rhs.shape)})")
+    return knp.reshape(lhs, target)

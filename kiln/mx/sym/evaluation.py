@@ -12,10 +12,10 @@ import warnings
 import numpy as _np
 
 from ..._core import autograd
-from ..._core.base import KilnError, where_in_user_code
+from ..._core.base import KilnError, SymbolicValueError, where_in_user_code
 from ..._core import trace
 from ..._core.ir import Node
-from ..ops import OPS
+from ..ops import lookup
 from ..._core.ndarray import ndarray
 from ...npx.io import MAX_TENSOR_ELEMENTS
 from ...ops.registry import REGISTRY
@@ -40,7 +40,9 @@ def _call_node(node, arrays):
     try:
         if node.op.startswith(KILN_PREFIX):
             return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)
-        return OPS[node.op].fn(*arrays, **node.attrs)
+        return lookup(node.op).fn(*arrays, **node.attrs)
+    except SymbolicValueError as exc:   # an eager-only op met a trace: shapes come eagerly
+        raise SymbolicValueError(where + str(exc)) from None
     except KilnError as exc:
         raise KilnError(where + str(exc)) from None
     except Exception as exc:  # attributes a file or a caller got wrong, met by the op
@@ -52,7 +54,7 @@ def _hints(node, values):
     """Shapes of the variable inputs MXNet infers from the data input (weights, stats)."""
     if node.is_var or node.op.startswith(KILN_PREFIX) or node.grad_of is not None:
         return {}
-    op = OPS[node.op]
+    op = lookup(node.op)
     if op.param_shapes is None or not node.inputs:
         return {}
     first = values.get(id(node.inputs[0][0]))
@@ -69,11 +71,12 @@ def _hints(node, values):
     return {id(src): shapes[n] for (src, _), n in zip(node.inputs, names) if n in shapes}
 
 
-def evaluate(heads, feed):
+def evaluate(heads, feed, observe=None):
     """Compute `heads` (a list of (SymNode, index)); feed(var_node, hinted_shape) gives a
     variable's array. Returns the head arrays. A node whose variable has no shape yet waits
     for a later node to infer it (a weight read before the layer that shapes it), as
-    MXNet's shape inference runs until nothing changes."""
+    MXNet's shape inference runs until nothing changes. observe(node, inputs, outputs), if
+    given, sees every op node's arrays (an executor's monitor)."""
     values, learned = {}, {}
     pending = [node for node in nodes_of(heads) if not node.is_var]
     while pending:
@@ -83,7 +86,7 @@ def evaluate(heads, feed):
                 waiting.append(node)
                 continue
             try:
-                _evaluate_node(node, values, learned, feed)
+                _evaluate_node(node, values, learned, feed, observe)
             except MissingInput as exc:
                 waiting.append(node)
                 missing = missing or exc
@@ -99,7 +102,7 @@ def evaluate(heads, feed):
     return result
 
 
-def _evaluate_node(node, values, learned, feed):
+def _evaluate_node(node, values, learned, feed, observe):
     if node.inputs:
         first, _ = node.inputs[0]
         if first.is_var and id(first) not in values:
@@ -112,6 +115,8 @@ def _evaluate_node(node, values, learned, feed):
         arrays.append(values[id(src)][k])
     out = _call_node(node, arrays)
     values[id(node)] = list(out) if isinstance(out, (tuple, list)) else [out]
+    if observe is not None:
+        observe(node, arrays, values[id(node)])
 
 
 def _as_array(value, name):
@@ -144,8 +149,11 @@ def check_sizes(symbol, arrays):
     checked = symbol.__dict__.setdefault("_sizes_checked", set())
     if key in checked:
         return
-    trace_symbol(symbol, {n: tuple(a.shape) for n, a in arrays.items()},
-                 {n: str(a.dtype) for n, a in arrays.items()})
+    try:
+        trace_symbol(symbol, {n: tuple(a.shape) for n, a in arrays.items()},
+                     {n: str(a.dtype) for n, a in arrays.items()})
+    except SymbolicValueError:
+        pass    # an eager-only op (sort, topk): the nodes traced before it were checked
     checked.add(key)
 
 
@@ -169,6 +177,30 @@ def _declared_dtype(node, dtypes):
         return normalize_dtype(_DTYPE_FLAGS.get(str(dt), dt))
     except KilnError as exc:
         raise KilnError(f"variable {node.name!r}: {exc}") from None
+
+
+def _shapes_eagerly(symbol, shapes, dtypes=None):
+    """trace_symbol's answer for a symbol with an op that computes only eagerly (sort,
+    topk, ...): the symbol run on zeros; ({name: input array}, [output arrays])."""
+    dtypes = dtypes or {}
+    inputs = {}
+
+    def feed(node, hint):
+        shape = shapes.get(node.name)
+        for fallback in (_declared_shape(node), hint):
+            if shape is None:
+                shape = fallback
+        if shape is None:
+            raise MissingInput(f"cannot infer the shape of {node.name!r}; give it, e.g. "
+                               f"infer_shape({node.name}=(...))" + where_in_user_code())
+        _check_size(node.name, shape)
+        inputs[node.name] = ndarray._wrap(_np.zeros(tuple(shape),
+                                                    _declared_dtype(node, dtypes)))
+        return inputs[node.name]
+
+    with autograd._scope(False, False):
+        outs = evaluate(symbol._heads, feed)
+    return inputs, outs
 
 
 def trace_symbol(symbol, shapes, dtypes=None, training=False):
@@ -197,8 +229,8 @@ def trace_symbol(symbol, shapes, dtypes=None, training=False):
             outs = evaluate(symbol._heads, feed)
     finally:
         trace.pop()
-    for n in ctx.nodes:
-        _check_size(n.name, n.shape)
+        for n in ctx.nodes:       # also when an eager-only op stopped the trace
+            _check_size(n.name, n.shape)
     return inputs, [o._node for o in outs]
 
 
@@ -222,6 +254,15 @@ def _shape_kwargs(symbol, args, kwargs):
     return {k: tuple(v) for k, v in shapes.items()}
 
 
+def output_avals(symbol, shapes, dtypes):
+    """[(shape, dtype)] of the symbol's outputs for inputs of these shapes and dtypes."""
+    try:
+        _, outs = trace_symbol(symbol, shapes, dtypes)
+    except SymbolicValueError:
+        _, outs = _shapes_eagerly(symbol, shapes, dtypes)
+    return [(tuple(o.shape), o.dtype) for o in outs]
+
+
 def infer_shape(symbol, *args, **kwargs):
     """(argument shapes, output shapes, auxiliary shapes) in MXNet's order; (None, None,
     None) when the given shapes are not enough."""
@@ -233,7 +274,11 @@ def infer_shape(symbol, *args, **kwargs):
 
 def infer_shape_strict(symbol, *args, **kwargs):
     """infer_shape, raising MissingInput (naming the variable) when shapes are missing."""
-    inputs, outs = trace_symbol(symbol, _shape_kwargs(symbol, args, kwargs))
+    shapes = _shape_kwargs(symbol, args, kwargs)
+    try:
+        inputs, outs = trace_symbol(symbol, shapes)
+    except SymbolicValueError:
+        inputs, outs = _shapes_eagerly(symbol, shapes)
     return ([inputs[n].shape for n in symbol.list_arguments()],
             [o.shape for o in outs],
             [inputs[n].shape for n in symbol.list_auxiliary_states()])

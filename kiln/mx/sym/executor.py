@@ -11,8 +11,67 @@ import numpy as _np
 
 from ..._core import autograd
 from ..._core.base import KilnError, where_in_user_code
+from ..._core.context import current_context
 from ..._core.ndarray import ndarray, full_like
-from .evaluation import evaluate, infer_shape_strict, infer_type, compile_symbols, _as_array
+from ...hybrid.fallback import HybridizeError
+from ..ops import lookup
+from .evaluation import (evaluate, infer_shape_strict, infer_type, compile_symbols,
+                         output_avals, _as_array)
+
+
+_EAGER = "eager"      # Executor._compiled of a symbol that cannot be compiled
+
+
+# MXNet ops whose inputs a monitor names by position (no input names registered)
+_POSITIONAL_INPUTS = {"Activation", "SoftmaxActivation"}
+
+
+def _monitor_input_name(node, k):
+    if node.op in _POSITIONAL_INPUTS:
+        return f"input{k}"
+    op = lookup(node.op)
+    if op.variadic:
+        return f"arg{k}"
+    names = op.input_names(node.attrs)
+    return names[k] if k < len(names) else f"input{k}"
+
+
+# MXNet ops registered without a gradient (no FGradient): binding a symbol whose gradient
+# must pass through one fails in MXNet, before any forward
+NO_GRADIENT = frozenset(("batch_take",))
+
+
+def _check_differentiable(symbol, reqs):
+    """MXNet's bind-time refusal of a gradient asked through an op it cannot differentiate."""
+    wanted = {n for n, r in reqs.items() if r != "null"}
+    seen, stack = set(), [node for node, _ in symbol._heads]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or node.is_var:
+            continue
+        seen.add(id(node))
+        if node.op in ("BlockGrad", "stop_gradient"):
+            continue
+        if node.op in NO_GRADIENT and _reaches_any(node, wanted):
+            raise KilnError(f"Operator {node.op} is non-differentiable (MXNet registers no "
+                            f"gradient for it), but node {node.name!r} passes the gradient of "
+                            f"{sorted(_reaches_any(node, wanted))}; give those grad_req "
+                            "'null' or wrap the node in BlockGrad" + where_in_user_code())
+        stack.extend(src for src, _ in node.inputs)
+
+
+def _reaches_any(node, names):
+    found, seen, stack = set(), set(), [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.is_var:
+            found |= {n.name} & names
+        elif n.op not in ("BlockGrad", "stop_gradient"):
+            stack.extend(src for src, _ in n.inputs)
+    return found
 
 
 def _gradient_reaches(symbol):
@@ -37,8 +96,8 @@ class ExtraParameterError(KilnError, ValueError):
 def _named(names, values, what):
     if values is None:
         return {}
-    if isinstance(values, dict):
-        return dict(values)
+    if isinstance(values, dict):       # None: no array for that name (MXNet skips it)
+        return {k: v for k, v in values.items() if v is not None}
     values = list(values)
     if len(values) != len(names):
         raise KilnError(f"bind: {what} has {len(values)} arrays for {len(names)} names "
@@ -53,10 +112,12 @@ class Executor:
         self.grad_dict = OrderedDict((n, grad_dict.get(n)) for n in symbol.list_arguments())
         self.aux_dict = OrderedDict((n, aux_dict[n]) for n in symbol.list_auxiliary_states())
         self._grad_req = grad_req
-        self.outputs = []
+        self._outputs = None
         self.last_out_grads = None
         self._leaves = None
         self._compiled = None
+        self._monitor = None          # (callback, monitor_all) of set_monitor_callback
+        self._ctx = current_context()  # MXNet's attribute; code passes it to nd.array
 
     # ---- construction ------------------------------------------------------------------------
     @staticmethod
@@ -75,18 +136,16 @@ class Executor:
 
     @classmethod
     def simple_bind(cls, symbol, grad_req="write", type_dict=None, shapes=None):
+        # MXNet reads only the tuple-valued keywords as shapes and ignores the rest
+        shapes = {k: v for k, v in (shapes or {}).items() if isinstance(v, (tuple, list))}
         arg_shapes, _, aux_shapes = infer_shape_strict(symbol, **(shapes or {}))
         arg_types, _, aux_types = infer_type(symbol, **(type_dict or {}))
         names, aux = symbol.list_arguments(), symbol.list_auxiliary_states()
         args = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in zip(names, arg_shapes,
                                                                         arg_types)}
-        reqs = cls._reqs(symbol, grad_req)
-        reached = _gradient_reaches(symbol)
-        for n, t in zip(names, arg_types):
-            if reqs[n] != "null" and n in reached and not _np.issubdtype(t, _np.inexact):
-                raise KilnError(f"simple_bind: a gradient of the {_np.dtype(t).name} argument "
-                                f"{n!r} is asked for (grad_req={reqs[n]!r}); integers have "
-                                "none: give it grad_req 'null'" + where_in_user_code())
+        reqs = cls._reqs(symbol, grad_req)    # an integer argument binds a gradient array
+        # too, as in MXNet; backward leaves it zero (kiln differentiates floats only)
+        _check_differentiable(symbol, reqs)
         grads = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in
                  zip(names, arg_shapes, arg_types) if reqs[n] != "null"}
         auxs = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in zip(aux, aux_shapes,
@@ -104,11 +163,27 @@ class Executor:
         grads = {n: v if getattr(v, "stype", "default") != "default" else _as_array(v, n)
                  for n, v in _named(names, args_grad, "args_grad").items()}
         reqs = cls._reqs(symbol, grad_req if args_grad is not None else "null")
+        _check_differentiable(symbol, reqs)
         aux_dict = {n: _as_array(v, n) for n, v in _named(aux, aux_states, "aux").items()}
         if len(aux_dict) != len(aux):
             raise KilnError(f"bind: the symbol needs auxiliary states {aux}"
                             + where_in_user_code())
         return cls(symbol, arg_dict, grads, reqs, aux_dict)
+
+    @property
+    def outputs(self):
+        """The outputs of the last forward; before the first, zeros of the inferred shapes
+        (MXNet allocates them at bind)."""
+        if self._outputs is None:
+            bound = {**self.arg_dict, **self.aux_dict}
+            avals = output_avals(self._symbol, {n: a.shape for n, a in bound.items()},
+                                 {n: str(a.dtype) for n, a in bound.items()})
+            self._outputs = [ndarray._wrap(_np.zeros(s, t)) for s, t in avals]
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, values):
+        self._outputs = values
 
     # ---- running -----------------------------------------------------------------------------
     def _set_inputs(self, kwargs):
@@ -123,15 +198,49 @@ class Executor:
                                 f"{value.shape}" + where_in_user_code())
             target[...] = value
 
+    def set_monitor_callback(self, callback, monitor_all=False):
+        """Call callback(name, array) for every op output during forward (MXNet's names:
+        `{node}_output`); with monitor_all also for its inputs first (`{node}_{input}`,
+        each variable by its own name before)."""
+        self._monitor = (callback, bool(monitor_all))
+
+    def _observe(self, node, inputs, outputs):
+        callback, monitor_all = self._monitor
+        # names come as bytes, as MXNet's C callback gives them (code decodes with py_str);
+        # the array itself stands where MXNet gives a C handle
+        if monitor_all:
+            for k, ((src, _), array) in enumerate(zip(node.inputs, inputs)):
+                if src.is_var:
+                    callback(src.name.encode(), array)
+                callback(f"{node.name}_{_monitor_input_name(node, k)}".encode(), array)
+        for k, array in enumerate(outputs):
+            name = f"{node.name}_output" + (str(k) if len(outputs) > 1 else "")
+            callback(name.encode(), array)
+
     def forward(self, is_train=False, **kwargs):
         self._set_inputs(kwargs)
         self.last_out_grads = None          # what the last backward() started from
+        if not is_train and self._monitor is not None:
+            self._leaves = None
+            values = {**self.arg_dict, **self.aux_dict}
+            with autograd.predict_mode():
+                self.outputs = evaluate(self._symbol._heads, lambda n, _h: values[n.name],
+                                        self._observe)
+            return self.outputs
         if not is_train:
             self._leaves = None
             if self._compiled is None:
                 self._compiled = compile_symbols(self._symbol)
             values = {**self.arg_dict, **self.aux_dict}
-            self.outputs = self._compiled(**{n: values[n] for n in self._compiled.names})
+            if self._compiled is not _EAGER:
+                try:
+                    self.outputs = self._compiled(**{n: values[n]
+                                                     for n in self._compiled.names})
+                    return self.outputs
+                except HybridizeError:      # an op that computes only eagerly (sort, topk)
+                    self._compiled = _EAGER
+            with autograd.predict_mode():
+                self.outputs = evaluate(self._symbol._heads, lambda n, _h: values[n.name])
             return self.outputs
         leaves = {}
         for name, array in self.arg_dict.items():
@@ -142,16 +251,16 @@ class Executor:
             leaves[name] = leaf
         feed = {**leaves, **self.aux_dict}
         with autograd.record():
-            self.outputs = evaluate(self._symbol._heads, lambda n, _h: feed[n.name])
+            self.outputs = evaluate(self._symbol._heads, lambda n, _h: feed[n.name],
+                                    None if self._monitor is None else self._observe)
         self._leaves = leaves
         return self.outputs
 
     def backward(self, out_grads=None, is_train=True):
-        if self._leaves is None and self.outputs:
-            self.forward(is_train=True)      # MXNet differentiates after any forward
-        if self._leaves is None:
-            raise KilnError("backward: call forward(is_train=True) first"
-                            + where_in_user_code())
+        if self._leaves is None:      # MXNet runs backward on the bound arrays as they are
+            self.forward(is_train=True)
+        if isinstance(out_grads, dict):     # by output name, as MXNet accepts them
+            out_grads = [out_grads[n] for n in self._symbol.list_outputs()]
         if out_grads is not None and not isinstance(out_grads, (list, tuple)):
             out_grads = [out_grads]
         if out_grads is not None:
@@ -165,8 +274,16 @@ class Executor:
                  _np.issubdtype(self.arg_dict[n].dtype, _np.inexact)]   # integers: none
         if not names:           # nothing asks for a gradient: MXNet's backward does nothing
             return
-        grads = autograd.grad(self.outputs, [self._leaves[n] for n in names],
-                              head_grads=out_grads, retain_graph=True)
+        # outputs that depend on no argument (shape_array, a constant) pass no gradient
+        heads = [(o, g) for o, g in zip(self.outputs, out_grads or [None] * len(self.outputs))
+                 if o._tape is not None]
+        if heads:
+            grads = autograd.grad([o for o, _ in heads], [self._leaves[n] for n in names],
+                                  head_grads=None if out_grads is None else
+                                  [g for _, g in heads], retain_graph=True)
+        else:
+            grads = [ndarray._wrap(_np.zeros(self._leaves[n].shape, self._leaves[n].dtype))
+                     for n in names]
         for name, g in zip(names, grads):
             target = self.grad_dict.get(name)
             if target is None:

@@ -21,7 +21,7 @@ from ...ops.registry import REGISTRY
 from ...export import attrs as tattrs
 from ...export.symbol import MAX_NODES
 from ...npx.io import MAX_FILE_BYTES, read_capped
-from ..ops import OPS, parse_attr
+from ..ops import OPS, find, parse_attr
 from .symbol import KILN_PREFIX, Symbol, SymNode, nodes_of
 
 MXNET_VERSION = 10901          # the version these files are written as (MXNet 1.9.1)
@@ -154,7 +154,7 @@ def from_dict(doc, source="<symbol>"):
                 raise KilnError(f"{where}: unknown kiln op {op[:60]!r}")
             node = SymNode(op, name, [(nodes[s], i) for s, i in ins], attrs)
         else:
-            info = OPS.get(op)
+            info = find(op)
             if info is None:
                 raise KilnError(f"{where}: MXNet op {op[:60]!r} has no kiln mapping (kiln "
                                 f"maps {len(OPS)} MXNet ops; see kiln/mx/ops)")
@@ -163,7 +163,7 @@ def from_dict(doc, source="<symbol>"):
                 raise KilnError(f"{where}: takes {expected} inputs "
                                 f"{info.input_names(attrs)}, the file gives {len(ins)}")
             node = SymNode(op, name, [(nodes[s], i) for s, i in ins], attrs,
-                           num_outputs=info.num_outputs)
+                           num_outputs=info.outputs(attrs))
         nodes.append(node)
         outputs_of.append(node.num_outputs)
     heads = doc["heads"]

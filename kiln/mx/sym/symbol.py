@@ -7,7 +7,7 @@ values (evaluation.py), by tracing the node functions into kiln's graph IR, the 
 a hybridized block traces to.
 """
 from ..._core.base import KilnError, postorder, where_in_user_code
-from ..ops import OPS, lookup
+from ..ops import find, lookup
 from ..attribute import scoped_attrs
 from ..name import auto_name, scoped_name
 
@@ -36,9 +36,9 @@ class SymNode:
         """Indices of the inputs that are auxiliary states (BatchNorm's moving stats)."""
         if self.is_var or self.op.startswith(KILN_PREFIX) or self.grad_of is not None:
             return set()
-        op = OPS[self.op]
-        names = op.input_names(self.attrs)
-        return {k for k, n in enumerate(names) if n in op.aux and k < len(self.inputs)}
+        op = lookup(self.op)
+        names, aux = op.input_names(self.attrs), op.aux_names(self.attrs)
+        return {k for k, n in enumerate(names) if n in aux and k < len(self.inputs)}
 
 
 def _head_node(made):
@@ -179,11 +179,38 @@ class Symbol:
     def __rpow__(self, o):
         return self._binary(o, "_power", "_rpower_scalar", reverse=True)
 
+    def __mod__(self, o):
+        return self._binary(o, "broadcast_mod", "_mod_scalar")
+
+    def __rmod__(self, o):
+        return self._binary(o, "broadcast_mod", "_rmod_scalar", reverse=True)
+
     def __neg__(self):
         return apply_op("negative", [self], {})
 
     def __abs__(self):
         return apply_op("abs", [self], {})
+
+    # comparisons build 0/1 nodes as MXNet's do; a Symbol still hashes by identity
+    __hash__ = object.__hash__
+
+    def __eq__(self, o):
+        return self._binary(o, "broadcast_equal", "_equal_scalar")
+
+    def __ne__(self, o):
+        return self._binary(o, "broadcast_not_equal", "_not_equal_scalar")
+
+    def __gt__(self, o):
+        return self._binary(o, "broadcast_greater", "_greater_scalar")
+
+    def __ge__(self, o):
+        return self._binary(o, "broadcast_greater_equal", "_greater_equal_scalar")
+
+    def __lt__(self, o):
+        return self._binary(o, "broadcast_lesser", "_lesser_scalar")
+
+    def __le__(self, o):
+        return self._binary(o, "broadcast_lesser_equal", "_lesser_equal_scalar")
 
     def __bool__(self):
         from ..base import NotImplementedForSymbol     # MXNet's error; a KilnError too
@@ -259,7 +286,7 @@ class Symbol:
 
     def __getattr__(self, name):
         # sym.relu(), sym.sum(axis=1), ... : the MXNet ops as methods
-        if name.startswith("_") or name not in OPS:
+        if name.startswith("_") or find(name) is None:
             raise AttributeError(name)
         return lambda *a, **kw: call_op(name, (self,) + a, kw)
 
@@ -365,8 +392,8 @@ def apply_op(op, inputs, attrs, name=None, user_attr=None, name_is_final=False):
     if not name_is_final:
         name = scoped_name(name, op.lower().lstrip("_"))
     node = SymNode(op, name, heads, attrs, var_attrs=scoped_attrs(user_attr),
-                   num_outputs=info.num_outputs)
-    return Symbol([(node, k) for k in range(info.num_outputs)])
+                   num_outputs=info.outputs(attrs))
+    return Symbol([(node, k) for k in range(node.num_outputs)])
 
 
 def call_op(op_name, args, kwargs):
@@ -380,10 +407,16 @@ def call_op(op_name, args, kwargs):
         inputs = [a for a in args if isinstance(a, Symbol)]
         attrs = {k: v for k, v in kwargs.items()}
         return apply_op(op_name, inputs, attrs, name, user_attr)
-    attrs = {k: v for k, v in kwargs.items() if k not in info.input_names(kwargs)}
-    named = {k: v for k, v in kwargs.items() if k in info.input_names(attrs)}
-    order = info.input_names(attrs)
+    order = info.input_names(kwargs)
+    attrs = {k: v for k, v in kwargs.items() if k not in order}
+    named = {k: v for k, v in kwargs.items() if k in order}
+    extra = _attribute_names(info, order)
     for k, a in enumerate(args):
+        if k >= len(order) and a is None:    # Convolution(x, w, None, no_bias=True)
+            continue
+        if k >= len(order) and not isinstance(a, Symbol) and k - len(order) < len(extra):
+            attrs.setdefault(extra[k - len(order)], a)   # depth_to_space(x, 2): block_size
+            continue
         if k >= len(order):
             raise KilnError(f"{op_name}: takes inputs {order}, got {len(args)} positional "
                             "arguments" + where_in_user_code())
@@ -392,13 +425,25 @@ def call_op(op_name, args, kwargs):
     inputs = []
     for k, in_name in enumerate(order):
         value = named.get(in_name)
-        if value is None:
-            value = var(f"{name}_{in_name}")       # MXNet makes every missing input one
+        if value is None:           # MXNet makes a variable for every input not given
+            value = var(f"{name}_{in_name}")
         elif isinstance(value, (int, float)):
             raise KilnError(f"{op_name}: input {in_name!r} must be a Symbol, got "
                             f"{value!r}" + where_in_user_code())
         inputs.append(value)
     return apply_op(op_name, inputs, attrs, name, user_attr, name_is_final=True)
+
+
+def _attribute_names(info, inputs):
+    """The op function's parameters after its inputs, in order: MXNet's generated op
+    functions take attributes positionally after the inputs."""
+    import inspect
+    try:
+        params = inspect.signature(info.fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD
+            and p.name not in inputs and p.name not in info.inputs]
 
 
 def Constant(value, name=None):

@@ -33,7 +33,8 @@ from .inputs import (  # noqa: F401
     random_sample, random_uniform_arrays)
 from .checks import (  # noqa: F401
     check_consistency, check_gluon_hybridize_consistency, check_numeric_gradient,
-    check_symbolic_backward, check_symbolic_forward, same_symbol_structure, simple_forward)
+    check_symbolic_backward, check_symbolic_forward, numeric_grad, same_symbol_structure,
+    simple_forward)
 from .statistics import (  # noqa: F401
     chi_square_check, gen_buckets_probs_with_ppf, mean_check, var_check, verify_generator)
 from .harness import (  # noqa: F401

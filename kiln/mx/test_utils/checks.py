@@ -2,95 +2,201 @@
 bound symbol, one symbol across dtypes (check_consistency), and Gluon's eager == hybridized."""
 import numpy as _np
 
-from ..._core.context import cpu
-from .comparison import _host, assert_almost_equal, default_context
+from .comparison import _host, assert_almost_equal, default_context, default_numeric_eps
 
 
-def _bind(sym, location, aux_states, grad_req="write"):
-    from ..._core.ndarray import ndarray
+def _parse_location(sym, location, dtype):
+    """MXNet's _parse_location: the arguments' values by name, as arrays of `dtype` (or of
+    their own dtype when dtype is "asnumpy"), sorted by name."""
+    from ..nd import array
     names = sym.list_arguments()
-    if isinstance(location, (list, tuple)):
+    if isinstance(location, dict):
+        if set(location) != set(names):
+            raise ValueError("Symbol arguments and keys of the given location do not match."
+                             f"symbol args:{set(names)}, location.keys():{set(location)}")
+    else:
         location = dict(zip(names, location))
-    args = {k: ndarray._wrap(_np.asarray(_host(v), dtype=_np.float32)) for k, v in
-            location.items()}
-    aux = None
-    if aux_states is not None:
-        aux_names = sym.list_auxiliary_states()
-        if isinstance(aux_states, (list, tuple)):
-            aux_states = dict(zip(aux_names, aux_states))
-        aux = {k: ndarray._wrap(_np.asarray(_host(v), dtype=_np.float32))
-               for k, v in aux_states.items()}
-    grads = {k: ndarray._wrap(_np.zeros_like(v._data)) for k, v in args.items()}
-    return sym.bind(cpu(), args=args, args_grad=grads, grad_req=grad_req, aux_states=aux)
+    return {k: _as_nd(v, dtype, array) for k, v in sorted(location.items())}
+
+
+def _as_nd(value, dtype, array):
+    if isinstance(value, _np.ndarray):
+        return array(value, dtype=value.dtype if dtype == "asnumpy" else dtype)
+    if not hasattr(value, "asnumpy"):
+        value = _np.asarray(value)
+        return array(value, dtype=value.dtype if dtype == "asnumpy" else dtype)
+    return value
+
+
+def _parse_aux_states(sym, aux_states, dtype):
+    from ..nd import array
+    if aux_states is None:
+        return None
+    names = sym.list_auxiliary_states()
+    if isinstance(aux_states, dict):
+        if set(aux_states) != set(names):
+            raise ValueError("Symbol aux_states names and given aux_states do not match."
+                             f"symbol aux_names:{set(names)}, aux_states.keys:"
+                             f"{set(aux_states)}")
+    else:
+        aux_states = dict(zip(names, aux_states))
+    return {k: array(_host(v), dtype=_np.asarray(_host(v)).dtype if dtype == "asnumpy"
+                     else dtype) for k, v in aux_states.items()}
 
 
 def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None,
                            ctx=None, equal_nan=False, dtype=_np.float32):
     """Bind `sym` to the arrays of `location`, run it forward in predict mode and assert that its
-    outputs are close to `expected`."""
-    exe = _bind(sym, location, aux_states)
-    outputs = [o.asnumpy() for o in exe.forward(is_train=False)]
+    outputs are close to `expected` (a list, or a dict by output name)."""
+    from ..nd import zeros
+    location = _parse_location(sym, location, dtype)
+    aux_states = _parse_aux_states(sym, aux_states, dtype)
     if isinstance(expected, dict):
         expected = [expected[k] for k in sym.list_outputs()]
-    for name, out, exp in zip(sym.list_outputs(), outputs, expected):
-        assert_almost_equal(out, exp, rtol, atol, ("forward", name), equal_nan=equal_nan)
-    return outputs
+    grads = {k: zeros(v.shape, dtype=v.dtype if dtype == "asnumpy" else dtype)
+             for k, v in location.items()}
+    exe = sym.bind(ctx or default_context(), args=location, args_grad=grads,
+                   aux_states=aux_states)
+    exe.forward(is_train=False)
+    for name, exp, out in zip(sym.list_outputs(), expected, exe.outputs):
+        assert_almost_equal(exp, out, rtol, atol, (f"EXPECTED_{name}", f"FORWARD_{name}"),
+                            equal_nan=equal_nan)
+    return exe.outputs
 
 
 def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=None,
                             aux_states=None, grad_req="write", ctx=None, grad_stypes=None,
                             equal_nan=False, dtype=_np.float32):
     """Bind `sym` to the arrays of `location`, run it forward and backward with `out_grads`, and
-    assert that the arguments' gradients are close to `expected`."""
-    from ..._core.ndarray import ndarray
-    exe = _bind(sym, location, aux_states, grad_req)
-    exe.forward(is_train=True)
-    if isinstance(out_grads, dict):
-        out_grads = [out_grads[k] for k in sym.list_outputs()]
-    exe.backward([ndarray._wrap(_np.asarray(_host(g), dtype=_np.float32))
-                  for g in out_grads])
-    grads = dict(zip(sym.list_arguments(), (g.asnumpy() for g in exe.grad_arrays)))
+    assert that the arguments' gradients are close to `expected`; as in MXNet, the gradient
+    arrays start random, so 'add' checks the sum and 'null' checks they were left alone."""
+    from ..nd import array
+    location = _parse_location(sym, location, dtype)
+    aux_states = _parse_aux_states(sym, aux_states, dtype)
     if isinstance(expected, (list, tuple)):
         expected = dict(zip(sym.list_arguments(), expected))
-    for name, exp in expected.items():
-        assert_almost_equal(grads[name], exp, rtol, atol, ("backward", name),
-                            equal_nan=equal_nan)
+    start = {k: _np.random.normal(size=_np.shape(v)) for k, v in sorted(expected.items())}
+    grads = {k: array(v, dtype=_np.asarray(_host(expected[k])).dtype if dtype == "asnumpy"
+                      else dtype) for k, v in start.items()}
+    if isinstance(grad_req, str):
+        grad_req = {k: grad_req for k in sym.list_arguments()}
+    elif isinstance(grad_req, (list, tuple)):
+        grad_req = dict(zip(sym.list_arguments(), grad_req))
+    exe = sym.bind(ctx or default_context(), args=location, args_grad=grads,
+                   aux_states=aux_states, grad_req=grad_req)
+    exe.forward(is_train=True)
+    if isinstance(out_grads, (list, tuple)):
+        out_grads = [_as_nd(g, dtype, array) for g in out_grads]
+    elif isinstance(out_grads, dict):
+        out_grads = {k: _as_nd(g, dtype, array) for k, g in out_grads.items()}
+    elif out_grads is not None:
+        out_grads = [_as_nd(out_grads, dtype, array)]
+    exe.backward(out_grads)
+    for name in expected:
+        names = (f"EXPECTED_{name}", f"BACKWARD_{name}")
+        req = grad_req.get(name, "null")
+        if req == "write":
+            assert_almost_equal(expected[name], grads[name], rtol, atol, names,
+                                equal_nan=equal_nan)
+        elif req == "add":
+            assert_almost_equal(expected[name], grads[name].asnumpy() - start[name], rtol,
+                                atol, names, equal_nan=equal_nan)
+        elif req == "null":
+            assert_almost_equal(start[name], grads[name], rtol, atol, names,
+                                equal_nan=equal_nan)
+        else:
+            raise ValueError(f"Invalid grad_req {req} for argument {name}")
     return grads
+
+
+def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_train=True,
+                 dtype=_np.float32):
+    """Central finite differences of the sum of the executor's first output, one element of
+    each floating-point argument at a time. The outputs are differenced element by element
+    before summing, so a large output does not swamp the small change."""
+    from ..nd import array
+    approx = {k: _np.zeros(_np.shape(v), dtype=dtype) for k, v in location.items()}
+    for k, v in location.items():
+        executor.arg_dict[k][:] = array(v, dtype=dtype)
+    location = {k: _np.asarray(v, order="C") for k, v in location.items()}
+
+    def run():
+        if aux_states is not None:
+            for key, val in aux_states.items():
+                executor.aux_dict[key][:] = array(val, dtype=dtype)
+        executor.forward(is_train=use_forward_train)
+        return executor.outputs[0].asnumpy()
+
+    for k, v in location.items():
+        if v.dtype.kind != "f":
+            continue
+        old = v.copy()
+        for i in range(v.size):
+            v.ravel()[i] += eps / 2.0
+            executor.arg_dict[k][:] = array(v, dtype=dtype)
+            f_plus = run()
+            v.ravel()[i] -= eps
+            executor.arg_dict[k][:] = array(v, dtype=dtype)
+            f_minus = run()
+            approx[k].ravel()[i] = (f_plus - f_minus).sum() / eps
+            v.ravel()[i] = old.ravel()[i]
+        executor.arg_dict[k][:] = array(old, dtype=dtype)
+    return approx
 
 
 def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rtol=None,
                            atol=None, grad_nodes=None, use_forward_train=True, ctx=None,
                            grad_stype_dict=None, dtype=_np.float32):
-    """Backward of sum(output * random projection) against central finite differences,
-    computed in float64 on the same symbol."""
-    names = sym.list_arguments()
-    if isinstance(location, (list, tuple)):
-        location = dict(zip(names, location))
-    location = {k: _np.asarray(_host(v), dtype=_np.float64) for k, v in location.items()}
-    grad_nodes = list(grad_nodes or names)
-    eps = numeric_eps or 1e-3
-    exe = _bind(sym, location, aux_states)
-    out = exe.forward(is_train=use_forward_train)[0].asnumpy()
-    proj = _np.random.RandomState(0).normal(0, 1, out.shape).astype(_np.float32)
-    from ..._core.ndarray import ndarray
-    exe.backward([ndarray._wrap(proj)])
-    symbolic = dict(zip(names, (g.asnumpy() for g in exe.grad_arrays)))
-
-    def objective(values):
-        e = _bind(sym, values, aux_states)
-        return float((e.forward(is_train=use_forward_train)[0].asnumpy() * proj).sum())
-
+    """MXNet's check: the backward of make_loss(sym * projection), with a random positive
+    projection, against numeric_grad of the same bound symbol; `grad_nodes` may be a dict
+    of grad_req ('add' checks the sum, 'null' that the gradient was left alone)."""
+    from ..nd import array
+    from .. import sym as mx_sym
+    from .comparison import get_tolerance
+    ctx = ctx or default_context()
+    location = _parse_location(sym, location, dtype)
+    location_npy = {k: v.asnumpy() for k, v in location.items()}
+    aux_states = _parse_aux_states(sym, aux_states, dtype)
+    aux_npy = None if aux_states is None else {k: v.asnumpy() for k, v in aux_states.items()}
+    if grad_nodes is None:
+        grad_nodes = sym.list_arguments()
+        grad_req = {k: "write" for k in grad_nodes}
+    elif isinstance(grad_nodes, (list, tuple)):
+        grad_nodes = list(grad_nodes)
+        grad_req = {k: "write" for k in grad_nodes}
+    elif isinstance(grad_nodes, dict):
+        grad_req = dict(grad_nodes)
+        grad_nodes = list(grad_nodes)
+    else:
+        raise ValueError(f"grad_nodes must be a list or a dict, got {type(grad_nodes)}")
+    _, out_shape, _ = sym.infer_shape(**{k: v.shape for k, v in location.items()})
+    out = mx_sym.make_loss(sym * mx_sym.Variable("__random_proj"))
+    # not too small, or too much precision is lost in the numeric gradient
+    location["__random_proj"] = array(_np.random.rand(*out_shape[0]) + 0.1, dtype=dtype)
+    start = {k: _np.random.normal(0, 0.01, size=location[k].shape) for k in grad_nodes}
+    start["__random_proj"] = _np.random.normal(0, 0.01, size=out_shape[0])
+    args_grad = {k: array(v, dtype=dtype) for k, v in start.items()}
+    exe = out.bind(ctx, grad_req=grad_req, args=location, args_grad=args_grad,
+                   aux_states=aux_states)
+    exe.forward(is_train=True)
+    eps = get_tolerance(exe.outputs[0], numeric_eps, default_numeric_eps())
+    if dtype in (_np.float32, _np.float16) and eps < 1e-5:
+        raise AssertionError(f"check_numeric_gradient: numeric_eps {eps} is too small for "
+                             f"{_np.dtype(dtype).name}")
+    exe.backward()
+    numeric = numeric_grad(exe, location_npy, aux_npy, eps=eps,
+                           use_forward_train=use_forward_train, dtype=dtype)
     for name in grad_nodes:
-        base = location[name]
-        numeric = _np.zeros_like(base)
-        for k in range(base.size):
-            hi, lo = base.copy(), base.copy()
-            hi.flat[k] += eps / 2
-            lo.flat[k] -= eps / 2
-            numeric.flat[k] = (objective({**location, name: hi})
-                               - objective({**location, name: lo})) / eps
-        assert_almost_equal(symbolic[name], numeric, rtol or 1e-2, atol or 1e-3,
-                            (f"symbolic grad of {name}", "numeric grad"))
+        names = (f"NUMERICAL_{name}", f"BACKWARD_{name}")
+        got = exe.grad_dict[name]
+        if grad_req[name] == "write":
+            assert_almost_equal(numeric[name], got, rtol, atol, names)
+        elif grad_req[name] == "add":
+            assert_almost_equal(numeric[name], got.asnumpy() - start[name], rtol, atol, names)
+        elif grad_req[name] == "null":
+            assert_almost_equal(start[name], got, rtol, atol, names)
+        else:
+            raise ValueError(f"Invalid grad_req {grad_req[name]} for argument {name}")
 
 
 def simple_forward(sym, ctx=None, is_train=False, **inputs):
