@@ -189,12 +189,17 @@ class SymInt:
         return self.concrete() != 0
 
     def __format__(self, spec):
+        render = getattr(_local, "render", None)
+        if render is not None and not spec:
+            return render(self.expr)
         return format(self.concrete(), spec)
 
     def __repr__(self):
         return self.name
 
-    __str__ = __repr__
+    def __str__(self):
+        render = getattr(_local, "render", None)
+        return render(self.expr) if render is not None else self.name
 
 
 _COMPARE = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__,
@@ -299,6 +304,23 @@ class building:
 
     def __exit__(self, *exc):
         _local.env = self.saved
+
+
+class rendering:
+    """Inside, a symbolic size written into text (an f-string, str()) is `render(expr)`,
+    an expression another language computes at run time (generated C reads the sizes of
+    each call), instead of its traced value under a guard."""
+
+    def __init__(self, render):
+        self.render = render
+
+    def __enter__(self):
+        self.saved = getattr(_local, "render", None)
+        _local.render = self.render
+        return self
+
+    def __exit__(self, *exc):
+        _local.render = self.saved
 
 
 def _record(lhs, op, rhs, outcome):

@@ -19,12 +19,12 @@ def broadcast_shapes(op, *shapes):
     ndim = max(len(s) for s in shapes)
     out = []
     for i in range(ndim):
+        dims = [s[i - (ndim - len(s))] for s in shapes if i - (ndim - len(s)) >= 0]
+        if len(dims) == 1:      # one operand has this axis: its size, whatever it is
+            out.append(dims[0])
+            continue
         size = 1
-        for s in shapes:
-            k = i - (ndim - len(s))
-            if k < 0:
-                continue
-            d = s[k]
+        for d in dims:
             if d == 1:
                 continue
             if size != 1 and d != size:

@@ -21,6 +21,7 @@ from .gemm_accumulate import accumulate_form
 from .kernels import GEMM_BLAS_MIN_ROWS, GEMV_BLOCK_ROWS, GEMV_PARALLEL_MIN
 from .loops import ctype, loop_nest
 from .runtime import thread_count
+from .sizes import is_runtime
 
 
 def dense_form(step, is_alias):
@@ -58,6 +59,8 @@ def partner(steps, k, is_alias, storage, ptr, written):
     (mm1, a1, _), (mm2, a2, w2) = first, second
     M, K1 = a1.shape
     N1 = mm1.shape[1]
+    if is_runtime(M):
+        return None          # its blocks and scratch are sized for one batch
     if not 1 <= M < GEMM_BLAS_MIN_ROWS or mm2.shape[0] != M or a2 is not s.sink:
         return None
     if M * N1 * K1 < GEMV_PARALLEL_MIN or N1 < 2 * GEMV_BLOCK_ROWS or mm2.shape[1] == 0:

@@ -22,6 +22,7 @@ import numpy as _np
 
 from .heavy import DNNL_FAILED
 from .kernels import GEMM_BLAS_MIN_FLOPS, rows_times_matrix
+from .sizes import is_runtime
 
 # rows from which oneDNN takes a matmul (seed MLP, side by side under load: batch 16 in
 # 36 us against 52 on MKL in kiln's pool, batch 8 even within the noise), and the
@@ -121,6 +122,8 @@ def emit(em, step, storage, is_alias, weight_stays):
     if mm.ndim < 2 or mm.dtype != _np.float32 \
             or any(i.dtype != _np.float32 or i.ndim < 2 for i in mm.inputs):
         return None
+    if any(is_runtime(d) for d in mm.shape + mm.inputs[0].shape + mm.inputs[1].shape):
+        return sized_dense(em, step, storage, is_alias, weight_stays)
     K, N = mm.inputs[0].shape[-1], mm.shape[-1]
     one_matrix = mm.ndim == 2 or rows_times_matrix(mm)
     M = mm.size // N if one_matrix else mm.shape[-2]
@@ -230,3 +233,8 @@ def _blocks(em, ops, grid_, operands, steps, out, stamp):
         f"    else for (int64_t b = 0; b < {n}; b++) {name}(&job, b);",
         f"    if (job.failed) return {DNNL_FAILED};",
         "  }"])
+
+
+def sized_dense(em, step, storage, is_alias, weight_stays):
+    """A matmul step with run-time sizes: kiln's own gemm, which picks its kernel in C."""
+    return None

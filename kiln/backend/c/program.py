@@ -338,6 +338,25 @@ def compile_graph(graph):
         raise CannotCompile(f"the C backend cannot lower this graph ({exc})") from None
 
 
+def compile_sized(graph):
+    """A SizedCProgram for a graph with symbolic sizes (sized_program.py); raises
+    CannotCompile as compile_graph does, and NotSizeGeneric when the generated C would
+    need a symbolic size's value."""
+    from .codegen import NotLowerable
+    from .sized_program import SizedCProgram
+    if not build.available():
+        try:
+            build.compiler()
+        except build.CompilerUnavailable as exc:
+            build.record_unavailable(str(exc))
+            raise CannotCompile(f"the C backend is unavailable: {exc}") from None
+    graph = _without_heavy_ops(graph)
+    try:
+        return SizedCProgram(graph)
+    except NotLowerable as exc:
+        raise CannotCompile(f"the C backend cannot lower this graph ({exc})") from None
+
+
 def _without_heavy_ops(graph):
     """Heavy ops (conv, pool) the kernel library takes are called from the generated code
     (heavy.py), channels-last between them (graph/passes/layout.py; KILN_CHANNELS_LAST=0

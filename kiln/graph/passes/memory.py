@@ -98,7 +98,7 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
                     break
         if chosen is None:
             chosen = _take_free(free, capacities, need, fixed, output)
-        capacities[chosen] = max(capacities[chosen], need)
+        capacities[chosen] = _grown(capacities[chosen], need)
         buffer_of[id(n)] = chosen
         owner_count[chosen] = owner_count.get(chosen, 0) + 1
         # release the buffers whose values die at this node
@@ -117,6 +117,15 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
             if owner_count[chosen] == 0:
                 free.append(chosen)
     return MemoryPlan(buffer_of, capacities, naive, True, fixed)
+
+
+def _grown(capacity, need):
+    """max(capacity, need), where either may be a symbolic size: a buffer not used yet
+    (capacity 0) takes `need` as it is, so a program with symbolic sizes keeps serving the
+    calls where they are 0 (a comparison would have kept its traced answer as a guard)."""
+    if capacity is need or isinstance(capacity, int) and capacity == 0:
+        return need
+    return max(capacity, need)
 
 
 def _take_free(free, capacities, need, fixed, output):

@@ -32,6 +32,8 @@ typedef struct {
   uint64_t *writes;      /* the runtime's write count (kiln/_core/writes.py), or NULL */
   PyObject *owner;       /* a weak reference to the CProgram owning the table and buffers */
   pthread_mutex_t mutex;
+  pthread_mutex_t *held; /* the lock taken for a call: `mutex`, or the one of `sharer` */
+  PyObject *sharer;      /* the Caller whose lock this one shares (buffers in common), or NULL */
 } Caller;
 
 static int parse_spec(PyObject *t, spec_t *s) {
@@ -59,10 +61,15 @@ static int parse_spec(PyObject *t, spec_t *s) {
 
 static int Caller_init(Caller *self, PyObject *args, PyObject *Py_UNUSED(kw)) {
   unsigned long long run, table, writes;
-  PyObject *ins, *pars, *outs, *owner;
-  if (!PyArg_ParseTuple(args, "KKO!O!O!KO!", &run, &table, &PyTuple_Type, &ins, &PyTuple_Type,
-                        &pars, &PyTuple_Type, &outs, &writes, &_PyWeakref_RefType, &owner))
+  PyObject *ins, *pars, *outs, *owner, *sharer = NULL;
+  if (!PyArg_ParseTuple(args, "KKO!O!O!KO!|O", &run, &table, &PyTuple_Type, &ins,
+                        &PyTuple_Type, &pars, &PyTuple_Type, &outs, &writes,
+                        &_PyWeakref_RefType, &owner, &sharer))
     return -1;
+  if (sharer != NULL && Py_TYPE(sharer) != Py_TYPE(self)) {
+    PyErr_SetString(PyExc_TypeError, "Caller: the lock to share must be another Caller's");
+    return -1;
+  }
   Py_INCREF(owner);
   Py_XSETREF(self->owner, owner);
   self->writes = (uint64_t *)(uintptr_t)writes;
@@ -82,6 +89,12 @@ static int Caller_init(Caller *self, PyObject *args, PyObject *Py_UNUSED(kw)) {
     if (parse_spec(t, &self->specs[k]) < 0) return -1;
   }
   pthread_mutex_init(&self->mutex, NULL);
+  self->held = &self->mutex;
+  if (sharer != NULL) {
+    Py_INCREF(sharer);
+    Py_XSETREF(self->sharer, sharer);
+    self->held = ((Caller *)sharer)->held;
+  }
   return 0;
 }
 
@@ -91,6 +104,7 @@ static void forget(Caller *self) {
 
 static void Caller_dealloc(Caller *self) {
   Py_XDECREF(self->owner);
+  Py_XDECREF(self->sharer);
   if (self->seen) { forget(self); PyMem_Free(self->seen); }
   PyMem_Free(self->specs);
   Py_TYPE(self)->tp_free((PyObject *)self);
@@ -109,9 +123,9 @@ static int matches(PyObject *obj, const spec_t *s) {
 }
 
 static void lock(Caller *self) {
-  if (pthread_mutex_trylock(&self->mutex) == 0) return;
+  if (pthread_mutex_trylock(self->held) == 0) return;
   Py_BEGIN_ALLOW_THREADS      /* never wait for the mutex while holding the GIL */
-  pthread_mutex_lock(&self->mutex);
+  pthread_mutex_lock(self->held);
   Py_END_ALLOW_THREADS
 }
 
@@ -177,7 +191,7 @@ static PyObject *run_held(Caller *self, PyObject *const *inputs, PyObject *const
     if (s->typenum >= 0 && s->nbytes)
       memcpy(PyArray_DATA((PyArrayObject *)PyList_GET_ITEM(out, k)), s->fixed, s->nbytes);
   }
-  pthread_mutex_unlock(&self->mutex);
+  pthread_mutex_unlock(self->held);
   if (rc != 0) {
     Py_DECREF(out);
     PyErr_Format(PyExc_RuntimeError, "C backend: generated code returned %d", rc);
@@ -209,7 +223,7 @@ static PyObject *Caller_enter(Caller *self, PyObject *Py_UNUSED(unused)) {
 }
 
 static PyObject *Caller_exit(Caller *self, PyObject *Py_UNUSED(args)) {
-  pthread_mutex_unlock(&self->mutex);
+  pthread_mutex_unlock(self->held);
   Py_RETURN_FALSE;
 }
 
