@@ -1,14 +1,15 @@
 """A compiled graph with run-time sizes: one library for every value of its symbols.
 
 The generated code reads its symbolic sizes from the table's ('sizes',) entry (sizes.py).
-A call binds the symbols from its input shapes and gets that size's `SizeState`, made once
-per distinct set of sizes and kept (up to KEPT_SIZES of them): the sizes array, the byte
-count of every planned buffer and the shapes of the outputs, all evaluated from the plan's
-symbolic expressions, and a pointer table of its own with a C Caller (fastcall.py) for
-the steady state. The buffers are one arena shared by every size: each buffer holds the
-largest size seen so far and grows when a larger size arrives (the states made before it
-are dropped then, and remade on their next call); a call at a size already seen allocates
-nothing. All states share one lock (the first Caller's), because they share the arena.
+There is one table and one set of planned buffers (the arena) for every size. Each buffer
+holds the sizes up to `limits` (per symbol, the largest value seen so far): a call at a
+larger size grows the arena first, to the plan's byte counts evaluated at the new limits
+(the counts only grow with the sizes: sizes.monotone), and a call within them allocates
+nothing. The C Caller (fastcall.py) serves every size within the limits: it binds the
+symbols from the inputs' dims, writes them into the sizes array, and gives the outputs
+their shapes; a call beyond the limits takes the Python path here, which grows the arena.
+A plan whose byte counts are not monotone (a size subtracted) grows per call on the Python
+path only.
 """
 import ctypes
 import sys
@@ -19,7 +20,7 @@ import numpy as _np
 
 from ..._core import aligned, writes
 from ..._core.base import KilnError
-from ..._core.symdim import active_env, concrete_value
+from ..._core.symdim import SymInt, active_env, concrete_value
 from ...graph.passes.pipeline import debug_level
 from ...ops.registry import REGISTRY
 from ..symbolic_exec import bind_symbols
@@ -27,42 +28,26 @@ from . import build, heavy, vector_math
 from .codegen import generate
 from .fastcall import caller_type
 from .runtime import runtime
-from .sizes import pinned_by_codegen
-
-# sizes whose tables (and Callers) are kept; a further size drops the oldest one
-KEPT_SIZES = 64
+from .sizes import monotone, pinned_by_codegen
 
 
 class NotSizeGeneric(KilnError):
-    """The C generated for a graph needed a symbolic size's value (`where` says which
+    """The C generated for a graph needed a symbolic size's value (the message says which
     code): its sizes cannot vary at run time, so hybridize specializes it instead."""
 
 
-class SizeState:
-    """Everything one set of sizes needs: the sizes array, buffer bytes, output shapes,
-    its own pointer table and Caller."""
+class _Sizes:
+    """What the Python path needs for one set of input shapes, worked out once."""
+    __slots__ = ("values", "capacities", "input_shapes", "output_shapes", "bindings")
 
-    def __init__(self, program, bindings):
-        self.bindings = bindings
-        gen = program.gen
-        self.sizes = (ctypes.c_int64 * max(len(gen.sizes.order), 1))(
-            *[bindings[name] for name in gen.sizes.order])
-        self.capacities = [max(int(concrete_value(c, bindings)), 8)
-                           for c in gen.plan.capacities]
-        graph = program.graph
-        self.input_shapes = [tuple(concrete_value(n.shape, bindings)) for n in graph.inputs]
-        self.output_shapes = [tuple(concrete_value(o.shape, bindings)) for o in graph.outputs]
-        self.table = (ctypes.c_void_p * len(program.template))(*program.template)
-        self.table[program.sizes_slot] = ctypes.addressof(self.sizes)
-        self.caller = None
-        self.buffers = []
-
-    def point_at(self, program):
-        """Point the table at the arena's buffers, and hold them: a call of this state on
-        another thread may still run after the arena grows."""
-        self.buffers = list(program.arena)
-        for b, slot in program.buffer_slots.items():
-            self.table[slot] = self.buffers[b].ctypes.data
+    def __init__(self, program, inputs):
+        gen, graph = program.gen, program.graph
+        self.bindings = bind_symbols(graph, inputs)
+        self.values = [self.bindings[name] for name in gen.sizes.order]
+        self.capacities = [int(concrete_value(c, self.bindings)) for c in gen.plan.capacities]
+        self.input_shapes = [tuple(concrete_value(n.shape, self.bindings)) for n in graph.inputs]
+        self.output_shapes = [tuple(concrete_value(o.shape, self.bindings))
+                              for o in graph.outputs]
 
 
 class SizedCProgram:
@@ -95,21 +80,23 @@ class SizedCProgram:
         self._run.argtypes = [ctypes.c_void_p]
         self._run.restype = ctypes.c_int
         graph.memory_plan = gen.plan
+        n_sym = len(gen.sizes.order)
+        self.sizes = (ctypes.c_int64 * n_sym)()
+        self.limits = (ctypes.c_int64 * n_sym)()     # all 0: the arena holds size 0
+        self.table = (ctypes.c_void_p * max(len(gen.slots), 1))()
         self._keep = []
-        self.template = [None] * max(len(gen.slots), 1)
         self.buffer_slots = {}      # buffer index -> its table slot
         self.input_slots, self.param_slots, self.random_slots = {}, {}, []
-        self.sizes_slot = None
         for k, entry in enumerate(gen.slots):
             kind = entry[0]
             if kind == "sizes":
-                self.sizes_slot = k
+                self.table[k] = ctypes.addressof(self.sizes)
             elif kind == "buffer":
                 self.buffer_slots[entry[1]] = k
             elif kind == "const":
                 arr = aligned.copy_of(entry[1])
                 self._keep.append(arr)
-                self.template[k] = arr.ctypes.data if arr.size else None
+                self.table[k] = arr.ctypes.data if arr.size else None
             elif kind == "input":
                 self.input_slots[entry[1]] = k
             elif kind == "param":
@@ -117,117 +104,130 @@ class SizedCProgram:
             elif kind == "random":
                 self.random_slots.append((k, entry[1]))
             elif kind == "dnnl_op":
-                self.template[k] = heavy.new_op(entry[1], self)
+                self.table[k] = heavy.new_op(entry[1], self)
             elif kind == "pack_cache" and rt is not None and rt.sgemm_cached:
                 cache = rt.new_pack_cache()
                 if cache:
-                    self.template[k] = cache
+                    self.table[k] = cache
                     weakref.finalize(self, rt.free_pack_cache, cache)
-        self.arena = [aligned.empty(8, _np.uint8) for _ in gen.plan.capacities]
-        self._states = {}           # input shapes -> SizeState
-        self._lock = threading.Lock()     # for making states
-        # the lock of every call (all states share the arena): a Caller that never runs,
-        # whose lock the states' Callers share; without the extension a threading.Lock
-        self._lead = self._lock_caller()
+        self.arena = [None] * len(gen.plan.capacities)
+        self._grow_to([0] * len(gen.plan.capacities))
+        self._monotone = all(monotone(c) for c in gen.plan.capacities)
+        self._per_shape = {}        # input shapes -> _Sizes
         self._written = gen.param_writes
         self._written_params = {graph.state_outputs[k] for k in self._written}
-        self._output_buffers = [gen.slots[slot][1] if gen.slots[slot][0] == "buffer"
-                                else None for slot in gen.output_slots]
+        self._param_seen = [None] * len(graph.params)
+        self._caller = self._make_caller()
+        self._lock = self._caller if self._caller is not None else threading.Lock()
 
-    # ---- states per size ---------------------------------------------------------------
-    def state_for(self, inputs):
-        """The SizeState serving these inputs' shapes (made, and the arena grown, if new)."""
-        shapes = tuple(_np.shape(v) for v in inputs)
-        state = self._states.get(shapes)
-        if state is not None:
-            return state
-        with self._lock:
-            state = self._states.get(shapes)
-            if state is None:
-                state = SizeState(self, bind_symbols(self.graph, inputs))
-                with self.held():
-                    self._grow(state.capacities)
-                    state.point_at(self)
-                if len(self._states) >= KEPT_SIZES:
-                    self._states.pop(next(iter(self._states)))
-                self._states[shapes] = state
-        return state
-
-    def _grow(self, capacities):
-        """Grow the arena's buffers to `capacities`; the states pointing at the old ones
-        are dropped (their Callers then decline, and the next call remakes them)."""
-        grown = False
+    # ---- the arena ---------------------------------------------------------------------
+    def _grow_to(self, capacities):
+        """Every buffer at least `capacities` bytes (the caller holds the lock)."""
         for b, need in enumerate(capacities):
-            if need > self.arena[b].size:
-                self.arena[b] = aligned.empty(need, _np.uint8)
-                grown = True
-        if grown:
-            self._states.clear()
+            old = self.arena[b]
+            if old is None or need > old.size:
+                self.arena[b] = aligned.empty(max(need, 8), _np.uint8)
+                self.table[self.buffer_slots[b]] = self.arena[b].ctypes.data
 
-    def _lock_caller(self):
+    def _fit(self, sizes):
+        """Make the arena hold this call's sizes (the caller holds the lock)."""
+        if not self._monotone:
+            self._grow_to(sizes.capacities)
+            return
+        if all(v <= lim for v, lim in zip(sizes.values, self.limits)):
+            return
+        limits = [max(v, lim) for v, lim in zip(sizes.values, self.limits)]
+        at = dict(zip(self.gen.sizes.order, limits))
+        self._grow_to([int(concrete_value(c, at)) for c in self.gen.plan.capacities])
+        self.limits[:] = limits
+
+    # ---- the C Caller ------------------------------------------------------------------
+    def _make_caller(self):
+        """The Caller serving every size within the limits, or None (then every call
+        takes the Python path): no extension, a plan that is not monotone, an output
+        not in a planned buffer or of a shape that is not a symbol's size, random draws."""
         Caller = caller_type()
-        if Caller is None:
-            return threading.Lock()
-        self._no_table = (ctypes.c_void_p * 1)()
-        run = ctypes.cast(self._lib.kiln_run, ctypes.c_void_p).value
-        return Caller(run, ctypes.addressof(self._no_table), (), (), (), 0, weakref.ref(self))
-
-    def held(self):
-        """The lock every call of this program holds."""
-        return self._lead
-
-    def caller_for(self, inputs):
-        """A C Caller running this size (the C dispatcher serves it), or None."""
-        state = self.state_for(inputs)
-        if state.caller is None and not self.random_slots:
-            state.caller = self._make_caller(state)
-        return state.caller
-
-    def _make_caller(self, state):
-        Caller = caller_type()
-        if Caller is None or not isinstance(self._lead, Caller) or any(b is None for k, b in enumerate(self._output_buffers)
-                                 if k not in self._written):
+        gen, graph = self.gen, self.graph
+        order = gen.sizes.index
+        if Caller is None or not self._monotone or self.random_slots:
             return None
-        ins = tuple((self.input_slots[k], shape, n.dtype.num, n.dtype.itemsize, 0, 0)
-                    for k, (n, shape) in enumerate(zip(self.graph.inputs,
-                                                       state.input_shapes)))
+
+        def dims(shape):
+            out = []
+            for d in shape:
+                if isinstance(d, SymInt):
+                    if d.expr[0] != "sym":
+                        return None
+                    out.append(-1 - order[d.expr[1]])
+                else:
+                    out.append(int(d))
+            return tuple(out)
+        ins = tuple((self.input_slots[k], dims(n.shape), n.dtype.num, n.dtype.itemsize, 0, 0)
+                    for k, n in enumerate(graph.inputs))
         pars = tuple((self.param_slots[k], tuple(p.shape), p.dtype.num, p.dtype.itemsize, 0,
-                      int(k in self._written_params))
-                     for k, p in enumerate(self.graph.params))
-        outs = tuple((0, (), -1, 0, 0, 0) if k in self._written else
-                     (0, shape, o.dtype.num, o.dtype.itemsize,
-                      state.buffers[self._output_buffers[k]].ctypes.data, 0)
-                     for k, (o, shape) in enumerate(zip(self.graph.outputs,
-                                                        state.output_shapes)))
+                      int(k in self._written_params)) for k, p in enumerate(graph.params))
+        outs = []
+        for k, (o, slot) in enumerate(zip(graph.outputs, gen.output_slots)):
+            if k in self._written:
+                outs.append((0, (), -1, 0, 0, 0))     # -1: returned as None
+                continue
+            shape = dims(o.shape)
+            if shape is None or gen.slots[slot][0] != "buffer":
+                return None
+            outs.append((slot, shape, o.dtype.num, o.dtype.itemsize, 0, 0))
+        if any(spec[1] is None for spec in ins):
+            return None
         run = ctypes.cast(self._lib.kiln_run, ctypes.c_void_p).value
         counter = writes.counter()
-        caller = Caller(run, ctypes.addressof(state.table), ins, pars, outs,
-                        ctypes.addressof(counter) if counter is not None else 0,
-                        weakref.ref(state), self._lead)
-        return caller
+        return Caller(run, ctypes.addressof(self.table), ins, pars, tuple(outs),
+                      ctypes.addressof(counter) if counter is not None else 0,
+                      weakref.ref(self), None, len(order), ctypes.addressof(self.sizes),
+                      ctypes.addressof(self.limits))
+
+    def caller_for(self, inputs):
+        """The C Caller (the C dispatcher serves it), or None; it serves these inputs
+        once the arena holds them."""
+        if self._caller is not None:
+            sizes = self._sizes_of(inputs)
+            with self._lock:
+                self._param_seen = [None] * len(self._param_seen)
+                self._fit(sizes)
+        return self._caller
 
     # ---- calling -----------------------------------------------------------------------
+    def _sizes_of(self, inputs):
+        shapes = tuple(_np.shape(v) for v in inputs)
+        found = self._per_shape.get(shapes)
+        if found is None:
+            found = _Sizes(self, inputs)
+            if len(self._per_shape) >= 256:
+                self._per_shape.clear()
+            self._per_shape[shapes] = found
+        return found
+
     def __call__(self, inputs, params):
-        state = self.state_for(inputs)
-        caller = state.caller
+        caller = self._caller
         if caller is not None:
             out = caller(inputs, params)
             if out is not None:
                 return out
-        # holding the state's Caller makes it forget its bound parameters, which the
-        # Python path rebinds
-        with caller if caller is not None else self.held():
-            return self._call(state, inputs, params)
+        sizes = self._sizes_of(inputs)
+        # holding the Caller makes it forget its bound parameters, which this path rebinds
+        with self._lock:
+            self._param_seen = [None] * len(self._param_seen)
+            self._fit(sizes)
+            return self._call(sizes, inputs, params)
 
-    def _call(self, state, inputs, params):
-        table, keep = state.table, []
+    def _call(self, sizes, inputs, params):
+        table, keep = self.table, []
         graph = self.graph
         if len(inputs) != len(graph.inputs) or len(params) != len(graph.params):
             raise KilnError(f"C backend: expected {len(graph.inputs)} inputs and "
                             f"{len(graph.params)} parameters, got {len(inputs)} and "
                             f"{len(params)}")
+        self.sizes[:] = sizes.values
         for k, (value, node, shape) in enumerate(zip(inputs, graph.inputs,
-                                                      state.input_shapes)):
+                                                      sizes.input_shapes)):
             value = _checked(value, shape, node.dtype, "input")
             keep.append(value)
             table[self.input_slots[k]] = value.ctypes.data if value.size else None
@@ -239,7 +239,7 @@ class SizedCProgram:
             keep.append(value)
             table[self.param_slots[k]] = value.ctypes.data if value.size else None
         for slot, node in self.random_slots:
-            attrs = concrete_value(node.attrs, state.bindings)
+            attrs = concrete_value(node.attrs, sizes.bindings)
             draw = _np.ascontiguousarray(REGISTRY[node.op].impl(**attrs), dtype=node.dtype)
             keep.append(draw)
             table[slot] = draw.ctypes.data if draw.size else None
@@ -247,21 +247,21 @@ class SizedCProgram:
         if rc != 0:
             raise KilnError(f"C backend: the program {graph.name} failed (code {rc})")
         results = []
-        for k, (o, shape, slot) in enumerate(zip(graph.outputs, state.output_shapes,
+        for k, (o, shape, slot) in enumerate(zip(graph.outputs, sizes.output_shapes,
                                                   self.gen.output_slots)):
             results.append(None if k in self._written else
-                           self._read(slot, shape, o.dtype, inputs, params, keep, state))
+                           self._read(slot, shape, o.dtype, inputs, params, keep))
         for k in self._written:
             param = graph.state_outputs[k]
             if params[param] is not keep[len(inputs) + param]:
                 results[k] = _np.array(keep[len(inputs) + param], copy=True)
         return results
 
-    def _read(self, slot, shape, dtype, inputs, params, keep, state):
+    def _read(self, slot, shape, dtype, inputs, params, keep):
         kind, what = self.gen.slots[slot][0], self.gen.slots[slot][1:]
         size = int(_np.prod(shape, dtype=_np.int64))
         if kind == "buffer":
-            data = state.buffers[what[0]][:size * dtype.itemsize]
+            data = self.arena[what[0]][:size * dtype.itemsize]
             return data.view(dtype).reshape(shape).copy()
         if kind == "const":
             return _np.array(what[0], copy=True)
@@ -270,7 +270,7 @@ class SizedCProgram:
         if kind == "param":
             return _np.array(params[what[0]], dtype=dtype, copy=True).reshape(shape)
         if kind == "random":
-            return next(a for a in keep if a.size and a.ctypes.data == state.table[slot]
+            return next(a for a in keep if a.size and a.ctypes.data == self.table[slot]
                         ).reshape(shape).copy()
         return _np.zeros(shape, dtype)
 

@@ -71,6 +71,24 @@ def maybe_nonempty(size):
     return is_runtime(size) or size > 0
 
 
+def monotone(value):
+    """Does this size (int or SymInt) only grow as its symbols grow? Sums, products and
+    divisions by a positive constant of sizes do; a difference or remainder may not."""
+    if not is_runtime(value):
+        return True
+
+    def walk(expr):
+        kind = expr[0]
+        if kind in ("sym", "const"):
+            return kind == "sym" or expr[1] >= 0
+        if kind in ("-", "%"):
+            return False
+        if kind == "//":
+            return walk(expr[1]) and expr[2][0] == "const" and expr[2][1] > 0
+        return walk(expr[1]) and walk(expr[2])
+    return walk(value.expr)
+
+
 def pinned_by_codegen(env, before):
     """The guards recorded since `before` (a count of env.guards) that pin a symbol to one
     value: C generation that needed a concrete size, so the program is not size-generic."""
