@@ -55,7 +55,7 @@ class SizedCProgram:
 
     def __init__(self, graph):
         self.graph = graph
-        env = active_env()
+        env = self._env = active_env()    # its guards say which sizes it serves
         before = len(env.guards) if env is not None else 0
         gen = self.gen = generate(graph)
         pinned = pinned_by_codegen(env, before) if env is not None else []
@@ -82,7 +82,11 @@ class SizedCProgram:
         graph.memory_plan = gen.plan
         n_sym = len(gen.sizes.order)
         self.sizes = (ctypes.c_int64 * n_sym)()
-        self.limits = (ctypes.c_int64 * n_sym)()     # all 0: the arena holds size 0
+        # per symbol, the largest size the arena holds (0 at first), then the smallest one
+        # the Caller serves: any for this program's own Caller, which serves only calls
+        # hybridize checked; the dispatcher's (caller_for) takes its own
+        self.limits = (ctypes.c_int64 * (2 * n_sym))()
+        self._dispatched = None      # (the dispatcher's Caller, its limits)
         self.table = (ctypes.c_void_p * max(len(gen.slots), 1))()
         self._keep = []
         self.buffer_slots = {}      # buffer index -> its table slot
@@ -116,7 +120,6 @@ class SizedCProgram:
         self._per_shape = {}        # input shapes -> _Sizes
         self._written = gen.param_writes
         self._written_params = {graph.state_outputs[k] for k in self._written}
-        self._param_seen = [None] * len(graph.params)
         self._caller = self._make_caller()
         self._lock = self._caller if self._caller is not None else threading.Lock()
 
@@ -134,15 +137,18 @@ class SizedCProgram:
         if not self._monotone:
             self._grow_to(sizes.capacities)
             return
-        if all(v <= lim for v, lim in zip(sizes.values, self.limits)):
+        n = len(sizes.values)
+        if all(v <= lim for v, lim in zip(sizes.values, self.limits[:n])):
             return
-        limits = [max(v, lim) for v, lim in zip(sizes.values, self.limits)]
+        limits = [max(v, lim) for v, lim in zip(sizes.values, self.limits[:n])]
         at = dict(zip(self.gen.sizes.order, limits))
         self._grow_to([int(concrete_value(c, at)) for c in self.gen.plan.capacities])
-        self.limits[:] = limits
+        self.limits[:n] = limits
+        if self._dispatched is not None:
+            self._dispatched[1][:n] = limits
 
     # ---- the C Caller ------------------------------------------------------------------
-    def _make_caller(self):
+    def _make_caller(self, limits=None):
         """The Caller serving every size within the limits, or None (then every call
         takes the Python path): no extension, a plan that is not monotone, an output
         not in a planned buffer or of a shape that is not a symbol's size, random draws."""
@@ -181,18 +187,29 @@ class SizedCProgram:
         counter = writes.counter()
         return Caller(run, ctypes.addressof(self.table), ins, pars, tuple(outs),
                       ctypes.addressof(counter) if counter is not None else 0,
-                      weakref.ref(self), None, len(order), ctypes.addressof(self.sizes),
-                      ctypes.addressof(self.limits))
+                      weakref.ref(self), getattr(self, "_lock", None), len(order),
+                      ctypes.addressof(self.sizes),
+                      ctypes.addressof(self.limits if limits is None else limits))
 
     def caller_for(self, inputs):
-        """The C Caller (the C dispatcher serves it), or None; it serves these inputs
-        once the arena holds them."""
-        if self._caller is not None:
-            sizes = self._sizes_of(inputs)
-            with self._lock:
-                self._param_seen = [None] * len(self._param_seen)
-                self._fit(sizes)
-        return self._caller
+        """The C Caller for the C dispatcher, which serves it every size within the limits
+        without asking hybridize's guards: only for a program no guard restricts from
+        size 0 or 1 up (ShapeEnv.general; smaller sizes then take the checked path), else
+        None. It serves these inputs once the arena holds them."""
+        if self._caller is None:
+            return None
+        minimum = next((m for m in (0, 1) if self._env is None or self._env.general(m)),
+                       None)
+        if minimum is None:
+            return None
+        sizes = self._sizes_of(inputs)
+        n = len(sizes.values)
+        with self._lock:
+            if self._dispatched is None:
+                limits = (ctypes.c_int64 * (2 * n))(*(self.limits[:n] + [minimum] * n))
+                self._dispatched = (self._make_caller(limits), limits)
+            self._fit(sizes)
+        return self._dispatched[0]
 
     # ---- calling -----------------------------------------------------------------------
     def _sizes_of(self, inputs):
@@ -206,6 +223,8 @@ class SizedCProgram:
         return found
 
     def __call__(self, inputs, params):
+        """Run on inputs hybridize's guards accepted: the Caller when the arena holds
+        them, else the Python path."""
         caller = self._caller
         if caller is not None:
             out = caller(inputs, params)
@@ -214,7 +233,6 @@ class SizedCProgram:
         sizes = self._sizes_of(inputs)
         # holding the Caller makes it forget its bound parameters, which this path rebinds
         with self._lock:
-            self._param_seen = [None] * len(self._param_seen)
             self._fit(sizes)
             return self._call(sizes, inputs, params)
 

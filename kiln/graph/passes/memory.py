@@ -11,6 +11,7 @@ for the last time, each can hold later values that fit in it, as MXNet's backwar
 its forward's memory. It cannot grow, and never holds an output, which must outlive the
 call.
 """
+from ..._core.symdim import SymInt
 from ...ops.registry import REGISTRY
 
 
@@ -128,10 +129,19 @@ def _grown(capacity, need):
     return max(capacity, need)
 
 
+def _size_class(nbytes):
+    """The symbols a byte count depends on (an empty set for a fixed count)."""
+    return frozenset(nbytes.symbols()) if isinstance(nbytes, SymInt) else frozenset()
+
+
 def _take_free(free, capacities, need, fixed, output):
     """The free buffer to hold `need` bytes: the smallest that fits, else the largest that
     may grow, else a new one. A donated (fixed) buffer neither grows nor holds an output."""
-    usable = [b for b in free if not (output and b in fixed)]
+    # a size known only at run time shares buffers with sizes of its own symbols only:
+    # comparing it with a fixed size would keep the traced answer as a guard, and the
+    # program would serve only the sizes on one side of it
+    usable = [b for b in free if not (output and b in fixed)
+              and _size_class(capacities[b]) == _size_class(need)]
     fitting = [b for b in usable if capacities[b] >= need]
     growable = [b for b in usable if b not in fixed]
     if fitting:

@@ -39,8 +39,9 @@ typedef struct {
   pthread_mutex_t *held; /* the lock taken for a call: `mutex`, or the one of `sharer` */
   PyObject *sharer;      /* the Caller whose lock this one shares (buffers in common), or NULL */
   int n_sym;             /* run-time sizes: bound from the inputs' dims, written to sizes[] */
-  int64_t *sizes;        /*   (the table's sizes entry) when each is at most limits[k],  */
-  const int64_t *limits; /*   the sizes the program's buffers hold (sized_program.py)    */
+  int64_t *sizes;        /*   (the table's sizes entry) when each k lies in               */
+  const int64_t *limits; /*   [limits[n_sym + k], limits[k]]: the sizes the buffers hold  */
+                         /*   and the program serves (sized_program.py)                  */
 } Caller;
 
 static int parse_spec(PyObject *t, spec_t *s, int n_sym) {
@@ -206,9 +207,9 @@ static PyObject *run_held(Caller *self, PyObject *const *inputs, PyObject *const
     PyList_SET_ITEM(out, k, a);
   }
   lock(self);
-  /* the buffers hold the sizes up to limits[] (read under the lock: they grow under it) */
+  /* the buffers hold the sizes within limits[] (read under the lock: they grow under it) */
   for (int k = 0; k < self->n_sym; k++) {
-    if (bound[k] < 0 || bound[k] > self->limits[k]) {
+    if (bound[k] < self->limits[self->n_sym + k] || bound[k] > self->limits[k]) {
       pthread_mutex_unlock(self->held);
       Py_DECREF(out);
       Py_RETURN_NONE;
