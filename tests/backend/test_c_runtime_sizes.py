@@ -197,3 +197,20 @@ def test_threads_calling_at_different_sizes_get_their_own_results():
         for t in threads:
             t.join()
     assert not errors, errors[0]
+
+
+def test_dense_layers_of_run_time_rows_run_on_onednn_in_blocks_and_equal_eager():
+    """Dense layers whose batch is a run-time size take oneDNN's matmul where a layer of
+    that fixed size would (csrc/sized_dense.h), in the blocks it would get (columns split
+    below 256 rows, rows from there on), and kiln's gemm below 8 rows."""
+    from kiln.backend import dnnl
+    net, eager = _twins(lambda: _mlp((256, 128, 10), in_units=64))
+    net.hybridize(backend="c", dynamic_axes={"x": {0: "batch"}})
+    for batch in (8, 1, 9, 300, 17, 256, 1000, 7, 255, 64):
+        x = _rows(batch, 64)
+        onp.testing.assert_allclose(net(x).asnumpy(), eager(x).asnumpy(), rtol=1e-4,
+                                    atol=1e-5)
+    listing = kiln.programs(net)
+    assert len(listing) == 1, str(listing)
+    source = listing.programs[0].entry.program.source
+    assert ("kiln_dense_rows(P[" in source) == dnnl.available()

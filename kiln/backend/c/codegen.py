@@ -17,7 +17,7 @@ from ..._core.bfloat16 import any_bfloat16, is_bfloat16
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     prelude, C_TYPES)
 from .lowering import DRAWN, MATMUL, Elementwise, NotLowerable, lowering_of, register
-from . import collective, dense_chain, dnnl_dense, kernels, heavy, shared_reduce
+from . import collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy, shared_reduce
 from .sizes import SizeNames, is_runtime, maybe_nonempty, prelude as sizes_prelude, symbols_of
 from .gemm_accumulate import accumulate_form
 from .runtime import thread_count
@@ -172,6 +172,9 @@ def generate(graph):
     gen.output_slots = out_slots
     gen.param_writes = {k for k, o in enumerate(graph.outputs) if id(o) in em.param_writes}
     extra = [heavy.prelude()] if heavy.uses_heavy(em.slots) else []
+    if getattr(em, "sized_dense", False):    # Dense layers of run-time rows on oneDNN
+        extra = [fixed_source.defines(dnnl_dense.grid_defines())
+                 + fixed_source.text("sized_dense.h")]
     if sizes is not None:
         extra.insert(0, sizes_prelude(sizes_slot))
     gen.source = "\n".join([prelude(), kernels.gemm_prelude(), *extra, *em.functions,
@@ -290,16 +293,16 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
                 body.append(kernels.matmul(s.nodes[0], ptr, is_alias, alpha=alpha,
                                            beta="1", out=ptr(s.sink)))
             elif on_dnnl is not None:   # oneDNN's matmul, with the bias and ReLU it can take
-                code, rest = on_dnnl
-                body.append(code)
-                if rest:
-                    body.append(_fused(Step("fused", rest, []), ptr, em=em))
+                code, rest = on_dnnl[:2]
+                after = [_fused(Step("fused", rest, []), ptr, em=em)] if rest else []
+                if len(on_dnnl) == 2:
+                    body += [code] + after
+                else:   # run-time rows: where oneDNN has no op for them, kiln's gemm
+                    body += [code, f"  if (kiln_rc < 0) return {heavy.DNNL_FAILED};",
+                             "  if (kiln_rc == 0) {", *after, "  } else {",
+                             *_own_matmul(em, s, ptr, storage, is_alias, top), "  }"]
             else:
-                body.append(kernels.matmul(s.nodes[0], ptr, is_alias,
-                                           cache=_pack_cache(em, s.nodes[0], storage, is_alias,
-                                                            top)))
-                if len(s.nodes) > 1:
-                    body.append(_fused(Step("fused", s.nodes[1:], []), ptr, em=em))
+                body += _own_matmul(em, s, ptr, storage, is_alias, top)
         elif s.kind == "heavy":
             body.append(s.lowering.emit(em, s.sink, storage,
                                         lambda n: top and _stays(em, n, storage)))
@@ -346,6 +349,15 @@ class ControlFlow:
 
 def _group_key(node):
     return lowering_of(node).group.key(node)
+
+
+def _own_matmul(em, step, ptr, storage, is_alias, top):
+    """kiln's gemm for a matmul step, then the rest of its elementwise chain."""
+    lines = [kernels.matmul(step.nodes[0], ptr, is_alias,
+                            cache=_pack_cache(em, step.nodes[0], storage, is_alias, top))]
+    if len(step.nodes) > 1:
+        lines.append(_fused(Step("fused", step.nodes[1:], []), ptr, em=em))
+    return lines
 
 
 def _pack_cache(em, node, storage, is_alias, top):

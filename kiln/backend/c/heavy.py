@@ -175,7 +175,7 @@ def prelude():
 
 
 def uses_heavy(slots):
-    return any(entry[0] == "dnnl_op" for entry in slots)
+    return any(entry[0] in ("dnnl_op", "dnnl_rows") for entry in slots)
 
 
 def bind(lib, program):
@@ -187,6 +187,9 @@ def bind(lib, program):
     lib.kiln_set_dnnl.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     lib.kiln_set_dnnl(ctypes.cast(sh.kd_run, ctypes.c_void_p),
                       ctypes.addressof(counter) if counter is not None else None)
+    if hasattr(lib, "kiln_set_dnnl_rows"):      # Dense layers of run-time rows
+        lib.kiln_set_dnnl_rows.argtypes = [ctypes.c_void_p]
+        lib.kiln_set_dnnl_rows(ctypes.cast(sh.kd_matmul_rows_op, ctypes.c_void_p))
 
 
 def new_op(make, program):

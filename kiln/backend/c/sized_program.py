@@ -24,7 +24,7 @@ from ..._core.symdim import SymInt, active_env, concrete_value
 from ...graph.passes.pipeline import debug_level
 from ...ops.registry import REGISTRY
 from ..symbolic_exec import bind_symbols
-from . import build, heavy, vector_math
+from . import build, dnnl_dense, heavy, vector_math
 from .codegen import generate
 from .fastcall import caller_type
 from .runtime import runtime
@@ -109,6 +109,13 @@ class SizedCProgram:
                 self.random_slots.append((k, entry[1]))
             elif kind == "dnnl_op":
                 self.table[k] = heavy.new_op(entry[1], self)
+            elif kind == "dnnl_rows":
+                from ..dnnl.library import shim
+                cache = dnnl_dense.new_rows_cache(shim(), entry[1])
+                if not cache:
+                    raise KilnError("oneDNN: could not make a Dense layer's op cache")
+                self.table[k] = cache
+                weakref.finalize(self, shim().kd_matmul_rows_free, cache)
             elif kind == "pack_cache" and rt is not None and rt.sgemm_cached:
                 cache = rt.new_pack_cache()
                 if cache:
