@@ -285,24 +285,19 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
                        f"-> {t.sink.name} */"
             body += dense_chain.emit(em, s, t, is_alias, ptr, lambda st: _fused_parts(
                 Step("fused", st.nodes[1:], []), ptr))
+        elif s.kind == "matmul" and (r := dense_chain.partner_at_run_time(
+                steps, k, is_alias, storage, ptr, em.param_writes if top else {})) is not None:
+            t, few_rows = r     # the chain where a fixed row count would take it, else each
+            chained.add(id(t))
+            body[-2] = f"  /* dense chain at few run-time rows, else two steps: " \
+                       f"{', '.join(n.op for n in s.nodes + t.nodes)} -> {t.sink.name} */"
+            body += [f"  if ({few_rows}) {{", *dense_chain.emit(
+                em, s, t, is_alias, ptr, lambda st: _fused_parts(
+                    Step("fused", st.nodes[1:], []), ptr)), "  } else {",
+                "  {", *_matmul_step(em, s, storage, ptr, is_alias, top), "  }",
+                "  {", *_matmul_step(em, t, storage, ptr, is_alias, top), "  }", "  }"]
         elif s.kind == "matmul":
-            alpha = accumulate_form(s, storage, ptr) if len(s.nodes) > 1 else None
-            on_dnnl = None if alpha is not None else dnnl_dense.emit(
-                em, s, storage, is_alias, lambda n: top and _stays(em, n, storage))
-            if alpha is not None:   # X + alpha * A B: one gemm accumulating into X
-                body.append(kernels.matmul(s.nodes[0], ptr, is_alias, alpha=alpha,
-                                           beta="1", out=ptr(s.sink)))
-            elif on_dnnl is not None:   # oneDNN's matmul, with the bias and ReLU it can take
-                code, rest = on_dnnl[:2]
-                after = [_fused(Step("fused", rest, []), ptr, em=em)] if rest else []
-                if len(on_dnnl) == 2:
-                    body += [code] + after
-                else:   # run-time rows: where oneDNN has no op for them, kiln's gemm
-                    body += [code, f"  if (kiln_rc < 0) return {heavy.DNNL_FAILED};",
-                             "  if (kiln_rc == 0) {", *after, "  } else {",
-                             *_own_matmul(em, s, ptr, storage, is_alias, top), "  }"]
-            else:
-                body += _own_matmul(em, s, ptr, storage, is_alias, top)
+            body += _matmul_step(em, s, storage, ptr, is_alias, top)
         elif s.kind == "heavy":
             body.append(s.lowering.emit(em, s.sink, storage,
                                         lambda n: top and _stays(em, n, storage)))
@@ -349,6 +344,25 @@ class ControlFlow:
 
 def _group_key(node):
     return lowering_of(node).group.key(node)
+
+
+def _matmul_step(em, s, storage, ptr, is_alias, top):
+    """C lines of a matmul step (a matmul heading an elementwise chain)."""
+    alpha = accumulate_form(s, storage, ptr) if len(s.nodes) > 1 else None
+    if alpha is not None:   # X + alpha * A B: one gemm accumulating into X
+        return [kernels.matmul(s.nodes[0], ptr, is_alias, alpha=alpha, beta="1",
+                               out=ptr(s.sink))]
+    on_dnnl = dnnl_dense.emit(em, s, storage, is_alias,
+                              lambda n: top and _stays(em, n, storage))
+    if on_dnnl is None:
+        return _own_matmul(em, s, ptr, storage, is_alias, top)
+    code, rest = on_dnnl[:2]    # oneDNN's matmul, with the bias and ReLU it can take
+    after = [_fused(Step("fused", rest, []), ptr, em=em)] if rest else []
+    if len(on_dnnl) == 2:
+        return [code] + after
+    # run-time rows: where oneDNN has no op for them, kiln's gemm
+    return [code, f"  if (kiln_rc < 0) return {heavy.DNNL_FAILED};", "  if (kiln_rc == 0) {",
+            *after, "  } else {", *_own_matmul(em, s, ptr, storage, is_alias, top), "  }"]
 
 
 def _own_matmul(em, step, ptr, storage, is_alias, top):

@@ -14,6 +14,7 @@ import weakref
 import numpy as _np
 
 from ..._core.base import KilnError
+from ..._core.symdim import active_env
 from ...graph.passes.pipeline import debug_level, run_pipeline
 from ..._core import aligned, writes
 from ..._core.ir import Graph
@@ -350,9 +351,11 @@ def compile_sized(graph):
         except build.CompilerUnavailable as exc:
             build.record_unavailable(str(exc))
             raise CannotCompile(f"the C backend is unavailable: {exc}") from None
+    env = active_env()
+    before = len(env.guards) if env is not None else 0
     graph = _without_heavy_ops(graph)
     try:
-        return SizedCProgram(graph)
+        return SizedCProgram(graph, before)
     except NotLowerable as exc:
         raise CannotCompile(f"the C backend cannot lower this graph ({exc})") from None
 

@@ -53,15 +53,23 @@ class _Sizes:
 class SizedCProgram:
     backend = "c"
 
-    def __init__(self, graph):
+    def __init__(self, graph, before=None):
+        """before: how many guards the build had recorded before the C backend's passes
+        ran (program.compile_sized): a symbol those passes or the code generation pinned
+        makes the program not size-generic."""
         self.graph = graph
         env = self._env = active_env()    # its guards say which sizes it serves
-        before = len(env.guards) if env is not None else 0
+        if before is None:
+            before = len(env.guards) if env is not None else 0
         gen = self.gen = generate(graph)
         pinned = pinned_by_codegen(env, before) if env is not None else []
         if pinned:
             raise NotSizeGeneric(f"generated C needs the value of a symbolic size "
                                  f"({pinned[0]!r})")
+        fixed = [entry[1] for entry in gen.slots if entry[0] == "dnnl_op"]
+        if fixed:     # made once, for one shape (heavy.py): conv, pool and their gradients
+            raise NotSizeGeneric("oneDNN ops of fixed shape (convolution, pooling) do not "
+                                 "take run-time sizes yet")
         if debug_level() >= 2:
             print(f"[kiln] generated C for {graph.name}:\n{gen.source}", file=sys.stderr)
         self.source = gen.source
@@ -240,6 +248,8 @@ class SizedCProgram:
         sizes = self._sizes_of(inputs)
         # holding the Caller makes it forget its bound parameters, which this path rebinds
         with self._lock:
+            if self._dispatched is not None:
+                self._dispatched[0].forget()    # this path rebinds the table's parameters
             self._fit(sizes)
             return self._call(sizes, inputs, params)
 

@@ -276,7 +276,14 @@ static PyObject *Caller_exit(Caller *self, PyObject *Py_UNUSED(args)) {
   Py_RETURN_FALSE;
 }
 
+static PyObject *Caller_forget(Caller *self, PyObject *Py_UNUSED(unused)) {
+  forget(self);         /* the caller holds the lock: another Caller sharing it rebound */
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef Caller_methods[] = {
+  {"forget", (PyCFunction)Caller_forget, METH_NOARGS,
+   "forget the bound parameters (call with the shared lock held)"},
   {"__enter__", (PyCFunction)Caller_enter, METH_NOARGS, "hold the program's lock"},
   {"__exit__", (PyCFunction)Caller_exit, METH_VARARGS, "release the program's lock"},
   {NULL}
