@@ -179,6 +179,11 @@ class CachedFunction:
             return self._build_for(args, grad_mask)
         entry.symbolic = plan
         self.policy.add(relaxed, entry)
+        pinned = [g for g in plan.env.guards if g.kind() == "specialized"]
+        if pinned and {g.lhs[1] for g in pinned} >= set(plan.env.symbols):
+            # the trace needed every symbol's value: later sizes specialize directly
+            self.policy.refuse(relaxed, f"the trace needs the value of every symbolic "
+                                        f"size ({pinned[0]!r})")
         return entry
 
     def _build_for(self, args, grad_mask, input_shapes=None):

@@ -201,7 +201,7 @@ def test_threads_calling_at_different_sizes_get_their_own_results():
 
 def test_dense_layers_of_run_time_rows_run_on_onednn_in_blocks_and_equal_eager():
     """Dense layers whose batch is a run-time size take oneDNN's matmul where a layer of
-    that fixed size would (csrc/sized_dense.h), in the blocks it would get (columns split
+    that fixed size would (csrc/sized_dnnl.h), in the blocks it would get (columns split
     below 256 rows, rows from there on), and kiln's gemm below 8 rows."""
     from kiln.backend import dnnl
     net, eager = _twins(lambda: _mlp((256, 128, 10), in_units=64))
@@ -214,3 +214,58 @@ def test_dense_layers_of_run_time_rows_run_on_onednn_in_blocks_and_equal_eager()
     assert len(listing) == 1, str(listing)
     source = listing.programs[0].entry.program.source
     assert ("kiln_dense_rows(P[" in source) == dnnl.available()
+
+
+def _cnn():
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(8, 3, padding=1, activation="relu", in_channels=1), nn.MaxPool2D(2),
+            nn.Conv2D(16, 3, padding=1, activation="relu", in_channels=8),
+            nn.AvgPool2D(2), nn.Flatten(), nn.Dense(10, in_units=16 * 7 * 7))
+    net.initialize()
+    return net
+
+
+def test_a_small_cnn_batch_1_to_64_compiles_at_most_two_programs():
+    """Convolutions and poolings of run-time batch take their oneDNN op for the call's
+    batch from a cache (dnnl/batch.c). (Without oneDNN their decompositions still need
+    the batch's value: one program per size.)"""
+    from kiln.backend import dnnl
+    if not dnnl.available():
+        pytest.skip("convolutions take run-time sizes on oneDNN only")
+    net, eager = _twins(_cnn)
+    net.hybridize(backend="c")
+    rng = onp.random.RandomState(0)
+    for batch in list(range(1, 65)) + [5, 1, 64]:
+        x = np.array(rng.rand(batch, 1, 28, 28).astype("float32"))
+        onp.testing.assert_allclose(net(x).asnumpy(), eager(x).asnumpy(), rtol=1e-4,
+                                    atol=1e-5)
+    listing = kiln.programs(net)
+    assert len(listing) <= 2, str(listing)
+    assert len(_sized(listing)) == 1
+
+
+def test_a_cnn_training_step_specializes_and_says_why():
+    """The gradients of convolutions and max pooling still need oneDNN ops of one shape:
+    the symbolic build is refused with its reason, and each batch gets its program."""
+    from kiln.backend import dnnl
+    net, eager = _twins(_cnn)
+    net.hybridize(backend="c", dynamic_axes={0: {0: "batch"}})
+    loss = gloss.SoftmaxCrossEntropyLoss()
+    trainers = [Trainer(m.collect_params(), "sgd", {"learning_rate": 0.05})
+                for m in (eager, net)]
+    rng = onp.random.RandomState(1)
+    for b in (6, 4):
+        x = np.array(rng.rand(b, 1, 28, 28).astype("float32"))
+        y = np.array(rng.randint(0, 10, b).astype("float32"))
+        for m, tr in zip((eager, net), trainers):
+            with autograd.record():
+                out = loss(m(x), y)
+            out.backward()
+            tr.step(b)
+    for p, q in zip(eager.collect_params().values(), net.collect_params().values()):
+        onp.testing.assert_allclose(q.data().asnumpy(), p.data().asnumpy(), rtol=1e-4,
+                                    atol=1e-5)
+    listing = kiln.programs(net)
+    if dnnl.available():
+        assert len(listing) == 2 and not _sized(listing)
+        assert any("NotSizeGeneric" in why for why in listing.refused.values())

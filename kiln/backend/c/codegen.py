@@ -172,9 +172,9 @@ def generate(graph):
     gen.output_slots = out_slots
     gen.param_writes = {k for k, o in enumerate(graph.outputs) if id(o) in em.param_writes}
     extra = [heavy.prelude()] if heavy.uses_heavy(em.slots) else []
-    if getattr(em, "sized_dense", False):    # Dense layers of run-time rows on oneDNN
+    if getattr(em, "sized_dnnl", False):    # oneDNN calls of run-time sizes
         extra = [fixed_source.defines(dnnl_dense.grid_defines())
-                 + fixed_source.text("sized_dense.h")]
+                 + fixed_source.text("sized_dnnl.h")]
     if sizes is not None:
         extra.insert(0, sizes_prelude(sizes_slot))
     gen.source = "\n".join([prelude(), kernels.gemm_prelude(), *extra, *em.functions,

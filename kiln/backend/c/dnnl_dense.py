@@ -236,7 +236,7 @@ def _blocks(em, ops, grid_, operands, steps, out, stamp):
 
 
 def grid_defines():
-    """grid()'s constants for csrc/sized_dense.h, which splits a layer of run-time rows."""
+    """grid()'s constants for csrc/sized_dnnl.h, which splits a layer of run-time rows."""
     from .runtime import thread_count
     return {"KILN_GRID_THREADS": thread_count(), "KILN_GRID_ROW_SPLIT_MIN": ROW_SPLIT_MIN,
             "KILN_GRID_ROW_BLOCKS": ROW_BLOCKS_PER_THREAD,
@@ -246,7 +246,7 @@ def grid_defines():
 def sized_dense(em, step, storage, is_alias, weight_stays):
     """(C setting kiln_rc, the chain's nodes still to run, True) for a Dense layer whose
     row count is a run-time size: where the rows are as many as emit would take, oneDNN
-    runs it in the blocks emit would make for that count (csrc/sized_dense.h; each block's
+    runs it in the blocks emit would make for that count (csrc/sized_dnnl.h; each block's
     op from the call site's cache in the shim); kiln_rc is then 0, -1 if oneDNN failed,
     and 1 where kiln's own gemm should run (codegen emits that branch). None: kiln's gemm
     always (batched matmuls, a run-time K or N, no oneDNN)."""
@@ -272,7 +272,7 @@ def sized_dense(em, step, storage, is_alias, weight_stays):
         return None
     args = (int(K), tuple(sa), tuple(sb), int(N), int(bias is not None), int(relu))
     cache = em.add_slot(("dnnl_rows", args))
-    em.sized_dense = True
+    em.sized_dnnl = True
     M = 1
     for d in mm.shape[:-1]:
         M = M * d

@@ -117,6 +117,13 @@ class SizedCProgram:
                 self.random_slots.append((k, entry[1]))
             elif kind == "dnnl_op":
                 self.table[k] = heavy.new_op(entry[1], self)
+            elif kind == "dnnl_batch":
+                from ..dnnl.library import shim
+                cache = heavy.new_batch_cache(shim(), entry[1])
+                if not cache:
+                    raise KilnError("oneDNN: could not make a convolution's op cache")
+                self.table[k] = cache
+                weakref.finalize(self, shim().kd_batch_free, cache)
             elif kind == "dnnl_rows":
                 from ..dnnl.library import shim
                 cache = dnnl_dense.new_rows_cache(shim(), entry[1])

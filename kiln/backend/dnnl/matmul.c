@@ -95,7 +95,7 @@ kd_op *kd_matmul(int nd, const int64_t *ad, const int64_t *as, const int64_t *bd
 }
 
 /* The ops of one Dense layer whose row count is known only when it runs (generated C with
-   run-time sizes: kiln/backend/c/csrc/sized_dense.h). A call splits its rows and columns
+   run-time sizes: kiln/backend/c/csrc/sized_dnnl.h). A call splits its rows and columns
    into blocks as a layer of fixed size would be split, and asks here for each block's op:
    one per block shape and position (ops run one call at a time, and the blocks of a call
    run at once), made on first use and kept. A call site keeps at most KD_ROW_OPS; past

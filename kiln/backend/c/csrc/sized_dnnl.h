@@ -1,9 +1,16 @@
-/* A Dense layer on oneDNN when its row count is a run-time size (dnnl_dense.py,
-   sized_dense): the grid of blocks a layer of fixed size gets (dnnl_dense.grid), worked
-   out per call, and each block's op from its call site's cache in the shim
-   (kd_matmul_rows_op, set by kiln_set_dnnl_rows). A program puts it where heavy.h would
-   go, after defining the KILN_GRID_* constants (dnnl_dense.grid_defines). */
+/* oneDNN calls of run-time sizes (sizes.py): a program with any puts this file where
+   heavy.h would go, after defining the KILN_GRID_* constants (dnnl_dense.grid_defines).
+
+   A Dense layer whose row count is a run-time size (dnnl_dense.py, sized_dense): the grid
+   of blocks a layer of fixed size gets (dnnl_dense.grid), worked out per call, and each
+   block's op from its call site's cache in the shim (kd_matmul_rows_op, set by
+   kiln_set_dnnl_rows). A convolution or pooling of run-time batch (heavy.py): its op for
+   the call's batch from its call site's cache (kd_batch_op, set by kiln_set_dnnl_batch). */
 #include "heavy.h"
+
+typedef void *(*kiln_batch_op_t)(void *, int64_t);
+static kiln_batch_op_t kiln_batch_op = 0;
+void kiln_set_dnnl_batch(void *op) { kiln_batch_op = (kiln_batch_op_t)op; }
 
 typedef void *(*kiln_rows_op_t)(void *, int64_t, int64_t, int64_t, int, int);
 static kiln_rows_op_t kiln_rows_op = 0;
