@@ -269,3 +269,20 @@ def test_a_cnn_training_step_specializes_and_says_why():
     if dnnl.available():
         assert len(listing) == 2 and not _sized(listing)
         assert any("NotSizeGeneric" in why for why in listing.refused.values())
+
+
+def test_fixed_size_buffers_of_a_program_first_called_with_no_rows():
+    """The arena starts at size 0 of every symbol: a buffer of fixed size (a column sum)
+    has its bytes from the first call on (it had 8 and the sum wrote 32: heap damage)."""
+    def f(x):
+        return np.exp(x).sum(axis=0)
+    g = kiln.hybridize(f, backend="c", dynamic_axes={"x": {0: "batch"}})
+    for batch in (0, 3, 0, 5, 1):
+        x = _rows(batch)
+        onp.testing.assert_allclose(g(x).asnumpy(), f(x).asnumpy(), rtol=1e-5, atol=1e-6)
+    for info in _sized(kiln.programs(g)):
+        program = info.entry.program
+        zero = dict.fromkeys(program.gen.sizes.order, 0)
+        from kiln._core.symdim import concrete_value
+        assert all(b.size >= concrete_value(c, zero)
+                   for b, c in zip(program.arena, program.gen.plan.capacities))

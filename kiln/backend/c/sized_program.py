@@ -137,7 +137,10 @@ class SizedCProgram:
                     self.table[k] = cache
                     weakref.finalize(self, rt.free_pack_cache, cache)
         self.arena = [None] * len(gen.plan.capacities)
-        self._grow_to([0] * len(gen.plan.capacities))
+        # the arena holds size 0 of every symbol (the limits' start): fixed-size buffers
+        # get their bytes now
+        zero = dict.fromkeys(gen.sizes.order, 0)
+        self._grow_to([int(concrete_value(c, zero)) for c in gen.plan.capacities])
         self._monotone = all(monotone(c) for c in gen.plan.capacities)
         self._per_shape = {}        # input shapes -> _Sizes
         self._written = gen.param_writes

@@ -126,6 +126,10 @@ def _grown(capacity, need):
     calls where they are 0 (a comparison would have kept its traced answer as a guard)."""
     if capacity is need or isinstance(capacity, int) and capacity == 0:
         return need
+    if _size_class(capacity) != _size_class(need):
+        # a fixed size and a run-time one (or sizes of other symbols): their sum holds
+        # either at every size, where max would hold only where its traced answer does
+        return capacity + need
     return max(capacity, need)
 
 
