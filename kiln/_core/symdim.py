@@ -197,12 +197,17 @@ class SymInt:
         return self.concrete() != 0
 
     def __format__(self, spec):
+        render = getattr(_local, "render", None)
+        if render is not None and not spec:
+            return render(self.expr)
         return format(self.concrete(), spec)
 
     def __repr__(self):
         return self.name
 
-    __str__ = __repr__
+    def __str__(self):
+        render = getattr(_local, "render", None)
+        return render(self.expr) if render is not None else self.name
 
 
 _COMPARE = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__,
@@ -242,6 +247,31 @@ class Guard:
             return False
         return _COMPARE[self.op](a, b) == self.outcome
 
+    def always_holds(self, minimum=0):
+        """Does the guard hold for every value of its symbols from `minimum` up? Proved
+        for polynomials in the sizes (+, -, *): with each size written s = minimum + t,
+        lhs - rhs is a polynomial in the t >= 0 whose coefficients all have one sign;
+        anything else (//, %, a sign that varies) is not proved."""
+        shift = {} if not minimum else {
+            name: ("+", ("sym", name), ("const", minimum))
+            for name in _symbols_of(self.lhs, set()) | _symbols_of(self.rhs, set())}
+        lhs = _polynomial(_substitute(self.lhs, shift))
+        rhs = _polynomial(_substitute(self.rhs, shift))
+        if lhs is None or rhs is None:
+            return False
+        diff = dict(lhs)
+        for mono, c in rhs.items():
+            diff[mono] = diff.get(mono, 0) - c
+        coeffs = [c for c in diff.values() if c]
+        constant = diff.get((), 0)
+        nonneg, nonpos = all(c >= 0 for c in coeffs), all(c <= 0 for c in coeffs)
+        positive = nonneg and constant > 0       # > 0 at every size
+        negative = nonpos and constant < 0
+        op = self.op if self.outcome else {"==": "!=", "!=": "==", "<": ">=", "<=": ">",
+                                           ">": "<=", ">=": "<"}[self.op]
+        return {">=": nonneg, "<=": nonpos, ">": positive, "<": negative,
+                "==": not coeffs, "!=": positive or negative}[op]
+
     def kind(self):
         """'specialized' (a symbol pinned to a value), 'equal-to', 'divisible-by' or
         'condition'."""
@@ -256,6 +286,42 @@ class Guard:
         op = self.op if self.outcome else {"==": "!=", "!=": "==", "<": ">=", "<=": ">",
                                            ">": "<=", ">=": "<"}[self.op]
         return f"{_text(self.lhs)} {op} {_text(self.rhs)}  [{self.where}]"
+
+
+def _substitute(expr, replacements):
+    kind = expr[0]
+    if kind == "sym":
+        return replacements.get(expr[1], expr)
+    if kind == "const":
+        return expr
+    return (kind, _substitute(expr[1], replacements), _substitute(expr[2], replacements))
+
+
+def _polynomial(expr):
+    """{monomial (sorted symbol names): coefficient} of an expression made of +, -, *,
+    or None."""
+    kind = expr[0]
+    if kind == "const":
+        return {(): expr[1]}
+    if kind == "sym":
+        return {(expr[1],): 1}
+    if kind not in ("+", "-", "*"):
+        return None
+    a, b = _polynomial(expr[1]), _polynomial(expr[2])
+    if a is None or b is None:
+        return None
+    out = {}
+    if kind == "*":
+        for ma, ca in a.items():
+            for mb, cb in b.items():
+                mono = tuple(sorted(ma + mb))
+                out[mono] = out.get(mono, 0) + ca * cb
+        return out
+    sign = 1 if kind == "+" else -1
+    out.update(a)
+    for mono, c in b.items():
+        out[mono] = out.get(mono, 0) + sign * c
+    return out
 
 
 class ShapeEnv:
@@ -281,6 +347,11 @@ class ShapeEnv:
         """Does a program built under this env serve sizes `bindings` ({symbol: int})?"""
         return all(v >= 0 for v in bindings.values()) and \
             all(g.holds(bindings) for g in self.guards)
+
+    def general(self, minimum=0):
+        """Does a program built under this env serve every size from `minimum` up (no
+        guard restricts it there)?"""
+        return all(g.always_holds(minimum) for g in self.guards)
 
     def specialized(self):
         """The symbols a guard pinned to one value: the program is not general in them."""
@@ -328,6 +399,23 @@ class Pending:
         program is fixed, and a later write is eager code of its own)."""
         if self.current():
             self.env.record(self.lhs, self.op, self.rhs, self.outcome, self.where)
+
+
+class rendering:
+    """Inside, a symbolic size written into text (an f-string, str()) is `render(expr)`,
+    an expression another language computes at run time (generated C reads the sizes of
+    each call), instead of its traced value under a guard."""
+
+    def __init__(self, render):
+        self.render = render
+
+    def __enter__(self):
+        self.saved = getattr(_local, "render", None)
+        _local.render = self.render
+        return self
+
+    def __exit__(self, *exc):
+        _local.render = self.saved
 
 
 def _record(lhs, op, rhs, outcome):

@@ -32,17 +32,21 @@ class _NumpyBackend:
 
 
 class _CBackend:
-    """Generated C; graphs it cannot lower, or a missing compiler, fall back to NumPy."""
+    """Generated C; graphs it cannot lower, or a missing compiler, fall back to NumPy. A
+    graph with symbolic sizes becomes a program reading them at run time
+    (c/sized_program.py); where its C would need a size's value, compile raises
+    NotSizeGeneric and hybridize specializes instead (hybrid/dynamic.py)."""
     name = "c"
-    # generated C has fixed sizes so far: a graph with symbolic dimensions runs on NumPy
-    symbolic = False
+    symbolic = True
 
     @staticmethod
     def compile(graph):
+        from .c.program import CannotCompile, compile_graph, compile_sized
         if graph_is_symbolic(graph):
-            return _NumpyBackend("generated C has fixed sizes so far; this graph has "
-                                 "symbolic ones").compile(graph)
-        from .c.program import CannotCompile, compile_graph
+            try:
+                return compile_sized(graph)
+            except CannotCompile as exc:
+                return _NumpyBackend(str(exc)).compile(graph)
         try:
             return compile_graph(graph)
         except CannotCompile as exc:

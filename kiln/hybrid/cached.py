@@ -180,6 +180,11 @@ class CachedFunction:
             return self._build_for(args, grad_mask)
         entry.symbolic = plan
         self.policy.add(relaxed, entry)
+        pinned = [g for g in plan.env.guards if g.kind() == "specialized"]
+        if pinned and {g.lhs[1] for g in pinned} >= set(plan.env.symbols):
+            # the trace needed every symbol's value: later sizes specialize directly
+            self.policy.refuse(relaxed, f"the trace needs the value of every symbolic "
+                                        f"size ({pinned[0]!r})")
         return entry
 
     def _build_for(self, args, grad_mask, input_shapes=None):
@@ -275,22 +280,27 @@ class CachedFunction:
                 # guard call_slow's caller sets, that call would find it there again: an
                 # endless recursion from the second call on
                 self._fast[key] = entry
-                self._offer_to_dispatcher(entry, key[1])
+                self._offer_to_dispatcher(entry, key[1], args)
             return entry.run_inference(args)
         return self._call(args)
 
-    def _offer_to_dispatcher(self, entry, training):
+    def _offer_to_dispatcher(self, entry, training, args):
         """Entries with nothing to do in Python around the program (no guards, hooks or
-        state to write back, one output) are served by the C dispatcher."""
+        state to write back, one output) are served by the C dispatcher. A program with
+        run-time sizes offers a Caller per size (backend/c/sized_program.py)."""
         if entry.eager:
             return
-        caller = getattr(entry.program, "_caller", None)
         cap = entry.cap
-        if caller is None or entry.guards is not None or cap.pre_call or cap.written_args \
+        if entry.guards is not None or cap.pre_call or cap.written_args \
                 or cap.state_params or not entry.single:
             return
+        caller_for = getattr(entry.program, "caller_for", None)
+        caller = getattr(entry.program, "_caller", None) if caller_for is None else \
+            caller_for([a._data for a in args])
+        if caller is None:
+            return
         with self._lock:     # threads offering their first entries make one dispatcher
-            if id(entry) in self._dispatched:
+            if id(caller) in self._dispatched:
                 return
             dispatch = self.dispatch
             if dispatch is None:
@@ -298,7 +308,7 @@ class CachedFunction:
                 if dispatch is None:
                     return
             dispatch.add(caller, list(entry.params), training)
-            self._dispatched.add(id(entry))
+            self._dispatched.add(id(caller))
             self.dispatch = dispatch
 
     def _call(self, args):

@@ -125,3 +125,44 @@ def test_fixed_c_runs_clean_under_asan(tmp_path):
     assert "AddressSanitizer" not in res.stderr, res.stderr[-4000:]
     assert res.returncode == 0, res.stderr[-4000:]
     assert "clean" in res.stdout
+
+
+def test_programs_with_run_time_sizes_run_clean_under_asan(tmp_path):
+    """One program at many sizes (backend/c/sized_program.py): the arena grows, the dense
+    chain and the oneDNN blocks take their turns, and a training step runs its last
+    smaller batch."""
+    res = run_under_asan("""
+        import numpy as onp, kiln
+        from kiln import np, autograd
+        from kiln.gluon import nn, Trainer, loss as gloss
+        def mlp(widths, in_units):
+            net = nn.HybridSequential()
+            for k, w in enumerate(widths):
+                net.add(nn.Dense(w, activation="relu" if k < len(widths) - 1 else None,
+                                 in_units=in_units))
+                in_units = w
+            net.initialize()
+            return net
+        net = mlp((256, 128, 10), 64)
+        net.hybridize(backend="c", dynamic_axes={"x": {0: "batch"}})
+        for b in (3, 1, 0, 8, 300, 2, 1000, 7, 64):
+            x = np.array(onp.random.rand(b, 64).astype("float32"))
+            onp.testing.assert_allclose(net(x).asnumpy(), net.forward(x).asnumpy(),
+                                        rtol=1e-4, atol=1e-5)
+        assert len(kiln.programs(net)) == 1
+        net = mlp((32, 10), 20)
+        net.hybridize(backend="c", dynamic_axes={0: {0: "batch"}})
+        trainer = Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        loss = gloss.SoftmaxCrossEntropyLoss()
+        for b in (16, 16, 5, 16):
+            x = np.array(onp.random.rand(b, 20).astype("float32"))
+            y = np.array(onp.random.randint(0, 10, b).astype("float32"))
+            with autograd.record():
+                out = loss(net(x), y)
+            out.backward()
+            trainer.step(b)
+        assert len(kiln.programs(net)) == 1
+        print("done")
+    """, tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "done" in res.stdout

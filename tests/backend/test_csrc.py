@@ -81,6 +81,9 @@ def _variants(name):
         return [("", flags)] if flags is not None else []
     if name == "array_cache.c":
         return [("", ["-pthread"])]
+    if name == "sized_dnnl.h":     # after the grid's constants (dnnl_dense.grid_defines)
+        from kiln.backend.c import dnnl_dense
+        return [("", ["-Wno-unused-function", *_defines(dnnl_dense.grid_defines())])]
     # a header alone does not call its static functions; its includers do
     flags = ["-Wno-unused-function"] if name.endswith(".h") else []
     if name == "dot.h" and MACHINE in ("x86_64", "AMD64"):

@@ -117,15 +117,24 @@ def test_training_with_a_last_smaller_batch_matches_eager():
     assert _programs(net._kiln_cached) == 1
 
 
-def test_the_c_backend_keeps_specializing_by_default():
+def test_the_c_backend_makes_one_symbolic_program_once_sizes_vary():
+    """Generated C takes run-time sizes (backend/c/sized_program.py): as on NumPy, the
+    first call specializes and one C program serves every later batch size."""
     from kiln.backend.c import build
     if not build.available():
         pytest.skip("no C compiler")
-    net = _mlp()
+    net, eager = _mlp(), _mlp()
+    for p, q in zip(eager.collect_params().values(), net.collect_params().values()):
+        p.set_data(q.data())
     net.hybridize(backend="c")
-    for b in (2, 3):
-        net(np.ones((b, 20)))
-    assert net._kiln_cached.policy.programs == {}
+    for b in (2, 3, 7, 1, 0, 5):
+        x = np.array(onp.random.RandomState(b).rand(b, 20).astype("float32"))
+        onp.testing.assert_allclose(net(x).asnumpy(), eager(x).asnumpy(), rtol=1e-5,
+                                    atol=1e-6)
+    listing = kiln.programs(net)
+    assert len(listing) == 2 and len(listing.symbolic) == 1
+    assert type(listing.symbolic[0].entry.program).__name__ == "SizedCProgram"
+    assert listing.symbolic[0].backend == "c"
 
 
 def test_explain_and_programs_name_the_symbolic_sizes_and_guards():

@@ -17,7 +17,8 @@ from ..._core.bfloat16 import any_bfloat16, is_bfloat16
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     prelude, C_TYPES)
 from .lowering import DRAWN, MATMUL, Elementwise, NotLowerable, lowering_of, register
-from . import collective, dense_chain, dnnl_dense, kernels, heavy, shared_reduce
+from . import collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy, shared_reduce
+from .sizes import SizeNames, is_runtime, maybe_nonempty, prelude as sizes_prelude, symbols_of
 from .gemm_accumulate import accumulate_form
 from .runtime import thread_count
 from .param_writes import param_writes
@@ -138,7 +139,7 @@ class Emitter:
 
     def new_buffer(self, nbytes):
         """A buffer of its own (not shared by any memory plan): a fresh table slot."""
-        self.capacities.append(int(nbytes))
+        self.capacities.append(nbytes if is_runtime(nbytes) else int(nbytes))
         return self.add_slot(("buffer", len(self.capacities) - 1))
 
     def add_function(self, body, comment):
@@ -149,11 +150,21 @@ class Emitter:
 
 
 def generate(graph):
+    """The C of `graph`. A graph with symbolic sizes reads them from a ('sizes',) table
+    entry on every call (sizes.py); gen.sizes then names them in order, else it is None."""
     em = Emitter()
+    symbols = symbols_of(graph)
+    sizes = SizeNames(symbols) if symbols else None
+    sizes_slot = em.add_slot(("sizes",)) if sizes is not None else None
     ins = [em.add_slot(("input", k)) for k in range(len(graph.inputs))]
     params = [em.add_slot(("param", k)) for k in range(len(graph.params))]
-    body, out_slots, plan = emit_graph(em, graph, ins, params, top=True)
+    if sizes is None:
+        body, out_slots, plan = emit_graph(em, graph, ins, params, top=True)
+    else:
+        with sizes.rendering():
+            body, out_slots, plan = emit_graph(em, graph, ins, params, top=True)
     gen = Generated()
+    gen.sizes = sizes
     gen.slots = em.slots
     # emit_graph allocated the top graph's planned buffers first, so its buffer indices are
     # the source-wide ones; the capacities list also covers the subgraphs' buffers
@@ -161,6 +172,11 @@ def generate(graph):
     gen.output_slots = out_slots
     gen.param_writes = {k for k, o in enumerate(graph.outputs) if id(o) in em.param_writes}
     extra = [heavy.prelude()] if heavy.uses_heavy(em.slots) else []
+    if getattr(em, "sized_dnnl", False):    # oneDNN calls of run-time sizes
+        extra = [fixed_source.defines(dnnl_dense.grid_defines())
+                 + fixed_source.text("sized_dnnl.h")]
+    if sizes is not None:
+        extra.insert(0, sizes_prelude(sizes_slot))
     gen.source = "\n".join([prelude(), kernels.gemm_prelude(), *extra, *em.functions,
                             "int kiln_run(void **P) {", *body, "  return 0;", "}", ""])
     return gen
@@ -185,7 +201,7 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         is_view=lambda n: kinds.get(id(n)) == "alias",
         # control steps write their own dedicated buffers (see control.py)
         writes_into=lambda n: kinds.get(id(n)) not in ("alias", "random", "control")
-        and n.size > 0,
+        and maybe_nonempty(n.size),
         # an allreduce reduces in place (MPI_IN_PLACE) when its input dies there
         inplace_ok=lambda n: kinds.get(id(n)) == "fused" or id(n) in reduced,
         # inputs the caller gives up (graph.donated_inputs: a backward's residuals)
@@ -256,7 +272,7 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
             if code:
                 body += [f"  /* {s.sink.op} -> {s.sink.name} */", "  {", code, "  }"]
             continue
-        if s.sink.size == 0:
+        if not maybe_nonempty(s.sink.size):
             continue
         body.append(f"  /* {s.kind}: {', '.join(n.op for n in s.nodes)} -> {s.sink.name} */")
         body.append("  {")   # each step in its own scope: its local names never clash
@@ -269,24 +285,19 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
                        f"-> {t.sink.name} */"
             body += dense_chain.emit(em, s, t, is_alias, ptr, lambda st: _fused_parts(
                 Step("fused", st.nodes[1:], []), ptr))
+        elif s.kind == "matmul" and (r := dense_chain.partner_at_run_time(
+                steps, k, is_alias, storage, ptr, em.param_writes if top else {})) is not None:
+            t, few_rows = r     # the chain where a fixed row count would take it, else each
+            chained.add(id(t))
+            body[-2] = f"  /* dense chain at few run-time rows, else two steps: " \
+                       f"{', '.join(n.op for n in s.nodes + t.nodes)} -> {t.sink.name} */"
+            body += [f"  if ({few_rows}) {{", *dense_chain.emit(
+                em, s, t, is_alias, ptr, lambda st: _fused_parts(
+                    Step("fused", st.nodes[1:], []), ptr)), "  } else {",
+                "  {", *_matmul_step(em, s, storage, ptr, is_alias, top), "  }",
+                "  {", *_matmul_step(em, t, storage, ptr, is_alias, top), "  }", "  }"]
         elif s.kind == "matmul":
-            alpha = accumulate_form(s, storage, ptr) if len(s.nodes) > 1 else None
-            on_dnnl = None if alpha is not None else dnnl_dense.emit(
-                em, s, storage, is_alias, lambda n: top and _stays(em, n, storage))
-            if alpha is not None:   # X + alpha * A B: one gemm accumulating into X
-                body.append(kernels.matmul(s.nodes[0], ptr, is_alias, alpha=alpha,
-                                           beta="1", out=ptr(s.sink)))
-            elif on_dnnl is not None:   # oneDNN's matmul, with the bias and ReLU it can take
-                code, rest = on_dnnl
-                body.append(code)
-                if rest:
-                    body.append(_fused(Step("fused", rest, []), ptr, em=em))
-            else:
-                body.append(kernels.matmul(s.nodes[0], ptr, is_alias,
-                                           cache=_pack_cache(em, s.nodes[0], storage, is_alias,
-                                                            top)))
-                if len(s.nodes) > 1:
-                    body.append(_fused(Step("fused", s.nodes[1:], []), ptr, em=em))
+            body += _matmul_step(em, s, storage, ptr, is_alias, top)
         elif s.kind == "heavy":
             body.append(s.lowering.emit(em, s.sink, storage,
                                         lambda n: top and _stays(em, n, storage)))
@@ -333,6 +344,34 @@ class ControlFlow:
 
 def _group_key(node):
     return lowering_of(node).group.key(node)
+
+
+def _matmul_step(em, s, storage, ptr, is_alias, top):
+    """C lines of a matmul step (a matmul heading an elementwise chain)."""
+    alpha = accumulate_form(s, storage, ptr) if len(s.nodes) > 1 else None
+    if alpha is not None:   # X + alpha * A B: one gemm accumulating into X
+        return [kernels.matmul(s.nodes[0], ptr, is_alias, alpha=alpha, beta="1",
+                               out=ptr(s.sink))]
+    on_dnnl = dnnl_dense.emit(em, s, storage, is_alias,
+                              lambda n: top and _stays(em, n, storage))
+    if on_dnnl is None:
+        return _own_matmul(em, s, ptr, storage, is_alias, top)
+    code, rest = on_dnnl[:2]    # oneDNN's matmul, with the bias and ReLU it can take
+    after = [_fused(Step("fused", rest, []), ptr, em=em)] if rest else []
+    if len(on_dnnl) == 2:
+        return [code] + after
+    # run-time rows: where oneDNN has no op for them, kiln's gemm
+    return [code, f"  if (kiln_rc < 0) return {heavy.DNNL_FAILED};", "  if (kiln_rc == 0) {",
+            *after, "  } else {", *_own_matmul(em, s, ptr, storage, is_alias, top), "  }"]
+
+
+def _own_matmul(em, step, ptr, storage, is_alias, top):
+    """kiln's gemm for a matmul step, then the rest of its elementwise chain."""
+    lines = [kernels.matmul(step.nodes[0], ptr, is_alias,
+                            cache=_pack_cache(em, step.nodes[0], storage, is_alias, top))]
+    if len(step.nodes) > 1:
+        lines.append(_fused(Step("fused", step.nodes[1:], []), ptr, em=em))
+    return lines
 
 
 def _pack_cache(em, node, storage, is_alias, top):
@@ -421,11 +460,14 @@ def _fused(step, ptr, sums=None, em=None):
     besides several arrays it gives up vectorizing the loop. With `em`, a large loop is a
     parallel job: a static function doing one block of its outermost dimension."""
     sums = sums or {}
-    scalars = [i for i in _external_inputs(step.nodes) if i.size == 1 and id(i) not in sums]
+    scalars = [i for i in _external_inputs(step.nodes)
+               if not is_runtime(i.size) and i.size == 1 and id(i) not in sums]
     named = {id(i): f"s{k}" for k, i in enumerate(scalars)}
     before = [f"  const {ctype(i.dtype)} s{k} = {ptr(i)}[0];" for k, i in enumerate(scalars)]
     operands, body = _fused_parts(step, ptr, sums, named)
     size, threads = step.sink.size, thread_count()
+    if is_runtime(size):
+        return _fused_runtime(step, before, operands, body, em, threads)
     blocks = min(size // FUSED_BLOCK_MIN, 4 * threads)
     if em is None or size < FUSED_PARALLEL_MIN or threads < 2 or blocks < 2:
         return "\n".join(before + [loop_nest(step.sink.shape, operands, body)])
@@ -437,3 +479,22 @@ def _fused(step, ptr, sums=None, em=None):
         loop_nest(step.sink.shape, operands, body, block=("b", blocks)), "}"]))
     return "\n".join([f"  if (kiln_parallel_ptr) kiln_parallel_ptr({name}, (void *)P, {blocks});",
                       f"  else for (int64_t b = 0; b < {blocks}; b++) {name}((void *)P, b);"])
+
+
+def _fused_runtime(step, before, operands, body, em, threads):
+    """_fused for a loop whose size is known at run time: the same choice, made in C."""
+    serial = loop_nest(step.sink.shape, operands, body)
+    if em is None or threads < 2:
+        return "\n".join(before + [serial])
+    size = step.sink.size
+    blocks = f"kiln_min64(({size}) / {FUSED_BLOCK_MIN}, {4 * threads})"
+    name = f"kiln_fused_blocks{len(em.functions)}"
+    em.functions.append("\n".join([
+        f"/* block b of an elementwise loop of run-time size: "
+        f"{', '.join(n.op for n in step.nodes)} -> {step.sink.name} */",
+        f"static void {name}(void *ctx, int64_t b) {{", "  void **P = ctx;", *before,
+        loop_nest(step.sink.shape, operands, body, block=("b", blocks)), "}"]))
+    return "\n".join([
+        f"  if (kiln_parallel_ptr && ({size}) >= {FUSED_PARALLEL_MIN} && {blocks} >= 2)",
+        f"    kiln_parallel_ptr({name}, (void *)P, {blocks});",
+        "  else {", *before, serial, "  }"])

@@ -21,6 +21,7 @@ from .gemm_accumulate import accumulate_form
 from .kernels import GEMM_BLAS_MIN_ROWS, GEMV_BLOCK_ROWS, GEMV_PARALLEL_MIN
 from .loops import ctype, loop_nest
 from .runtime import thread_count
+from .sizes import is_runtime
 
 
 def dense_form(step, is_alias):
@@ -47,6 +48,29 @@ def partner(steps, k, is_alias, storage, ptr, written):
 
     written: ids of nodes computed straight into a parameter (param_writes.py), which
     keep their own code."""
+    pair = _pair(steps, k, is_alias, storage, ptr, written)
+    if pair is None:
+        return None
+    t, M, N1, K1 = pair
+    if is_runtime(M) or not 1 <= M < GEMM_BLAS_MIN_ROWS or M * N1 * K1 < GEMV_PARALLEL_MIN:
+        return None          # too small to be worth a parallel job at all, or too large
+    return t
+
+
+def partner_at_run_time(steps, k, is_alias, storage, ptr, written):
+    """(the step to run in one job with steps[k], the C condition on the run-time rows
+    under which the chain pays, as partner decides for a fixed row count), or None."""
+    pair = _pair(steps, k, is_alias, storage, ptr, written)
+    if pair is None or not is_runtime(pair[1]):
+        return None
+    t, M, N1, K1 = pair
+    return t, (f"({M}) >= 1 && ({M}) < {GEMM_BLAS_MIN_ROWS} && "
+               f"({M}) * {int(N1) * int(K1)} >= {GEMV_PARALLEL_MIN}")
+
+
+def _pair(steps, k, is_alias, storage, ptr, written):
+    """(next step, rows, first layer's outputs and inputs) when steps[k] and the next
+    step are two Dense layers a chain may run, whatever the row count; else None."""
     first = dense_form(steps[k], is_alias)
     if first is None:
         return None
@@ -58,16 +82,18 @@ def partner(steps, k, is_alias, storage, ptr, written):
     (mm1, a1, _), (mm2, a2, w2) = first, second
     M, K1 = a1.shape
     N1 = mm1.shape[1]
-    if not 1 <= M < GEMM_BLAS_MIN_ROWS or mm2.shape[0] != M or a2 is not s.sink:
+    if mm2.shape[0] is not M and mm2.shape[0] != M or a2 is not s.sink:
         return None
-    if M * N1 * K1 < GEMV_PARALLEL_MIN or N1 < 2 * GEMV_BLOCK_ROWS or mm2.shape[1] == 0:
+    if any(is_runtime(d) for d in (K1, N1, mm2.shape[1])):
+        return None
+    if N1 < 2 * GEMV_BLOCK_ROWS or mm2.shape[1] == 0:
         return None          # too small to be worth a parallel job at all
     if any(w2 is n for n in s.nodes) or id(s.sink) in written or id(t.sink) in written:
         return None
     if any(len(x.nodes) > 1 and accumulate_form(x, storage, ptr) is not None
            for x in (s, t)):
         return None
-    return t
+    return t, M, N1, K1
 
 
 def block_rows(n, threads):

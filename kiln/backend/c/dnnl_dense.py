@@ -22,6 +22,7 @@ import numpy as _np
 
 from .heavy import DNNL_FAILED
 from .kernels import GEMM_BLAS_MIN_FLOPS, rows_times_matrix
+from .sizes import is_runtime
 
 # rows from which oneDNN takes a matmul (seed MLP, side by side under load: batch 16 in
 # 36 us against 52 on MKL in kiln's pool, batch 8 even within the noise), and the
@@ -121,6 +122,8 @@ def emit(em, step, storage, is_alias, weight_stays):
     if mm.ndim < 2 or mm.dtype != _np.float32 \
             or any(i.dtype != _np.float32 or i.ndim < 2 for i in mm.inputs):
         return None
+    if any(is_runtime(d) for d in mm.shape + mm.inputs[0].shape + mm.inputs[1].shape):
+        return sized_dense(em, step, storage, is_alias, weight_stays)
     K, N = mm.inputs[0].shape[-1], mm.shape[-1]
     one_matrix = mm.ndim == 2 or rows_times_matrix(mm)
     M = mm.size // N if one_matrix else mm.shape[-2]
@@ -230,3 +233,60 @@ def _blocks(em, ops, grid_, operands, steps, out, stamp):
         f"    else for (int64_t b = 0; b < {n}; b++) {name}(&job, b);",
         f"    if (job.failed) return {DNNL_FAILED};",
         "  }"])
+
+
+def grid_defines():
+    """grid()'s constants for csrc/sized_dnnl.h, which splits a layer of run-time rows."""
+    from .runtime import thread_count
+    return {"KILN_GRID_THREADS": thread_count(), "KILN_GRID_ROW_SPLIT_MIN": ROW_SPLIT_MIN,
+            "KILN_GRID_ROW_BLOCKS": ROW_BLOCKS_PER_THREAD,
+            "KILN_GRID_MIN_COLUMNS": MIN_BLOCK_COLUMNS, "KILN_GRID_MIN_ROWS": MIN_BLOCK_ROWS}
+
+
+def sized_dense(em, step, storage, is_alias, weight_stays):
+    """(C setting kiln_rc, the chain's nodes still to run, True) for a Dense layer whose
+    row count is a run-time size: where the rows are as many as emit would take, oneDNN
+    runs it in the blocks emit would make for that count (csrc/sized_dnnl.h; each block's
+    op from the call site's cache in the shim); kiln_rc is then 0, -1 if oneDNN failed,
+    and 1 where kiln's own gemm should run (codegen emits that branch). None: kiln's gemm
+    always (batched matmuls, a run-time K or N, no oneDNN)."""
+    mm, chain = step.nodes[0], step.nodes[1:]
+    a_node, b_node = mm.inputs
+    if mm.ndim < 2 or not (mm.ndim == 2 or rows_times_matrix(mm)) \
+            or mm.dtype != _np.float32 \
+            or any(i.dtype != _np.float32 or i.ndim != 2 and i is b_node for i in mm.inputs):
+        return None
+    K, N = a_node.shape[-1], mm.shape[-1]
+    if is_runtime(K) or is_runtime(N) or any(is_runtime(d) for d in b_node.shape):
+        return None
+    from .. import dnnl
+    if not dnnl.available():
+        return None
+    (a, sa), (b, sb) = _operand(a_node, is_alias), _operand(b_node, is_alias)
+    if any(is_runtime(x) for x in sa + sb):
+        return None
+    bias, relu, taken = _epilogue(mm, chain)
+    out = storage(step.sink) if taken == len(chain) else storage(chain[taken - 1] if taken
+                                                                   else mm)
+    if any(storage(x) == out for x in (a, b, bias) if x is not None):
+        return None
+    args = (int(K), tuple(sa), tuple(sb), int(N), int(bias is not None), int(relu))
+    cache = em.add_slot(("dnnl_rows", args))
+    em.sized_dnnl = True
+    M = 1
+    for d in mm.shape[:-1]:
+        M = M * d
+    bias_ptr = f"(const float *)P[{storage(bias)}]" if bias is not None else "0"
+    code = "\n".join([
+        "  int kiln_rc = 1;",
+        f"  if (({M}) >= {DNNL_MIN_ROWS} && ({M}) * {int(N) * int(K)} >= {DNNL_MIN_FLOPS})",
+        f"    kiln_rc = kiln_dense_rows(P[{cache}], {M}, {N}, (const float *)P[{storage(a)}], "
+        f"{sa[0]}, (const float *)P[{storage(b)}], {sb[1]}, {bias_ptr}, (float *)P[{out}], "
+        f"{N}, {int(weight_stays(b))}, kiln_parallel_ptr);"])
+    return code, chain[taken:], True
+
+
+def new_rows_cache(lib, args):
+    """The shim's op cache of one sized_dense call site (args: its slot's)."""
+    K, sa, sb, ldc, bias, relu = args
+    return lib.kd_matmul_rows_new(K, _i64(sa), _i64(sb), ldc, bias, relu)

@@ -7,6 +7,8 @@ when the result is stored where X is (the update written into the parameter in p
 param_writes.py, or a buffer the memory plan shares), the step becomes one gemm call with
 alpha = -(lr * rescale) and beta = 1.
 """
+from ..._core.symdim import same_shape
+from .sizes import is_runtime
 
 
 def accumulate_form(step, storage, ptr):
@@ -18,7 +20,7 @@ def accumulate_form(step, storage, ptr):
     current, scalars = mm, []
     for n in chain[:-1]:
         other = _other_input(n, current)
-        if n.op != "multiply" or other is None or other.size != 1 or other.dtype != n.dtype:
+        if n.op != "multiply" or other is None or not _is_one(other) or other.dtype != n.dtype:
             return None
         scalars.append(other)
         current = n
@@ -33,7 +35,7 @@ def accumulate_form(step, storage, ptr):
     else:
         return None
     x = other
-    if x.shape != last.shape or x.dtype != last.dtype or storage(x) != storage(last):
+    if not same_shape(x.shape, last.shape) or x.dtype != last.dtype or storage(x) != storage(last):
         return None
     if any(storage(i) == storage(x) for i in _gemm_operands(mm)):
         return None       # BLAS may not read the matrix it accumulates into
@@ -60,3 +62,8 @@ def _gemm_operands(mm):
         if i.op == "transpose":
             out.append(i.inputs[0])
     return out
+
+
+def _is_one(node):
+    """Has node one element? A run-time size is not taken for one."""
+    return not is_runtime(node.size) and node.size == 1

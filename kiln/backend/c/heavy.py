@@ -19,6 +19,7 @@ from ..._core.base import KilnError
 from . import fixed_source
 from .lowering import Heavy, register
 from ..dnnl import lowp as dnnl_lowp
+from .sizes import is_runtime
 from ...ops.registry import REGISTRY
 
 OPS = ("conv", "conv_bf16", "conv_bias", "conv_grad_data", "conv_grad_weight", "pool",
@@ -155,6 +156,10 @@ def _new(lib, make):
 def emit(em, node, storage, weight_ok):
     """C statements for one heavy node. weight_ok(input node): may its reordered copy be
     kept between calls (a parameter the program does not write)?"""
+    if any(is_runtime(d) for n in (node,) + node.inputs for d in n.shape):
+        code = _emit_batch(em, node, storage, weight_ok)
+        if code is not None:
+            return code
     lines, extra = [], {}
     workspace = em.__dict__.get("pool_workspaces", {}).get(id(node))
     for make, args in _makers(node, workspace):
@@ -180,6 +185,68 @@ def emit(em, node, storage, weight_ok):
     return "\n".join(lines)
 
 
+def _batch_args(node):
+    """The shim's arguments of a convolution or pooling (forward, no workspace) whose batch
+    is its only run-time size, the batch left 0; else None."""
+    from ..dnnl import ops
+    a = node.attrs
+    if node.op not in ("conv", "conv_bias", "pool"):
+        return None
+    x = node.inputs[0]
+    xs, ys = _nchw(x.shape, a), _nchw(node.shape, a)
+    if xs[0] is not ys[0] and xs[0] != ys[0] or any(
+            is_runtime(d) for d in xs[1:] + ys[1:] + sum((i.shape for i in node.inputs[1:]),
+                                                          ())):
+        return None
+    xs, ys = (0,) + tuple(int(d) for d in xs[1:]), (0,) + tuple(int(d) for d in ys[1:])
+    last = ops.CHANNELS_LAST if a.get("channels_last") else 0
+    lo, hi = a["pad"][0::2], a["pad"][1::2]
+    if node.op == "pool":
+        return ("pool", 0, ops.POOL_KINDS[a["kind"]], len(a["kernel"]), xs, ys, a["kernel"],
+                a["stride"], lo, hi, last)
+    flags = last | (ops.BIAS | (ops.RELU if a.get("relu") else 0)
+                    if node.op == "conv_bias" else 0)
+    return ("conv", 0, len(a["stride"]), xs, tuple(node.inputs[1].shape), ys, a["stride"],
+            a["dilation"], lo, hi, a.get("groups", 1), flags)
+
+
+def _emit_batch(em, node, storage, weight_ok):
+    """C for a convolution or pooling whose batch is a run-time size: the op for the
+    call's batch from its call site's cache in the shim (dnnl/batch.c), or None when the
+    node needs more (a gradient, a workspace, another run-time size)."""
+    if id(node) in em.__dict__.get("pool_workspaces", {}):
+        return None       # a max pooling whose gradient reads its workspace: training
+    args = _batch_args(node)
+    if args is None:
+        return None
+    batch = _nchw(node.inputs[0].shape, node.attrs)[0]
+    slot = em.add_slot(("dnnl_batch", args))
+    em.sized_dnnl = True
+    operands = list(node.inputs) + [node]
+    slots = ", ".join(f"P[{storage(x)}]" for x in operands)
+    stamps = ", ".join("kiln_weight_stamp()" if x is not node and weight_ok(x) else "0"
+                       for x in operands)
+    n = len(operands)
+    return "\n".join([
+        f"  if (({batch}) > 0) {{",
+        f"    void *op = kiln_batch_op(P[{slot}], {batch});",
+        f"    if (!op) return {DNNL_FAILED};",
+        f"    void *a[{n}] = {{{slots}}};", f"    int64_t s[{n}] = {{{stamps}}};",
+        f"    if (kiln_dnnl_run(op, a, s) != 0) return {DNNL_FAILED};", "  }"])
+
+
+def new_batch_cache(lib, args):
+    """The shim's op cache of one _emit_batch call site (args: its slot's)."""
+    from ..dnnl.ops import _i64
+    if args[0] == "pool":
+        _, which, alg, nsp, xs, ys, kernel, stride, lo, hi, flags = args
+        return lib.kd_pool_batch_new(which, alg, nsp, _i64(xs), _i64(ys), _i64(kernel),
+                                     _i64(stride), _i64(lo), _i64(hi), flags)
+    _, which, nsp, xs, ws, ys, stride, dilation, lo, hi, groups, flags = args
+    return lib.kd_conv_batch_new(which, nsp, _i64(xs), _i64(ws), _i64(ys), _i64(stride),
+                                 _i64(dilation), _i64(lo), _i64(hi), groups, flags)
+
+
 register(OPS, Heavy(emit, accepts=lowerable))
 
 
@@ -190,7 +257,7 @@ def prelude():
 
 
 def uses_heavy(slots):
-    return any(entry[0] == "dnnl_op" for entry in slots)
+    return any(entry[0] in ("dnnl_op", "dnnl_rows", "dnnl_batch") for entry in slots)
 
 
 def bind(lib, program):
@@ -202,6 +269,11 @@ def bind(lib, program):
     lib.kiln_set_dnnl.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     lib.kiln_set_dnnl(ctypes.cast(sh.kd_run, ctypes.c_void_p),
                       ctypes.addressof(counter) if counter is not None else None)
+    if hasattr(lib, "kiln_set_dnnl_rows"):      # oneDNN calls of run-time sizes
+        lib.kiln_set_dnnl_rows.argtypes = [ctypes.c_void_p]
+        lib.kiln_set_dnnl_rows(ctypes.cast(sh.kd_matmul_rows_op, ctypes.c_void_p))
+        lib.kiln_set_dnnl_batch.argtypes = [ctypes.c_void_p]
+        lib.kiln_set_dnnl_batch(ctypes.cast(sh.kd_batch_op, ctypes.c_void_p))
 
 
 def new_op(make, program):

@@ -9,6 +9,7 @@ innermost one has stride 1 or 0, which the compiler vectorizes.
 import numpy as _np
 
 from ..._core.bfloat16 import is_bfloat16
+from ..._core.symdim import SymInt
 
 from . import fixed_source
 
@@ -42,7 +43,8 @@ def broadcast_strides(in_shape, out_shape):
     out = []
     for d in range(len(out_shape)):
         k = d - pad
-        if k < 0 or in_shape[k] == 1:
+        # a run-time size is the output's own (had it to be 1, a guard pinned it)
+        if k < 0 or not isinstance(in_shape[k], SymInt) and in_shape[k] == 1:
             out.append(0)
         else:
             out.append(base[k])
@@ -55,12 +57,15 @@ class Operand:
 
     def __init__(self, ptr, base, strides):
         # base: an element offset, or a C expression (the offset of an enclosing loop)
-        self.ptr, self.base, self.strides = ptr, base, [int(s) for s in strides]
+        # a stride is an int, or a SymInt when it spans a run-time size (sizes.py)
+        self.ptr, self.base, self.strides = ptr, base, [
+            s if isinstance(s, SymInt) else int(s) for s in strides]
 
 
 def merge_dims(shape, operands):
     """Drop size-1 dims and merge neighbours that every operand walks contiguously."""
-    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    # a run-time size stays a loop of its own even when it is 1 in some call
+    dims = [d for d in range(len(shape)) if isinstance(shape[d], SymInt) or shape[d] != 1]
     new_shape = []
     new_strides = [[] for _ in operands]
     for d in dims:
@@ -84,8 +89,8 @@ def loop_nest(shape, operands, body, indent="  ", var="i", block=None):
     block: (C expression of a block number b, number of blocks B): the nest covers only
     block b of B equal parts of its outermost (merged) dimension, for a parallel job.
     """
-    if any(d == 0 for d in shape):
-        return ""
+    if any(not isinstance(d, SymInt) and d == 0 for d in shape):
+        return ""       # (a loop of run-time size 0 runs no iteration)
     shape, operands = merge_dims(list(shape), operands)
     lines = []
     depth = len(shape)
@@ -101,7 +106,9 @@ def loop_nest(shape, operands, body, indent="  ", var="i", block=None):
     for op in operands:
         terms = [str(op.base)] if op.base not in (0, "0", "") else []
         for d, s in enumerate(op.strides):
-            if s == 1:
+            if isinstance(s, SymInt):
+                terms.append(f"{var}{d} * {s}")
+            elif s == 1:
                 terms.append(f"{var}{d}")
             elif s:
                 terms.append(f"{var}{d} * {s}")

@@ -10,6 +10,7 @@ from .kernels import c_literal
 from .loops import ctype
 from .lowering import NotLowerable, register, Kernel
 from .runtime import thread_count
+from .sizes import is_runtime
 
 ROWS_PARALLEL_MIN = 1 << 15     # elements; fewer run on the calling thread
 TASKS_PER_THREAD = 4
@@ -23,10 +24,18 @@ def _prepare(node, em):
     if kernels not in em.functions:
         em.functions.append(kernels)
     n = node.shape[-1]
+    cap = TASKS_PER_THREAD * thread_count()
+    if is_runtime(node.size):
+        # sizes read at run time (sizes.py): the same choices, made in C on every call
+        size, n = f"({node.size})", f"({n})"
+        rows = f"({n} ? {size} / {n} : 0)"
+        tasks = (f"({size} >= {ROWS_PARALLEL_MIN} && {rows} > 1 ? "
+                 f"({rows} < {cap} ? {rows} : {cap}) : 1)")
+        return T, n, rows, tasks, f"(({rows} + {tasks} - 1) / {tasks})"
     rows = node.size // n if n else 0
     tasks = 1
     if node.size >= ROWS_PARALLEL_MIN:
-        tasks = max(1, min(rows, TASKS_PER_THREAD * thread_count()))
+        tasks = max(1, min(rows, cap))
     return T, n, rows, tasks, -(-rows // tasks) if rows else 0
 
 
@@ -42,7 +51,7 @@ def _run(kind, T, fields, tasks):
 
 def emit_layer_norm(node, ptr, em):
     T, n, rows, tasks, per_task = _prepare(node, em)
-    if node.size == 0:
+    if not is_runtime(node.size) and node.size == 0:
         return ""
     x, gamma, beta = node.inputs
     fields = [ptr(x), ptr(gamma), ptr(beta), ptr(node), str(rows), str(n), str(per_task),
@@ -53,7 +62,7 @@ def emit_layer_norm(node, ptr, em):
 
 def emit_softmax(node, ptr, em):
     T, n, rows, tasks, per_task = _prepare(node, em)
-    if node.size == 0:
+    if not is_runtime(node.size) and node.size == 0:
         return ""
     fields = [ptr(node.inputs[0]), ptr(node), str(rows), str(n), str(per_task),
               str(int(node.attrs["log"]))]

@@ -14,6 +14,7 @@ import weakref
 import numpy as _np
 
 from ..._core.base import KilnError
+from ..._core.symdim import active_env
 from ...graph.passes.pipeline import debug_level, run_pipeline
 from ..._core import aligned, writes
 from ..._core.ir import Graph
@@ -335,6 +336,27 @@ def compile_graph(graph):
         if debug_level() >= 1:
             print(f"[kiln] C backend cannot lower {graph.name} ({exc}); using NumPy",
                   file=sys.stderr)
+        raise CannotCompile(f"the C backend cannot lower this graph ({exc})") from None
+
+
+def compile_sized(graph):
+    """A SizedCProgram for a graph with symbolic sizes (sized_program.py); raises
+    CannotCompile as compile_graph does, and NotSizeGeneric when the generated C would
+    need a symbolic size's value."""
+    from .codegen import NotLowerable
+    from .sized_program import SizedCProgram
+    if not build.available():
+        try:
+            build.compiler()
+        except build.CompilerUnavailable as exc:
+            build.record_unavailable(str(exc))
+            raise CannotCompile(f"the C backend is unavailable: {exc}") from None
+    env = active_env()
+    before = len(env.guards) if env is not None else 0
+    graph = _without_heavy_ops(graph)
+    try:
+        return SizedCProgram(graph, before)
+    except NotLowerable as exc:
         raise CannotCompile(f"the C backend cannot lower this graph ({exc})") from None
 
 

@@ -24,9 +24,9 @@ WHEEL = "onednn-cpu-gomp"
 HEADERS_WHEEL = "onednn-devel-cpu-gomp"
 # compiled as one library, in this order: pool.c, matmul.c, elementwise.c, held.c,
 # bnorm.c and lowp.c build and run their ops with shim.c's machinery; activation.c is
-# plain loops
+# plain loops; batch.c keeps the convolutions and poolings of run-time batch
 SOURCES = ("shim.c", "pool.c", "matmul.c", "elementwise.c", "held.c", "bnorm.c",
-           "lowp.c", "activation.c")
+           "lowp.c", "activation.c", "batch.c")
 
 
 def _wheel_file(dist, suffix):
@@ -117,6 +117,19 @@ def _load():
     shim.kd_matmul.restype = P
     shim.kd_matmul.argtypes = [ctypes.c_int, I64, I64, I64, I64, ctypes.c_int64,
                                ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    shim.kd_matmul_rows_new.restype = P
+    shim.kd_matmul_rows_new.argtypes = [ctypes.c_int64, I64, I64, ctypes.c_int64,
+                                        ctypes.c_int, ctypes.c_int]
+    shim.kd_conv_batch_new.restype = P
+    shim.kd_conv_batch_new.argtypes = [ctypes.c_int, ctypes.c_int, I64, I64, I64, I64, I64,
+                                       I64, I64, ctypes.c_int64, ctypes.c_int]
+    shim.kd_pool_batch_new.restype = P
+    shim.kd_pool_batch_new.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, I64, I64,
+                                       I64, I64, I64, I64, ctypes.c_int]
+    shim.kd_batch_free.argtypes = [P]
+    shim.kd_batch_free.restype = None
+    shim.kd_matmul_rows_free.argtypes = [P]
+    shim.kd_matmul_rows_free.restype = None
     shim.kd_elementwise.restype = P
     shim.kd_elementwise.argtypes = [ctypes.c_int, ctypes.c_int64]
     shim.kd_bnorm.restype = P

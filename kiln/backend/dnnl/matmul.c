@@ -93,3 +93,68 @@ kd_op *kd_matmul(int nd, const int64_t *ad, const int64_t *as, const int64_t *bd
   omp_set_num_threads(before);
   return op;
 }
+
+/* The ops of one Dense layer whose row count is known only when it runs (generated C with
+   run-time sizes: kiln/backend/c/csrc/sized_dnnl.h). A call splits its rows and columns
+   into blocks as a layer of fixed size would be split, and asks here for each block's op:
+   one per block shape and position (ops run one call at a time, and the blocks of a call
+   run at once), made on first use and kept. A call site keeps at most KD_ROW_OPS; past
+   them, and where oneDNN has only its reference kernel, there is no op (0) and the caller
+   runs kiln's own gemm. */
+#define KD_ROW_OPS 64
+
+typedef struct {
+  int64_t rows, cols, block;
+  int single, pack;
+  kd_op *op;
+} kd_rows_entry;
+
+typedef struct {
+  pthread_mutex_t lock;
+  int64_t K, as[2], bs[2], ldc;
+  int bias, act, n;
+  kd_rows_entry ops[KD_ROW_OPS];
+} kd_rows;
+
+/* a: (rows, K) read with element strides as; b: (K, cols) with strides bs; the output's
+   rows ldc apart; bias, act: as kd_matmul's */
+kd_rows *kd_matmul_rows_new(int64_t K, const int64_t *as, const int64_t *bs, int64_t ldc,
+                            int bias, int act) {
+  kd_rows *r = calloc(1, sizeof *r);
+  if (!r) return 0;
+  pthread_mutex_init(&r->lock, 0);
+  r->K = K; r->ldc = ldc; r->bias = bias; r->act = act;
+  r->as[0] = as[0]; r->as[1] = as[1]; r->bs[0] = bs[0]; r->bs[1] = bs[1];
+  return r;
+}
+
+/* The op for block `block` of `rows` x `cols` outputs, or 0 (kiln's gemm runs it). */
+kd_op *kd_matmul_rows_op(kd_rows *r, int64_t rows, int64_t cols, int64_t block, int single,
+                         int pack) {
+  kd_op *op = 0;
+  pthread_mutex_lock(&r->lock);
+  for (int i = 0; i < r->n; i++) {
+    kd_rows_entry *e = &r->ops[i];
+    if (e->rows == rows && e->cols == cols && e->block == block && e->single == single
+        && e->pack == pack) {
+      op = e->op;
+      goto done;
+    }
+  }
+  if (r->n < KD_ROW_OPS) {
+    int64_t ad[2] = {rows, r->K}, bd[2] = {r->K, cols};
+    op = kd_matmul(2, ad, r->as, bd, r->bs, r->ldc, r->bias, r->act, pack, single);
+    kd_rows_entry e = {rows, cols, block, single, pack, op};
+    r->ops[r->n++] = e;     /* a failed make too: it is not tried again */
+  }
+done:
+  pthread_mutex_unlock(&r->lock);
+  return op;
+}
+
+void kd_matmul_rows_free(kd_rows *r) {
+  if (!r) return;
+  for (int i = 0; i < r->n; i++) if (r->ops[i].op) kd_free(r->ops[i].op);
+  pthread_mutex_destroy(&r->lock);
+  free(r);
+}

@@ -11,6 +11,7 @@ for the last time, each can hold later values that fit in it, as MXNet's backwar
 its forward's memory. It cannot grow, and never holds an output, which must outlive the
 call.
 """
+from ..._core.symdim import SymInt
 from ...ops.registry import REGISTRY
 
 
@@ -98,7 +99,7 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
                     break
         if chosen is None:
             chosen = _take_free(free, capacities, need, fixed, output)
-        capacities[chosen] = max(capacities[chosen], need)
+        capacities[chosen] = _grown(capacities[chosen], need)
         buffer_of[id(n)] = chosen
         owner_count[chosen] = owner_count.get(chosen, 0) + 1
         # release the buffers whose values die at this node
@@ -119,10 +120,32 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
     return MemoryPlan(buffer_of, capacities, naive, True, fixed)
 
 
+def _grown(capacity, need):
+    """max(capacity, need), where either may be a symbolic size: a buffer not used yet
+    (capacity 0) takes `need` as it is, so a program with symbolic sizes keeps serving the
+    calls where they are 0 (a comparison would have kept its traced answer as a guard)."""
+    if capacity is need or isinstance(capacity, int) and capacity == 0:
+        return need
+    if _size_class(capacity) != _size_class(need):
+        # a fixed size and a run-time one (or sizes of other symbols): their sum holds
+        # either at every size, where max would hold only where its traced answer does
+        return capacity + need
+    return max(capacity, need)
+
+
+def _size_class(nbytes):
+    """The symbols a byte count depends on (an empty set for a fixed count)."""
+    return frozenset(nbytes.symbols()) if isinstance(nbytes, SymInt) else frozenset()
+
+
 def _take_free(free, capacities, need, fixed, output):
     """The free buffer to hold `need` bytes: the smallest that fits, else the largest that
     may grow, else a new one. A donated (fixed) buffer neither grows nor holds an output."""
-    usable = [b for b in free if not (output and b in fixed)]
+    # a size known only at run time shares buffers with sizes of its own symbols only:
+    # comparing it with a fixed size would keep the traced answer as a guard, and the
+    # program would serve only the sizes on one side of it
+    usable = [b for b in free if not (output and b in fixed)
+              and _size_class(capacities[b]) == _size_class(need)]
     fitting = [b for b in usable if capacities[b] >= need]
     growable = [b for b in usable if b not in fixed]
     if fitting:

@@ -13,13 +13,17 @@ int kiln_abi_version(void) { return 1; }
 
 typedef int (*run_fn)(void **);
 
+/* symbols of a program with run-time sizes (sized_program.py) one Caller serves */
+#define MAX_SYMBOLS 16
+
 typedef struct {
   Py_ssize_t slot;
   int ndim, typenum;
   int writeable;         /* the program writes this parameter in place */
+  int symbolic;          /* some dims are symbols: -1 - k is the program's size k */
   npy_intp dims[NPY_MAXDIMS];
-  char *fixed;           /* outputs: the planned buffer */
-  npy_intp nbytes;
+  char *fixed;           /* outputs: the planned buffer, or NULL: the one table[slot] holds */
+  npy_intp nbytes, itemsize;
 } spec_t;
 
 typedef struct {
@@ -32,9 +36,15 @@ typedef struct {
   uint64_t *writes;      /* the runtime's write count (kiln/_core/writes.py), or NULL */
   PyObject *owner;       /* a weak reference to the CProgram owning the table and buffers */
   pthread_mutex_t mutex;
+  pthread_mutex_t *held; /* the lock taken for a call: `mutex`, or the one of `sharer` */
+  PyObject *sharer;      /* the Caller whose lock this one shares (buffers in common), or NULL */
+  int n_sym;             /* run-time sizes: bound from the inputs' dims, written to sizes[] */
+  int64_t *sizes;        /*   (the table's sizes entry) when each k lies in               */
+  const int64_t *limits; /*   [limits[n_sym + k], limits[k]]: the sizes the buffers hold  */
+                         /*   and the program serves (sized_program.py)                  */
 } Caller;
 
-static int parse_spec(PyObject *t, spec_t *s) {
+static int parse_spec(PyObject *t, spec_t *s, int n_sym) {
   PyObject *shape;
   unsigned long long fixed;
   Py_ssize_t itemsize;
@@ -49,20 +59,38 @@ static int parse_spec(PyObject *t, spec_t *s) {
   npy_intp n = 1;
   for (int d = 0; d < s->ndim; d++) {
     s->dims[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
-    if (s->dims[d] < 0) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "dim"); return -1; }
-    n *= s->dims[d];
+    if (s->dims[d] < -n_sym || PyErr_Occurred()) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "dim");
+      return -1;
+    }
+    if (s->dims[d] < 0) s->symbolic = 1;
+    else n *= s->dims[d];
   }
+  s->itemsize = itemsize;
   s->nbytes = n * itemsize;
   s->fixed = (char *)(uintptr_t)fixed;
   return 0;
 }
 
 static int Caller_init(Caller *self, PyObject *args, PyObject *Py_UNUSED(kw)) {
-  unsigned long long run, table, writes;
-  PyObject *ins, *pars, *outs, *owner;
-  if (!PyArg_ParseTuple(args, "KKO!O!O!KO!", &run, &table, &PyTuple_Type, &ins, &PyTuple_Type,
-                        &pars, &PyTuple_Type, &outs, &writes, &_PyWeakref_RefType, &owner))
+  unsigned long long run, table, writes, sizes = 0, limits = 0;
+  PyObject *ins, *pars, *outs, *owner, *sharer = Py_None;
+  int n_sym = 0;
+  if (!PyArg_ParseTuple(args, "KKO!O!O!KO!|OiKK", &run, &table, &PyTuple_Type, &ins,
+                        &PyTuple_Type, &pars, &PyTuple_Type, &outs, &writes,
+                        &_PyWeakref_RefType, &owner, &sharer, &n_sym, &sizes, &limits))
     return -1;
+  if (sharer != Py_None && Py_TYPE(sharer) != Py_TYPE(self)) {
+    PyErr_SetString(PyExc_TypeError, "Caller: the lock to share must be another Caller's");
+    return -1;
+  }
+  if (n_sym < 0 || n_sym > MAX_SYMBOLS || (n_sym && (!sizes || !limits))) {
+    PyErr_SetString(PyExc_ValueError, "Caller: run-time sizes need their arrays");
+    return -1;
+  }
+  self->n_sym = n_sym;
+  self->sizes = (int64_t *)(uintptr_t)sizes;
+  self->limits = (const int64_t *)(uintptr_t)limits;
   Py_INCREF(owner);
   Py_XSETREF(self->owner, owner);
   self->writes = (uint64_t *)(uintptr_t)writes;
@@ -79,9 +107,16 @@ static int Caller_init(Caller *self, PyObject *args, PyObject *Py_UNUSED(kw)) {
     PyObject *t = k < self->n_in ? PyTuple_GET_ITEM(ins, k)
                 : k < self->n_in + self->n_par ? PyTuple_GET_ITEM(pars, k - self->n_in)
                 : PyTuple_GET_ITEM(outs, k - self->n_in - self->n_par);
-    if (parse_spec(t, &self->specs[k]) < 0) return -1;
+    if (parse_spec(t, &self->specs[k], k < self->n_in || k >= self->n_in + self->n_par
+                                       ? n_sym : 0) < 0) return -1;
   }
   pthread_mutex_init(&self->mutex, NULL);
+  self->held = &self->mutex;
+  if (sharer != Py_None) {
+    Py_INCREF(sharer);
+    Py_XSETREF(self->sharer, sharer);
+    self->held = ((Caller *)sharer)->held;
+  }
   return 0;
 }
 
@@ -91,27 +126,36 @@ static void forget(Caller *self) {
 
 static void Caller_dealloc(Caller *self) {
   Py_XDECREF(self->owner);
+  Py_XDECREF(self->sharer);
   if (self->seen) { forget(self); PyMem_Free(self->seen); }
   PyMem_Free(self->specs);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* the array as planned: an exact ndarray of this shape and dtype, C-contiguous, aligned */
-static int matches(PyObject *obj, const spec_t *s) {
+/* the array as planned: an exact ndarray of this shape and dtype, C-contiguous, aligned;
+   a symbolic dim takes its size from the array (bound[k], -1 until then) */
+static int matches(PyObject *obj, const spec_t *s, int64_t *bound) {
   if (!PyArray_CheckExact(obj)) return 0;
   PyArrayObject *a = (PyArrayObject *)obj;
   if (PyArray_NDIM(a) != s->ndim || PyArray_TYPE(a) != s->typenum) return 0;
   if (!PyArray_ISNOTSWAPPED(a) || !PyArray_ISCARRAY_RO(a)) return 0;
   if (s->writeable && !PyArray_ISWRITEABLE(a)) return 0;
   npy_intp *dims = PyArray_DIMS(a);
-  for (int d = 0; d < s->ndim; d++) if (dims[d] != s->dims[d]) return 0;
+  for (int d = 0; d < s->ndim; d++) {
+    npy_intp want = s->dims[d];
+    if (want < 0) {
+      int64_t *b = &bound[-1 - want];
+      if (*b < 0) *b = dims[d];
+      else if (*b != dims[d]) return 0;
+    } else if (dims[d] != want) return 0;
+  }
   return 1;
 }
 
 static void lock(Caller *self) {
-  if (pthread_mutex_trylock(&self->mutex) == 0) return;
+  if (pthread_mutex_trylock(self->held) == 0) return;
   Py_BEGIN_ALLOW_THREADS      /* never wait for the mutex while holding the GIL */
-  pthread_mutex_lock(&self->mutex);
+  pthread_mutex_lock(self->held);
   Py_END_ALLOW_THREADS
 }
 
@@ -134,14 +178,17 @@ static PyObject *run_core(Caller *self, PyObject *const *inputs, PyObject *const
 
 static PyObject *run_held(Caller *self, PyObject *const *inputs, PyObject *const *params) {
   spec_t *S = self->specs;
+  int64_t bound[MAX_SYMBOLS];
+  for (int k = 0; k < self->n_sym; k++) bound[k] = -1;
   for (Py_ssize_t k = 0; k < self->n_in; k++)
-    if (!matches(inputs[k], &S[k])) Py_RETURN_NONE;
+    if (!matches(inputs[k], &S[k], bound)) Py_RETURN_NONE;
   for (Py_ssize_t k = 0; k < self->n_par; k++) {
     PyObject *p = params[k];
-    if (p != self->seen[k] && !matches(p, &S[self->n_in + k])) Py_RETURN_NONE;
+    if (p != self->seen[k] && !matches(p, &S[self->n_in + k], bound)) Py_RETURN_NONE;
   }
   PyObject *out = PyList_New(self->n_out);
   if (out == NULL) return NULL;
+  npy_intp nbytes[self->n_out ? self->n_out : 1];
   for (Py_ssize_t k = 0; k < self->n_out; k++) {
     spec_t *s = &S[self->n_in + self->n_par + k];
     if (s->typenum < 0) {      /* written into its parameter by the program */
@@ -149,11 +196,26 @@ static PyObject *run_held(Caller *self, PyObject *const *inputs, PyObject *const
       PyList_SET_ITEM(out, k, Py_None);
       continue;
     }
-    PyObject *a = PyArray_SimpleNew(s->ndim, s->dims, s->typenum);
+    npy_intp dims[NPY_MAXDIMS];
+    nbytes[k] = s->nbytes;
+    for (int d = 0; d < s->ndim; d++) {
+      dims[d] = s->dims[d] >= 0 ? s->dims[d] : bound[-1 - s->dims[d]];
+      if (s->dims[d] < 0) nbytes[k] *= dims[d];
+    }
+    PyObject *a = PyArray_SimpleNew(s->ndim, dims, s->typenum);
     if (a == NULL) { Py_DECREF(out); return NULL; }
     PyList_SET_ITEM(out, k, a);
   }
   lock(self);
+  /* the buffers hold the sizes within limits[] (read under the lock: they grow under it) */
+  for (int k = 0; k < self->n_sym; k++) {
+    if (bound[k] < self->limits[self->n_sym + k] || bound[k] > self->limits[k]) {
+      pthread_mutex_unlock(self->held);
+      Py_DECREF(out);
+      Py_RETURN_NONE;
+    }
+    self->sizes[k] = bound[k];
+  }
   for (Py_ssize_t k = 0; k < self->n_in; k++) {
     PyArrayObject *a = (PyArrayObject *)inputs[k];
     self->table[S[k].slot] = S[k].nbytes ? PyArray_DATA(a) : NULL;
@@ -174,10 +236,11 @@ static PyObject *run_held(Caller *self, PyObject *const *inputs, PyObject *const
   Py_END_ALLOW_THREADS
   for (Py_ssize_t k = 0; k < self->n_out; k++) {
     spec_t *s = &S[self->n_in + self->n_par + k];
-    if (s->typenum >= 0 && s->nbytes)
-      memcpy(PyArray_DATA((PyArrayObject *)PyList_GET_ITEM(out, k)), s->fixed, s->nbytes);
+    if (s->typenum >= 0 && nbytes[k])
+      memcpy(PyArray_DATA((PyArrayObject *)PyList_GET_ITEM(out, k)),
+             s->fixed ? s->fixed : (char *)self->table[s->slot], nbytes[k]);
   }
-  pthread_mutex_unlock(&self->mutex);
+  pthread_mutex_unlock(self->held);
   if (rc != 0) {
     Py_DECREF(out);
     PyErr_Format(PyExc_RuntimeError, "C backend: generated code returned %d", rc);
@@ -209,11 +272,18 @@ static PyObject *Caller_enter(Caller *self, PyObject *Py_UNUSED(unused)) {
 }
 
 static PyObject *Caller_exit(Caller *self, PyObject *Py_UNUSED(args)) {
-  pthread_mutex_unlock(&self->mutex);
+  pthread_mutex_unlock(self->held);
   Py_RETURN_FALSE;
 }
 
+static PyObject *Caller_forget(Caller *self, PyObject *Py_UNUSED(unused)) {
+  forget(self);         /* the caller holds the lock: another Caller sharing it rebound */
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef Caller_methods[] = {
+  {"forget", (PyCFunction)Caller_forget, METH_NOARGS,
+   "forget the bound parameters (call with the shared lock held)"},
   {"__enter__", (PyCFunction)Caller_enter, METH_NOARGS, "hold the program's lock"},
   {"__exit__", (PyCFunction)Caller_exit, METH_VARARGS, "release the program's lock"},
   {NULL}
