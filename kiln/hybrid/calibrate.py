@@ -6,7 +6,7 @@ inference BatchNorm) into its weight and bias, before they are quantized.
 `layer_inputs(graph)` names the quantizable layers (graph/passes/quantize.py finds them)
 by their weight parameter; `collect` runs the float32 graph on the NumPy executor over
 calibration batches and keeps, per layer, the min and max of its input and a histogram of
-|x|; `naive_threshold` is max|x|, `entropy_threshold` the clipping threshold whose int8
+its nonzero |x|; `naive_threshold` is max|x|, `entropy_threshold` the clipping threshold whose int8
 distribution is closest to the float one in KL divergence (the TensorRT/MXNet method).
 """
 import numpy as _np
@@ -52,7 +52,10 @@ def collect(graph, param_values, batches, histograms):
         for batch in batches:
             for (name, _), x in zip(layers, probe(batch, param_values)):
                 s = stats[name]
-                s.hist += _np.histogram(_np.abs(x), HISTOGRAM_BINS, (0.0, s.top))[0]
+                # exact zeros (half of a ReLU's outputs) are exact at every scale: they say
+                # nothing about where to clip, and as one tall bin they would pull the
+                # threshold far down
+                s.hist += _np.histogram(_np.abs(x[x != 0]), HISTOGRAM_BINS, (0.0, s.top))[0]
     return stats
 
 

@@ -204,6 +204,7 @@ def test_digits_cnn_with_batchnorm_int8_within_one_point_of_float32():
     xtr, ytr = load_arrays(train=True, flatten=False)
     xte, yte = load_arrays(train=False, flatten=False)
     onp.random.seed(5)
+    np.random.seed(5)          # kiln's generator draws the initial weights
     net = nn.HybridSequential()
     net.add(nn.Conv2D(16, 3, padding=1, in_channels=1), nn.BatchNorm(), nn.Activation("relu"),
             nn.Conv2D(16, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
@@ -254,3 +255,28 @@ def test_quantize_net_returns_a_symbol_block_as_mxnet_does(mx):
     assert "conv_int8" in {n.op for n in _program_graph(net).nodes}
     qnet.hybridize()
     onp.testing.assert_array_equal(qnet(batch).asnumpy(), want)
+
+
+def test_entropy_calibration_is_not_pulled_down_by_a_relus_zeros():
+    """Half of a ReLU's outputs are exact zeros, exact at every scale: the entropy threshold
+    of such an activation equals that of its nonzero part alone (before, the one tall zero
+    bin pulled it to a tenth of the range and cost 20 points of accuracy on digits)."""
+    from kiln._core.ir import Graph, Node
+    from kiln.hybrid import calibrate
+    values = R.exponential(0.5, 200_000).astype("float32")
+
+    def threshold(x):
+        inp = Node("input", [], {}, x.shape, "float32", name="x")
+        relu = Node("relu", [inp], {}, x.shape, "float32", name="relu")
+        w = Node("param", [], {}, (4, x.shape[1]), "float32", name="w")
+        dense = Node("matmul", [relu, Node("transpose", [w], {"axes": (1, 0)},
+                                            (x.shape[1], 4), "float32")], {},
+                     (x.shape[0], 4), "float32")
+        graph = Graph([inp], [w], [dense], "probe")
+        stats = calibrate.collect(graph, [onp.zeros((4, x.shape[1]), "float32")], [[x]], True)
+        return calibrate.entropy_threshold(next(iter(stats.values())))
+
+    dense_part = values.reshape(1000, 200)
+    with_zeros = onp.concatenate([dense_part, onp.zeros_like(dense_part)], axis=1)
+    assert threshold(with_zeros) == pytest.approx(threshold(dense_part), rel=0.02)
+    assert threshold(with_zeros) > 0.5 * values.max()

@@ -138,8 +138,11 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full",
             s = stats[name]
             unsigned = quantized_dtype in ("uint8", "auto") and s.min >= 0
             spec["dtype"] = "uint8" if unsigned else "int8"
+            # the network's own input keeps its whole range: its values are the data's
+            # (few distinct levels, such as pixels), which KL clipping would cut
+            data_input = any(node.inputs[0] is x for x in graph.inputs)
             threshold = (calibrate.entropy_threshold(s) if calib_mode == "entropy"
-                         else calibrate.naive_threshold(s))
+                         and not data_input else calibrate.naive_threshold(s))
             spec["x_scale"] = float(max(threshold, 1e-12) / (255.0 if unsigned else 127.0))
         elif quantized_dtype == "uint8":
             spec["dtype"] = "int8"      # a dynamic scale is symmetric
