@@ -55,6 +55,8 @@ def probabilities(q, k, mask, scale, divide, fill, zero_masked, floor, np):
     s = np.matmul(q, np.swapaxes(k, -1, -2))
     s = s / scale if divide else s * scale
     s = np.where(mask, s, fill)
+    if s.shape[-1] == 0:        # no keys: no weights, and p v is an empty sum (zeros)
+        return s
     e = np.exp(s - np.max(s, axis=-1, keepdims=True))
     if zero_masked:
         e = np.where(mask, e, 0)

@@ -172,3 +172,17 @@ def test_bad_operands_are_refused_with_the_op_named():
         npx.attention(np.array(q), np.array(k[:, :, :4]), np.array(v))
     with pytest.raises(kiln.base.KilnError, match="attention"):
         npx.attention(np.array(q), np.array(k), np.array(v), np.ones((2, 2, 2), dtype=bool))
+
+
+@pytest.mark.parametrize("tq,tk", [(0, 0), (3, 0), (0, 2)])
+def test_no_queries_or_no_keys_give_the_empty_sum(tq, tk):
+    """Zero keys: p v is a sum over nothing, zeros (eager raised on the empty maximum and
+    the C kernel gave 0 / 0); zero queries: an empty output. Found by the fuzzer's sizes."""
+    def f(q, k, v):
+        return npx.attention(q, k, v, np.ones((tq, tk), dtype="bool"))
+    q, k, v = (np.array(onp.ones(s, "float32")) for s in ((tq, 4), (tk, 4), (tk, 5)))
+    eager = f(q, k, v).asnumpy()
+    assert eager.shape == (tq, 5) and not eager.any()
+    for backend in ("numpy", "c"):
+        onp.testing.assert_array_equal(kiln.hybridize(f, backend=backend)(q, k, v).asnumpy(),
+                                       eager)

@@ -193,6 +193,7 @@ KILN_ATTN_FUSED static void kiln_attention_rows_##T(const kiln_attention_##T *a,
        ones are zeroed and nothing is left unmasked: then 0 / max(0, floor) */             \
     if (m[r] == -INFINITY && (!(mask && a->zero_masked) || kept[r] > 0)) t = NAN;          \
     if (a->floor > 0) t = t > a->floor || t != t ? t : a->floor;                             \
+    if (Tk == 0) t = 1;       /* no keys: p v is an empty sum, zeros, as the composite */    \
     for (int64_t c = 0; c < dv; c++) out[r * dv + c] = acc[r * dv + c] / t;                  \
   }                                                                                          \
 }                                                                                            \
