@@ -6,6 +6,8 @@ concrete value, which a symbolic array refuses with an error that names the user
 """
 import importlib
 
+import math
+
 import numpy as _np
 
 from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
@@ -458,9 +460,10 @@ def from_pickled(dtype, shape, data):
     dt = normalize_dtype(dtype)
     shape = tuple(shape)
     if dt.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape) or \
-            not isinstance(data, bytes) or len(data) != int(_np.prod(shape)) * dt.itemsize:
+            not isinstance(data, bytes) or len(data) != math.prod(shape) * dt.itemsize:
+        got = f"{len(data)} bytes" if isinstance(data, bytes) else type(data).__name__
         raise KilnError(f"unpickling an array: expected a plain dtype, a shape and its bytes, "
-                        f"got dtype {dtype!r}, shape {shape!r}, {len(data)} bytes")
+                        f"got dtype {dtype!r}, shape {shape!r}, {got}")
     return ndarray._wrap(_np.frombuffer(data, dtype=dt).reshape(shape).copy())
 
 

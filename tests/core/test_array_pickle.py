@@ -33,3 +33,10 @@ def test_the_stream_references_only_the_checked_constructor():
 def test_bad_pickled_parts_are_refused(args):
     with pytest.raises((KilnError, TypeError)):
         from_pickled(*args)
+
+
+@pytest.mark.parametrize("args", [("float32", (2,), 5), ("float32", (2,), "text"),
+                                  ("float32", (1 << 40, 1 << 40), b"")])
+def test_a_stream_with_other_data_is_refused_with_a_clear_error(args):
+    with pytest.raises(KilnError, match="unpickling an array"):
+        from_pickled(*args)
