@@ -155,6 +155,7 @@ FACES.update({f"kiln.{name}": f"kiln.mx.{name}" for name in (
 
 # old private paths of modules that moved (kept importable, with a DeprecationWarning)
 MOVED = {
+    "kiln.gluon.model_zoo.vision._more_sums": "kiln.gluon.model_zoo.model_store",
     "kiln.aliasing": "kiln._core.aliasing", "kiln.aligned": "kiln._core.aligned",
     "kiln.dispatch": "kiln._core.dispatch", "kiln.indexing": "kiln._core.indexing",
     "kiln.ndarray_methods": "kiln._core.methods", "kiln.writes": "kiln._core.writes",
