@@ -146,10 +146,12 @@ def topological(outputs):
     return postorder(list(outputs), lambda n: n.inputs)
 
 
-def rewrite(graph, replace):
+def rewrite(graph, replace, mapping=None):
     """Rebuild `graph` bottom-up. replace(node, new_inputs) returns a Node to use instead,
-    or None to keep an (input-remapped) copy of the node."""
-    mapping = {}
+    or None to keep an (input-remapped) copy of the node. `mapping` (id(old node) -> its
+    node in the new graph), if given, is filled as it goes, so replace can look up the
+    rewritten form of any earlier node."""
+    mapping = {} if mapping is None else mapping
     for n in graph.inputs + graph.params:
         mapping[id(n)] = n
     for n in graph.nodes:

@@ -5,7 +5,6 @@ An ndarray holds either a concrete NumPy value (`_data`, eager mode) or a graph 
 concrete value, which a symbolic array refuses with an error that names the user's line.
 """
 import importlib
-
 import math
 
 import numpy as _np
@@ -265,9 +264,8 @@ class ndarray(NumpyMethods):
         return id(self)
 
     def __reduce__(self):
-        # pickled as plain data (dtype name, shape, raw bytes) that only `from_pickled`
-        # rebuilds: no other object goes into the stream. kiln's own loaders (npx.load,
-        # nd.load, load_parameters) still never unpickle a file.
+        # plain data (dtype name, shape, bytes) only `from_pickled` rebuilds; kiln's own
+        # loaders (npx.load, nd.load, load_parameters) still never unpickle a file
         value = self._concrete("pickle")
         return (from_pickled, (str(value.dtype), tuple(value.shape),
                                _np.ascontiguousarray(value).tobytes()))

@@ -381,8 +381,7 @@ class building:
 
 
 class Pending:
-    """A guard whose need is not known yet (a view decision matters only if a write comes):
-    the condition, its outcome in the trace, the code that asked, and the build's env."""
+    """A guard recorded only if it turns out to matter (a view decision, once a write comes)."""
     __slots__ = ("lhs", "op", "rhs", "outcome", "where", "env")
 
     def __init__(self, lhs, op, rhs, outcome):
@@ -390,12 +389,11 @@ class Pending:
         self.where = _who_asked()
         self.env = active_env()
 
-    def current(self):
-        """Whether the build that asked is still the one running."""
+    def current(self):      # the build that asked is still the one running
         return self.env is not None and self.env is active_env()
 
     def commit(self):
-        """Record the guard in the build that asked (nothing once that build is over: its
+        """Record the guard in the build that asked; nothing once that build is over (its
         program is fixed, and a later write is eager code of its own)."""
         if self.current():
             self.env.record(self.lhs, self.op, self.rhs, self.outcome, self.where)

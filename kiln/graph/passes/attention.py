@@ -135,21 +135,13 @@ def fuse_attention(graph):
             found[id(node)] = got
     if not found:
         return graph
-    now = {id(n): n for n in graph.inputs + graph.params}     # old node -> rewritten
+    now = {}     # old node -> rewritten (filled by rewrite)
 
     def replace(node, inputs):
         got = found.get(id(node))
-        if got is not None:
-            new = _attention(node, got, now)
-        elif all(a is b for a, b in zip(inputs, node.inputs)):
-            new = node
-        else:
-            new = Node(node.op, inputs, node.attrs, node.shape, node.dtype, name=node.name,
-                       value=node.value)
-        now[id(node)] = new
-        return new
+        return None if got is None else _attention(node, got, now)
 
-    return rewrite(graph, replace)
+    return rewrite(graph, replace, now)
 
 
 def _attention(node, match, now):

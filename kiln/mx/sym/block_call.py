@@ -8,7 +8,7 @@ would need its weights as the symbol's arguments; `sym.from_block(net, example)`
 that graph instead.
 """
 from ..._core.base import KilnError, where_in_user_code
-from ...gluon.block import register_symbol_call
+from ...gluon.hybrid_inputs import register_symbol_call
 from ..name import auto_name
 from .symbol import BLOCK_OP, Symbol, SymNode
 

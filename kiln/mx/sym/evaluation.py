@@ -179,6 +179,20 @@ def _declared_dtype(node, dtypes):
         raise KilnError(f"variable {node.name!r}: {exc}") from None
 
 
+def _input_shape(node, hint, shapes):
+    """A variable's shape: given, declared, or inferred from its reader (hint); checked
+    against the size cap. None of them is a MissingInput."""
+    shape = shapes.get(node.name)
+    for fallback in (_declared_shape(node), hint):
+        if shape is None:
+            shape = fallback
+    if shape is None:
+        raise MissingInput(f"cannot infer the shape of {node.name!r}; give it, e.g. "
+                           f"infer_shape({node.name}=(...))" + where_in_user_code())
+    _check_size(node.name, shape)
+    return shape
+
+
 def _shapes_eagerly(symbol, shapes, dtypes=None):
     """trace_symbol's answer for a symbol with an op that computes only eagerly (sort,
     topk, ...): the symbol run on zeros; ({name: input array}, [output arrays])."""
@@ -186,14 +200,7 @@ def _shapes_eagerly(symbol, shapes, dtypes=None):
     inputs = {}
 
     def feed(node, hint):
-        shape = shapes.get(node.name)
-        for fallback in (_declared_shape(node), hint):
-            if shape is None:
-                shape = fallback
-        if shape is None:
-            raise MissingInput(f"cannot infer the shape of {node.name!r}; give it, e.g. "
-                               f"infer_shape({node.name}=(...))" + where_in_user_code())
-        _check_size(node.name, shape)
+        shape = _input_shape(node, hint, shapes)
         inputs[node.name] = ndarray._wrap(_np.zeros(tuple(shape),
                                                     _declared_dtype(node, dtypes)))
         return inputs[node.name]
@@ -210,14 +217,7 @@ def trace_symbol(symbol, shapes, dtypes=None, training=False):
     inputs = {}
 
     def feed(node, hint):
-        shape = shapes.get(node.name)
-        for fallback in (_declared_shape(node), hint):
-            if shape is None:
-                shape = fallback
-        if shape is None:
-            raise MissingInput(f"cannot infer the shape of {node.name!r}; give it, e.g. "
-                               f"infer_shape({node.name}=(...))" + where_in_user_code())
-        _check_size(node.name, shape)
+        shape = _input_shape(node, hint, shapes)
         n = Node("input", (), {}, tuple(shape), _declared_dtype(node, dtypes), name=node.name)
         inputs[node.name] = n
         return ndarray._from_node(n)
