@@ -12,9 +12,10 @@ def _f32(*shape):
     return R.standard_normal(shape).astype(onp.float32)
 
 
-def _t_matmul_bf16(a, b, transpose_b=False):
+def _t_matmul_bf16(a, b, transpose_b=False, transpose_a=False):
     torch = pytest.importorskip("torch")
     b = b.transpose(-1, -2) if transpose_b else b
+    a = a.transpose(-1, -2) if transpose_a else a
     return torch.matmul(a.to(torch.bfloat16).float(), b.to(torch.bfloat16).float())
 
 
@@ -36,7 +37,14 @@ def lowp_cases(C):
                           torch=_t_matmul_bf16, fd=False, tol=1e-5),
                         # Dense with its bias (the AMP pass folds the add in)
                         C(_f32(2, 5, 7), _f32(3, 7), _f32(3), transpose_b=True,
-                          torch=_t_matmul_bf16_bias, fd=False, tol=1e-5)],
+                          torch=_t_matmul_bf16_bias, fd=False, tol=1e-5),
+                        # Dense's weight gradient G.T @ X, G read transposed in place
+                        C(_f32(9, 4), _f32(9, 6), transpose_a=True, torch=_t_matmul_bf16,
+                          fd=False, tol=1e-5),
+                        C(_f32(4, 3), _f32(5, 4), transpose_a=True, transpose_b=True,
+                          torch=_t_matmul_bf16, fd=False, tol=1e-5),
+                        C(_f32(1, 3), _f32(1, 5), transpose_a=True, torch=_t_matmul_bf16,
+                          fd=False, tol=1e-5)],
     }
 
 

@@ -1,8 +1,9 @@
 """Low-precision primitives: what mixed precision (AMP) puts in a graph.
 
-    matmul_bf16(a, b, [bias], transpose_b=False)
+    matmul_bf16(a, b, [bias], transpose_b=False, transpose_a=False)
                         np.matmul of a and b (b's last two axes swapped when transpose_b:
-                        Dense's weight, read where it lies) rounded to bfloat16 (to nearest
+                        Dense's weight, read where it lies; a's when transpose_a: a weight
+                        gradient's activation, read where it lies) rounded to bfloat16 (to nearest
                         even), accumulated and returned in float32: a bfloat16 x bfloat16 ->
                         float32 product, as oneDNN's bfloat16 matmul computes it (bfloat16
                         in, float32 out, so no pass widens a bfloat16 result); plus the
@@ -39,7 +40,7 @@ _F32 = _np.dtype(_np.float32)
 
 
 class _Swapped(Shaped):
-    """b's shape and dtype as the product reads it (for the shape rule)."""
+    """An operand's shape and dtype as the product reads it (for the shape rule)."""
     __slots__ = ("shape", "dtype")
 
     def __init__(self, b):
@@ -47,33 +48,39 @@ class _Swapped(Shaped):
         self.dtype = b.dtype
 
 
-def _rule(a, b, bias=None, transpose_b=False):
+def _rule(a, b, bias=None, transpose_b=False, transpose_a=False):
     if a.dtype != _F32 or b.dtype != _F32:
         raise op_error("matmul_bf16", f"expected float32 operands, got {a.dtype} and {b.dtype}")
     if transpose_b and len(b.shape) < 2:
         raise op_error("matmul_bf16", f"transpose_b needs a matrix, got shape {tuple(b.shape)}")
-    shape, dtype = _matmul_rule(a, _Swapped(b) if transpose_b else b)
+    if transpose_a and len(a.shape) < 2:
+        raise op_error("matmul_bf16", f"transpose_a needs a matrix, got shape {tuple(a.shape)}")
+    shape, dtype = _matmul_rule(_Swapped(a) if transpose_a else a,
+                                _Swapped(b) if transpose_b else b)
     if bias is not None and (bias.dtype != _F32 or tuple(bias.shape) != (shape[-1],)):
         raise op_error("matmul_bf16", f"the bias must be float32 ({shape[-1]},), got "
                        f"{bias.dtype} {tuple(bias.shape)}")
     return shape, dtype
 
 
-def _grad(g, out, a, b, bias=None, transpose_b=False):
-    if not transpose_b:
-        ga, gb = _matmul_grad(g, out, a, b)
-    else:
-        ga, gb = _matmul_grad(g, out, a, swap_last_axes(b))
-        gb = None if gb is None else swap_last_axes(gb)
+def _grad(g, out, a, b, bias=None, transpose_b=False, transpose_a=False):
+    ga, gb = _matmul_grad(g, out, swap_last_axes(a) if transpose_a else a,
+                          swap_last_axes(b) if transpose_b else b)
+    if transpose_a and ga is not None:
+        ga = swap_last_axes(ga)
+    if transpose_b and gb is not None:
+        gb = swap_last_axes(gb)
     if bias is None:
         return ga, gb
     return ga, gb, sum_to(g, bias)
 
 
 @register("matmul_bf16", _rule, _grad)
-def matmul_bf16(a, b, bias=None, transpose_b=False):
+def matmul_bf16(a, b, bias=None, transpose_b=False, transpose_a=False):
     if transpose_b:
         b = _np.swapaxes(b, -1, -2)
+    if transpose_a:
+        a = _np.swapaxes(a, -1, -2)
     fast = matmul_bf16.lowerings.get("eager")
     out = None if fast is None else fast.matmul_bf16(a, b, bias)
     if out is not None:
@@ -82,10 +89,11 @@ def matmul_bf16(a, b, bias=None, transpose_b=False):
     return out if bias is None else out + bias
 
 
-def _decomposed(a, b, bias=None, transpose_b=False):
+def _decomposed(a, b, bias=None, transpose_b=False, transpose_a=False):
     """The same values from primitives every backend has: casts through bfloat16."""
     bf16 = bfloat16_dtype()
     b = swap_last_axes(b) if transpose_b else b
+    a = swap_last_axes(a) if transpose_a else a
     y = matmul(cast(cast(a, dtype=bf16), dtype=_F32), cast(cast(b, dtype=bf16), dtype=_F32))
     return y if bias is None else y + bias
 

@@ -56,6 +56,73 @@ def test_a_bias_added_to_a_bfloat16_matmul_becomes_its_argument():
     assert "add" in {n.op for n in g.nodes}
 
 
+def test_a_weight_transposed_twice_is_read_as_it_lies():
+    """Dense's input gradient reads W.T.T: the pass reads W, so no transposed copy of the
+    weight is made (a training step's forward made one for its backward)."""
+    g_in = Node("input", (), {}, (8, 4), "float32", name="g")
+    w = Node("param", (), {}, (4, 6), "float32", name="w")
+    wt = Node("transpose", (w,), {"axes": (1, 0)}, (6, 4), "float32")
+    wtt = Node("transpose", (wt,), {"axes": (1, 0)}, (4, 6), "float32")
+    y = Node("matmul", (g_in, wtt), {}, (8, 6), "float32", name="dx")
+    g = to_bfloat16(Graph([g_in], [w], [y], "dx"))
+    (mm,) = [n for n in g.nodes if n.op == "matmul_bf16"]
+    assert mm.inputs[1] is w and mm.attrs == {}
+    assert "transpose" not in {n.op for n in g.nodes}
+
+
+def _weight_gradient_graph(keep_product=False):
+    x = Node("input", (), {}, (8, 6), "float32", name="x")
+    g_in = Node("input", (), {}, (8, 4), "float32", name="g")
+    xt = Node("transpose", (x,), {"axes": (1, 0)}, (6, 8), "float32")
+    p = Node("matmul", (xt, g_in), {}, (6, 4), "float32", name="dw")
+    gw = Node("transpose", (p,), {"axes": (1, 0)}, (4, 6), "float32")
+    return Graph([x, g_in], [], [gw, p] if keep_product else [gw], "dw")
+
+
+def test_a_weight_gradient_reads_its_operands_transposed_in_place():
+    """(X.T @ G).T, Dense's weight gradient, is G.T @ X: one matmul_bf16 reading G
+    transposed (transpose_a), with no copy of X.T and no transpose of the product."""
+    g = to_bfloat16(_weight_gradient_graph())
+    (mm,) = [n for n in g.nodes if n.op == "matmul_bf16"]
+    assert [i.name for i in mm.inputs] == ["g", "x"] and mm.attrs == {"transpose_a": True}
+    assert mm.shape == (4, 6) and g.outputs == [mm]
+    assert "transpose" not in {n.op for n in g.nodes}
+    # a product something else reads too stays as it was
+    g = to_bfloat16(_weight_gradient_graph(keep_product=True))
+    (mm,) = [n for n in g.nodes if n.op == "matmul_bf16"]
+    assert mm.attrs == {} and mm.inputs[0].op == "transpose"
+
+
+@pytest.mark.parametrize("backend,onednn", [("c", True), ("c", False), ("numpy", True)])
+def test_compiled_transposed_products_equal_eager(backend, onednn):
+    """The two forms above compiled (oneDNN reading strides; without oneDNN the
+    decomposition) equal the eager primitive, NaN and infinity included."""
+    x = R.standard_normal((8, 6)).astype("float32")
+    gv = R.standard_normal((8, 4)).astype("float32")
+    w = R.standard_normal((4, 6)).astype("float32")
+    x[3, 2], gv[5, 1], w[2, 0] = onp.nan, onp.inf, -onp.inf
+    args = [np.array(a) for a in (x, gv, w)]
+
+    def f(x, g, w):
+        return np.dot(x.T, g).T, np.dot(g, w.T.T)
+    mm = REGISTRY["matmul_bf16"]
+    want = [mm(args[1], args[0], transpose_a=True).asnumpy(), mm(args[1], args[2]).asnumpy()]
+    h = hybridize(f, backend=backend)
+    h._cached.precision = ("amp-bfloat16", {})
+    if onednn:
+        got = [o.asnumpy() for o in h(*args)]
+    else:
+        with dnnl.disabled():
+            got = [o.asnumpy() for o in h(*args)]
+    for a, b in zip(got, want):
+        onp.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert onp.isnan(got[0]).any() and onp.isinf(got[1]).any()
+    if backend == "c" and onednn:
+        (entry,) = h._cached.entries.values()
+        mms = [n for n in entry.program.graph.nodes if n.op == "matmul_bf16"]
+        assert sorted(tuple(n.attrs) for n in mms) == [(), ("transpose_a",)]
+
+
 def test_deny_keeps_ops_and_named_nodes_in_float32():
     assert not any(n.op == "matmul_bf16" for n in to_bfloat16(_dense_graph(),
                                                               deny={"matmul"}).nodes)

@@ -3,8 +3,8 @@ call into the oneDNN shim's bfloat16 matmul (backend/dnnl/lowp.c), float32 in an
 The op's reorders round the activation to bfloat16 on every call and the weight once: a
 parameter the program does not write gets kiln's weight stamp (heavy.py), so its bfloat16
 copy in oneDNN's packed layout is kept between calls. Dense's weight is read where it lies
-(transpose_b: other strides), and its bias, when the AMP pass gave the node one, is the
-primitive's bias argument.
+(transpose_b: other strides), as is a weight gradient's activation (transpose_a), and its
+bias, when the AMP pass gave the node one, is the primitive's bias argument.
 
 Registered as the op's C lowering (lowering.Heavy) for the nodes oneDNN takes with a real
 kernel; the others (no oneDNN, shapes it does not take, a CPU without bfloat16 kernels)
@@ -24,8 +24,14 @@ _taken = {}         # geometry -> does oneDNN make it with a real kernel
 
 def geometry(node):
     """(a dims, a strides, b dims, b strides, with a bias) as the shim takes node's
-    operands (2 or 3 dims: batch dims collapsed into one), or None."""
+    operands (2 or 3 dims: batch dims collapsed into one; a transposed a or b read in place
+    through its strides), or None."""
     a, b = node.inputs[:2]
+    if node.attrs.get("transpose_a"):   # a 2-D a read transposed where it lies
+        if a.ndim != 2 or b.ndim != 2:
+            return None
+        geo = _dims_and_strides(node, (a.shape[1], a.shape[0]), b.shape)
+        return None if geo is None else (geo[0], (1, a.shape[1])) + geo[2:]
     k = a.shape[-1]
     stored = b.shape                    # b as it lies (transposed when transpose_b)
     if b.ndim == 2 and a.ndim >= 2:
@@ -38,6 +44,10 @@ def geometry(node):
         ad, stored = (batch,) + a.shape[-2:], (batch,) + b.shape[-2:]
     else:
         return None
+    return _dims_and_strides(node, ad, stored)
+
+
+def _dims_and_strides(node, ad, stored):
     strides = contiguous_strides(stored)
     if node.attrs.get("transpose_b"):
         bd = stored[:-2] + (stored[-1], stored[-2])

@@ -10,6 +10,11 @@ reductions are not in `allow`, and in a training step the optimizer reads float3
 weights and gradients. `deny` (op names, or the names of the nodes' layers) keeps chosen
 nodes in float32, as MXNet's fp32_ops and excluded_sym_names do.
 
+Transposes are read where they lie rather than copied, since the bfloat16 kernel converts
+its operands anyway: a transpose of a transpose is the matrix itself (the weight of
+Dense's input gradient, W.T.T), and the transposed product Dense's weight gradient is,
+(X.T @ G).T, becomes G.T @ X (transpose_a), so neither X.T nor the product is copied.
+
 In a training step traced forward and backward together the gradient products are
 matmuls too, and run in bfloat16 like PyTorch's autocast runs them; so are the halves of a
 convolution's gradient (conv_grad_data, conv_grad_weight: bf16=True, operands rounded to
@@ -31,6 +36,25 @@ def _swaps_last_two(node):
         n - 1, n - 2)
 
 
+def _transposed_product(node, inputs, made, users, outputs):
+    """matmul_bf16(G, X, transpose_a) for the 2-D transpose(matmul_bf16(transpose(X), G))
+    of a weight gradient, the product read by the transpose only."""
+    if not _swaps_last_two(node) or len(node.shape) != 2:
+        return None
+    mm = inputs[0]
+    original = made.get(id(mm))
+    if original is None or len(mm.inputs) != 2 or mm.attrs or \
+            len(users[id(original)]) != 1 or id(original) in outputs:
+        return None
+    xt, g = mm.inputs
+    if not _swaps_last_two(xt) or xt.ndim != 2 or g.ndim != 2:
+        return None
+    new = Node("matmul_bf16", (g, xt.inputs[0]), {"transpose_a": True}, node.shape,
+               node.dtype, name=mm.name)
+    made[id(new)] = node
+    return new
+
+
 def _bias_add(node, inputs, made, users, outputs):
     """matmul_bf16(a, b, bias) for add(matmul, bias) with the matmul one this pass made,
     read by the add only, and bias a float32 vector along its last axis (Dense's)."""
@@ -40,6 +64,7 @@ def _bias_add(node, inputs, made, users, outputs):
         mm, bias = inputs[k], inputs[1 - k]
         original = made.get(id(mm))
         if (original is not None and len(mm.inputs) == 2 and mm.shape == node.shape
+                and not mm.attrs.get("transpose_a")
                 and len(users[id(original)]) == 1 and id(original) not in outputs
                 and bias.dtype == "float32" and bias.shape == (node.shape[-1],)):
             return Node("matmul_bf16", mm.inputs + (bias,), mm.attrs, node.shape, node.dtype,
@@ -55,7 +80,8 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
     made = {}       # id(a matmul_bf16 made here) -> the matmul it replaced
 
     def replace(node, inputs):
-        fused = _bias_add(node, inputs, made, users, outputs)
+        fused = _bias_add(node, inputs, made, users, outputs) or \
+            _transposed_product(node, inputs, made, users, outputs)
         if fused is not None:
             return fused
         if node.op in CONV_GRADS and "conv" in allow and "conv" not in deny \
@@ -74,7 +100,9 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
             return Node("conv_bf16", inputs, node.attrs, node.shape, node.dtype, name=node.name)
         a, b = inputs
         attrs = {}
-        if _swaps_last_two(b):
+        if _swaps_last_two(b) and _swaps_last_two(b.inputs[0]):
+            b = b.inputs[0].inputs[0]               # W.T.T: W itself
+        elif _swaps_last_two(b):
             b, attrs = b.inputs[0], {"transpose_b": True}
         new = Node(BF16_OPS[node.op], (a, b), attrs, node.shape, node.dtype, name=node.name)
         made[id(new)] = node
