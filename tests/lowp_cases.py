@@ -44,7 +44,10 @@ def lowp_cases(C):
                         C(_f32(4, 3), _f32(5, 4), transpose_a=True, transpose_b=True,
                           torch=_t_matmul_bf16, fd=False, tol=1e-5),
                         C(_f32(1, 3), _f32(1, 5), transpose_a=True, torch=_t_matmul_bf16,
-                          fd=False, tol=1e-5)],
+                          fd=False, tol=1e-5),
+                        # attention's gradients: stacks read transposed in place
+                        C(_f32(2, 3, 5, 4), _f32(2, 3, 5, 6), transpose_a=True,
+                          torch=_t_matmul_bf16, fd=False, tol=1e-5)],
     }
 
 

@@ -87,10 +87,12 @@ def test_a_weight_gradient_reads_its_operands_transposed_in_place():
     assert [i.name for i in mm.inputs] == ["g", "x"] and mm.attrs == {"transpose_a": True}
     assert mm.shape == (4, 6) and g.outputs == [mm]
     assert "transpose" not in {n.op for n in g.nodes}
-    # a product something else reads too stays as it was
+    # a product something else reads too is computed as X.T @ G (X read in place) and
+    # transposed for the other reader
     g = to_bfloat16(_weight_gradient_graph(keep_product=True))
     (mm,) = [n for n in g.nodes if n.op == "matmul_bf16"]
-    assert mm.attrs == {} and mm.inputs[0].op == "transpose"
+    assert [i.name for i in mm.inputs] == ["x", "g"] and mm.attrs == {"transpose_a": True}
+    assert [n.op for n in g.nodes if n.op == "transpose"] == ["transpose"]
 
 
 @pytest.mark.parametrize("backend,onednn", [("c", True), ("c", False), ("numpy", True)])
@@ -103,10 +105,15 @@ def test_compiled_transposed_products_equal_eager(backend, onednn):
     x[3, 2], gv[5, 1], w[2, 0] = onp.nan, onp.inf, -onp.inf
     args = [np.array(a) for a in (x, gv, w)]
 
-    def f(x, g, w):
-        return np.dot(x.T, g).T, np.dot(g, w.T.T)
+    p = R.standard_normal((2, 3, 8, 8)).astype("float32")
+    p[1, 0, 2, 5] = onp.nan
+    args.append(np.array(p))
+
+    def f(x, g, w, p):        # attention's P.T @ dO: a stack read transposed in place
+        return np.dot(x.T, g).T, np.dot(g, w.T.T), np.matmul(p.swapaxes(-1, -2), p)
     mm = REGISTRY["matmul_bf16"]
-    want = [mm(args[1], args[0], transpose_a=True).asnumpy(), mm(args[1], args[2]).asnumpy()]
+    want = [mm(args[1], args[0], transpose_a=True).asnumpy(), mm(args[1], args[2]).asnumpy(),
+            mm(args[3], args[3], transpose_a=True).asnumpy()]
     h = hybridize(f, backend=backend)
     h._cached.precision = ("amp-bfloat16", {})
     if onednn:
@@ -120,7 +127,7 @@ def test_compiled_transposed_products_equal_eager(backend, onednn):
     if backend == "c" and onednn:
         (entry,) = h._cached.entries.values()
         mms = [n for n in entry.program.graph.nodes if n.op == "matmul_bf16"]
-        assert sorted(tuple(n.attrs) for n in mms) == [(), ("transpose_a",)]
+        assert sorted(tuple(n.attrs) for n in mms) == [(), ("transpose_a",), ("transpose_a",)]
 
 
 def test_deny_keeps_ops_and_named_nodes_in_float32():

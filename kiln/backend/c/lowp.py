@@ -27,11 +27,16 @@ def geometry(node):
     operands (2 or 3 dims: batch dims collapsed into one; a transposed a or b read in place
     through its strides), or None."""
     a, b = node.inputs[:2]
-    if node.attrs.get("transpose_a"):   # a 2-D a read transposed where it lies
-        if a.ndim != 2 or b.ndim != 2:
+    if node.attrs.get("transpose_a"):   # a read transposed where it lies: a matrix, or a
+        k, m = a.shape[-2:]             # stack with b's batch dims
+        if a.ndim == b.ndim == 2:
+            geo = _dims_and_strides(node, (m, k), b.shape)
+            return None if geo is None else (geo[0], (1, m)) + geo[2:]
+        if a.ndim != b.ndim or a.ndim < 3 or a.shape[:-2] != b.shape[:-2]:
             return None
-        geo = _dims_and_strides(node, (a.shape[1], a.shape[0]), b.shape)
-        return None if geo is None else (geo[0], (1, a.shape[1])) + geo[2:]
+        batch = math.prod(a.shape[:-2])
+        geo = _dims_and_strides(node, (batch, m, k), (batch,) + b.shape[-2:])
+        return None if geo is None else (geo[0], (m * k, 1, m)) + geo[2:]
     k = a.shape[-1]
     stored = b.shape                    # b as it lies (transposed when transpose_b)
     if b.ndim == 2 and a.ndim >= 2:

@@ -12,8 +12,9 @@ nodes in float32, as MXNet's fp32_ops and excluded_sym_names do.
 
 Transposes are read where they lie rather than copied, since the bfloat16 kernel converts
 its operands anyway: a transpose of a transpose is the matrix itself (the weight of
-Dense's input gradient, W.T.T), and the transposed product Dense's weight gradient is,
-(X.T @ G).T, becomes G.T @ X (transpose_a), so neither X.T nor the product is copied.
+Dense's input gradient, W.T.T), a transposed first operand is read in place (transpose_a:
+attention's gradients, P.T @ dO), and the transposed product Dense's weight gradient is,
+(X.T @ G).T, becomes G.T @ X, so neither X.T nor the product is copied.
 
 In a training step traced forward and backward together the gradient products are
 matmuls too, and run in bfloat16 like PyTorch's autocast runs them; so are the halves of a
@@ -36,21 +37,27 @@ def _swaps_last_two(node):
         n - 1, n - 2)
 
 
+def _reads_in_place(a, b):
+    """Does the bfloat16 kernel read a transposed `a` through its strides with this b (both
+    matrices, or stacks with the same batch dims: backend/c/lowp.py's geometry)?"""
+    return a.ndim == b.ndim == 2 or (a.ndim == b.ndim >= 3 and a.shape[:-2] == b.shape[:-2])
+
+
 def _transposed_product(node, inputs, made, users, outputs):
-    """matmul_bf16(G, X, transpose_a) for the 2-D transpose(matmul_bf16(transpose(X), G))
-    of a weight gradient, the product read by the transpose only."""
-    if not _swaps_last_two(node) or len(node.shape) != 2:
+    """matmul_bf16(G, X, transpose_a) for transpose(matmul_bf16(X, G, transpose_a)): a
+    weight gradient's (X.T @ G).T is G.T @ X, the product read by the transpose only."""
+    if not _swaps_last_two(node):
         return None
     mm = inputs[0]
     original = made.get(id(mm))
-    if original is None or len(mm.inputs) != 2 or mm.attrs or \
+    if original is None or len(mm.inputs) != 2 or mm.attrs != {"transpose_a": True} or \
             len(users[id(original)]) != 1 or id(original) in outputs:
         return None
-    xt, g = mm.inputs
-    if not _swaps_last_two(xt) or xt.ndim != 2 or g.ndim != 2:
+    x, g = mm.inputs
+    if not _reads_in_place(g, x):
         return None
-    new = Node("matmul_bf16", (g, xt.inputs[0]), {"transpose_a": True}, node.shape,
-               node.dtype, name=mm.name)
+    new = Node("matmul_bf16", (g, x), {"transpose_a": True}, node.shape, node.dtype,
+               name=mm.name)
     made[id(new)] = node
     return new
 
@@ -104,6 +111,10 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
             b = b.inputs[0].inputs[0]               # W.T.T: W itself
         elif _swaps_last_two(b):
             b, attrs = b.inputs[0], {"transpose_b": True}
+        if _swaps_last_two(a) and _swaps_last_two(a.inputs[0]):
+            a = a.inputs[0].inputs[0]
+        elif _swaps_last_two(a) and _reads_in_place(a.inputs[0], b):
+            a, attrs = a.inputs[0], dict(attrs, transpose_a=True)
         new = Node(BF16_OPS[node.op], (a, b), attrs, node.shape, node.dtype, name=node.name)
         made[id(new)] = node
         return new
