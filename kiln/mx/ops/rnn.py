@@ -39,7 +39,41 @@ def _unpack(parameters, mode, num_layers, dirs, input_size, hidden):
             for layer in range(num_layers) for d in range(dirs)}
 
 
-@_op("RNN", ("data", "parameters", "state", "state_cell", "sequence_length"))
+def param_count(mode, num_layers, dirs, input_size, hidden, projection=0):
+    """The length of MXNet's flat `parameters` vector (its packing, projection included)."""
+    gates, out = GATES[mode] * hidden, projection or hidden
+    total = 0
+    for layer in range(num_layers):
+        width = input_size if layer == 0 else out * dirs
+        per_direction = gates * (width + out + 2) + (projection * hidden if projection else 0)
+        total += per_direction * dirs
+    return total
+
+
+def _rnn_shapes(attrs, data):
+    """MXNet infers the parameters vector and the begin states from the data (T, N, C)."""
+    mode, hidden = attrs.get("mode", "lstm"), int(attrs["state_size"])
+    layers = int(attrs.get("num_layers", 1))
+    dirs = 2 if _flag(attrs.get("bidirectional", False)) else 1
+    projection = int(attrs.get("projection_size") or 0)
+    state = (layers * dirs, data[1], projection or hidden)
+    return {"parameters": (param_count(mode, layers, dirs, data[2], hidden, projection),),
+            "state": state, "state_cell": (layers * dirs, data[1], hidden)}
+
+
+def _flag(value):
+    return value in (True, 1) or str(value).lower() in ("true", "1")
+
+
+def _outputs(attrs):
+    """The output, then with state_outputs the final states (h, and c for an LSTM)."""
+    if not _flag(attrs.get("state_outputs", False)):
+        return 1
+    return 3 if attrs.get("mode", "lstm") == "lstm" else 2
+
+
+@_op("RNN", ("data", "parameters", "state", "state_cell", "sequence_length"),
+     param_shapes=_rnn_shapes, num_outputs=_outputs)
 def RNN(data, parameters, state, state_cell=None, sequence_length=None, state_size=0,
         num_layers=1, bidirectional=False, mode="lstm", p=0.0, state_outputs=False,
         use_sequence_length=False, projection_size=None, **_):
