@@ -35,6 +35,14 @@ def activation_fn(act, what):
                         f"{where_in_user_code()}") from None
 
 
+def activation_name(act):
+    """The MXNet name of an activation given by name or as one of kiln's functions; None
+    for another callable."""
+    if isinstance(act, str):
+        return act
+    return next((name for name, fn in _ACTIVATIONS.items() if fn is act), None)
+
+
 def _gate(x, k, n, hidden):
     """Gate k of n packed along the last axis."""
     return x[..., k * hidden:(k + 1) * hidden]

@@ -47,12 +47,13 @@ class ResidualCell(ModifierCell):
                                                     merge_outputs, valid_length)
         finally:
             self.base_cell._modified = True
-        steps, axis, _ = sequence.as_steps(length, inputs, layout)
+        seq = sequence.ops_for(inputs)
+        steps, axis, _ = seq.as_steps(length, inputs, layout)
         if valid_length is not None:
-            steps = sequence.mask(steps, valid_length, axis, False)
+            steps = seq.mask(steps, valid_length, axis, False)
         if isinstance(outputs, (list, tuple)):
             return [o + x for o, x in zip(outputs, steps)], states
-        return outputs + knp.stack(steps, axis=axis), states
+        return outputs + seq.stack(steps, axis), states
 
 
 class ZoneoutCell(ModifierCell):
@@ -99,6 +100,7 @@ class BidirectionalCell(HybridRecurrentCell):
 
     def __init__(self, l_cell, r_cell, output_prefix="bi_"):
         super().__init__()
+        self._output_prefix = output_prefix     # MXNet's node names on Symbols: bi_t0, ...
         self.register_child(l_cell, "l_cell")
         self.register_child(r_cell, "r_cell")
 
@@ -114,17 +116,19 @@ class BidirectionalCell(HybridRecurrentCell):
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
         self.reset()
-        steps, axis, batch = sequence.as_steps(length, inputs, layout)
-        states = sequence.begin_state(self, begin_state, batch)
+        seq = sequence.ops_for(inputs)
+        steps, axis, batch = seq.as_steps(length, inputs, layout)
+        states = seq.begin_state(self, begin_state, batch, steps[0])
         l_cell, r_cell = self._children.values()
         n_left = len(l_cell.state_info(batch))
         l_out, l_states = l_cell.unroll(length, steps, states[:n_left], layout, False,
                                         valid_length)
-        r_out, r_states = r_cell.unroll(length, sequence.reverse(steps, valid_length),
+        r_out, r_states = r_cell.unroll(length, seq.reverse(steps, valid_length),
                                         states[n_left:], layout, False, valid_length)
-        r_out = sequence.reverse(r_out, valid_length)
-        outputs = [knp.concatenate([a, b], axis=-1) for a, b in zip(l_out, r_out)]
+        r_out = seq.reverse(r_out, valid_length)
+        outputs = [seq.concat(a, b, name=f"{self._output_prefix}t{t}")
+                   for t, (a, b) in enumerate(zip(l_out, r_out))]
         if valid_length is not None:
-            outputs = sequence.mask(outputs, valid_length, axis, False)
-        return (sequence.merge(outputs, axis, merge_outputs, valid_length is not None),
+            outputs = seq.mask(outputs, valid_length, axis, False)
+        return (seq.merge(outputs, axis, merge_outputs, valid_length is not None),
                 l_states + r_states)
