@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln import gluon, mod, nd, sym
+from kiln import mod, nd, sym
 from kiln.gluon import rnn
 
 
