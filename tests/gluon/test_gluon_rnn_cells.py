@@ -1,5 +1,7 @@
 """gluon.rnn cells: unrolled with a layer's weights they give the layer's outputs, states
 and gradients; valid_length, merge_outputs, the modifier and container cells."""
+import warnings
+
 import numpy as onp
 import pytest
 
@@ -165,3 +167,20 @@ def test_hybridized_cell_step_equals_eager(backend):
     close(got, want)
     for a, b in zip(got_states, want_states):
         close(a, b)
+
+
+def test_hybridized_zoneout_cell_unrolls_again_under_record():
+    """Hybridized, each new signature traces the step anew: the previous output the cell
+    keeps between eager steps must not carry one trace's value into the next."""
+    zone = rnn.ZoneoutCell(rnn.LSTMCell(H, input_size=C), 0.5, 0.2)
+    zone.initialize()
+    x = np.array(inputs().asnumpy().swapaxes(0, 1))       # (N, T, C)
+    x.attach_grad()
+    zone.hybridize()
+    with warnings.catch_warnings(), autograd.record():
+        warnings.simplefilter("ignore")       # kiln's note that the step was traced
+        out = zone.unroll(T, x, merge_outputs=False)[0]
+        autograd.backward(out)
+        out = zone.unroll(T, x, merge_outputs=True)[0]
+        out.backward()
+    assert out.shape == (N, T, H)

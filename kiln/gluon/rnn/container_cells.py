@@ -1,6 +1,7 @@
 """Cells built around other cells, with MXNet Gluon's API: BidirectionalCell and the
 modifier cells ResidualCell and ZoneoutCell."""
 from ... import np as knp, npx
+from ..._core import trace
 from . import sequence
 from .rnn_cell import HybridRecurrentCell
 
@@ -78,7 +79,11 @@ class ZoneoutCell(ModifierCell):
 
         def keep_new(p, like):     # nonzero where the new value is kept (always in predict)
             return npx.dropout(knp.ones(like.shape, dtype=like.dtype), p=p)
-        prev = self._prev_output
+        # Hybridized, a step is one traced program: its previous output is zeros, as in
+        # MXNet, whose cached graph is traced on the first step after reset; a traced value
+        # kept on the cell would also leak into the next trace.
+        tracing = trace.current() is not None
+        prev = None if tracing else self._prev_output
         if prev is None:
             prev = knp.zeros(next_output.shape, dtype=next_output.dtype)
         output = (knp.where(keep_new(self.zoneout_outputs, next_output), next_output, prev)
@@ -86,7 +91,8 @@ class ZoneoutCell(ModifierCell):
         if self.zoneout_states != 0:
             next_states = [knp.where(keep_new(self.zoneout_states, new), new, old)
                            for new, old in zip(next_states, states)]
-        self._prev_output = output
+        if not tracing:
+            self._prev_output = output
         return output, next_states
 
     def __repr__(self):
