@@ -8,7 +8,7 @@ from ..block import Block, HybridBlock
 from ..parameter import Parameter
 from . import sequence
 from .cell_math import activation_fn, step
-from .rnn_layer import zeros_state
+from .sequence import zeros_state
 
 
 class _CellMixin:

@@ -25,16 +25,10 @@ from ..._core.base import KilnError, where_in_user_code
 from ..block import HybridBlock
 from ..parameter import Parameter
 from ..._core import trace
-from . import fused_eager, time_loop
+from . import fused_eager, rnn_cell, time_loop
+from .container_cells import BidirectionalCell
+from .sequence import zeros_state
 from .cell_math import GATES, NUM_STATES, step
-
-
-def zeros_state(func, shape, dtype, kwargs):
-    """One begin state: func(shape=..., **kwargs) (MXNet's `func=np.zeros` protocol); the
-    MXNet 1.x keywords name and __layout__ are dropped."""
-    kwargs = {k: v for k, v in kwargs.items() if k not in ("name", "__layout__")}
-    kwargs.setdefault("dtype", dtype)
-    return func(shape=shape, **kwargs)
 
 
 class _RNNLayer(HybridBlock):
@@ -63,6 +57,10 @@ class _RNNLayer(HybridBlock):
         self._layout, self._dropout, self._mode = layout, dropout, mode
         self._dir = 2 if bidirectional else 1
         self._input_size, self._dtype = int(input_size), dtype
+        self._initializers = {"i2h_weight_initializer": i2h_weight_initializer,
+                              "h2h_weight_initializer": h2h_weight_initializer,
+                              "i2h_bias_initializer": i2h_bias_initializer,
+                              "h2h_bias_initializer": h2h_bias_initializer}
         self._gates = GATES[mode]
         ng, ni, nh = self._gates, self._input_size, self._hidden_size
         for i in range(self._num_layers):
@@ -87,6 +85,35 @@ class _RNNLayer(HybridBlock):
         if self._dir == 2:
             s += ", bidirectional"
         return s + ")"
+
+    def _unfuse(self):
+        """The layer as MXNet's stack of cells (l{i}_ / r{i}_ cells, dropout between layers)
+        sharing this layer's parameters."""
+        mode, hidden = self._mode, self._hidden_size
+
+        def cell(prefix, input_size):
+            kw = dict(self._initializers, prefix=prefix, input_size=input_size)
+            if mode.startswith("rnn_"):
+                made = rnn_cell.RNNCell(hidden, activation=mode[4:], **kw)
+            else:
+                made = (rnn_cell.LSTMCell if mode == "lstm" else rnn_cell.GRUCell)(hidden, **kw)
+            # the layer's own Parameters (a named layer's scope shares them by name already;
+            # an unnamed one opens no scope)
+            for name in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias"):
+                setattr(made, name, getattr(self, prefix + name))
+            return made
+        stack = rnn_cell.HybridSequentialRNNCell(prefix=self.prefix, params=self.params)
+        with stack.name_scope():
+            width = self._input_size
+            for i in range(self._num_layers):
+                if self._dir == 2:
+                    stack.add(BidirectionalCell(cell(f"l{i}_", width), cell(f"r{i}_", width)))
+                else:
+                    stack.add(cell(f"l{i}_", width))
+                if self._dropout > 0 and i != self._num_layers - 1:
+                    stack.add(rnn_cell.DropoutCell(self._dropout))
+                width = hidden * self._dir
+        return stack
 
     def state_info(self, batch_size=0):
         shape = (self._num_layers * self._dir, batch_size, self._hidden_size)

@@ -52,6 +52,14 @@ def merge(steps, axis, merge_outputs, masked=False):
     return list(steps)
 
 
+def zeros_state(func, shape, dtype, kwargs):
+    """One begin state: func(shape=..., **kwargs) (MXNet's `func=np.zeros` protocol); the
+    MXNet 1.x keywords name and __layout__ are dropped."""
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("name", "__layout__")}
+    kwargs.setdefault("dtype", dtype)
+    return func(shape=shape, **kwargs)
+
+
 def begin_state(cell, begin, batch_size, first_step=None):
     """The states to start from: given, or the cell's zeros for this batch size."""
     return cell.begin_state(batch_size=batch_size) if begin is None else list(begin)
