@@ -32,6 +32,8 @@ def test_parameters_and_states_are_inferred_from_the_data(mode, bidirectional, p
     states = [(layers, 2, out)] + ([(layers, 2, 7)] if mode == "lstm" else [])
     assert args == [(4, 2, 5), (MXNET_PARAMS[mode, bidirectional, projection],)] + states
     assert outs == [(4, 2, out * (2 if bidirectional else 1))] + states
+    assert sym.list_outputs() == ["R_output", "R_state_output", "R_statecell_output"][
+        :len(outs)]
 
 
 def test_simple_bind_with_only_the_data_shape_runs():

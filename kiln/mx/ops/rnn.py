@@ -73,7 +73,8 @@ def _outputs(attrs):
 
 
 @_op("RNN", ("data", "parameters", "state", "state_cell", "sequence_length"),
-     param_shapes=_rnn_shapes, num_outputs=_outputs)
+     param_shapes=_rnn_shapes, num_outputs=_outputs,
+     output_names=lambda attrs: ["output", "state_output", "statecell_output"])
 def RNN(data, parameters, state, state_cell=None, sequence_length=None, state_size=0,
         num_layers=1, bidirectional=False, mode="lstm", p=0.0, state_outputs=False,
         use_sequence_length=False, projection_size=None, **_):
