@@ -13,13 +13,14 @@ bind / infer_shape. This module is that F = symbol side for kiln's cells:
 
 A default begin state is MXNet's zeros of shape (0, hidden), the 0 a batch that shape
 inference fills in. kiln infers shapes forward, so here the zeros take their batch from the
-first step's input instead (zeros_like of one column of it, broadcast to the state width):
-the same values and shapes, and no variable is added.
+first step's input instead (rnn_cell.zeros_with_batch_of): the same values and shapes, and
+no variable is added.
 """
 from ...gluon.rnn import container_cells, rnn_cell, sequence
 from ...gluon.rnn.cell_math import activation_name
 from ..sym.block_call import register_symbolic_forward
 from ..sym.symbol import Symbol, call_op, var
+from .rnn_cell import zeros_with_batch_of
 
 
 def _op(op_name, *args, **kwargs):
@@ -242,12 +243,8 @@ def _zeros_batch_of(first_step):
     batch (0) is the batch of `first_step` (N, ...)."""
     def zeros(shape, dtype=None, name=None, **_):
         shape = tuple(int(d) for d in shape)
-        if shape and shape[0] == 0 and all(shape[1:]):
-            column = _op("zeros_like", _op("slice_axis", first_step, axis=1, begin=0, end=1))
-            if len(shape) > 2:
-                column = _op("reshape", column, shape=(0,) + (1,) * (len(shape) - 1))
-            axes = tuple(range(1, len(shape)))
-            return _op("broadcast_axis", column, axis=axes, size=shape[1:], name=name)
+        if list(shape).count(0) == 1:
+            return zeros_with_batch_of(first_step, 0, shape, name)
         return _op("_zeros", shape=shape, dtype=dtype or "float32", name=name)
     return zeros
 
