@@ -362,6 +362,9 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
         va["__lr_mult__"] = lr_mult
     if wd_mult is not None:
         va["__wd_mult__"] = wd_mult
+    for key, value in kwargs.items():      # MXNet keeps __layout__ and the like as attributes
+        if key.startswith("__") and key.endswith("__"):
+            va[key] = str(value)
     return Symbol([(SymNode(None, name, var_attrs=va), 0)])
 
 
