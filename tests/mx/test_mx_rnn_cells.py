@@ -139,3 +139,28 @@ def test_fused_cell_equals_its_unfused_stack(mode, bidirectional):
         m.backward(out_grads=[dy])
     assert np.allclose(m1.get_input_grads()[0].asnumpy(), m2.get_input_grads()[0].asnumpy(),
                        atol=1e-5)
+
+
+def test_variable_begin_states_bind_in_a_module_over_two_contexts():
+    """begin_state(func=sym.Variable) declares shape (0, hidden) and __layout__ 'NC', as in
+    MXNet; bound as a Module's states, each context's states get its share of the batch
+    (MXNet 1.9.1 gives the same shapes: (2, 20) and (3, 20) for a batch of 5)."""
+    stack = rnn.SequentialRNNCell()
+    for i in range(2):
+        stack.add(rnn.LSTMCell(num_hidden=20, prefix=f"lstm_l{i}_"))
+    begin = stack.begin_state(func=sym.Variable)
+    assert begin[0].list_attr() == {"__shape__": "(0, 20)", "__layout__": "NC"}
+    _, states = stack.unroll(3, begin_state=begin, inputs=sym.Variable("data"))
+    m = mod.Module(sym.Group(states), context=[kiln.cpu(0), kiln.cpu(1)], label_names=None,
+                   state_names=[s.name for s in begin])
+    m.bind(data_shapes=[("data", (5, 3, 10))], label_shapes=None, for_training=False)
+    m.init_params()
+    batch = kiln.io.DataBatch(data=[nd.zeros((5, 3, 10))], label=[])
+    m.set_states(value=1)
+    m.forward(batch)
+    per_context = m.get_outputs(merge_multi_context=False)
+    assert [[o.shape for o in out] for out in per_context] == [[(2, 20), (3, 20)]] * 4
+    first = [o.asnumpy() for o in m.get_outputs()]
+    m.set_states(states=per_context)
+    m.forward(batch)
+    assert not any(np.allclose(a, b.asnumpy()) for a, b in zip(first, m.get_outputs()))
