@@ -9,6 +9,7 @@ public paths (`kiln.nd`, `kiln.image`, `import mxnet`), which alias.py resolves.
 """
 from . import nd, sym
 from .sym import symbol_block  # noqa: F401  (registers MXNet Symbols with gluon.SymbolBlock)
+from .rnn import gluon_symbolic  # noqa: F401  (registers Gluon's recurrent cells on Symbols)
 from .._core import autograd as _autograd
 from ..gluon import f_namespace
 

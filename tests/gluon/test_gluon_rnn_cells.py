@@ -165,3 +165,36 @@ def test_hybridized_cell_step_equals_eager(backend):
     close(got, want)
     for a, b in zip(got_states, want_states):
         close(a, b)
+
+
+def test_hybridized_zoneout_cell_unrolls_again_under_record():
+    """Hybridized, each new signature traces the step anew: the previous output the cell
+    keeps between eager steps must not carry one trace's value into the next."""
+    zone = rnn.ZoneoutCell(rnn.LSTMCell(H, input_size=C), 0.5, 0.2)
+    zone.initialize()
+    x = np.array(inputs().asnumpy().swapaxes(0, 1))       # (N, T, C)
+    x.attach_grad()
+    zone.hybridize()
+    with autograd.record():
+        out = zone.unroll(T, x, merge_outputs=False)[0]
+        autograd.backward(out)
+        out = zone.unroll(T, x, merge_outputs=True)[0]
+        out.backward()
+    assert out.shape == (N, T, H)
+
+
+@pytest.mark.parametrize("mode", sorted(LAYERS))
+def test_unfused_layer_shares_parameters_and_outputs(mode):
+    """LSTM/GRU/RNN._unfuse (MXNet's): a stack of l{i}_/r{i}_ cells over the layer's own
+    Parameters, DropoutCells between layers, computing the layer's function."""
+    layer = layer_of(mode, num_layers=2, bidirectional=True, input_size=C, prefix="net_")
+    stack = layer._unfuse()
+    assert sorted(stack.collect_params().keys()) == sorted(layer.collect_params().keys())
+    x = inputs()
+    want = layer(x)
+    got, _ = stack.unroll(T, x, layout="TNC", merge_outputs=True)
+    close(got, want)
+    unnamed = layer_of(mode, num_layers=3, dropout=0.3)
+    kinds = [type(c).__name__ for c in unnamed._unfuse()._children.values()]
+    assert kinds == [LAYERS[mode][1].__name__, "DropoutCell"] * 2 + [LAYERS[mode][1].__name__]
+    assert unnamed._unfuse()[0].i2h_weight is unnamed.l0_i2h_weight

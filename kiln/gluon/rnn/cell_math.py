@@ -8,6 +8,7 @@ before the loop), a cell per step.
 Gate order and formulas are MXNet's, which are cuDNN's and PyTorch's:
   LSTM  gates = i2h + h W_h2h^T + b_h2h split as (i, f, g, o) along the last axis
         c' = sigmoid(f) * c + sigmoid(i) * tanh(g);   h' = sigmoid(o) * tanh(c')
+        (LSTMP: the output and recurrent state is r' = h' W_h2r^T instead of h')
   GRU   i2h split as (i_r, i_z, i_n), h2h = h W_h2h^T + b_h2h split as (h_r, h_z, h_n)
         r = sigmoid(i_r + h_r);  z = sigmoid(i_z + h_z);  n = tanh(i_n + r * h_n)
         h' = (1 - z) * n + z * h       (the reset gate multiplies h2h *after* its bias)
@@ -35,15 +36,25 @@ def activation_fn(act, what):
                         f"{where_in_user_code()}") from None
 
 
+def activation_name(act):
+    """The MXNet name of an activation given by name or as one of kiln's functions; None
+    for another callable."""
+    if isinstance(act, str):
+        return act
+    return next((name for name, fn in _ACTIVATIONS.items() if fn is act), None)
+
+
 def _gate(x, k, n, hidden):
     """Gate k of n packed along the last axis."""
     return x[..., k * hidden:(k + 1) * hidden]
 
 
-def step(mode, i2h, states, h2h_weight, h2h_bias, act=None, recurrent_act=None):
-    """(output, new_states) of one step; states is a list ([h] or [h, c] for LSTM)."""
+def step(mode, i2h, states, h2h_weight, h2h_bias, act=None, recurrent_act=None,
+         h2r_weight=None):
+    """(output, new_states) of one step; states is a list ([h] or [h, c] for LSTM). With
+    h2r_weight (LSTMP) the LSTM's output and recurrent state is r = h W_h2r^T."""
     h = states[0]
-    hidden = h.shape[-1]
+    hidden = h2h_weight.shape[0] // GATES[mode]
     h2h = npx.fully_connected(h, h2h_weight, h2h_bias, num_hidden=h2h_weight.shape[0],
                               flatten=False)
     if mode in ("rnn_relu", "rnn_tanh"):
@@ -57,6 +68,9 @@ def step(mode, i2h, states, h2h_weight, h2h_bias, act=None, recurrent_act=None):
         i, f, g, o = (_gate(gates, k, 4, hidden) for k in range(4))
         c = sig(f) * states[1] + sig(i) * act(g)
         out = sig(o) * act(c)
+        if h2r_weight is not None:
+            out = npx.fully_connected(out, h2r_weight, None, num_hidden=h2r_weight.shape[0],
+                                      no_bias=True, flatten=False)
         return out, [out, c]
     if mode == "gru":
         r = sig(_gate(i2h, 0, 3, hidden) + _gate(h2h, 0, 3, hidden))

@@ -1,6 +1,7 @@
 """Cells built around other cells, with MXNet Gluon's API: BidirectionalCell and the
 modifier cells ResidualCell and ZoneoutCell."""
 from ... import np as knp, npx
+from ..._core import trace
 from . import sequence
 from .rnn_cell import HybridRecurrentCell
 
@@ -47,12 +48,13 @@ class ResidualCell(ModifierCell):
                                                     merge_outputs, valid_length)
         finally:
             self.base_cell._modified = True
-        steps, axis, _ = sequence.as_steps(length, inputs, layout)
+        seq = sequence.ops_for(inputs)
+        steps, axis, _ = seq.as_steps(length, inputs, layout)
         if valid_length is not None:
-            steps = sequence.mask(steps, valid_length, axis, False)
+            steps = seq.mask(steps, valid_length, axis, False)
         if isinstance(outputs, (list, tuple)):
             return [o + x for o, x in zip(outputs, steps)], states
-        return outputs + knp.stack(steps, axis=axis), states
+        return outputs + seq.stack(steps, axis), states
 
 
 class ZoneoutCell(ModifierCell):
@@ -77,7 +79,11 @@ class ZoneoutCell(ModifierCell):
 
         def keep_new(p, like):     # nonzero where the new value is kept (always in predict)
             return npx.dropout(knp.ones(like.shape, dtype=like.dtype), p=p)
-        prev = self._prev_output
+        # Hybridized, a step is one traced program: its previous output is zeros, as in
+        # MXNet, whose cached graph is traced on the first step after reset; a traced value
+        # kept on the cell would also leak into the next trace.
+        tracing = trace.current() is not None
+        prev = None if tracing else self._prev_output
         if prev is None:
             prev = knp.zeros(next_output.shape, dtype=next_output.dtype)
         output = (knp.where(keep_new(self.zoneout_outputs, next_output), next_output, prev)
@@ -85,7 +91,8 @@ class ZoneoutCell(ModifierCell):
         if self.zoneout_states != 0:
             next_states = [knp.where(keep_new(self.zoneout_states, new), new, old)
                            for new, old in zip(next_states, states)]
-        self._prev_output = output
+        if not tracing:
+            self._prev_output = output
         return output, next_states
 
     def __repr__(self):
@@ -99,6 +106,7 @@ class BidirectionalCell(HybridRecurrentCell):
 
     def __init__(self, l_cell, r_cell, output_prefix="bi_"):
         super().__init__()
+        self._output_prefix = output_prefix     # MXNet's node names on Symbols: bi_t0, ...
         self.register_child(l_cell, "l_cell")
         self.register_child(r_cell, "r_cell")
 
@@ -114,17 +122,19 @@ class BidirectionalCell(HybridRecurrentCell):
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
         self.reset()
-        steps, axis, batch = sequence.as_steps(length, inputs, layout)
-        states = sequence.begin_state(self, begin_state, batch)
+        seq = sequence.ops_for(inputs)
+        steps, axis, batch = seq.as_steps(length, inputs, layout)
+        states = seq.begin_state(self, begin_state, batch, steps[0])
         l_cell, r_cell = self._children.values()
         n_left = len(l_cell.state_info(batch))
         l_out, l_states = l_cell.unroll(length, steps, states[:n_left], layout, False,
                                         valid_length)
-        r_out, r_states = r_cell.unroll(length, sequence.reverse(steps, valid_length),
+        r_out, r_states = r_cell.unroll(length, seq.reverse(steps, valid_length),
                                         states[n_left:], layout, False, valid_length)
-        r_out = sequence.reverse(r_out, valid_length)
-        outputs = [knp.concatenate([a, b], axis=-1) for a, b in zip(l_out, r_out)]
+        r_out = seq.reverse(r_out, valid_length)
+        outputs = [seq.concat(a, b, name=f"{self._output_prefix}t{t}")
+                   for t, (a, b) in enumerate(zip(l_out, r_out))]
         if valid_length is not None:
-            outputs = sequence.mask(outputs, valid_length, axis, False)
-        return (sequence.merge(outputs, axis, merge_outputs, valid_length is not None),
+            outputs = seq.mask(outputs, valid_length, axis, False)
+        return (seq.merge(outputs, axis, merge_outputs, valid_length is not None),
                 l_states + r_states)

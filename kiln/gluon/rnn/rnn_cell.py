@@ -8,7 +8,7 @@ from ..block import Block, HybridBlock
 from ..parameter import Parameter
 from . import sequence
 from .cell_math import activation_fn, step
-from .rnn_layer import zeros_state
+from .sequence import zeros_state
 
 
 class _CellMixin:
@@ -37,8 +37,9 @@ class _CellMixin:
                valid_length=None):
         """Run the cell for `length` steps; returns (outputs, final states)."""
         self.reset()
-        steps, axis, batch = sequence.as_steps(length, inputs, layout)
-        states = sequence.begin_state(self, begin_state, batch)
+        seq = sequence.ops_for(inputs)
+        steps, axis, batch = seq.as_steps(length, inputs, layout)
+        states = seq.begin_state(self, begin_state, batch, steps[0])
         outputs, history = [], []
         for x in steps:
             out, states = self(x, states)
@@ -46,9 +47,9 @@ class _CellMixin:
             if valid_length is not None:
                 history.append(states)
         if valid_length is not None:
-            states = [sequence.last_valid(list(per), valid_length) for per in zip(*history)]
-            outputs = sequence.mask(outputs, valid_length, axis, False)
-        return sequence.merge(outputs, axis, merge_outputs, valid_length is not None), states
+            states = [seq.last_valid(list(per), valid_length) for per in zip(*history)]
+            outputs = seq.mask(outputs, valid_length, axis, False)
+        return seq.merge(outputs, axis, merge_outputs, valid_length is not None), states
 
     def forward(self, inputs, states):
         raise NotImplementedError(f"{type(self).__name__} must define forward")
@@ -198,8 +199,9 @@ class _SequentialMixin:
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
         self.reset()
-        steps, _, batch = sequence.as_steps(length, inputs, layout)
-        states = sequence.begin_state(self, begin_state, batch)
+        seq = sequence.ops_for(inputs)
+        steps, _, batch = seq.as_steps(length, inputs, layout)
+        states = seq.begin_state(self, begin_state, batch, steps[0])
         new, n = [], len(self._children)
         x = steps
         for k, (cell, state) in enumerate(self._split(states)):
@@ -241,7 +243,9 @@ class DropoutCell(HybridRecurrentCell):
                valid_length=None):
         self.reset()
         if not isinstance(inputs, (list, tuple)) and merge_outputs is not False:
-            return self.forward(inputs, list(begin_state or []))
+            # one step over the whole sequence; on Symbols through the symbol-call hook
+            run = self.forward if sequence.ops_for(inputs) is sequence else self
+            return run(inputs, list(begin_state or []))
         return super().unroll(length, inputs, begin_state, layout, merge_outputs, None)
 
     def __repr__(self):

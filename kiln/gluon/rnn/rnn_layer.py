@@ -25,28 +25,21 @@ from ..._core.base import KilnError, where_in_user_code
 from ..block import HybridBlock
 from ..parameter import Parameter
 from ..._core import trace
-from . import fused_eager, time_loop
+from . import fused_eager, rnn_cell, time_loop
+from .container_cells import BidirectionalCell
+from .sequence import zeros_state
 from .cell_math import GATES, NUM_STATES, step
-
-
-def zeros_state(func, shape, dtype, kwargs):
-    """One begin state: func(shape=..., **kwargs) (MXNet's `func=np.zeros` protocol); the
-    MXNet 1.x keywords name and __layout__ are dropped."""
-    kwargs = {k: v for k, v in kwargs.items() if k not in ("name", "__layout__")}
-    kwargs.setdefault("dtype", dtype)
-    return func(shape=shape, **kwargs)
 
 
 class _RNNLayer(HybridBlock):
     def __init__(self, hidden_size, num_layers, layout, dropout, bidirectional, input_size,
                  i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
-                 h2h_bias_initializer, mode, projection_size=None, dtype="float32",
+                 h2h_bias_initializer, mode, projection_size=None,
+                 h2r_weight_initializer=None, dtype="float32",
                  use_sequence_length=False, **kwargs):
-        for name, value in (("projection_size", projection_size),
-                            ("use_sequence_length", use_sequence_length)):
-            if value:
-                raise KilnError(f"{type(self).__name__}: {name} is not supported by kiln "
-                                f"yet{where_in_user_code()}")
+        if use_sequence_length:
+            raise KilnError(f"{type(self).__name__}: use_sequence_length is not supported by "
+                            f"kiln yet{where_in_user_code()}")
         for key in ("lstm_state_clip_min", "lstm_state_clip_max"):
             if kwargs.pop(key, None) is not None:
                 raise KilnError(f"{type(self).__name__}: {key} is not supported by kiln yet"
@@ -63,18 +56,28 @@ class _RNNLayer(HybridBlock):
         self._layout, self._dropout, self._mode = layout, dropout, mode
         self._dir = 2 if bidirectional else 1
         self._input_size, self._dtype = int(input_size), dtype
+        self._initializers = {"i2h_weight_initializer": i2h_weight_initializer,
+                              "h2h_weight_initializer": h2h_weight_initializer,
+                              "i2h_bias_initializer": i2h_bias_initializer,
+                              "h2h_bias_initializer": h2h_bias_initializer}
         self._gates = GATES[mode]
+        # LSTMP: the recurrent state is h projected to projection_size by h2r_weight
+        self._projection_size = int(projection_size or 0)
         ng, ni, nh = self._gates, self._input_size, self._hidden_size
+        nr = self._projection_size or nh
         for i in range(self._num_layers):
             for j in "lr"[:self._dir]:
-                for name, shape, init in (("i2h_weight", (ng * nh, ni), i2h_weight_initializer),
-                                          ("h2h_weight", (ng * nh, nh), h2h_weight_initializer),
-                                          ("i2h_bias", (ng * nh,), i2h_bias_initializer),
-                                          ("h2h_bias", (ng * nh,), h2h_bias_initializer)):
+                shapes = [("i2h_weight", (ng * nh, ni), i2h_weight_initializer),
+                          ("h2h_weight", (ng * nh, nr), h2h_weight_initializer),
+                          ("i2h_bias", (ng * nh,), i2h_bias_initializer),
+                          ("h2h_bias", (ng * nh,), h2h_bias_initializer)]
+                if self._projection_size:
+                    shapes.append(("h2r_weight", (nr, nh), h2r_weight_initializer))
+                for name, shape, init in shapes:
                     setattr(self, f"{j}{i}_{name}", Parameter(
                         f"{j}{i}_{name}", shape=shape, init=init, dtype=dtype,
                         allow_deferred_init=True))
-            ni = nh * self._dir
+            ni = nr * self._dir
 
     def __repr__(self):
         shape = self.l0_i2h_weight.shape
@@ -88,10 +91,43 @@ class _RNNLayer(HybridBlock):
             s += ", bidirectional"
         return s + ")"
 
+    def _unfuse(self):
+        """The layer as MXNet's stack of cells (l{i}_ / r{i}_ cells, dropout between layers)
+        sharing this layer's parameters."""
+        if self._projection_size:
+            raise KilnError(f"{type(self).__name__}._unfuse does not support a projection "
+                            f"layer (as in MXNet){where_in_user_code()}")
+        mode, hidden = self._mode, self._hidden_size
+
+        def cell(prefix, input_size):
+            kw = dict(self._initializers, prefix=prefix, input_size=input_size)
+            if mode.startswith("rnn_"):
+                made = rnn_cell.RNNCell(hidden, activation=mode[4:], **kw)
+            else:
+                made = (rnn_cell.LSTMCell if mode == "lstm" else rnn_cell.GRUCell)(hidden, **kw)
+            # the layer's own Parameters (a named layer's scope shares them by name already;
+            # an unnamed one opens no scope)
+            for name in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias"):
+                setattr(made, name, getattr(self, prefix + name))
+            return made
+        stack = rnn_cell.HybridSequentialRNNCell(prefix=self.prefix, params=self.params)
+        with stack.name_scope():
+            width = self._input_size
+            for i in range(self._num_layers):
+                if self._dir == 2:
+                    stack.add(BidirectionalCell(cell(f"l{i}_", width), cell(f"r{i}_", width)))
+                else:
+                    stack.add(cell(f"l{i}_", width))
+                if self._dropout > 0 and i != self._num_layers - 1:
+                    stack.add(rnn_cell.DropoutCell(self._dropout))
+                width = hidden * self._dir
+        return stack
+
     def state_info(self, batch_size=0):
-        shape = (self._num_layers * self._dir, batch_size, self._hidden_size)
-        return [{"shape": shape, "__layout__": "LNC", "dtype": self._dtype}
-                for _ in range(NUM_STATES[self._mode])]
+        widths = [self._projection_size or self._hidden_size, self._hidden_size]
+        return [{"shape": (self._num_layers * self._dir, batch_size, width),
+                 "__layout__": "LNC", "dtype": self._dtype}
+                for width in widths[:NUM_STATES[self._mode]]]
 
     def begin_state(self, batch_size=0, func=None, **kwargs):
         """Initial states (zeros unless `func` says otherwise), one array per state."""
@@ -163,9 +199,12 @@ class _RNNLayer(HybridBlock):
                                  num_hidden=self._gates * self._hidden_size)
         xs = knp.reshape(xs, (length, batch, self._gates * self._hidden_size))
         mode = self._mode
-        if trace.current() is None and fused_eager.supported(xs, states, h2h_weight):
+        h2r_weight = param("h2r_weight") if self._projection_size else None
+        if trace.current() is None and h2r_weight is None and \
+                fused_eager.supported(xs, states, h2h_weight):
             return fused_eager.run(mode, xs, states, h2h_weight, h2h_bias, reverse)
-        return time_loop.run(lambda x_t, s: step(mode, x_t, s, h2h_weight, h2h_bias),
+        return time_loop.run(lambda x_t, s: step(mode, x_t, s, h2h_weight, h2h_bias,
+                                                 h2r_weight=h2r_weight),
                              xs, states, reverse=reverse)
 
 
@@ -187,17 +226,19 @@ class RNN(_RNNLayer):
 
 
 class LSTM(_RNNLayer):
-    """Long short-term memory; states [h, c]."""
+    """Long short-term memory; states [h, c] (with projection_size, LSTMP: [r, c])."""
 
     def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0,
                  bidirectional=False, input_size=0, i2h_weight_initializer=None,
                  h2h_weight_initializer=None, i2h_bias_initializer="zeros",
-                 h2h_bias_initializer="zeros", projection_size=None, dtype="float32",
-                 **kwargs):
+                 h2h_bias_initializer="zeros", projection_size=None,
+                 h2r_weight_initializer=None, dtype="float32", **kwargs):
         super().__init__(hidden_size, num_layers, layout, dropout, bidirectional, input_size,
                          i2h_weight_initializer, h2h_weight_initializer,
                          i2h_bias_initializer, h2h_bias_initializer, "lstm",
-                         projection_size=projection_size, dtype=dtype, **kwargs)
+                         projection_size=projection_size,
+                         h2r_weight_initializer=h2r_weight_initializer, dtype=dtype,
+                         **kwargs)
 
 
 class GRU(_RNNLayer):

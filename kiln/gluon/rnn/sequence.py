@@ -1,7 +1,31 @@
 """Sequence helpers shared by the recurrent cells: MXNet's input formats for `unroll`
 (one array with a time axis, or a list of per-step arrays), begin states, and the
-valid_length operations (mask, last valid state, reverse within the valid part)."""
+valid_length operations (mask, last valid state, reverse within the valid part).
+
+The cells' `unroll` asks `ops_for(inputs)` for these functions: this module's for arrays,
+and for MXNet 1.x Symbols the same functions built of symbol nodes, which kiln/mx/rnn
+registers (gluon sits below the MXNet 1.x floor), so one unroll serves both.
+"""
+import sys
+
 from ... import np as knp, npx
+
+_SYMBOLIC = []
+
+
+def register_symbolic(ops):
+    """ops: an object with this module's functions, building MXNet 1.x Symbols."""
+    _SYMBOLIC[:] = [ops]
+
+
+def ops_for(inputs):
+    """The sequence functions for these unroll inputs (one value or a list of steps)."""
+    first = inputs[0] if isinstance(inputs, (list, tuple)) and inputs else inputs
+    if _SYMBOLIC:
+        from ..symbol_block import symbol_types
+        if isinstance(first, symbol_types()):
+            return _SYMBOLIC[0]
+    return sys.modules[__name__]
 
 
 def as_steps(length, inputs, layout):
@@ -28,8 +52,26 @@ def merge(steps, axis, merge_outputs, masked=False):
     return list(steps)
 
 
-def begin_state(cell, begin, batch_size):
+def zeros_state(func, shape, dtype, kwargs):
+    """One begin state: func(shape=..., **kwargs) (MXNet's `func=np.zeros` protocol); the
+    MXNet 1.x keywords name and __layout__ are dropped."""
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("name", "__layout__")}
+    kwargs.setdefault("dtype", dtype)
+    return func(shape=shape, **kwargs)
+
+
+def begin_state(cell, begin, batch_size, first_step=None):
+    """The states to start from: given, or the cell's zeros for this batch size."""
     return cell.begin_state(batch_size=batch_size) if begin is None else list(begin)
+
+
+def stack(steps, axis):
+    return knp.stack(steps, axis=axis)
+
+
+def concat(left, right, name=None):
+    """Per-step outputs of two directions side by side (name: the Symbol's node name)."""
+    return knp.concatenate([left, right], axis=-1)
 
 
 def mask(outputs, valid_length, axis, merged):

@@ -18,7 +18,9 @@ from ..._core.base import KilnError, where_in_user_code
 from ..._core.ndarray import ndarray
 from ...io import DataDesc
 from ..sym.evaluation import infer_shape_strict, infer_type, _as_array
+from ..ops import parse_attr
 from ..sym.executor import Executor
+from ..sym.symbol import nodes_of
 
 
 def split_slices(batch_size, workload):
@@ -144,6 +146,8 @@ class DataParallelExecutorGroup:
     def _bind_ith_exec(self, i, shared_group, previous):
         descs = self._sliced_descs(i)
         shapes = {n: s for n, s, _ in descs}
+        piece = self.slices[i]
+        shapes.update(self._state_shapes(piece.stop - piece.start, shapes))
         arg_shapes, _, aux_shapes = infer_shape_strict(self.symbol, **shapes)
         arg_types, _, aux_types = infer_type(self.symbol, **{n: t for n, _, t in descs})
         shared_exec = shared_group.execs[i] if shared_group is not None else previous
@@ -164,6 +168,29 @@ class DataParallelExecutorGroup:
         aux = {name: _reuse(shared_exec and shared_exec.aux_dict.get(name), shape, dtype)
                for name, shape, dtype in zip(self.aux_names, aux_shapes, aux_types)}
         return Executor(self.symbol, args, grads, dict(self.grad_req), aux)
+
+    def _state_shapes(self, batch, given):
+        """{state: shape} for the states whose declared shape leaves its batch unknown (0
+        at the 'N' of its __layout__, as MXNet's symbolic cells declare begin states):
+        MXNet infers that batch backwards from the ops reading the state, which always
+        meet the data's batch; kiln's inference runs forward, so the layout says it."""
+        found = {}
+        variables = {n.name: n for n in nodes_of(self.symbol._heads) if n.is_var}
+        for name in self.state_names:
+            node = variables.get(name)
+            if node is None or name in given:
+                continue
+            shape, layout = node.var_attrs.get("__shape__"), node.var_attrs.get("__layout__")
+            if isinstance(shape, str):
+                shape = parse_attr(shape)
+            axis = DataDesc.get_batch_axis(layout) if layout else -1
+            if shape is None or not 0 <= axis < len(shape):
+                continue
+            shape = [int(d) for d in shape]
+            if shape[axis] == 0 and all(d > 0 for k, d in enumerate(shape) if k != axis):
+                shape[axis] = batch
+                found[name] = tuple(shape)
+        return found
 
     def _collect_arrays(self):
         execs = self.execs

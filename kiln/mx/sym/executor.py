@@ -214,8 +214,7 @@ class Executor:
                     callback(src.name.encode(), array)
                 callback(f"{node.name}_{_monitor_input_name(node, k)}".encode(), array)
         for k, array in enumerate(outputs):
-            name = f"{node.name}_output" + (str(k) if len(outputs) > 1 else "")
-            callback(name.encode(), array)
+            callback(node.output_name(k).encode(), array)
 
     def forward(self, is_train=False, **kwargs):
         self._set_inputs(kwargs)

@@ -32,6 +32,17 @@ class SymNode:
     def is_var(self):
         return self.op is None
 
+    def output_name(self, k):
+        """MXNet's name of output k: <name>_output, <name>_output<k>, or the op's own
+        (RNN's <name>_state_output)."""
+        if self.num_outputs == 1:
+            return f"{self.name}_output"
+        if not self.op.startswith(KILN_PREFIX) and self.grad_of is None:
+            names = lookup(self.op).output_names
+            if names is not None:
+                return f"{self.name}_{names(self.attrs)[k]}"
+        return f"{self.name}_output{k}"
+
     def aux_inputs(self):
         """Indices of the inputs that are auxiliary states (BatchNorm's moving stats)."""
         if self.is_var or self.op.startswith(KILN_PREFIX) or self.grad_of is not None:
@@ -124,12 +135,7 @@ class Symbol:
     def list_outputs(self):
         out = []
         for node, k in self._heads:
-            if node.is_var:
-                out.append(node.name)
-            elif node.num_outputs == 1:
-                out.append(f"{node.name}_output")
-            else:
-                out.append(f"{node.name}_output{k}")
+            out.append(node.name if node.is_var else node.output_name(k))
         return out
 
     def get_internals(self):
@@ -356,6 +362,9 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
         va["__lr_mult__"] = lr_mult
     if wd_mult is not None:
         va["__wd_mult__"] = wd_mult
+    for key, value in kwargs.items():      # MXNet keeps __layout__ and the like as attributes
+        if key.startswith("__") and key.endswith("__"):
+            va[key] = str(value)
     return Symbol([(SymNode(None, name, var_attrs=va), 0)])
 
 
