@@ -279,6 +279,39 @@ def _propagate(heads, head_grads, retain_graph, create_graph, claim):
     return leaf_grads
 
 
+# MXNet's NDArray._fresh_grad: has a backward() written this array's .grad since the flag
+# was last cleared? id(array) -> [weakref to the array, the grad array written]; a new
+# .grad (attach_grad, mark_variables) is not the one written, so it is not fresh
+_fresh = {}
+
+
+def _note_fresh(array):
+    entry = _fresh.get(id(array))
+    if entry is None or entry[0]() is not array:
+        key = id(array)
+
+        def forget(ref):
+            if _fresh.get(key, (None,))[0] is ref:
+                del _fresh[key]
+        entry = _fresh[key] = [weakref.ref(array, forget), None]
+    entry[1] = array._grad
+
+
+def grad_is_fresh(array):
+    """MXNet's `_fresh_grad` of `array`."""
+    entry = _fresh.get(id(array))
+    return (entry is not None and entry[0]() is array and array._grad is not None
+            and entry[1] is array._grad)
+
+
+def set_grad_fresh(array, flag):
+    """Set MXNet's `_fresh_grad` of `array` (Trainer-style code clears it after an update)."""
+    if flag:
+        _note_fresh(array)
+    elif id(array) in _fresh:
+        _fresh[id(array)][1] = None
+
+
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create_graph=False):
     """Compute the gradients of `heads` and store them in the .grad of each leaf."""
     heads, head_grads = _as_lists(heads, head_grads)
@@ -288,8 +321,9 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create
             found = _run_backward(heads, head_grads, retain_graph, create_graph, claim)
         for leaf, g in found.values():
             array = leaf.array
-            if array is not None:
+            if array is not None and array._grad_req not in (None, "null"):
                 array._store_grad(g, create_graph)
+                _note_fresh(array)
     finally:
         claim.release()
 
