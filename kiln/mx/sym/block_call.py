@@ -3,18 +3,21 @@ writes a network's loss into a Module's symbol): one symbol node that runs the b
 its inputs' values whenever the symbol is evaluated, traced or differentiated (the node is
 run by evaluation._call_node).
 
-Blocks without parameters only (losses, activations, reshapes): a block with parameters
-would need its weights as the symbol's arguments; `sym.from_block(net, example)` gives
-that graph instead.
+That is for blocks without parameters (losses, activations, reshapes); a block with
+parameters builds MXNet's graph with its weights as variables (layer_symbols.py).
 """
 from ..._core.base import KilnError, where_in_user_code
 from ...gluon.hybrid_inputs import register_symbol_call
 from ..name import auto_name
+from .layer_symbols import build
 from .symbol import BLOCK_OP, Symbol, SymNode
 
 
 def block_symbol(block, args):
     """The Symbol of `block(*args)` where args are Symbols (or None in optional places)."""
+    built = build(block, args) if len(block.collect_params()) else None
+    if built is not None:
+        return built
     if len(block.collect_params()):
         raise KilnError(f"{type(block).__name__} called on Symbols: kiln builds a Symbol from "
                         "a block without parameters (a loss, an activation); for a block "
