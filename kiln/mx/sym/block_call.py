@@ -15,7 +15,7 @@ from .symbol import BLOCK_OP, Symbol, SymNode
 
 def block_symbol(block, args):
     """The Symbol of `block(*args)` where args are Symbols (or None in optional places)."""
-    built = build(block, args) if len(block.collect_params()) else None
+    built = build(block, args, has_params=bool(len(block.collect_params())))
     if built is not None:
         return built
     if len(block.collect_params()):

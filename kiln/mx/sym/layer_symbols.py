@@ -13,8 +13,7 @@ here one by one.
 import contextlib
 import threading
 
-from ..._core.base import KilnError, where_in_user_code
-from ...gluon import nn
+from ...gluon import loss, nn
 from ...gluon.block import HybridBlock
 
 _local = threading.local()
@@ -93,6 +92,40 @@ def _embedding(block, x):
                      output_dim=block._output_dim, name=_name(block))
 
 
+def _weighted_batch_mean(block, loss, sample_weight, weight):
+    """MXNet's _apply_weighting, then the mean over all axes but the batch axis."""
+    from . import broadcast_mul, mean
+    if sample_weight is not None:
+        loss = broadcast_mul(loss, sample_weight)
+    if weight is not None:
+        loss = loss * weight
+    return mean(loss, axis=block._batch_axis, exclude=True)
+
+
+def _softmax_cross_entropy(block, pred, label, sample_weight=None):
+    from . import log_softmax, pick, reshape_like, sum as sym_sum
+    if not block._from_logits:
+        pred = log_softmax(pred, axis=block._axis)
+    if block._sparse_label:
+        loss = -pick(pred, label, axis=block._axis, keepdims=True)
+    else:
+        loss = -sym_sum(pred * reshape_like(label, pred), axis=block._axis, keepdims=True)
+    return _weighted_batch_mean(block, loss, sample_weight, block._weight)
+
+
+def _l2(block, pred, label, sample_weight=None):
+    from . import reshape_like, square
+    loss = square(reshape_like(label, pred) - pred)
+    weight = block._weight / 2 if block._weight is not None else 0.5
+    return _weighted_batch_mean(block, loss, sample_weight, weight)
+
+
+def _l1(block, pred, label, sample_weight=None):
+    from . import abs as sym_abs, reshape_like
+    loss = sym_abs(reshape_like(label, pred) - pred)
+    return _weighted_batch_mean(block, loss, sample_weight, block._weight)
+
+
 def _symbol_block(block, *args):
     """A SymbolBlock called on Symbols: its symbol with the inputs replaced (MXNet's
     compose); its parameters keep their variables."""
@@ -101,22 +134,23 @@ def _symbol_block(block, *args):
 
 BUILDERS = {nn.Dense: _dense, nn.Conv1D: _conv, nn.Conv2D: _conv, nn.Conv3D: _conv,
             nn.Conv1DTranspose: _conv, nn.Conv2DTranspose: _conv, nn.Conv3DTranspose: _conv,
-            nn.BatchNorm: _batch_norm, nn.Embedding: _embedding}
+            nn.BatchNorm: _batch_norm, nn.Embedding: _embedding,
+            loss.SoftmaxCrossEntropyLoss: _softmax_cross_entropy, loss.L2Loss: _l2,
+            loss.L1Loss: _l1}
 
 
-def build(block, args):
-    """The Symbol of `block(*args)` for a block with parameters, or None when none of the
-    three ways applies."""
+def build(block, args, has_params):
+    """The Symbol of `block(*args)`, or None when none of the ways applies (a block without
+    parameters and without a builder: block_call.py runs it as one node)."""
     from .symbol_block import MXSymbolBlock
     if isinstance(block, MXSymbolBlock):
         return _symbol_block(block, *args)
     builder = next((BUILDERS[c] for c in type(block).__mro__ if c in BUILDERS), None)
     with parameter_names(block):
         if builder is not None:
-            if len(args) != 1:
-                raise KilnError(f"{type(block).__name__} called on Symbols takes one input, "
-                                f"got {len(args)}" + where_in_user_code())
-            return builder(block, args[0])
+            return builder(block, *args)
+        if not has_params:
+            return None
         if type(block).hybrid_forward is not HybridBlock.hybrid_forward:
             from .. import sym
             params = {key: variable(p) for key, p in block._reg_params.items()}
