@@ -77,6 +77,20 @@ def _conv(block, x):
     return y
 
 
+def _activation(block, x):
+    from . import Activation
+    return Activation(x, act_type=block._act_type, name=_name(block))
+
+
+def _pool(block, x):
+    from . import Pooling
+    return Pooling(x, kernel=block._kernel, pool_type=block._pool_type,
+                   stride=block._strides, pad=block._padding, global_pool=block._global,
+                   pooling_convention="full" if block._ceil_mode else "valid",
+                   count_include_pad=block._count_include_pad, layout=block._layout,
+                   name=_name(block))
+
+
 def _batch_norm(block, x):
     from . import BatchNorm
     return BatchNorm(x, variable(block.gamma), variable(block.beta),
@@ -134,7 +148,8 @@ def _symbol_block(block, *args):
 
 BUILDERS = {nn.Dense: _dense, nn.Conv1D: _conv, nn.Conv2D: _conv, nn.Conv3D: _conv,
             nn.Conv1DTranspose: _conv, nn.Conv2DTranspose: _conv, nn.Conv3DTranspose: _conv,
-            nn.BatchNorm: _batch_norm, nn.Embedding: _embedding,
+            nn.BatchNorm: _batch_norm, nn.Embedding: _embedding, nn.Activation: _activation,
+            nn.conv_layers._Pool: _pool,
             loss.SoftmaxCrossEntropyLoss: _softmax_cross_entropy, loss.L2Loss: _l2,
             loss.L1Loss: _l1}
 
@@ -150,7 +165,12 @@ def build(block, args, has_params):
         if builder is not None:
             return builder(block, *args)
         if not has_params:
-            return None
+            if not block._children:
+                return None
+            try:    # a container of layers: its children build their ops
+                return block.forward(*args)
+            except Exception:   # noqa: BLE001 - a forward that needs arrays: one node
+                return None
         if type(block).hybrid_forward is not HybridBlock.hybrid_forward:
             from .. import sym
             params = {key: variable(p) for key, p in block._reg_params.items()}
