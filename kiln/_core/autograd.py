@@ -25,6 +25,7 @@ What threads may share:
 """
 import contextlib
 import threading
+import weakref
 
 from .base import KilnError, where_in_user_code, postorder
 from .gradient_claims import GradientClaim
@@ -123,16 +124,25 @@ def predict_mode():
 
 
 class Leaf:
-    """The tape entry of an array that had attach_grad() called: gradients stop here."""
-    __slots__ = ("array",)
+    """The tape entry of an array that had attach_grad() called: gradients stop here.
+
+    The array holds its leaf (`_tape`) and the leaf only a weak reference back: a strong
+    one made every graded array a reference cycle, so a dropped input and its gradient
+    (512 MB each in MXNet's test_slice_* tests) stayed alive until a full garbage
+    collection. A gradient that reaches the leaf of an array gone meanwhile has nowhere
+    to go and is dropped."""
+    __slots__ = ("_array", "out_avals")
     in_refs = ()
 
     def __init__(self, array):
-        self.array = array
+        self._array = weakref.ref(array)
+        # a leaf is its own single output (x.backward() on a leaf works)
+        self.out_avals = ((array.shape, array.dtype),)
 
     @property
-    def out_avals(self):   # a leaf is its own single output (x.backward() on a leaf works)
-        return ((self.array.shape, self.array.dtype),)
+    def array(self):
+        """The graded array, or None once it has been dropped."""
+        return self._array()
 
 
 class TapeNode:
@@ -241,7 +251,7 @@ def _propagate(heads, head_grads, retain_graph, create_graph, claim):
     leaf_grads = {}
     order = _topological(roots)
     if claim is not None:
-        claim.take([n.array for n in order if n.__class__ is Leaf])
+        claim.take([n.array for n in order if n.__class__ is Leaf and n.array is not None])
     with _scope(create_graph, None):
         for node in reversed(order):
             out_grads = grads.pop(id(node), None)
@@ -269,6 +279,39 @@ def _propagate(heads, head_grads, retain_graph, create_graph, claim):
     return leaf_grads
 
 
+# MXNet's NDArray._fresh_grad: has a backward() written this array's .grad since the flag
+# was last cleared? id(array) -> [weakref to the array, the grad array written]; a new
+# .grad (attach_grad, mark_variables) is not the one written, so it is not fresh
+_fresh = {}
+
+
+def _note_fresh(array):
+    entry = _fresh.get(id(array))
+    if entry is None or entry[0]() is not array:
+        key = id(array)
+
+        def forget(ref):
+            if _fresh.get(key, (None,))[0] is ref:
+                del _fresh[key]
+        entry = _fresh[key] = [weakref.ref(array, forget), None]
+    entry[1] = array._grad
+
+
+def grad_is_fresh(array):
+    """MXNet's `_fresh_grad` of `array`."""
+    entry = _fresh.get(id(array))
+    return (entry is not None and entry[0]() is array and array._grad is not None
+            and entry[1] is array._grad)
+
+
+def set_grad_fresh(array, flag):
+    """Set MXNet's `_fresh_grad` of `array` (Trainer-style code clears it after an update)."""
+    if flag:
+        _note_fresh(array)
+    elif id(array) in _fresh:
+        _fresh[id(array)][1] = None
+
+
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create_graph=False):
     """Compute the gradients of `heads` and store them in the .grad of each leaf."""
     heads, head_grads = _as_lists(heads, head_grads)
@@ -277,7 +320,10 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create
         with _scope(None, train_mode):
             found = _run_backward(heads, head_grads, retain_graph, create_graph, claim)
         for leaf, g in found.values():
-            leaf.array._store_grad(g, create_graph)
+            array = leaf.array
+            if array is not None and array._grad_req not in (None, "null"):
+                array._store_grad(g, create_graph)
+                _note_fresh(array)
     finally:
         claim.release()
 

@@ -17,7 +17,8 @@ from .._core import trace
 from ..backend.c import fastcall
 from ..hybrid.cached import MISS, shape_policy_of
 from . import f_namespace, naming
-from .hybrid_inputs import _SYMBOL_CALL, _check_hybrid_forward_inputs, _kinds_of
+from .hybrid_inputs import (_OP_HOOK_RUN, _SYMBOL_CALL, _check_hybrid_forward_inputs,
+                            _kinds_of)
 from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
 
@@ -88,7 +89,8 @@ class Block:
         if kwargs:
             raise TypeError(f"{type(self).__name__}() got unexpected keyword argument(s) "
                             f"{', '.join(sorted(kwargs))}{where_in_user_code()}")
-        prefix, params_prefix, shared, named = naming.assign_prefix(type(self), prefix, params)
+        prefix, params_prefix, shared, named = naming.assign_prefix(
+            type(self), prefix, params, self.__dict__.get("_mx_alias"))
         display = naming.display_name(prefix) if named else _display_name(type(self))
         object.__setattr__(self, "_prefix", prefix if named else display + "_")
         object.__setattr__(self, "_params_prefix", params_prefix if named else display + "_")
@@ -372,6 +374,15 @@ class HybridBlock(Block):
     kiln.symbol while tracing, plus this block's own parameters as keyword arguments.
     """
 
+    def register_op_hook(self, callback, monitor_all=False):
+        """MXNet 1.x: once hybridized, call callback(name, op name, array) with every op's
+        output, and with monitor_all its inputs first, under MXNet's names ('dense0_fwd_
+        output'); the block then runs op by op through its MXNet symbol."""
+        for child in self._children.values():
+            _deref(child).register_op_hook(callback, monitor_all)
+        object.__setattr__(self, "_op_hook", (callback, bool(monitor_all)))
+        self.__dict__.pop("_kiln_cached", None)     # no compiled program serves it now
+
     def hybridize(self, active=True, backend=None, static_alloc=False, static_shape=False,
                   **kwargs):
         object.__setattr__(self, "_hybrid_active", bool(active))
@@ -409,6 +420,10 @@ class HybridBlock(Block):
             _check_hybrid_forward_inputs(self, args)
         if _SYMBOL_CALL and not kwargs and "symbol" in _kinds_of(args):
             return _SYMBOL_CALL[0](self, args)
+        hook = state.get("_op_hook")
+        if hook is not None and _OP_HOOK_RUN and state["_hybrid_active"] and not kwargs \
+                and trace.current() is None:
+            return _OP_HOOK_RUN[0](self, args, *hook)
         cached = state.get("_kiln_cached")
         if cached is not None and not kwargs and _compiled_may_serve(self, state):
             out = cached.call_entry(args)

@@ -13,6 +13,15 @@ def register_symbol_call(handler):
     _SYMBOL_CALL[:] = [handler]
 
 
+# Running a hybridized block with an op hook (register_op_hook): kiln/mx/sym registers
+# runner(block, args, callback, monitor_all), which runs the block's MXNet symbol
+_OP_HOOK_RUN = []
+
+
+def register_op_hook_runner(runner):
+    _OP_HOOK_RUN[:] = [runner]
+
+
 def _kinds_of(args):
     kinds = {}
     _input_format(tuple(args), kinds)

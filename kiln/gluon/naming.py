@@ -22,17 +22,20 @@ def _stack():
     return stack
 
 
-def assign_prefix(block_class, prefix, params):
+def assign_prefix(block_class, prefix, params, alias=None):
     """(block prefix, parameter prefix, dict to share from, named) of a block of `block_class`
-    being made with `prefix` and `params` (None: not given). As in MXNet 1.x, parameters take
-    the prefix of the dict they may be shared from (`params=other.collect_params()` names
-    them as `other`'s), and blocks made in a scope share from what the scope's block does."""
+    being made with `prefix` and `params` (None: not given); `alias` is the block's own name
+    hint where MXNet takes it from the instance (an Activation's act_type: 'relu0_'). As in
+    MXNet 1.x, parameters take the prefix of the dict they may be shared from
+    (`params=other.collect_params()` names them as `other`'s), and blocks made in a scope
+    share from what the scope's block does."""
     stack = _stack()
     shared_prefix = getattr(params, "prefix", None) if params is not None else None
     if stack:
         parent = stack[-1]
         if prefix is None:
-            hint = getattr(block_class, "_mx_alias", None) or block_class.__name__.lower()
+            hint = alias or getattr(block_class, "_mx_alias", None) or \
+                block_class.__name__.lower()
             counter = parent.__dict__["_scope_counter"]
             count = counter.get(hint, 0)
             counter[hint] = count + 1

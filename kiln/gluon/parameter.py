@@ -321,6 +321,14 @@ class Parameter:
     def list_grad(self):
         return [self.grad()] * len(self._ctx_list)
 
+    @property
+    def _grad(self):
+        """MXNet 1.x's attribute: the gradient buffers, one per context, or None (not
+        initialized, or grad_req 'null')."""
+        if self._data is None or self._grad_req == "null" or self._data.grad is None:
+            return None
+        return [self._data.grad] * len(self._ctx_list)
+
     def zero_grad(self):
         if self._data is not None and self._data.grad is not None:
             g = self._data.grad

@@ -5,6 +5,7 @@ parameter and registers it on the block (MXNet 1.x style). `block.collect_params
 an unowned one keyed by structural names ('0.weight', 'features.2.bias').
 """
 import re
+import weakref
 from collections import OrderedDict
 
 from .._core.base import KilnError, where_in_user_code
@@ -16,9 +17,16 @@ class ParameterDict(OrderedDict):
     `zero_grad`, `setattr`, `save` and `load` acting on all of them."""
     def __init__(self, items=(), owner=None, shared=None, prefix=""):
         super().__init__(items)
-        self._owner = owner      # the Block whose own parameters these are, if any
+        # the Block whose own parameters these are, if any; held weakly, as the block holds
+        # this dict: a cycle kept every dropped block (and its compiled programs' buffers)
+        # alive until a full garbage collection
+        self._owner_ref = None if owner is None else weakref.ref(owner)
         self._shared = shared    # params=... given to the owner's constructor (to share)
         self.prefix = prefix     # a named block's MXNet 1.x prefix (gluon/naming.py)
+
+    @property
+    def _owner(self):
+        return None if self._owner_ref is None else self._owner_ref()
 
     # ---- creating parameters (owned dicts only) --------------------------------------------
     def get(self, name, *default, **kwargs):

@@ -10,6 +10,7 @@ trace and compile (a lock per signature), then all run the compiled program; dif
 signatures trace side by side, each thread with its own trace (kiln/_core/trace.py).
 """
 import threading
+import weakref
 
 import numpy as _np
 
@@ -25,7 +26,7 @@ from ..graph.passes import amp as amp_pass
 from ..graph.passes.pipeline import run_pipeline
 from ..graph.split import split_forward_backward
 from ..graph.tree import flatten, unflatten, ARRAY
-from .fallback import build_entry
+from .fallback import build_entry, strong
 from .._core.bfloat16 import is_floating
 from .dynamic import ShapePolicy, policy_from_flags
 
@@ -129,7 +130,7 @@ class _Entry:
 class CachedFunction:
     def __init__(self, fn, name, backend=None, param_names=None, strict=False,
                  trace_warning=True, shape_policy=None):
-        self.fn = fn
+        self._fn = fn       # or a weakref.ref to it: see cached_function_of
         self.policy = shape_policy or ShapePolicy()    # which dimensions are symbolic
         self.name = name
         self.strict = strict             # a trace that breaks is an error, not a fallback
@@ -146,6 +147,8 @@ class CachedFunction:
         # a pipeline run on each traced graph before generic, with its options (mixed
         # precision: set_precision_pipeline)
         self.precision = None
+
+    fn = property(lambda self: strong(self._fn), doc="the function traced")
 
     # ---- building --------------------------------------------------------------------------
     def _names(self):
@@ -398,10 +401,13 @@ def cached_function_of(block):
             cached = block.__dict__.get("_kiln_cached")
             if cached is None:
                 opts = getattr(block, "_hybrid_opts", None) or {}
-                cached = CachedFunction(block, type(block).__name__,
+                # held weakly: the block holds its programs, and a cycle kept a dropped
+                # block and its programs' buffers alive until a full garbage collection
+                owner = weakref.ref(block)
+                cached = CachedFunction(owner, type(block).__name__,
                                         backend=opts.get("backend"),
                                         strict=bool(opts.get("strict", False)),
-                                        param_names=lambda: _structural_names(block),
+                                        param_names=lambda: _structural_names(owner()),
                                         shape_policy=shape_policy_of(opts))
                 cached.precision = block.__dict__.get("_kiln_precision",
                                                       _default_precision[0])

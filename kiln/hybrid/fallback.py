@@ -10,6 +10,7 @@ hybridized child compiles on its own, so only the breaking level runs op by op.
 """
 import os
 import warnings
+import weakref
 
 from .._core.base import KilnError, SymbolicValueError, user_frame
 from ..graph import guards
@@ -87,14 +88,21 @@ def classify(exc):
     return Break(kind, construct, reason, file, line, code_line)
 
 
+def strong(fn):
+    """`fn`, or what it refers to when it is a weakref.ref (None once that is gone)."""
+    return fn() if isinstance(fn, weakref.ref) else fn
+
+
 class EagerEntry:
     """A signature hybridize could not compile: the function runs eagerly."""
     eager = True
     guards = None
 
     def __init__(self, fn, brk):
-        self.fn = fn
+        self._fn = fn       # the CachedFunction's own: maybe a weakref.ref to the block
         self.breaks = [brk]
+
+    fn = property(lambda self: strong(self._fn))
 
     @property
     def program(self):
@@ -126,7 +134,7 @@ def build_entry(cached, args, grad_mask):
             cached.__dict__.setdefault("breaks", []).append(brk)
             if not getattr(cached, "quiet", False):
                 _warn(cached.name, brk)
-            return EagerEntry(cached.fn, brk)
+            return EagerEntry(cached._fn, brk)
     finally:
         guards.stop(rec)
     entry.guards = rec.check()

@@ -17,3 +17,5 @@ f_namespace.use(nd, sym)    # gluon's hybrid_forward(F, x) gets MXNet 1.x's name
 # MXNet's autograd.py has no __all__ and imports NDArray and Symbol at module level, so
 # `from mxnet.autograd import *` gives them to MXNet code, which uses them
 _autograd.NDArray, _autograd.Symbol = nd.NDArray, sym.Symbol
+# MXNet's NDArray attribute, kept by the tape (kiln/_core/autograd.py)
+nd.NDArray._fresh_grad = property(_autograd.grad_is_fresh, _autograd.set_grad_fresh)

@@ -32,5 +32,15 @@ def test_optional_arguments_and_what_is_refused():
     assert out.list_arguments() == ["data", "fc_weight", "fc_bias", "label", "pos_w"]
     with pytest.raises(kiln.KilnError, match="HybridBlock.export"):
         out.tojson()
+    # a block with parameters of its own and only a forward() (no MXNet op to build) is
+    # refused; built-in layers and hybrid_forward blocks build (test_sym_block_params.py)
+
+    class OwnForward(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.scale = gluon.Parameter("scale", shape=(2,))
+
+        def forward(self, x):
+            return x * self.scale.data()
     with pytest.raises(kiln.KilnError, match="from_block"):
-        gluon.nn.Dense(2)(sym.var("data"))
+        OwnForward()(sym.var("data"))

@@ -6,6 +6,7 @@ import pytest
 import kiln
 from kiln import autograd
 from kiln import nd, sym
+from kiln import gluon
 from kiln.gluon import nn
 
 
@@ -110,10 +111,20 @@ def test_unknown_op_and_bad_input_are_clear():
                       '"heads": [[1, 0, 0]]}')
     with pytest.raises(kiln.KilnError, match="no value for variable 'b'"):
         (sym.var("a") + sym.var("b")).eval(a=np.ones(2))
-    dense = nn.Dense(3)
-    dense.initialize()
+    # Dense on Symbols builds MXNet's graph now (test_sym_block_params.py); a block with
+    # parameters of its own and only a forward() has no MXNet op to become
+
+    class OwnForward(nn.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.scale = gluon.Parameter("scale", shape=(3,))
+
+        def forward(self, x):
+            return x * self.scale.data()
+    block = OwnForward()
+    block.initialize()
     with pytest.raises(kiln.KilnError, match="from_block"):
-        dense(sym.var("data"))
+        block(sym.var("data"))
 
 
 class _Legacy(nn.HybridBlock):

@@ -10,9 +10,10 @@ class Activation(HybridBlock):
     """Applies npx.activation(x, act_type): 'relu', 'sigmoid', 'tanh', 'softrelu', ..."""
 
     def __init__(self, activation, **kwargs):
-        super().__init__(**kwargs)
         if not isinstance(activation, str):
             raise KilnError(f"Activation expects the name of an activation, got {activation!r}")
+        object.__setattr__(self, "_mx_alias", activation)   # MXNet 1.x names it 'relu0_'
+        super().__init__(**kwargs)
         self._act_type = activation
 
     def forward(self, x):

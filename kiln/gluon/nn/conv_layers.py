@@ -1,5 +1,11 @@
-"""Convolution, transposed convolution, pooling and padding layers (channels-first layouts
-only)."""
+"""Convolution, transposed convolution, pooling and padding layers.
+
+The kernels are channels-first (NCW, NCHW, NCDHW). A channels-last layer (NHWC, ...: MXNet
+takes them for 2-D/3-D convolutions and all poolings) transposes its input to channels-first,
+runs the same op and transposes the result back; its weight keeps MXNet's channels-last
+shape: (channels, *kernel, in_channels) for a convolution, (in_channels, *kernel,
+channels) for a transposed one.
+"""
 import numpy as _np
 
 from ... import np as knp, npx
@@ -22,24 +28,43 @@ def _tuple(value, n, what):
     return (int(value),) * n
 
 
-def _check_layout(layout, n, cls):
+_CHANNELS_LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
+
+
+def _check_layout(layout, n, cls, channels_last=True):
     expected = _LAYOUTS[n]
     if layout is None:
         return expected
-    if layout != expected:
-        raise KilnError(f"{cls}: layout {layout!r} is not supported; kiln implements the "
-                        f"channels-first layout {expected!r} (transpose the input instead)"
-                        f"{where_in_user_code()}")
+    if layout != expected and not (channels_last and layout == _CHANNELS_LAST[n]):
+        other = f" or {_CHANNELS_LAST[n]!r}" if channels_last else ""
+        raise KilnError(f"{cls}: layout {layout!r} is not supported; expected {expected!r}"
+                        f"{other}{where_in_user_code()}")
     return layout
 
 
-def _check_input(block, x, nsp, channels=None):
-    spatial = ", ".join("DHW"[3 - nsp:])
-    expect_batch(block, x, f"(batch, {channels or 'channels'}, {spatial}) "
-                           f"({_LAYOUTS[nsp]})")
+def _last(layout):
+    return layout.endswith("C")
+
+
+def _to_channels_first(x, layout):
+    if not _last(layout):
+        return x
+    return knp.transpose(x, (0, x.ndim - 1) + tuple(range(1, x.ndim - 1)))
+
+
+def _to_channels_last(y, layout):
+    if not _last(layout):
+        return y
+    return knp.transpose(y, (0,) + tuple(range(2, y.ndim)) + (1,))
+
+
+def _check_input(block, x, nsp, channels=None, layout=None):
+    layout = layout or _LAYOUTS[nsp]
+    axes = [str(channels or "channels") if c == "C" else c for c in layout[1:]]
+    expect_batch(block, x, f"(batch, {', '.join(axes)}) ({layout})")
     if x.ndim != nsp + 2:
         raise KilnError(f"{block.name} ({type(block).__name__}): expected input of "
-                        f"{nsp + 2} dimensions ({_LAYOUTS[nsp]}), got shape {tuple(x.shape)}"
+                        f"{nsp + 2} dimensions ({layout}), got shape {tuple(x.shape)}"
                         f"{where_in_user_code()}")
 
 
@@ -60,7 +85,7 @@ class _Conv(HybridBlock):
                  bias_initializer="zeros", in_channels=0, output_padding=0, **kwargs):
         super().__init__(**kwargs)
         n, cls = self._nsp, type(self).__name__
-        self._layout = _check_layout(layout, n, cls)
+        self._layout = _check_layout(layout, n, cls, channels_last=n > 1)  # as MXNet
         self._channels, self._in_channels, self._groups = channels, in_channels, groups
         self._kernel = _tuple(kernel_size, n, f"{cls} kernel_size")
         self._strides = _tuple(strides, n, f"{cls} strides")
@@ -78,27 +103,36 @@ class _Conv(HybridBlock):
 
     def _weight_shape(self, in_channels):
         if self._transposed:
-            return (in_channels, self._channels // self._groups) + self._kernel
-        return (self._channels, in_channels // self._groups) + self._kernel
+            outer, inner = in_channels, self._channels // self._groups
+        else:
+            outer, inner = self._channels, in_channels // self._groups
+        if _last(self._layout):
+            return (outer,) + self._kernel + (inner,)
+        return (outer, inner) + self._kernel
 
     def _expected_channels(self):
         shape = self.weight.shape
-        return shape[0] if self._transposed else shape[1] * self._groups
+        inner = shape[-1] if _last(self._layout) else shape[1]
+        return shape[0] if self._transposed else inner * self._groups
 
     def infer_shape(self, x, *args):
-        _check_input(self, x, self._nsp)
-        self.weight.shape = self._weight_shape(x.shape[1])
+        _check_input(self, x, self._nsp, layout=self._layout)
+        self.weight.shape = self._weight_shape(x.shape[-1 if _last(self._layout) else 1])
 
     def forward(self, x):
-        _check_input(self, x, self._nsp, self._expected_channels())
+        _check_input(self, x, self._nsp, self._expected_channels(), self._layout)
         expect_dtype(self, x, self.weight, exact=True)
-        w = self.weight.data()
-        b = self.bias.data() if self.bias is not None else None
         expected = self._expected_channels()
-        if x.shape[1] != expected:
+        if x.shape[-1 if _last(self._layout) else 1] != expected:
             raise KilnError(f"{self.name} ({type(self).__name__}): expected input with "
                             f"{expected} channels, got input of shape {tuple(x.shape)}"
                             f"{where_in_user_code()}")
+        w = _to_channels_first(self.weight.data(), self._layout)
+        x = _to_channels_first(x, self._layout)
+        return _to_channels_last(self._channels_first(x, w), self._layout)
+
+    def _channels_first(self, x, w):
+        b = self.bias.data() if self.bias is not None else None
         common = dict(kernel=self._kernel, stride=self._strides, dilate=self._dilation,
                       pad=self._padding, num_filter=self._channels, num_group=self._groups,
                       no_bias=b is None)
@@ -113,9 +147,7 @@ class _Conv(HybridBlock):
         return self.act(y) if self.act is not None else y
 
     def __repr__(self):
-        in_ch = self.weight.shape[0 if self._transposed else 1]
-        if not self._transposed:
-            in_ch *= self._groups
+        in_ch = self._expected_channels()
         text = (f"{type(self).__name__}({in_ch} -> {self._channels}, "
                 f"kernel_size={self._kernel}, stride={self._strides}")
         if any(self._padding):
@@ -187,11 +219,13 @@ class _Pool(HybridBlock):
         self._count_include_pad = count_include_pad
 
     def forward(self, x):
-        _check_input(self, x, self._nsp)
-        return npx.pooling(x, kernel=self._kernel, pool_type=self._pool_type,
-                           stride=self._strides, pad=self._padding, global_pool=self._global,
-                           pooling_convention="full" if self._ceil_mode else "valid",
-                           count_include_pad=self._count_include_pad)
+        _check_input(self, x, self._nsp, layout=self._layout)
+        y = npx.pooling(_to_channels_first(x, self._layout), kernel=self._kernel,
+                        pool_type=self._pool_type, stride=self._strides, pad=self._padding,
+                        global_pool=self._global,
+                        pooling_convention="full" if self._ceil_mode else "valid",
+                        count_include_pad=self._count_include_pad)
+        return _to_channels_last(y, self._layout)
 
     def __repr__(self):
         if self._global:

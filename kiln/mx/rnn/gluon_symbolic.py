@@ -6,7 +6,7 @@ the parameters (`rnn_i2h_weight`, shared by every step), and shapes stay unknown
 bind / infer_shape. This module is that F = symbol side for kiln's cells:
 
 - STEPS: one step of each cell kind as MXNet's hybrid_forward builds it, registered with
-  kiln/mx/sym/block_call.py, so `cell(x_symbol, states)` gives Symbols;
+  kiln/mx/sym/layer_symbols.py, so `cell(x_symbol, states)` gives Symbols;
 - SymbolSequence: the sequence functions of gluon/rnn/sequence.py built of symbol nodes
   (split, stack, SequenceMask, SequenceLast, SequenceReverse), registered there, so the
   cells' own `unroll` runs unchanged on Symbols.
@@ -18,7 +18,7 @@ no variable is added.
 """
 from ...gluon.rnn import container_cells, rnn_cell, sequence
 from ...gluon.rnn.cell_math import activation_name
-from ..sym.block_call import register_symbolic_forward
+from ..sym.layer_symbols import register_builder
 from ..sym.symbol import Symbol, call_op, var
 from .rnn_cell import zeros_with_batch_of
 
@@ -29,7 +29,9 @@ def _op(op_name, *args, **kwargs):
 
 def param_var(param):
     """The variable of a Gluon Parameter in a Symbol (MXNet's Parameter.var): named as the
-    parameter, one per parameter, carrying its known shape, dtype and initializer."""
+    parameter, one per parameter, carrying its known shape, dtype and initializer. Kept on
+    the parameter, not per build as layer_symbols.variable: the steps of one unroll are
+    separate calls, and all of them must read the same variable."""
     cached = param.__dict__.get("_symbol_var")
     if cached is None:
         cached = var(param.name, shape=param.shape, dtype=param.dtype, init=param.init)
@@ -171,7 +173,7 @@ def _as_states(states):
 
 def _register():
     for cell_class, step in STEPS.items():
-        register_symbolic_forward(
+        register_builder(
             cell_class, lambda cell, inputs, states, step=step: step(cell, inputs,
                                                                      _as_states(states)))
 

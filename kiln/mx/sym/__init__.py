@@ -15,6 +15,7 @@ from .creation import zeros, ones, full, arange, eye  # noqa: F401
 from .spaces import PREFIXES, SymbolSpace, table_op
 from . import sparse  # noqa: F401  (sym.sparse)
 from . import block_call  # noqa: F401  (registers Gluon blocks called on Symbols)
+from . import op_hook  # noqa: F401  (registers HybridBlock.register_op_hook's runner)
 
 _Symbol = Symbol
 

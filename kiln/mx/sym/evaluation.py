@@ -102,7 +102,34 @@ def evaluate(heads, feed, observe=None):
     return result
 
 
+# MXNet's ops whose inputs and output all have one shape (ElemwiseShape): a variable input
+# without a shape takes the shape of another input
+SAME_SHAPE_OPS = frozenset({
+    "elemwise_add", "elemwise_sub", "elemwise_mul", "elemwise_div", "_grad_add", "add_n",
+    "ElementWiseSum", "_plus", "_minus", "_mul", "_div", "_Plus", "_Minus", "_Mul", "_Div",
+    "_maximum", "_minimum", "_power", "_hypot", "_mod"})
+
+
+def _unify_inputs(node, values, learned, feed):
+    """Give the shapeless variable inputs of a same-shape op the shape of a known input."""
+    known = None
+    for src, k in node.inputs:
+        if src.is_var and id(src) not in values:
+            try:
+                values[id(src)] = [feed(src, learned.get(id(src)))]
+            except MissingInput:
+                continue
+        known = tuple(values[id(src)][k].shape)
+        break
+    if known is not None:
+        for src, _ in node.inputs:
+            if src.is_var and id(src) not in values:
+                learned.setdefault(id(src), known)
+
+
 def _evaluate_node(node, values, learned, feed, observe):
+    if node.op in SAME_SHAPE_OPS and node.grad_of is None:
+        _unify_inputs(node, values, learned, feed)
     if node.inputs:
         first, _ = node.inputs[0]
         if first.is_var and id(first) not in values:

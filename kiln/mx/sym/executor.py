@@ -5,6 +5,7 @@ tape; backward() takes the gradients with the registry's rules and writes them i
 grad_dict as each argument's grad_req says ('write', 'add' or 'null').
 forward(is_train=False) runs the symbol compiled (sym.compile: kiln's passes and backend).
 """
+import os
 from collections import OrderedDict
 
 import numpy as _np
@@ -15,6 +16,8 @@ from ..._core.context import current_context
 from ..._core.ndarray import ndarray, full_like
 from ...hybrid.fallback import HybridizeError
 from ..ops import lookup
+from .common_expr import eliminate_common_expr
+from .symbol import Symbol
 from .evaluation import (evaluate, infer_shape_strict, infer_type, compile_symbols,
                          output_avals, _as_array)
 
@@ -118,6 +121,9 @@ class Executor:
         self._compiled = None
         self._monitor = None          # (callback, monitor_all) of set_monitor_callback
         self._ctx = current_context()  # MXNet's attribute; code passes it to nd.array
+        # read at bind, as MXNet's graph executor does (common_expr.py)
+        self._eliminate_common_expr = os.environ.get("MXNET_ELIMINATE_COMMON_EXPR",
+                                                     "1") != "0"
 
     # ---- construction ------------------------------------------------------------------------
     @staticmethod
@@ -197,6 +203,13 @@ class Executor:
                 raise KilnError(f"forward: {name!r} must have shape {target.shape}, got "
                                 f"{value.shape}" + where_in_user_code())
             target[...] = value
+
+    def get_optimized_symbol(self):
+        """The symbol as the executor's graph passes leave it: with common subexpressions
+        merged unless MXNET_ELIMINATE_COMMON_EXPR was 0 at bind."""
+        if self._eliminate_common_expr:
+            return eliminate_common_expr(self._symbol)
+        return Symbol(list(self._symbol._heads))
 
     def set_monitor_callback(self, callback, monitor_all=False):
         """Call callback(name, array) for every op output during forward (MXNet's names:

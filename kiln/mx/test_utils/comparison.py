@@ -93,6 +93,20 @@ def almost_equal(a, b, rtol=None, atol=None, equal_nan=False, use_broadcast=True
                              equal_nan=equal_nan))
 
 
+# elements compared at a time: the float64 temporaries of one block stay a few MB whatever
+# the arrays' size (two 512 MB float32 arrays compared at once needed ~5 GB of them)
+_BLOCK = 1 << 18
+
+
+def _float64_blocks(a, b):
+    """(start, a block, b block) over the broadcast, flattened arrays, each block as float64."""
+    a, b = _np.broadcast_arrays(a, b)
+    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
+    for start in range(0, max(flat_a.size, 1), _BLOCK):
+        yield (start, flat_a[start:start + _BLOCK].astype(_np.float64),
+               flat_b[start:start + _BLOCK].astype(_np.float64))
+
+
 def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=False,
                         use_broadcast=True, mismatches=(10, 10)):
     """Raise AssertionError naming the worst elements when |a-b| > atol + rtol*|b|."""
@@ -100,18 +114,27 @@ def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=
     _check_shapes(a, b, use_broadcast)
     rtol = _tolerance([a, b], rtol, _RTOLS)
     atol = _tolerance([a, b], atol, _ATOLS)
-    af, bf = _np.broadcast_arrays(a.astype(_np.float64), b.astype(_np.float64))
-    close = _np.isclose(af, bf, rtol=rtol, atol=atol, equal_nan=equal_nan)
-    if close.all():
+    shape = _np.broadcast_shapes(a.shape, b.shape)
+    keep = max(mismatches)
+    differ, worst = 0, []           # worst: (err, flat index, a value, b value), `keep` largest
+    for start, af, bf in _float64_blocks(a, b):
+        close = _np.isclose(af, bf, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        if close.all():
+            continue
+        differ += int((~close).sum())
+        err = _np.abs(af - bf) - (atol + rtol * _np.abs(bf))
+        err = _np.where(_np.isnan(err), _np.inf, err)
+        for k in _np.argsort(-err, kind="stable")[:keep]:
+            worst.append((-err[k], start + int(k), af[k], bf[k]))
+        worst = sorted(worst, key=lambda item: (item[0], item[1]))[:keep]
+    if not differ:
         return
-    err = _np.abs(af - bf) - (atol + rtol * _np.abs(bf))
-    err = _np.where(_np.isnan(err), _np.inf, err)
-    worst = _np.argsort(-err, axis=None)[:max(mismatches)]
-    lines = [f"  at {tuple(int(i) for i in _np.unravel_index(k, af.shape))}: "
-             f"{names[0]}={af.flat[k]!r} {names[1]}={bf.flat[k]!r}" for k in worst]
+    lines = [f"  at {tuple(int(i) for i in _np.unravel_index(k, shape))}: "
+             f"{names[0]}={x!r} {names[1]}={y!r}" for _, k, x, y in worst]
     raise AssertionError(
-        f"Items are not equal (rtol={rtol}, atol={atol}): {int((~close).sum())} of "
-        f"{close.size} elements differ; the worst:\n" + "\n".join(lines))
+        f"Items are not equal (rtol={rtol}, atol={atol}): {differ} of "
+        f"{int(_np.prod(shape, dtype=_np.int64))} elements differ; the worst:\n"
+        + "\n".join(lines))
 
 
 def assert_almost_equal_ignore_nan(a, b, rtol=None, atol=None, names=("a", "b")):
