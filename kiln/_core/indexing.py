@@ -8,6 +8,7 @@ from . import trace
 from .base import GraphBreak, KilnError, op_error
 from .ndarray import ndarray
 from .primitive import REGISTRY
+from .symdim import is_symbolic
 from .writes import arrays_written
 
 
@@ -48,8 +49,11 @@ def basic_plan(shape, key):
             continue
         size = shape[dim]
         if isinstance(k, slice):
-            b, e, s = k.indices(size)
-            n = len(range(b, e, s))
+            if is_symbolic(size) and k.start is None and k.stop is None and k.step in (None, 1):
+                b, e, s, n = 0, size, 1, size     # a whole symbolic axis keeps its symbol
+            else:
+                b, e, s = k.indices(size)
+                n = len(range(b, e, s))
             out_shape.append(n)
         else:
             try:
