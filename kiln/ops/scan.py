@@ -32,7 +32,7 @@ from .subgraph import run, vjp_graph
 def _size(shape):
     n = 1
     for d in shape:
-        n = n * d      # a symbolic length stays symbolic (no int())
+        n *= int(d)
     return n
 
 
@@ -60,7 +60,7 @@ def saved_nodes(body, n_saved):
 
 
 def _length(operands, n_carried):
-    return operands[n_carried].shape[0]
+    return int(operands[n_carried].shape[0])
 
 
 def _scan_shape(*operands, body, n_carried, n_xs, reverse, n_saved):

@@ -178,3 +178,54 @@ def test_fuzzer_size_stage_with_control_flow_over_symbolic_sizes():
         return v, n
     x = np.array(onp.random.RandomState(3).rand(4, 3).astype("float32"))
     assert not compare(f, [x], backends=("numpy",), grad=False, sizes=True)
+
+
+def test_a_first_call_at_size_one_leaves_later_sizes_symbolic():
+    # x[:, 0] of a whole symbolic axis and a broadcast against a size that is 1 on the
+    # first call: the program for batch 1 is pinned to 1 (a size class of its own), and
+    # the next size still gets a symbolic program that every later size shares
+    def f(x, y):
+        return x[:, 0] * 2 - y
+    g = kiln.hybridize(f, backend="numpy", dynamic=True)
+    rng = onp.random.RandomState(1)
+    for b in (1, 5, 3, 7, 2):
+        x, y = np.array(rng.rand(b, 3)), np.array(rng.rand(b))
+        onp.testing.assert_allclose(g(x, y).asnumpy(), f(x, y).asnumpy())
+    info = kiln.programs(g)
+    assert len(info) == 2 and not info.refused, info
+
+
+def test_a_size_the_op_refuses_does_not_stop_symbolic_programs():
+    def f(x):
+        return np.argmax(x)
+    g = kiln.hybridize(f, backend="numpy", dynamic=True)
+    for b in (3, 0, 5, 7, 4):
+        x = np.ones((b, 2))
+        if b == 0:      # eager refuses an empty argmax: so does the compiled function
+            with pytest.raises(KilnError):
+                g(x)
+            continue
+        assert int(g(x)) == int(f(x))
+    info = kiln.programs(g)
+    assert len(info) == 1 and not info.refused, info
+
+
+def test_batch_norm_training_keeps_the_batch_symbolic():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(8), nn.BatchNorm(), nn.Dense(3))
+    net.initialize()
+    net.hybridize(backend="numpy", dynamic_axes={0: {0: "batch"}})
+    for b in (4, 6, 9, 2):
+        with autograd.record():
+            out = net(np.ones((b, 5)) * onp.arange(b).reshape(b, 1))
+        out.backward()
+    info = kiln.programs(net)
+    assert len(info) == 1 and not info.refused, info
+
+
+def test_indexing_a_whole_symbolic_axis_keeps_its_symbol():
+    g = kiln.hybridize(lambda x: x[:, 0] * 2, backend="numpy", dynamic=True)
+    for b in (3, 5, 7, 4):
+        x = np.array(onp.arange(b * 3, dtype="float32").reshape(b, 3))
+        onp.testing.assert_allclose(g(x).asnumpy(), x.asnumpy()[:, 0] * 2)
+    assert len(kiln.programs(g)) == 1, kiln.programs(g)
