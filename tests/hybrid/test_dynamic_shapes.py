@@ -229,3 +229,13 @@ def test_indexing_a_whole_symbolic_axis_keeps_its_symbol():
         x = np.array(onp.arange(b * 3, dtype="float32").reshape(b, 3))
         onp.testing.assert_allclose(g(x).asnumpy(), x.asnumpy()[:, 0] * 2)
     assert len(kiln.programs(g)) == 1, kiln.programs(g)
+
+
+def test_a_symbolic_size_pinned_to_one_broadcasts_in_generated_c():
+    # the second call makes y's batch symbolic at 1 (a guard pins it): the C program must
+    # broadcast it as a 1, not lay it out as a full axis (wrong values before)
+    g = kiln.hybridize(lambda x, y: x - y, backend="c")
+    x = onp.arange(6, dtype="float32").reshape(2, 3)
+    for c in (2, 1, 1, 2):
+        y = (onp.arange(c, dtype="float32").reshape(c, 1) + 1) * 10
+        onp.testing.assert_array_equal(g(np.array(x), np.array(y)).asnumpy(), x - y)

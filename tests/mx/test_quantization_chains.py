@@ -257,6 +257,21 @@ def test_quantize_net_returns_a_symbol_block_as_mxnet_does(mx):
     onp.testing.assert_array_equal(qnet(batch).asnumpy(), want)
 
 
+
+def test_quantize_nets_symbol_block_takes_any_batch_size(mx):
+    """MXNet's returned SymbolBlock is not tied to the calibration batch: neither is
+    kiln's (its inputs' leading axis is exported symbolic), eagerly or hybridized."""
+    net = _net()
+    x = R.standard_normal((16, 3, 12, 12)).astype("float32")
+    qnet = mx.contrib.quantization.quantize_net(net, calib_data=[np.array(x[:8])],
+                                                calib_mode="naive")
+    for hybrid in (False, True):
+        if hybrid:
+            qnet.hybridize()
+        for b in (8, 5, 1, 16):
+            batch = np.array(x[:b])
+            onp.testing.assert_array_equal(qnet(batch).asnumpy(), net(batch).asnumpy())
+
 def test_entropy_calibration_is_not_pulled_down_by_a_relus_zeros():
     """Half of a ReLU's outputs are exact zeros, exact at every scale: the entropy threshold
     of such an activation equals that of its nonzero part alone (before, the one tall zero
