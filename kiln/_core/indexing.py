@@ -232,14 +232,14 @@ def _advanced_setitem(x, key, v):
     except (IndexError, ValueError, TypeError) as exc:
         raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
                        else KilnError) from exc
-    if selected.size == 0:
-        return x
     v = _drop_leading_ones(v, selected.ndim)
-    try:
+    try:    # checked for an empty selection too, as NumPy checks it
         v = REGISTRY["broadcast_to"](v, shape=selected.shape)
     except KilnError:
         raise op_error("setitem", f"could not broadcast input array from shape {v.shape} "
                        f"into shape {selected.shape}") from None
+    if selected.size == 0:
+        return x
     source = _np.zeros(x.size, _np.int64)
     source[selected.ravel()] = _np.arange(selected.size)
     mask = _np.zeros(x.size, _np.bool_)
