@@ -239,3 +239,23 @@ def test_a_symbolic_size_pinned_to_one_broadcasts_in_generated_c():
     for c in (2, 1, 1, 2):
         y = (onp.arange(c, dtype="float32").reshape(c, 1) + 1) * 10
         onp.testing.assert_array_equal(g(np.array(x), np.array(y)).asnumpy(), x - y)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_dropout_in_training_keeps_the_batch_symbolic(backend):
+    # the mask is drawn at the traced array's shape: a symbolic batch stays symbolic in
+    # the draw (np.random's size took int() of it, so every batch was a program)
+    net = nn.HybridSequential()
+    net.add(nn.Dense(32), nn.Dropout(0.5))
+    net.initialize()
+    net.hybridize(backend=backend)
+    for b in (8, 5, 9, 1, 7):
+        x = np.ones((b, 6))
+        with autograd.record():
+            y = net(x)
+        y.backward()
+        kept = net[0](x).asnumpy() * 2
+        v = y.asnumpy()
+        assert v.shape == (b, 32)
+        assert onp.all((v == 0) | onp.isclose(v, kept, rtol=1e-5, atol=1e-6))
+    assert len(kiln.programs(net)) == 2, kiln.programs(net)
