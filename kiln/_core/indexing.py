@@ -8,6 +8,7 @@ from . import trace
 from .base import GraphBreak, KilnError, op_error
 from .ndarray import ndarray
 from .primitive import REGISTRY
+from .symdim import is_symbolic
 from .writes import arrays_written
 
 
@@ -48,8 +49,11 @@ def basic_plan(shape, key):
             continue
         size = shape[dim]
         if isinstance(k, slice):
-            b, e, s = k.indices(size)
-            n = len(range(b, e, s))
+            if is_symbolic(size) and k.start is None and k.stop is None and k.step in (None, 1):
+                b, e, s, n = 0, size, 1, size     # a whole symbolic axis keeps its symbol
+            else:
+                b, e, s = k.indices(size)
+                n = len(range(b, e, s))
             out_shape.append(n)
         else:
             try:
@@ -228,14 +232,14 @@ def _advanced_setitem(x, key, v):
     except (IndexError, ValueError, TypeError) as exc:
         raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
                        else KilnError) from exc
-    if selected.size == 0:
-        return x
     v = _drop_leading_ones(v, selected.ndim)
-    try:
+    try:    # checked for an empty selection too, as NumPy checks it
         v = REGISTRY["broadcast_to"](v, shape=selected.shape)
     except KilnError:
         raise op_error("setitem", f"could not broadcast input array from shape {v.shape} "
                        f"into shape {selected.shape}") from None
+    if selected.size == 0:
+        return x
     source = _np.zeros(x.size, _np.int64)
     source[selected.ravel()] = _np.arange(selected.size)
     mask = _np.zeros(x.size, _np.bool_)

@@ -458,8 +458,8 @@ def has_symbolic(shape):
     return any(isinstance(d, SymInt) for d in shape)
 
 
-def graph_is_symbolic(graph):
-    return any(has_symbolic(n.shape) for n in graph.nodes)
+def graph_is_symbolic(graph):     # (an input no output reads counts: its size is bound)
+    return any(has_symbolic(n.shape) for n in graph.inputs + graph.nodes)
 
 
 def concrete_value(value, bindings):

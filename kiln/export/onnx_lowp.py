@@ -65,7 +65,11 @@ def _conv_int8(em, node, ins):
         y = em.op("Add", [y, residual])
     y = _relu(em, node, y)
     if a.get("out_scale") is not None:      # requantized for the next layer
-        y = em.op("QuantizeLinear", [y, em.const(_np.array(a["out_scale"], _np.float32)),
+        # as the kernel does it (ops/quantized.py requantized): times the float32
+        # reciprocal of the scale, then rounded; QuantizeLinear(out_scale) would divide
+        inverse = _np.float32(1.0) / _np.float32(a["out_scale"])
+        y = em.op("QuantizeLinear", [em.op("Mul", [y, em.const(_np.array(inverse))]),
+                                     em.const(_np.array(1.0, _np.float32)),
                                      em.const(_np.array(0, ZERO[a["out_dtype"]]))])
     return y
 

@@ -12,8 +12,8 @@ arguments, and reports every difference as a `Finding`:
   strict    -- a variable that is the caller's array on some paths of an if/while only
                must be compiled: hybridize(strict=True) must not refuse it (a fallback of
                kind 'path-aliasing' is reported; other documented fallbacks are counted).
-  sizes     -- (sizes=True) one program with symbolic sizes, called as the arguments'
-               leading axis changes (sizes.py).
+  sizes     -- (sizes=True) one function with symbolic sizes per backend, called as the
+               arguments' leading axis, then all their sizes, change (sizes.py).
 Values compare with a tolerance for floats, exactly otherwise, NaN and Inf positions
 included (kiln's semantics; see the README's "Compiled equals eager"). A float value that
 cancels to rounding noise (a LayerNorm's input gradient of a plain sum is 0, computed as
@@ -279,7 +279,8 @@ def compare(fn, args, new_args=None, backends=BACKENDS, grad=True, weights=(1.0,
         if observe is not None:
             observe["fallbacks"] += traced_ops(compiled, observe["ops"])
     if sizes:
-        findings += compare_sizes(fn, args, _run, _same_error, same_values, Finding, strict)
+        findings += compare_sizes(fn, args, _run, _same_error, same_values, Finding, strict,
+                                  backends=backends)
     return findings
 
 

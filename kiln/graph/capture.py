@@ -13,6 +13,7 @@ from .._core.base import user_frame
 from .._core.ndarray import ndarray, as_array
 from .._core import trace
 from .._core.ir import Graph, Node
+from .._core.symdim import SymInt, active_env
 from .tree import flatten, unflatten
 from .._core.bfloat16 import is_floating
 
@@ -120,6 +121,7 @@ def capture(fn, args, name, param_names=None, grad_inputs=None, note_side_effect
         e.node.name = names.get(id(e.param), e.node.name)
     graph = Graph(in_nodes + grad_in_nodes, param_nodes,
                   out_nodes + state_nodes + grad_nodes, name)
+    _write_pinned_sizes(graph)
     cap = Capture(graph, out_structure, len(out_nodes), [p for p, _ in state],
                   {id(e.node): e.param for e in entries}, len(in_nodes), written)
     cap.grad_params = grad_params
@@ -162,3 +164,46 @@ def _trace_backward(ctx, outs, symbols, leaves_before, entries):
         g = hit[1] if hit is not None else full(shape=array.shape, value=0, dtype=array.dtype)
         grad_nodes.append(_node_of(ctx, g))
     return grad_in_nodes, grad_nodes, grad_params
+
+
+def _write_pinned_sizes(graph):
+    """A symbolic size that a guard pinned to one value (`s0 == 1`: this program serves
+    only that value) is written as that value in every shape and attribute of the graph,
+    so no backend mistakes it for a size that varies: generated C would otherwise lay out
+    a broadcast over a symbolic axis that is 1 as a full one."""
+    env = active_env()
+    pins = {} if env is None else {g.lhs[1]: g.rhs[1] for g in env.guards
+                                   if g.kind() == "specialized"}
+    if not pins:
+        return
+    seen = set()
+    for node in graph.inputs + graph.params + graph.nodes:
+        if id(node) not in seen:
+            seen.add(id(node))
+            node.shape = tuple(_pinned(d, pins, env.symbols) for d in node.shape)
+            node.attrs = {k: _pinned(v, pins, env.symbols) for k, v in node.attrs.items()}
+
+
+_ARITHMETIC = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+               "//": lambda a, b: a // b, "%": lambda a, b: a % b}
+
+
+def _pinned(value, pins, hints):
+    """value (a size, an attribute, or tuples/lists/dicts of them) with the pinned symbols
+    replaced by their values; what is left of an expression stays symbolic."""
+    if isinstance(value, SymInt):
+        return _rebuilt(value.expr, pins, hints) if value.symbols() & pins.keys() else value
+    if type(value) in (tuple, list):
+        return type(value)(_pinned(v, pins, hints) for v in value)
+    if isinstance(value, dict):
+        return {k: _pinned(v, pins, hints) for k, v in value.items()}
+    return value
+
+
+def _rebuilt(expr, pins, hints):
+    kind = expr[0]
+    if kind == "sym":
+        return pins[expr[1]] if expr[1] in pins else SymInt.symbol(expr[1], hints[expr[1]])
+    if kind == "const":
+        return expr[1]
+    return _ARITHMETIC[kind](_rebuilt(expr[1], pins, hints), _rebuilt(expr[2], pins, hints))

@@ -179,11 +179,17 @@ class CachedFunction:
         except (GraphBreak, SymbolicValueError):
             raise
         except Exception as exc:  # a rule or pass that cannot take a symbolic size
+            # (or the op refuses these sizes whatever they are: then the specialized build
+            # raises the user's error, and later sizes still get a symbolic program)
+            entry = self._build_for(args, grad_mask)
             self.policy.refuse(relaxed, f"{type(exc).__name__}: {exc}")
-            return self._build_for(args, grad_mask)
+            return entry
         entry.symbolic = plan
         self.policy.add(relaxed, entry)
-        pinned = [g for g in plan.env.guards if g.kind() == "specialized"]
+        # sizes 0 and 1 are classes of their own (broadcasting, empty arrays): a program
+        # pinned to them says nothing about the trace needing other sizes' values
+        pinned = [g for g in plan.env.guards
+                  if g.kind() == "specialized" and g.rhs[1] not in (0, 1)]
         if pinned and {g.lhs[1] for g in pinned} >= set(plan.env.symbols):
             # the trace needed every symbol's value: later sizes specialize directly
             self.policy.refuse(relaxed, f"the trace needs the value of every symbolic "

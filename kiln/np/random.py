@@ -5,6 +5,7 @@ import numpy as _np
 
 from .._core.base import DEFAULT_FLOAT, normalize_dtype, op_error, KilnError
 from .._core.ndarray import ndarray
+from .._core.symdim import SymInt
 from .._core.writes import arrays_written
 from ..ops import REGISTRY as _R
 from ..ops.creation import seed as _seed, _RandomState
@@ -21,8 +22,8 @@ def _size(size):
         return ()
     if isinstance(size, (int, _np.integer)):
         return (int(size),)
-    try:
-        return tuple(operator.index(d) for d in size)
+    try:    # a symbolic size (a traced array's shape) stays symbolic
+        return tuple(d if isinstance(d, SymInt) else operator.index(d) for d in size)
     except TypeError:
         raise op_error("random", f"size must be an int or a tuple of ints, got {size!r}",
                        KilnError) from None

@@ -46,9 +46,9 @@ def _layout(op, x, axis):
         raise op_error(op, f"axis must be a dimension of the {len(x.shape)}-D input, got {axis!r}")
     if not is_float(x.dtype):
         raise op_error(op, f"expected a floating-point input, got {x.dtype}")
-    c = int(x.shape[axis])
-    outer = int(_np.prod(x.shape[:axis], dtype=_np.int64))
-    inner = int(_np.prod(x.shape[axis + 1:], dtype=_np.int64))
+    c = x.shape[axis]
+    outer = math.prod(x.shape[:axis])        # a symbolic size stays symbolic (no int())
+    inner = math.prod(x.shape[axis + 1:])
     if c == 0:
         raise op_error(op, f"expected at least one channel, got shape {tuple(x.shape)} with "
                        f"channel axis {axis}")

@@ -5,6 +5,7 @@ import numpy as onp
 import pytest
 
 from kiln import np, npx, KilnError, MXNetError
+import kiln
 from kiln import autograd
 
 THIS_FILE = os.path.basename(__file__)
@@ -100,6 +101,20 @@ def test_setitem_errors():
     with pytest.raises((KilnError, IndexError)):
         x[5] = 1
 
+
+
+def test_setitem_of_an_empty_selection_checks_the_value_when_traced_too():
+    # found by the fuzzer's size stage: v[[1, 0]] = v on a (3, 0) array raised eagerly
+    # (NumPy checks the value's shape against the empty selection) and ran compiled
+    def f(a):
+        v = a * 1
+        v[[1, 0]] = v
+        return v
+    x = np.ones((3, 0))
+    with pytest.raises(KilnError):
+        f(x)
+    with pytest.raises(KilnError):
+        kiln.hybridize(f, backend="numpy", static_shape=True)(x)
 
 def test_inplace_shape_and_dtype_errors():
     x = np.ones((2, 3))

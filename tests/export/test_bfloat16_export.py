@@ -107,3 +107,26 @@ def test_onnx_writes_bfloat16_casts_and_initializers_that_onnxruntime_runs(tmp_p
     bf16_net(xb)
     model = onnx.load(kiln_onnx.export(bf16_net, [xb], str(tmp_path / "bf.onnx")))
     assert {i.data_type for i in model.graph.initializer} == {onnx.TensorProto.BFLOAT16}
+
+
+def test_an_amp_converted_conv_network_runs_in_onnxruntime_with_kilns_outputs(tmp_path):
+    """convert_hybrid_block's bfloat16 convolutions (bias and ReLU as oneDNN post-ops, so
+    the graph holds conv_bf16 nodes) export as casts through bfloat16 that ONNX Runtime
+    runs to kiln's values."""
+    ort = pytest.importorskip("onnxruntime")
+    from kiln import init
+    from kiln.contrib import amp
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(8, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
+            nn.Conv2D(8, 3, padding=1, activation="relu"), nn.GlobalAvgPool2D(),
+            nn.Dense(5))
+    net.initialize(init.Xavier())
+    x = onp.random.default_rng(3).standard_normal((4, 3, 10, 10)).astype("float32")
+    net(np.array(x))
+    net.hybridize()
+    amp.convert_hybrid_block(net, target_dtype="bfloat16")
+    want = net(np.array(x)).asnumpy()
+    path = kiln_onnx.export(net, [np.array(x)], str(tmp_path / "amp.onnx"))
+    sess = ort.InferenceSession(path)
+    (got,) = sess.run(None, {sess.get_inputs()[0].name: x})
+    onp.testing.assert_allclose(got, want, rtol=2 ** -7, atol=2 ** -7 * onp.abs(want).max())

@@ -178,3 +178,101 @@ def test_fuzzer_size_stage_with_control_flow_over_symbolic_sizes():
         return v, n
     x = np.array(onp.random.RandomState(3).rand(4, 3).astype("float32"))
     assert not compare(f, [x], backends=("numpy",), grad=False, sizes=True)
+
+
+def test_a_first_call_at_size_one_leaves_later_sizes_symbolic():
+    # x[:, 0] of a whole symbolic axis and a broadcast against a size that is 1 on the
+    # first call: the program for batch 1 is pinned to 1 (a size class of its own), and
+    # the next size still gets a symbolic program that every later size shares
+    def f(x, y):
+        return x[:, 0] * 2 - y
+    g = kiln.hybridize(f, backend="numpy", dynamic=True)
+    rng = onp.random.RandomState(1)
+    for b in (1, 5, 3, 7, 2):
+        x, y = np.array(rng.rand(b, 3)), np.array(rng.rand(b))
+        onp.testing.assert_allclose(g(x, y).asnumpy(), f(x, y).asnumpy())
+    info = kiln.programs(g)
+    assert len(info) == 2 and not info.refused, info
+
+
+def test_a_size_the_op_refuses_does_not_stop_symbolic_programs():
+    def f(x):
+        return np.argmax(x)
+    g = kiln.hybridize(f, backend="numpy", dynamic=True)
+    for b in (3, 0, 5, 7, 4):
+        x = np.ones((b, 2))
+        if b == 0:      # eager refuses an empty argmax: so does the compiled function
+            with pytest.raises(KilnError):
+                g(x)
+            continue
+        assert int(g(x)) == int(f(x))
+    info = kiln.programs(g)
+    assert len(info) == 1 and not info.refused, info
+
+
+def test_batch_norm_training_keeps_the_batch_symbolic():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(8), nn.BatchNorm(), nn.Dense(3))
+    net.initialize()
+    net.hybridize(backend="numpy", dynamic_axes={0: {0: "batch"}})
+    for b in (4, 6, 9, 2):
+        with autograd.record():
+            out = net(np.ones((b, 5)) * onp.arange(b).reshape(b, 1))
+        out.backward()
+    info = kiln.programs(net)
+    assert len(info) == 1 and not info.refused, info
+
+
+def test_indexing_a_whole_symbolic_axis_keeps_its_symbol():
+    g = kiln.hybridize(lambda x: x[:, 0] * 2, backend="numpy", dynamic=True)
+    for b in (3, 5, 7, 4):
+        x = np.array(onp.arange(b * 3, dtype="float32").reshape(b, 3))
+        onp.testing.assert_allclose(g(x).asnumpy(), x.asnumpy()[:, 0] * 2)
+    assert len(kiln.programs(g)) == 1, kiln.programs(g)
+
+
+def test_a_symbolic_size_pinned_to_one_broadcasts_in_generated_c():
+    # the second call makes y's batch symbolic at 1 (a guard pins it): the C program must
+    # broadcast it as a 1, not lay it out as a full axis (wrong values before)
+    g = kiln.hybridize(lambda x, y: x - y, backend="c")
+    x = onp.arange(6, dtype="float32").reshape(2, 3)
+    for c in (2, 1, 1, 2):
+        y = (onp.arange(c, dtype="float32").reshape(c, 1) + 1) * 10
+        onp.testing.assert_array_equal(g(np.array(x), np.array(y)).asnumpy(), x - y)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_dropout_in_training_keeps_the_batch_symbolic(backend):
+    # the mask is drawn at the traced array's shape: a symbolic batch stays symbolic in
+    # the draw (np.random's size took int() of it, so every batch was a program)
+    net = nn.HybridSequential()
+    net.add(nn.Dense(32), nn.Dropout(0.5))
+    net.initialize()
+    net.hybridize(backend=backend)
+    for b in (8, 5, 9, 1, 7):
+        x = np.ones((b, 6))
+        with autograd.record():
+            y = net(x)
+        y.backward()
+        kept = net[0](x).asnumpy() * 2
+        v = y.asnumpy()
+        assert v.shape == (b, 32)
+        assert onp.all((v == 0) | onp.isclose(v, kept, rtol=1e-5, atol=1e-6))
+    assert len(kiln.programs(net)) == 2, kiln.programs(net)
+
+
+def test_pinned_sizes_and_unused_arguments_in_generated_c():
+    # fuzz seed 29011 #7: every size the output reads is pinned (written as its value),
+    # but arguments nothing reads keep their symbols: the program must still be the one
+    # that binds symbols (it was a fixed-size one, which then compared symbolic shapes)
+    blk = nn.Dense(2, activation="relu", in_units=4)
+    blk.initialize()
+
+    def f(a0, a1, a2):
+        a0[::2], a0[0][::2]     # (unused: these slices pin a0's sizes)
+        return blk(a0.sum(axis=-2, keepdims=True))[1:, ::2].astype("bool")
+    g = kiln.hybridize(f, backend="c", dynamic=True)
+    a0 = np.ones((4, 4))
+    for s1, s2 in (((2, 3), (3, 1)), ((4, 2), (2, 1))):
+        a1, a2 = np.ones(s1), np.array(onp.ones(s2, "int32"))
+        assert g(a0, a1, a2).shape == f(a0, a1, a2).shape == (0, 1)

@@ -153,13 +153,16 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full",
 
 
 def _symbol_block(network, example):
-    """MXNet's return value: the quantized network as a SymbolBlock (exported, loaded)."""
+    """MXNet's return value: the quantized network as a SymbolBlock (exported, loaded).
+    Its inputs' leading axis is symbolic: like MXNet's, it takes any batch size, not only
+    the calibration batch's."""
     if not getattr(network, "_hybrid_active", False):
         network.hybridize()
     with autograd.predict_mode():
         network(*[ndarray._wrap(x) for x in example])
+    batch = {k: {0: "batch"} for k, x in enumerate(example) if _np.ndim(x)}
     with tempfile.TemporaryDirectory(prefix="kiln-quantized-") as tmp:
-        sym, params = network.export(os.path.join(tmp, "quantized"))
+        sym, params = network.export(os.path.join(tmp, "quantized"), dynamic_axes=batch)
         return SymbolBlock.imports(sym, None, params)
 
 
