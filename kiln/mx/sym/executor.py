@@ -3,7 +3,10 @@
 forward(is_train=True) records the symbol's walk (evaluation.evaluate) on kiln's autograd
 tape; backward() takes the gradients with the registry's rules and writes them into
 grad_dict as each argument's grad_req says ('write', 'add' or 'null').
-forward(is_train=False) runs the symbol compiled (sym.compile: kiln's passes and backend).
+forward(is_train=False) runs the symbol compiled (sym.compile: kiln's passes and backend)
+from its second call on; the first call walks the symbol as training does, without the tape.
+Compiling costs more than many walks of a small graph, and code that binds a symbol to run
+it once (a check, a test over many shapes) should not pay it.
 """
 import os
 from collections import OrderedDict
@@ -23,6 +26,7 @@ from .evaluation import (evaluate, infer_shape_strict, infer_type, compile_symbo
 
 
 _EAGER = "eager"      # Executor._compiled of a symbol that cannot be compiled
+_WALKED = "walked"    # Executor._compiled after one inference forward, before compiling
 
 
 # MXNet ops whose inputs a monitor names by position (no input names registered)
@@ -241,10 +245,12 @@ class Executor:
             return self.outputs
         if not is_train:
             self._leaves = None
-            if self._compiled is None:
+            if self._compiled is _WALKED:
                 self._compiled = compile_symbols(self._symbol)
             values = {**self.arg_dict, **self.aux_dict}
-            if self._compiled is not _EAGER:
+            if self._compiled is None:
+                self._compiled = _WALKED
+            elif self._compiled is not _EAGER:
                 try:
                     self.outputs = self._compiled(**{n: values[n]
                                                      for n in self._compiled.names})
