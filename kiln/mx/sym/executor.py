@@ -267,8 +267,12 @@ class Executor:
             out_grads = [_as_array(g, "out_grads") for g in out_grads]
         self.last_out_grads = out_grads or [full_like(o, 1) for o in self.outputs]
         reached = _gradient_reaches(self._symbol)
-        for n, r in self._grad_req.items():   # BlockGrad stops the gradient: it is zero
-            if r == "write" and n not in reached and self.grad_dict.get(n) is not None:
+        for n, r in self._grad_req.items():
+            # BlockGrad stops the gradient, and integer inputs (lengths, indices) have none:
+            # MXNet's backward writes zeros there
+            if r == "write" and self.grad_dict.get(n) is not None and (
+                    n not in reached or
+                    not _np.issubdtype(self.arg_dict[n].dtype, _np.inexact)):
                 self.grad_dict[n][...] = 0
         names = [n for n, r in self._grad_req.items() if r != "null" and n in reached and
                  _np.issubdtype(self.arg_dict[n].dtype, _np.inexact)]   # integers: none
