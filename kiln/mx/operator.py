@@ -95,8 +95,9 @@ def register(reg_name):
 
 
 def get_all_registered_operators():
-    """The names of the custom operators registered with `mx.operator.register`, sorted."""
-    return sorted(_REGISTRY)
+    """The operator names, sorted: MXNet's (every name of kiln's MXNet op table, as MXNet
+    lists its backend's) and the custom operators registered with `mx.operator.register`."""
+    return sorted(set(OPS) | set(_REGISTRY))
 
 
 def _is_input(value):

@@ -70,3 +70,11 @@ def test_custom_op_forward_and_backward(mx):
         mx.nd.Custom(x, op_type="nope")
     with pytest.raises(KilnError, match="CustomOpProp"):
         mx.operator.register("bad")(object)
+
+
+def test_all_registered_operators_name_mxnets_ops(mx):
+    """As MXNet 1.9.1's: a sorted list holding the backend operator names."""
+    ops = mx.operator.get_all_registered_operators()
+    assert isinstance(ops, list) and ops == sorted(ops)
+    for name in ("Activation", "Convolution", "softmax", "CTCLoss", "Custom"):
+        assert name in ops
