@@ -188,3 +188,12 @@ def test_contrib_aliases_of_layers():
     emb = nd.contrib.SparseEmbedding(nd.array([0, 2]), nd.ones((4, 3)), input_dim=4,
                                      output_dim=3)
     assert emb.shape == (2, 3)
+
+
+def test_index_array_of_a_scalar_and_of_zero_size_data():
+    """MXNet 1.9.1 (np_shape on): a 0-d array has no axes, so its index array is (0,);
+    zero-size data keeps its shape plus the axes' count."""
+    assert nd.contrib.index_array(nd.ones(())).shape == (0,)
+    assert nd.contrib.index_array(nd.ones((0, 2, 0)), axes=(1,)).shape == (0, 2, 0, 1)
+    assert nd.contrib.index_array(nd.ones((2, 3)), axes=(-1, 0)).asnumpy().tolist() == \
+        [[[0, 0], [1, 0], [2, 0]], [[0, 1], [1, 1], [2, 1]]]
