@@ -306,3 +306,12 @@ def test_softmax_output_soft_labels_multi_output_and_normalization():
     keep = (label.asnumpy() != 0)[:, None]
     want = (prob - onehot) * keep * 2.0 / keep.sum()       # MXNet's rule (test_operator)
     np.testing.assert_allclose(data.grad.asnumpy(), want, rtol=1e-5, atol=1e-7)
+
+
+def test_symbolic_leaky_relu_on_one_axis_data_needs_no_gamma():
+    """Only prelu has a gamma to infer; elu on 1-d data binds (MXNet 1.9.1's values)."""
+    y = sym.LeakyReLU(sym.Variable("x"), act_type="elu", slope=0.25)
+    assert y.list_arguments() == ["x"]
+    exe = y.bind(kiln.cpu(), {"x": nd.array([-1.0, 0.0, 2.0])})
+    np.testing.assert_allclose(exe.forward()[0].asnumpy(), [-0.15803012, 0.0, 2.0],
+                               rtol=1e-6)

@@ -113,7 +113,9 @@ def Activation(data, act_type="relu", **_):
 
 
 @_op("LeakyReLU", ("data", "gamma"),
-     param_shapes=lambda attrs, data: {"gamma": (data[1],)})    # prelu: one per channel
+     # prelu: one gamma per channel; the other act_types have no gamma to infer
+     param_shapes=lambda attrs, data: ({"gamma": (data[1],)}
+                                       if attrs.get("act_type", "leaky") == "prelu" else {}))
 def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, **_):
     return knpx.leaky_relu(data, gamma, act_type=act_type, slope=slope)
 
