@@ -2,6 +2,8 @@
 the parser of MXNet's attribute strings. The topic modules of this package fill the table
 with `@_op(...)`; see __init__.py.
 """
+import threading
+
 from ..._core.base import KilnError
 
 _DTYPE_FLAGS = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8", "4": "int32",
@@ -117,6 +119,17 @@ def lookup(name, where=""):
         raise KilnError(f"{where}MXNet op {name!r} has no kiln mapping (kiln maps "
                         f"{len(OPS)} MXNet ops; see kiln/mx/ops)")
     return op
+
+
+class _ShapeRun(threading.local):
+    active = False
+
+
+# Set while a symbol runs on zeros only to learn its shapes (an eager-only op met shape
+# inference, kiln/mx/sym/evaluation.py): an eager op whose computation fails on values (a
+# Cholesky factor of zeros) then gives zeros of its output shapes, as MXNet infers shapes
+# without computing.
+SHAPE_RUN = _ShapeRun()
 
 
 # ---- attribute strings ('(3, 3)', 'False', '1e-05') -------------------------------------------

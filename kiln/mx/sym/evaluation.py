@@ -16,6 +16,7 @@ from ..._core.base import KilnError, SymbolicValueError, where_in_user_code
 from ..._core import trace
 from ..._core.ir import Node
 from ..ops import lookup
+from ..ops.table import SHAPE_RUN
 from ..._core.ndarray import ndarray
 from ...npx.io import MAX_TENSOR_ELEMENTS
 from ...ops.registry import REGISTRY
@@ -205,8 +206,12 @@ def _shapes_eagerly(symbol, shapes, dtypes=None):
                                                     _declared_dtype(node, dtypes)))
         return inputs[node.name]
 
-    with autograd._scope(False, False):
-        outs = evaluate(symbol._heads, feed)
+    SHAPE_RUN.active = True
+    try:
+        with autograd._scope(False, False):
+            outs = evaluate(symbol._heads, feed)
+    finally:
+        SHAPE_RUN.active = False
     return inputs, outs
 
 
