@@ -13,15 +13,19 @@ _DTYPE_FLAGS = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8", "4
 class MXOp:
     """An entry of the MXNet operator table: the operator's name, the kiln function computing it,
     its input and auxiliary-state names, and its number of outputs."""
-    __slots__ = ("name", "fn", "inputs", "aux", "variadic", "num_outputs", "param_shapes")
+    __slots__ = ("name", "fn", "inputs", "aux", "variadic", "num_outputs", "param_shapes",
+                 "same_shape")
 
     def __init__(self, name, fn, inputs=("data",), aux=(), variadic=False, num_outputs=1,
-                 param_shapes=None):
+                 param_shapes=None, same_shape=False):
         self.name, self.fn, self.inputs, self.aux = name, fn, tuple(inputs), tuple(aux)
         self.variadic = variadic              # takes any number of data inputs (Concat)
         self.num_outputs = num_outputs       # an int, or attrs -> int (SliceChannel, topk)
         # (attrs, data shape) -> {input name: shape} for the weights MXNet infers
         self.param_shapes = param_shapes
+        # all inputs have one shape (elemwise_add, add_n): a variable input without a shape
+        # takes a known input's, as MXNet's shape inference gives it
+        self.same_shape = same_shape
 
     def outputs(self, attrs):
         """How many outputs a node with these attributes has."""

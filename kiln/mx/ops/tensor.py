@@ -10,7 +10,13 @@ from .table import _op, _DTYPE_FLAGS
 # ---- arithmetic ----------------------------------------------------------------------------
 
 def _binary(names, fn):
-    _op(names, ("lhs", "rhs"))(lambda lhs, rhs, **_: fn(lhs, rhs))
+    """MXNet's elementwise names (elemwise_add, _plus) take operands of one shape; its
+    broadcast_* and _npi_* names broadcast."""
+    def compute(lhs, rhs, **_):
+        return fn(lhs, rhs)
+    for name in names.split():
+        _op(name, ("lhs", "rhs"),
+            same_shape=not name.startswith(("broadcast_", "_npi_")))(compute)
 
 
 _binary("elemwise_add _plus _add broadcast_add broadcast_plus _npi_add", knp.add)
@@ -69,7 +75,7 @@ def Cast(data, dtype="float32", **_):
     return data.astype(_DTYPE_FLAGS.get(str(dtype), dtype))
 
 
-@_op("add_n ElementWiseSum", variadic=True)
+@_op("add_n ElementWiseSum", variadic=True, same_shape=True)
 def add_n(*args, **_):
     out = args[0]
     for a in args[1:]:

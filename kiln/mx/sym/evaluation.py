@@ -56,6 +56,10 @@ def _hints(node, values):
     if node.is_var or node.op.startswith(KILN_PREFIX) or node.grad_of is not None:
         return {}
     op = lookup(node.op)
+    if op.same_shape:
+        known = [values[id(src)][k].shape for src, k in node.inputs if id(src) in values]
+        return {id(src): tuple(known[0]) for src, _ in node.inputs
+                if src.is_var and id(src) not in values} if known else {}
     if op.param_shapes is None or not node.inputs:
         return {}
     first = values.get(id(node.inputs[0][0]))
@@ -70,6 +74,13 @@ def _hints(node, values):
                         f"{exc})" + where_in_user_code()) from None
     names = op.input_names(node.attrs)
     return {id(src): shapes[n] for (src, _), n in zip(node.inputs, names) if n in shapes}
+
+
+def _same_shape(node):
+    if node.is_var or node.op.startswith(KILN_PREFIX) or node.grad_of is not None or \
+            node.op == BLOCK_OP:
+        return False
+    return lookup(node.op).same_shape
 
 
 def evaluate(heads, feed, observe=None):
@@ -107,7 +118,11 @@ def _evaluate_node(node, values, learned, feed, observe):
     if node.inputs:
         first, _ = node.inputs[0]
         if first.is_var and id(first) not in values:
-            values[id(first)] = [feed(first, learned.get(id(first)))]
+            try:
+                values[id(first)] = [feed(first, learned.get(id(first)))]
+            except MissingInput:     # an elementwise op may learn it from another input
+                if not _same_shape(node):
+                    raise
     learned.update(_hints(node, values))
     arrays = []
     for src, k in node.inputs:
