@@ -124,8 +124,11 @@ def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, **_):
 def Pooling(data, kernel=None, pool_type="max", stride=None, pad=None, global_pool=False,
             pooling_convention="valid", count_include_pad=True, layout=None, **_):
     _channels_first("Pooling", layout)
+    pad = _tuple_or_none(pad)
+    if pad is not None and len(pad) > data.ndim - 2:    # MXNet reads the leading values
+        pad = pad[:data.ndim - 2]
     return knpx.pooling(data, kernel=_tuple_or_none(kernel), pool_type=pool_type,
-                        stride=_tuple_or_none(stride), pad=_tuple_or_none(pad),
+                        stride=_tuple_or_none(stride), pad=pad,
                         global_pool=global_pool, pooling_convention=pooling_convention,
                         count_include_pad=True if count_include_pad is None
                         else count_include_pad)
