@@ -199,3 +199,24 @@ def test_index_array_of_a_scalar_and_of_zero_size_data():
         assert nd.contrib.index_array(nd.ones((0, 2, 0)), axes=(1,)).shape == (0, 2, 0, 1)
     assert nd.contrib.index_array(nd.ones((2, 3)), axes=(-1, 0)).asnumpy().tolist() == \
         [[[0, 0], [1, 0], [2, 0]], [[0, 1], [1, 1], [2, 1]]]
+
+
+@pytest.mark.parametrize("mode, shape, total", [
+    ("odd_scale", (1, 2, 7, 2), 546.0), ("to_even_down", (1, 2, 4, 4), 624.0),
+    ("to_even_up", (1, 2, 6, 4), 936.0), ("to_odd_down", (1, 2, 5, 3), 585.0),
+    ("to_odd_up", (1, 2, 5, 5), 975.0)])
+def test_bilinear_resize_modes(mode, shape, total):
+    """MXNet 1.9.1's output shapes and sums for its size modes on this input."""
+    x = nd.array(onp.arange(40, dtype=onp.float32).reshape(1, 2, 5, 4))
+    y = nd.contrib.BilinearResize2D(x, scale_height=1.5, scale_width=0.5, mode=mode)
+    assert y.shape == shape
+    assert abs(float(y.sum().asnumpy()) - total) < 1e-3
+
+
+def test_bilinear_resize_like_is_a_symbol_input_in_mode_like_only():
+    from kiln import sym
+    d, like = sym.Variable("d"), sym.Variable("l")
+    s = sym.contrib.BilinearResize2D(d, like, mode="like")
+    assert s.list_arguments() == ["d", "l"]
+    assert s.infer_shape(d=(1, 2, 5, 4), l=(1, 1, 3, 7))[1] == [(1, 2, 3, 7)]
+    assert sym.contrib.BilinearResize2D(d, height=3, width=2).list_arguments() == ["d"]

@@ -50,6 +50,8 @@ class MXOp:
                            ("use_label_lengths", "label_lengths")):
             if name in names and not attrs.get(flag):      # CTCLoss's optional inputs
                 names.remove(name)
+        if self.name == "_contrib_BilinearResize2D" and attrs.get("mode") != "like":
+            names.remove("like")
         if self.name == "UpSampling" and attrs.get("sample_type", "nearest") != "bilinear":
             names.remove("weight")
         if self.name == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":

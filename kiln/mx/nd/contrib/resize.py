@@ -10,6 +10,7 @@ import numpy as _np
 from .... import np as knp
 from ...._core.base import KilnError
 from ...._core.ndarray import ndarray
+from ...ops.table import _op
 
 
 def _linear_weights(n_in, n_out, align_corners):
@@ -36,6 +37,19 @@ def _apply_separable(data, wh, ww):
     return knp.matmul(out, ndarray._wrap(ww.T.astype(dt)))
 
 
+# MXNet's modes that resize to the nearest even or odd size below or above
+_TO_PARITY = {"to_even_down": lambda n: n - n % 2, "to_even_up": lambda n: n + n % 2,
+              "to_odd_down": lambda n: n - (1 - n % 2), "to_odd_up": lambda n: n + (1 - n % 2)}
+
+
+def _odd_scale(n, scale):
+    if scale is None:
+        raise KilnError("BilinearResize2D: mode 'odd_scale' needs scale_height and "
+                        "scale_width")
+    return int(n * float(scale)) if n % 2 == 0 else int((n - 1) * float(scale)) + 1
+
+
+@_op("_contrib_BilinearResize2D", ("data", "like"))     # like: an input in mode 'like' only
 def BilinearResize2D(data, like=None, height=1, width=1, scale_height=None, scale_width=None,
                      mode="size", align_corners=True, **_):
     """Bilinear resizing of NCHW `data` to `height` x `width` (or by `scale_height`/`scale_width`,
@@ -44,8 +58,14 @@ def BilinearResize2D(data, like=None, height=1, width=1, scale_height=None, scal
     h, w = data.shape[-2:]
     if mode == "like" and like is not None:
         height, width = knp.asarray(like).shape[-2:]
+    elif mode in _TO_PARITY:
+        height, width = _TO_PARITY[mode](h), _TO_PARITY[mode](w)
+    elif mode == "odd_scale":       # an odd size keeps its corners: (n - 1) * scale + 1
+        height = _odd_scale(h, scale_height)
+        width = _odd_scale(w, scale_width)
     elif mode != "size":
-        raise KilnError(f"BilinearResize2D: mode {mode!r} is not supported ('size', 'like')")
+        raise KilnError(f"BilinearResize2D: mode {mode!r} is not one of 'size', 'like', "
+                        f"'odd_scale', {', '.join(map(repr, _TO_PARITY))}")
     elif scale_height is not None:
         height, width = int(h * float(scale_height)), int(w * float(scale_width))
     height, width = int(height), int(width)
