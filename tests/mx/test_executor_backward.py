@@ -31,3 +31,26 @@ def test_take_indices_gradient_is_written_zero():
                 {"a": nd.zeros((3, 2)), "i": nd.array([5, 5], dtype=np.int32)})
     assert exe.grad_dict["i"].asnumpy().tolist() == [0, 0]
     assert exe.grad_dict["a"].asnumpy().tolist() == [[1, 1], [0, 0], [1, 1]]
+
+
+def test_backward_after_an_inference_forward_differentiates_the_inference_graph():
+    """MXNet 1.9.1: backward(is_train=False) after forward(is_train=False) differentiates
+    dropout as the identity; after a training forward the gradient is the kept mask."""
+    y = sym.Dropout(sym.var("data"), p=0.5)
+    exe = y.simple_bind(kiln.cpu(), data=(4, 5))
+    exe.arg_arrays[0][:] = 2
+    exe.forward(is_train=True)
+    exe.backward([nd.ones((4, 5))])
+    assert (exe.grad_arrays[0].asnumpy() == exe.outputs[0].asnumpy() / 2).all()
+    exe.forward(is_train=False)
+    assert (exe.outputs[0].asnumpy() == 2).all()
+    exe.backward([nd.ones((4, 5))], is_train=False)
+    assert (exe.grad_arrays[0].asnumpy() == 1).all()
+
+
+def test_dropout_of_everything_is_nan_in_training_as_in_mxnet():
+    """MXNet scales kept elements by 1 / (1 - p): p=1 gives 0 * inf, NaN (MXNet 1.9.1)."""
+    exe = sym.Dropout(sym.var("data"), p=1.0).simple_bind(kiln.cpu(), data=(2, 2))
+    exe.arg_arrays[0][:] = 1
+    assert np.isnan(exe.forward(is_train=True)[0].asnumpy()).all()
+    assert (exe.forward(is_train=False)[0].asnumpy() == 1).all()

@@ -3,6 +3,7 @@ softmax family and output heads, ...) by their MXNet names, over kiln.np / kiln.
 import numpy as _np
 
 from ... import np as knp, npx as knpx
+from ..._core import autograd
 from ..._core.base import KilnError
 from .table import OPS, MXOp, _op, tuple_or_none as _tuple_or_none
 
@@ -136,6 +137,9 @@ def Pooling(data, kernel=None, pool_type="max", stride=None, pad=None, global_po
 
 @_op("Dropout")
 def Dropout(data, p=0.5, mode="training", axes=(), **_):
+    if float(p) >= 1 and (mode == "always" or autograd.is_training()):
+        # MXNet scales the kept elements by 1 / (1 - p): with none kept, 0 * inf is NaN
+        return data * float("nan")
     return knpx.dropout(data, p=p, mode=mode, axes=tuple(axes or ()))
 
 
