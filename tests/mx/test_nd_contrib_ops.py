@@ -220,3 +220,21 @@ def test_bilinear_resize_like_is_a_symbol_input_in_mode_like_only():
     assert s.list_arguments() == ["d", "l"]
     assert s.infer_shape(d=(1, 2, 5, 4), l=(1, 1, 3, 7))[1] == [(1, 2, 3, 7)]
     assert sym.contrib.BilinearResize2D(d, height=3, width=2).list_arguments() == ["d"]
+
+
+def test_roi_align_position_sensitive_matches_mxnet():
+    """Each bin reads its own channel group (R-FCN); values and per-channel gradient sums
+    printed by MXNet 1.9.1 for this input."""
+    x = nd.array(onp.arange(240, dtype=onp.float32).reshape(1, 8, 5, 6) * 0.1)
+    rois = nd.array([[0, 0.5, 1.0, 4.2, 3.7], [0, 1, 0, 5, 4]])
+    x.attach_grad()
+    with autograd.record():
+        y = nd.contrib.ROIAlign(x, rois, pooled_size=(2, 2), spatial_scale=1.0,
+                                sample_ratio=2, position_sensitive=True)
+    y.backward(nd.array(onp.arange(8, dtype=onp.float32).reshape(y.shape)))
+    assert_close(y.asnumpy(), [[[[1.1475, 4.3325], [7.9575, 11.1425]],
+                                [[13.1475, 16.3325], [19.9575, 23.1425]]],
+                               [[[0.8, 4.0], [8.0, 11.2]], [[12.8, 16.0], [20.0, 23.2]]]],
+                 rtol=1e-5, atol=1e-4)
+    assert_close(x.grad.asnumpy().sum(axis=(2, 3)),
+                 [[8.0, 10.0, 12.0, 14.0, 16.0, 18.0, 20.0, 22.0]], rtol=1e-5, atol=1e-4)

@@ -156,10 +156,9 @@ def _batch_index(op, boxes, n):
 def ROIAlign(data, rois, pooled_size=(1, 1), spatial_scale=1.0, sample_ratio=-1,
              position_sensitive=False, aligned=False, **_):
     """Average of bilinear samples per bin (Mask R-CNN's RoIAlign): rois are rows
-    (batch index, x1, y1, x2, y2); out (num_rois, C, ph, pw). The gradient reaches data,
+    (batch index, x1, y1, x2, y2); out (num_rois, C, ph, pw), or position_sensitive,
+    (num_rois, C / (ph * pw), ph, pw). The gradient reaches data,
     not the boxes (as in MXNet)."""
-    if position_sensitive:
-        raise KilnError("ROIAlign: position_sensitive=True is not supported")
     data = knp.asarray(data)
     boxes = knp.asarray(rois)._concrete("contrib.ROIAlign()").astype(_np.float64)
     if boxes.ndim != 2 or boxes.shape[1] != 5:
@@ -170,6 +169,16 @@ def ROIAlign(data, rois, pooled_size=(1, 1), spatial_scale=1.0, sample_ratio=-1,
                                   aligned, h, w) for b in boxes])
     index = _batch_index("ROIAlign", boxes, n)
     rows = knp.take(knp.reshape(data, (n, c, h * w)), index, axis=0)       # (R, C, HW)
+    if position_sensitive:
+        # R-FCN's: bin (i, j) of output channel k reads input channel k * P + i * pw + j
+        bins = pooled[0] * pooled[1]
+        if c % bins:
+            raise KilnError(f"ROIAlign: position_sensitive needs channels divisible by "
+                            f"{bins} bins, got {c}")
+        rows = knp.reshape(rows, (len(boxes), c // bins, bins, h * w))
+        weights = ndarray._wrap(mats[:, None].astype(data.dtype))         # (R, 1, P, HW)
+        out = knp.sum(rows * weights, axis=-1)
+        return knp.reshape(out, (len(boxes), c // bins) + pooled)
     out = knp.matmul(rows, ndarray._wrap(_np.swapaxes(mats, 1, 2).astype(data.dtype)))
     return knp.reshape(out, (len(boxes), c) + pooled)
 
