@@ -231,7 +231,7 @@ def test_roi_align_position_sensitive_matches_mxnet():
     with autograd.record():
         y = nd.contrib.ROIAlign(x, rois, pooled_size=(2, 2), spatial_scale=1.0,
                                 sample_ratio=2, position_sensitive=True)
-    y.backward(nd.array(onp.arange(8, dtype=onp.float32).reshape(y.shape)))
+    y.backward(nd.array(onp.arange(16, dtype=onp.float32).reshape(y.shape)))
     assert_close(y.asnumpy(), [[[[1.1475, 4.3325], [7.9575, 11.1425]],
                                 [[13.1475, 16.3325], [19.9575, 23.1425]]],
                                [[[0.8, 4.0], [8.0, 11.2]], [[12.8, 16.0], [20.0, 23.2]]]],
