@@ -238,3 +238,19 @@ def test_roi_align_position_sensitive_matches_mxnet():
                  rtol=1e-5, atol=1e-4)
     assert_close(x.grad.asnumpy().sum(axis=(2, 3)),
                  [[8.0, 10.0, 12.0, 14.0, 16.0, 18.0, 20.0, 22.0]], rtol=1e-5, atol=1e-4)
+
+
+def test_rroi_align_matches_mxnet():
+    """Rotated boxes (centre, size, angle in degrees), a box past the edge and a malformed
+    one; first channel of each output as printed by MXNet 1.9.1 for this input."""
+    x = nd.array(onp.arange(252, dtype=onp.float32).reshape(2, 3, 6, 7) * 0.1)
+    rois = nd.array([[0, 3.0, 2.5, 4.0, 3.0, 30.0], [1, 2.2, 3.1, 2.0, 5.0, -60.0],
+                     [0, 10, 10, 0.5, 0.5, 0]])
+    y = nd.contrib.RROIAlign(x, rois, pooled_size=(2, 3), spatial_scale=0.5)
+    assert y.shape == (3, 3, 2, 3)
+    assert_close(y.asnumpy()[:, 0], [[[0.9545, 0.7789, 0.6033], [1.4467, 1.2711, 1.0955]],
+                                     [[13.4116, 13.6304, 13.8491], [13.7409, 13.9596, 14.1784]],
+                                     [[3.7917, 3.825, 3.8583], [3.9667, 4.0, 4.0333]]],
+                 rtol=1e-4, atol=1e-3)
+    assert_close(y.asnumpy()[0, 2], [[9.3545, 9.1789, 9.0033], [9.8467, 9.6711, 9.4955]],
+                 rtol=1e-4, atol=1e-3)

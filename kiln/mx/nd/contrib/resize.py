@@ -183,6 +183,49 @@ def ROIAlign(data, rois, pooled_size=(1, 1), spatial_scale=1.0, sample_ratio=-1,
     return knp.reshape(out, (len(boxes), c) + pooled)
 
 
+def _rroi_matrix(roi, pooled, scale, ratio, height, width):
+    """(ph*pw, H*W) averaging matrix of one rotated roi (centre x, y, width, height, angle
+    in degrees): its bins' samples are rotated about the centre (MXNet's RROIAlign)."""
+    ph, pw = pooled
+    cx, cy, rw, rh = (float(v) * scale for v in roi[:4])
+    theta = float(roi[4]) * math.pi / 180.0
+    rw, rh = max(rw, 1.0), max(rh, 1.0)       # malformed rois become 1 x 1
+    bh, bw = rh / ph, rw / pw
+    gh = ratio if ratio > 0 else int(math.ceil(rh / ph))
+    gw = ratio if ratio > 0 else int(math.ceil(rw / pw))
+    cos, sin = math.cos(theta), math.sin(theta)
+    m = _np.zeros((ph * pw, height * width))
+    for i in range(ph):
+        for j in range(pw):
+            row = m[i * pw + j]
+            for iy in range(gh):
+                yy = -rh / 2 + i * bh + (iy + 0.5) * bh / gh
+                for ix in range(gw):
+                    xx = -rw / 2 + j * bw + (ix + 0.5) * bw / gw
+                    x, y = xx * cos + yy * sin + cx, yy * cos - xx * sin + cy
+                    for k, wt in _bilinear_row(y, x, height, width).items():
+                        row[k] += wt / max(gh * gw, 1)
+    return m
+
+
+def RROIAlign(data, rois, pooled_size=(1, 1), spatial_scale=1.0, sampling_ratio=-1, **_):
+    """RoIAlign over rotated boxes: rois are rows (batch index, centre x, centre y, width,
+    height, angle in degrees); out (num_rois, C, ph, pw)."""
+    data = knp.asarray(data)
+    boxes = knp.asarray(rois)._concrete("contrib.RROIAlign()").astype(_np.float64)
+    if boxes.ndim != 2 or boxes.shape[1] != 6:
+        raise KilnError(f"RROIAlign: rois must be (num_rois, 6), got {boxes.shape}")
+    pooled = (pooled_size,) * 2 if isinstance(pooled_size, int) else tuple(pooled_size)
+    n, c, h, w = data.shape
+    mats = _np.stack([_rroi_matrix(b[1:], pooled, float(spatial_scale), int(sampling_ratio),
+                                   h, w) for b in boxes]) if len(boxes) else \
+        _np.zeros((0, pooled[0] * pooled[1], h * w))
+    index = _batch_index("RROIAlign", boxes, n)
+    rows = knp.take(knp.reshape(data, (n, c, h * w)), index, axis=0)
+    out = knp.matmul(rows, ndarray._wrap(_np.swapaxes(mats, 1, 2).astype(data.dtype)))
+    return knp.reshape(out, (len(boxes), c) + pooled)
+
+
 def _c_round(v):
     """C's round(): halves away from zero (NumPy's rounds them to even)."""
     return math.copysign(math.floor(abs(v) + 0.5), v)
