@@ -254,3 +254,17 @@ def test_rroi_align_matches_mxnet():
                  rtol=1e-4, atol=1e-3)
     assert_close(y.asnumpy()[0, 2], [[9.3545, 9.1789, 9.0033], [9.8467, 9.6711, 9.4955]],
                  rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("out_type, codes, lo, hi, back", [
+    ("int8", [[-89, 18, 75], [77, 109, 127]], -1.0, 1.0,
+     [[-0.698039, 0.141176, 0.588235], [0.603922, 0.854902, 0.996078]]),
+    ("uint8", [[0, 35, 151], [154, 219, 255]], -0.5, 1.0,
+     [[0.0, 0.136986, 0.590998], [0.60274, 0.857143, 0.998043]])])
+def test_quantize_and_dequantize_match_mxnet(out_type, codes, lo, hi, back):
+    """Codes, ranges and dequantized values printed by MXNet 1.9.1 (CPU) for this input."""
+    a = nd.array([[-0.7, 0.1392, 0.5928], [0.6027, 0.8579, 1.3]])
+    q, qlo, qhi = nd.contrib.quantize(a, nd.array([-0.5]), nd.array([1.0]), out_type=out_type)
+    assert q.dtype == onp.dtype(out_type) and q.asnumpy().tolist() == codes
+    assert qlo.asnumpy().tolist() == [lo] and qhi.asnumpy().tolist() == [hi]
+    assert_close(nd.contrib.dequantize(q, qlo, qhi).asnumpy(), back, rtol=1e-5, atol=1e-6)

@@ -12,6 +12,7 @@ from .attention import (interleaved_matmul_selfatt_qk, interleaved_matmul_selfat
 from .proposal import Proposal, MultiProposal  # noqa: F401,E402
 from .resize import (BilinearResize2D, AdaptiveAvgPooling2D, PSROIPooling, ROIAlign,  # noqa: F401
                      RROIAlign)
+from .quantize import quantize, dequantize  # noqa: F401,E402
 from ..optimizer_ops import adamw_update, mp_adamw_update, multi_adamw_update  # noqa
 from ...ops.ctc import CTCLoss  # noqa: F401,E402
 from ..functions import mx_function as _mx_function
