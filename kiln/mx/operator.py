@@ -20,6 +20,8 @@ operator runs on concrete arrays, as MXNet runs it on the CPU: a hybridized bloc
 calls one runs eagerly (kiln warns), and a Symbol/Module cannot execute one (clear error).
 Prop keyword arguments arrive as strings, as in MXNet.
 """
+import warnings
+
 from .._core import autograd
 from .._core.base import KilnError, SymbolicValueError, where_in_user_code
 from .ops import OPS, MXOp
@@ -83,6 +85,99 @@ class CustomOpProp:
         raise NotImplementedError
 
 
+class PythonOp:
+    """MXNet's deprecated base of operators written in Python (use CustomOp): forward
+    (in_data, out_data) and backward (out_grad, in_data, out_data, in_grad) fill lists of
+    arrays in place; the defaults are the identity and a gradient of ones."""
+
+    def __init__(self, need_top_grad=True):
+        self.need_top_grad_ = need_top_grad
+        warnings.warn("PythonOp has been deprecated. Please use CustomOp")
+
+    def __call__(self, *args, **kwargs):
+        return self.get_symbol(*args, **kwargs)
+
+    def get_symbol(self, *args, **kwargs):
+        raise NotImplementedError("Must override this")
+
+    def forward(self, in_data, out_data):
+        out_data[0][:] = in_data[0]
+
+    def backward(self, out_grad, in_data, out_data, in_grad):
+        in_grad[0][:] = 1.0
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]]
+
+    def list_outputs(self):
+        return ["output"]
+
+    def list_arguments(self):
+        return ["data"]
+
+    def need_top_grad(self):
+        return self.need_top_grad_
+
+
+class NumpyOp(PythonOp):
+    """A PythonOp computing on NumPy arrays: get_symbol(*symbols, name=...) makes its node
+    (a Custom op of a registration private to this instance)."""
+
+    def __init__(self, need_top_grad=True):
+        super().__init__(need_top_grad)
+        warnings.warn("NumpyOp has been deprecated. Please use CustomOp")
+
+    def get_symbol(self, *args, **kwargs):
+        from .sym import Custom
+        op_type = f"_numpy_op_{id(self)}"
+        if op_type not in _REGISTRY:
+            _REGISTRY[op_type] = type("NumpyOpProp", (_NumpyOpProp,), {"numpy_op": self})
+        return Custom(*args, op_type=op_type, **kwargs)
+
+
+class _NumpyOpProp(CustomOpProp):
+    numpy_op = None
+
+    def __init__(self):
+        super().__init__(self.numpy_op.need_top_grad())
+
+    def list_arguments(self):
+        return self.numpy_op.list_arguments()
+
+    def list_outputs(self):
+        return self.numpy_op.list_outputs()
+
+    def infer_shape(self, in_shape):
+        ins, outs = self.numpy_op.infer_shape(in_shape)
+        return ins, outs, []
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return _NumpyRun(self.numpy_op)
+
+
+class _NumpyRun(CustomOp):
+    """Runs a NumpyOp on NumPy copies of the arrays and writes its results back."""
+
+    def __init__(self, numpy_op):
+        self.numpy_op = numpy_op
+
+    def _write(self, targets, reqs, values):
+        for target, req, value in zip(targets, reqs, values):
+            self.assign(target, req, _zeros(value.shape, target.dtype) + value)
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        outs = [o.asnumpy().copy() for o in out_data]
+        self.numpy_op.forward(in_data=[x.asnumpy() for x in in_data], out_data=outs)
+        self._write(out_data, req, outs)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        grads = [g.asnumpy().copy() for g in in_grad]
+        self.numpy_op.backward(out_grad=[g.asnumpy() for g in out_grad],
+                               in_data=[x.asnumpy() for x in in_data],
+                               out_data=[o.asnumpy() for o in out_data], in_grad=grads)
+        self._write(in_grad, req, grads)
+
+
 def register(reg_name):
     """Class decorator: make a CustomOpProp usable as Custom(..., op_type=reg_name)."""
     def wrap(prop_cls):
@@ -95,8 +190,9 @@ def register(reg_name):
 
 
 def get_all_registered_operators():
-    """The names of the custom operators registered with `mx.operator.register`, sorted."""
-    return sorted(_REGISTRY)
+    """The operator names, sorted: MXNet's (every name of kiln's MXNet op table, as MXNet
+    lists its backend's) and the custom operators registered with `mx.operator.register`."""
+    return sorted(set(OPS) | set(_REGISTRY))
 
 
 def _is_input(value):

@@ -1,14 +1,23 @@
 """MXNet's `mx.util`: the NumPy-semantics switches and decorators.
 
-MXNet 1.x starts in "legacy" mode and code opts into NumPy semantics with `npx.set_np()` or
-the `use_np` decorators on Blocks and functions. kiln has only NumPy semantics, so every
-switch here reports "on", turning it off is refused, and the decorators return what they
-decorate unchanged (a class keeps its identity, so isinstance checks still hold).
+MXNet 1.x starts in "legacy" shape mode and code opts into NumPy shape semantics with
+`set_np_shape(True)`, `npx.set_np()`, `with np_shape():` or the `use_np_shape`/`use_np`
+decorators. The switch is kept here, per thread as MXNet keeps it. In legacy mode a 0 in a
+shape means "unknown" and a shape () "unknown rank": creating such an array (nd.zeros,
+nd.ones) is an error, and symbolic shape inference reads 0 as unknown. kiln.np is not
+affected: it always has NumPy semantics. Arrays are always NumPy-style (`set_np_array(False)`
+is refused).
 """
 import contextlib
+import functools
+import inspect
 import os
+import threading
 
-from .._core.base import KilnError
+from .._core.base import KilnError, where_in_user_code
+from .. import npx as _npx
+
+_STATE = threading.local()
 
 
 def is_np_array():
@@ -17,8 +26,22 @@ def is_np_array():
 
 
 def is_np_shape():
-    """True: zero-size dimensions and scalars (shape ()) are always allowed."""
-    return True
+    """Whether NumPy shape semantics are on in this thread (zero-size dimensions and 0-d
+    arrays); False, MXNet 1.x's default legacy mode, until switched on."""
+    return getattr(_STATE, "np_shape", False)
+
+
+def check_legacy_shape(name, shape):
+    """In legacy shape mode, a creation op given a shape with a 0 (unknown) or () (unknown
+    rank) cannot infer its output, as in MXNet 1.x."""
+    if is_np_shape():
+        return
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    if len(dims) == 0 or any(int(d) == 0 for d in dims):
+        raise KilnError(f"{name}: shape {dims} is not known in MXNet's legacy shape mode "
+                        "(0 means an unknown size, () an unknown rank); turn NumPy shape "
+                        "semantics on with mx.set_np_shape(True) or `with mx.np_shape():`"
+                        + where_in_user_code())
 
 
 def _set(what, active):
@@ -29,8 +52,11 @@ def _set(what, active):
 
 
 def set_np_shape(active):
-    """Returns the previous state (always True); set_np_shape(False) is refused."""
-    return _set("np_shape", active)
+    """Turn NumPy shape semantics on or off (legacy mode) in this thread; returns the
+    previous state."""
+    previous = is_np_shape()
+    _STATE.np_shape = bool(active)
+    return previous
 
 
 def set_np_array(active):
@@ -39,20 +65,25 @@ def set_np_array(active):
 
 
 def set_np(shape=True, array=True, dtype=False):
-    """Accepted: kiln always uses NumPy shape and array semantics."""
-    _set("np_shape", shape)
+    """NumPy shape semantics on or off as `shape` says; arrays are always NumPy-style
+    (array=False is refused)."""
     _set("np_array", array)
+    set_np_shape(shape)
 
 
 def reset_np():
-    """Accepted; kiln stays in NumPy mode (there is no other)."""
+    """Back to MXNet 1.x's legacy shape mode (arrays stay NumPy-style)."""
+    set_np_shape(False)
 
 
 @contextlib.contextmanager
 def np_shape(active=True):
-    """`with mx.util.np_shape(True):` -- a no-op scope; False is refused."""
-    _set("np_shape", active)
-    yield
+    """`with mx.util.np_shape(active):` -- NumPy shape semantics on (or off) inside."""
+    previous = set_np_shape(active)
+    try:
+        yield
+    finally:
+        set_np_shape(previous)
 
 
 @contextlib.contextmanager
@@ -74,9 +105,38 @@ def _identity_decorator(name):
     return decorator
 
 
-use_np = _identity_decorator("use_np")
+def use_np_shape(func_or_class):
+    """`@use_np_shape` on a function: it runs with NumPy shape semantics on; on a class: its
+    methods, static functions and properties do (the class is changed in place, so it
+    keeps its identity), as MXNet's decorator does."""
+    if inspect.isclass(func_or_class):
+        for name, member in list(vars(func_or_class).items()):
+            if isinstance(member, property):
+                setattr(func_or_class, name, property(
+                    member.fget and use_np_shape(member.fget),
+                    member.fset and use_np_shape(member.fset), member.fdel, member.__doc__))
+            elif isinstance(member, (staticmethod, classmethod)):
+                setattr(func_or_class, name, type(member)(use_np_shape(member.__func__)))
+            elif inspect.isfunction(member):
+                setattr(func_or_class, name, use_np_shape(member))
+        return func_or_class
+    if not callable(func_or_class):
+        raise KilnError(f"mx.util.use_np_shape: decorates a function or a class, got "
+                        f"{type(func_or_class).__name__}")
+
+    @functools.wraps(func_or_class)
+    def scoped(*args, **kwargs):
+        with np_shape(True):
+            return func_or_class(*args, **kwargs)
+    return scoped
+
+
+def use_np(func_or_class):
+    """`@use_np`: NumPy shape semantics (use_np_shape); arrays are always NumPy-style."""
+    return use_np_shape(func_or_class)
+
+
 use_np_array = _identity_decorator("use_np_array")
-use_np_shape = _identity_decorator("use_np_shape")
 use_np_default_dtype = _identity_decorator("use_np_default_dtype")
 
 
@@ -92,6 +152,10 @@ def set_np_default_dtype(is_np_default_dtype=True):
         raise KilnError("set_np_default_dtype(True): kiln creates float32 arrays by default "
                         "(as MXNet does) and has no float64 default mode")
     return False
+
+
+# npx.set_np()/reset_np() switch the shape mode too (npx sits below mx and calls this hook)
+_npx.SHAPE_MODE_HOOKS.append(set_np_shape)
 
 
 def getenv(name):

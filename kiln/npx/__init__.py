@@ -18,12 +18,22 @@ from .._core.context import current_context as current_device  # noqa: F401
 from ..np import reshape  # noqa: F401
 
 
+# MXNet 1.x's legacy shape mode is kiln.mx's (kiln/mx/util.py registers its switch here):
+# npx.set_np() turns NumPy shape semantics on there too; kiln.np always has them
+SHAPE_MODE_HOOKS = []
+
+
 def set_np(shape=True, array=True, dtype=False):
-    """Accepted for MXNet compatibility: kiln always uses NumPy semantics."""
+    """For MXNet compatibility: kiln.np always uses NumPy semantics; `shape` switches kiln.mx's
+    shape mode (MXNet 1.x's legacy mode when False)."""
+    for hook in SHAPE_MODE_HOOKS:
+        hook(bool(shape))
 
 
 def reset_np():
-    """Accepted for MXNet compatibility."""
+    """For MXNet compatibility: kiln.mx back to MXNet 1.x's legacy shape mode."""
+    for hook in SHAPE_MODE_HOOKS:
+        hook(False)
 
 
 def is_np_array():

@@ -300,12 +300,18 @@ def pooling(data=None, kernel=None, pool_type="max", stride=None, pad=None, glob
     kernel = _tuple(kernel, nsp, "pooling kernel", 1)
     stride = _tuple(stride, nsp, "pooling stride", 1)
     pad = _tuple(pad, nsp, "pooling pad", 0)
+    if pooling_convention == "same" and (nsp != 1 or any(pad)):
+        raise op_error("pooling", "pooling_convention 'same' pools 1-d data (N, C, W) and "
+                       f"takes no pad, got shape {x.shape} and pad {pad}", KilnError)
     pads = []
     for i in range(nsp):
         hi = pad[i]
         if pooling_convention == "full":
             size = x.shape[2 + i] + 2 * pad[i] - kernel[i]
             hi += (-size) % stride[i]
+        elif pooling_convention == "same":    # ceil(W / stride) windows, the last clipped
+            out = -(-x.shape[2 + i] // stride[i])
+            hi = max((out - 1) * stride[i] + kernel[i] - x.shape[2 + i], 0)
         pads += [pad[i], hi]
     # the avg divisor counts window cells inside the input, plus its explicit padding when
     # count_include_pad; never the extra cells of the 'full' convention (as MXNet)

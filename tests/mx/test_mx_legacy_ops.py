@@ -306,3 +306,30 @@ def test_softmax_output_soft_labels_multi_output_and_normalization():
     keep = (label.asnumpy() != 0)[:, None]
     want = (prob - onehot) * keep * 2.0 / keep.sum()       # MXNet's rule (test_operator)
     np.testing.assert_allclose(data.grad.asnumpy(), want, rtol=1e-5, atol=1e-7)
+
+
+def test_symbolic_leaky_relu_on_one_axis_data_needs_no_gamma():
+    """Only prelu has a gamma to infer; elu on 1-d data binds (MXNet 1.9.1's values)."""
+    y = sym.LeakyReLU(sym.Variable("x"), act_type="elu", slope=0.25)
+    assert y.list_arguments() == ["x"]
+    exe = y.bind(kiln.cpu(), {"x": nd.array([-1.0, 0.0, 2.0])})
+    np.testing.assert_allclose(exe.forward()[0].asnumpy(), [-0.15803012, 0.0, 2.0],
+                               rtol=1e-6)
+
+
+def test_pooling_same_convention_and_a_longer_pad():
+    """MXNet 1.9.1: 'same' gives ceil(W / stride) windows of 1-d data and takes no pad; a
+    pad longer than the spatial axes is read from its leading values (values from
+    MXNet 1.9.1)."""
+    x = nd.array(np.arange(10).reshape(1, 1, 10) + 1)
+    out = nd.Pooling(x, kernel=2, stride=2, pad=(0, 0, 0), pool_type="max",
+                     pooling_convention="same")
+    assert out.asnumpy().tolist() == [[[2.0, 4.0, 6.0, 8.0, 10.0]]]
+    odd = nd.Pooling(nd.array(np.ones((1, 1, 9))), kernel=2, stride=2, pad=(0, 0, 0),
+                     pool_type="max", pooling_convention="same")
+    assert odd.shape == (1, 1, 5)
+    longer = nd.Pooling(nd.array(np.arange(10).reshape(1, 1, 10)), kernel=2, stride=2,
+                        pad=(1, 2), pool_type="max")
+    assert longer.asnumpy().tolist() == [[[0.0, 2.0, 4.0, 6.0, 8.0, 9.0]]]
+    with pytest.raises(kiln.KilnError, match="same"):
+        nd.Pooling(x, kernel=2, stride=2, pad=2, pool_type="max", pooling_convention="same")

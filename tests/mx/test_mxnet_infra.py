@@ -18,11 +18,16 @@ def test_np_switches_and_decorators(mx):
         return x + 1
 
     assert issubclass(Net, kiln.gluon.HybridBlock) and f(1) == 2
+    # NumPy shape semantics are a switch (MXNet 1.x's legacy mode when off); arrays are
+    # always NumPy-style
+    previous = mx.set_np_shape(True)
     assert mx.is_np_array() and mx.util.is_np_shape() and mx.set_np_shape(True)
-    with mx.util.np_shape(True), mx.np_array():
-        pass
+    with mx.util.np_shape(False), mx.np_array():
+        assert not mx.util.is_np_shape()
+    assert mx.util.is_np_shape()
+    mx.set_np_shape(previous)
     with pytest.raises(KilnError, match="NumPy semantics"):
-        mx.set_np_shape(False)
+        mx.util.set_np_array(False)
     assert mx.initializer is kiln.init and mx.initializer.Xavier is kiln.init.Xavier
 
 

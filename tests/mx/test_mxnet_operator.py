@@ -70,3 +70,42 @@ def test_custom_op_forward_and_backward(mx):
         mx.nd.Custom(x, op_type="nope")
     with pytest.raises(KilnError, match="CustomOpProp"):
         mx.operator.register("bad")(object)
+
+
+def test_all_registered_operators_name_mxnets_ops(mx):
+    """As MXNet 1.9.1's: a sorted list holding the backend operator names."""
+    ops = mx.operator.get_all_registered_operators()
+    assert isinstance(ops, list) and ops == sorted(ops)
+    for name in ("Activation", "Convolution", "softmax", "CTCLoss", "Custom"):
+        assert name in ops
+
+
+def test_numpy_op_runs_in_a_bound_symbol(mx):
+    """MXNet's deprecated NumpyOp: forward/backward fill NumPy arrays in place; the values
+    are MXNet 1.9.1's for this op."""
+    class SquarePlus(mx.operator.NumpyOp):
+        def list_arguments(self):
+            return ["a", "b"]
+
+        def infer_shape(self, in_shape):
+            return in_shape, [in_shape[0]]
+
+        def forward(self, in_data, out_data):
+            out_data[0][:] = in_data[0] ** 2 + in_data[1]
+
+        def backward(self, out_grad, in_data, out_data, in_grad):
+            in_grad[0][:] = 2 * in_data[0] * out_grad[0]
+            in_grad[1][:] = out_grad[0]
+
+    with pytest.warns(UserWarning, match="deprecated"):
+        op = SquarePlus()
+    s = op.get_symbol(mx.sym.Variable("a"), mx.sym.Variable("b"), name="sq")
+    assert s.list_arguments() == ["a", "b"]
+    ga, gb = mx.nd.zeros(3), mx.nd.zeros(3)
+    exe = s.bind(mx.cpu(), args={"a": mx.nd.array([1.0, -2.0, 3.0]),
+                                 "b": mx.nd.array([0.5, 0.5, 0.5])},
+                 args_grad={"a": ga, "b": gb})
+    assert exe.forward(is_train=True)[0].asnumpy().tolist() == [1.5, 4.5, 9.5]
+    exe.backward(mx.nd.array([1.0, 2.0, 3.0]))
+    assert ga.asnumpy().tolist() == [2.0, -8.0, 18.0]
+    assert gb.asnumpy().tolist() == [1.0, 2.0, 3.0]

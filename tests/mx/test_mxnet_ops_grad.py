@@ -77,6 +77,7 @@ CASES = {
     "reverse": ([(2, 3)], {"axis": 1}),
     "smooth_l1": ([(6,)], {"scalar": 2.0}),
     "UpSampling": ([(1, 2, 2, 3)], {"scale": 2, "sample_type": "nearest"}),
+    "_contrib_BilinearResize2D": ([(1, 2, 3, 4)], {"height": 5, "width": 3}),
     "L2Normalization": ([(2, 3, 2)], {}),
     "InstanceNorm": ([(2, 3, 4), (3,), (3,)], {}),
 }

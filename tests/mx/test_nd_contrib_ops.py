@@ -7,6 +7,7 @@ import pytest
 
 from kiln import autograd
 from kiln import nd
+from kiln.mx.util import np_shape
 from kiln.fuzz.compare import compare
 from conftest import assert_close, wrap
 from test_nd_legacy_names import check_grad
@@ -188,3 +189,82 @@ def test_contrib_aliases_of_layers():
     emb = nd.contrib.SparseEmbedding(nd.array([0, 2]), nd.ones((4, 3)), input_dim=4,
                                      output_dim=3)
     assert emb.shape == (2, 3)
+
+
+def test_index_array_of_a_scalar_and_of_zero_size_data():
+    """MXNet 1.9.1 (np_shape on): a 0-d array has no axes, so its index array is (0,);
+    zero-size data keeps its shape plus the axes' count."""
+    with np_shape():
+        assert nd.contrib.index_array(nd.ones(())).shape == (0,)
+        assert nd.contrib.index_array(nd.ones((0, 2, 0)), axes=(1,)).shape == (0, 2, 0, 1)
+    assert nd.contrib.index_array(nd.ones((2, 3)), axes=(-1, 0)).asnumpy().tolist() == \
+        [[[0, 0], [1, 0], [2, 0]], [[0, 1], [1, 1], [2, 1]]]
+
+
+@pytest.mark.parametrize("mode, shape, total", [
+    ("odd_scale", (1, 2, 7, 2), 546.0), ("to_even_down", (1, 2, 4, 4), 624.0),
+    ("to_even_up", (1, 2, 6, 4), 936.0), ("to_odd_down", (1, 2, 5, 3), 585.0),
+    ("to_odd_up", (1, 2, 5, 5), 975.0)])
+def test_bilinear_resize_modes(mode, shape, total):
+    """MXNet 1.9.1's output shapes and sums for its size modes on this input."""
+    x = nd.array(onp.arange(40, dtype=onp.float32).reshape(1, 2, 5, 4))
+    y = nd.contrib.BilinearResize2D(x, scale_height=1.5, scale_width=0.5, mode=mode)
+    assert y.shape == shape
+    assert abs(float(y.sum().asnumpy()) - total) < 1e-3
+
+
+def test_bilinear_resize_like_is_a_symbol_input_in_mode_like_only():
+    from kiln import sym
+    d, like = sym.Variable("d"), sym.Variable("l")
+    s = sym.contrib.BilinearResize2D(d, like, mode="like")
+    assert s.list_arguments() == ["d", "l"]
+    assert s.infer_shape(d=(1, 2, 5, 4), l=(1, 1, 3, 7))[1] == [(1, 2, 3, 7)]
+    assert sym.contrib.BilinearResize2D(d, height=3, width=2).list_arguments() == ["d"]
+
+
+def test_roi_align_position_sensitive_matches_mxnet():
+    """Each bin reads its own channel group (R-FCN); values and per-channel gradient sums
+    printed by MXNet 1.9.1 for this input."""
+    x = nd.array(onp.arange(240, dtype=onp.float32).reshape(1, 8, 5, 6) * 0.1)
+    rois = nd.array([[0, 0.5, 1.0, 4.2, 3.7], [0, 1, 0, 5, 4]])
+    x.attach_grad()
+    with autograd.record():
+        y = nd.contrib.ROIAlign(x, rois, pooled_size=(2, 2), spatial_scale=1.0,
+                                sample_ratio=2, position_sensitive=True)
+    y.backward(nd.array(onp.arange(16, dtype=onp.float32).reshape(y.shape)))
+    assert_close(y.asnumpy(), [[[[1.1475, 4.3325], [7.9575, 11.1425]],
+                                [[13.1475, 16.3325], [19.9575, 23.1425]]],
+                               [[[0.8, 4.0], [8.0, 11.2]], [[12.8, 16.0], [20.0, 23.2]]]],
+                 rtol=1e-5, atol=1e-4)
+    assert_close(x.grad.asnumpy().sum(axis=(2, 3)),
+                 [[8.0, 10.0, 12.0, 14.0, 16.0, 18.0, 20.0, 22.0]], rtol=1e-5, atol=1e-4)
+
+
+def test_rroi_align_matches_mxnet():
+    """Rotated boxes (centre, size, angle in degrees), a box past the edge and a malformed
+    one; first channel of each output as printed by MXNet 1.9.1 for this input."""
+    x = nd.array(onp.arange(252, dtype=onp.float32).reshape(2, 3, 6, 7) * 0.1)
+    rois = nd.array([[0, 3.0, 2.5, 4.0, 3.0, 30.0], [1, 2.2, 3.1, 2.0, 5.0, -60.0],
+                     [0, 10, 10, 0.5, 0.5, 0]])
+    y = nd.contrib.RROIAlign(x, rois, pooled_size=(2, 3), spatial_scale=0.5)
+    assert y.shape == (3, 3, 2, 3)
+    assert_close(y.asnumpy()[:, 0], [[[0.9545, 0.7789, 0.6033], [1.4467, 1.2711, 1.0955]],
+                                     [[13.4116, 13.6304, 13.8491], [13.7409, 13.9596, 14.1784]],
+                                     [[3.7917, 3.825, 3.8583], [3.9667, 4.0, 4.0333]]],
+                 rtol=1e-4, atol=1e-3)
+    assert_close(y.asnumpy()[0, 2], [[9.3545, 9.1789, 9.0033], [9.8467, 9.6711, 9.4955]],
+                 rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("out_type, codes, lo, hi, back", [
+    ("int8", [[-89, 18, 75], [77, 109, 127]], -1.0, 1.0,
+     [[-0.698039, 0.141176, 0.588235], [0.603922, 0.854902, 0.996078]]),
+    ("uint8", [[0, 35, 151], [154, 219, 255]], -0.5, 1.0,
+     [[0.0, 0.136986, 0.590998], [0.60274, 0.857143, 0.998043]])])
+def test_quantize_and_dequantize_match_mxnet(out_type, codes, lo, hi, back):
+    """Codes, ranges and dequantized values printed by MXNet 1.9.1 (CPU) for this input."""
+    a = nd.array([[-0.7, 0.1392, 0.5928], [0.6027, 0.8579, 1.3]])
+    q, qlo, qhi = nd.contrib.quantize(a, nd.array([-0.5]), nd.array([1.0]), out_type=out_type)
+    assert q.dtype == onp.dtype(out_type) and q.asnumpy().tolist() == codes
+    assert qlo.asnumpy().tolist() == [lo] and qhi.asnumpy().tolist() == [hi]
+    assert_close(nd.contrib.dequantize(q, qlo, qhi).asnumpy(), back, rtol=1e-5, atol=1e-6)

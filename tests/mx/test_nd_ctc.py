@@ -68,3 +68,24 @@ def test_bad_shapes_are_clear_errors():
         nd.CTCLoss(nd.array(X[0]), nd.array(LABEL))
     with pytest.raises(kiln.KilnError, match="blank_label"):
         nd.CTCLoss(nd.array(X), nd.array(LABEL), blank_label="middle")
+
+
+def test_frames_past_the_data_length_get_zero_gradient_even_when_nan():
+    """MXNet 1.9.1 ignores frames past data_lengths: NaN there leaves the loss finite and
+    their gradient 0 (values below printed by MXNet 1.9.1 for this input)."""
+    x = onp.random.RandomState(0).randn(4, 2, 4).astype(onp.float32)
+    x[3, :, :] = onp.nan
+    x[2, 1, :] = onp.nan
+    data = nd.array(x)
+    data.attach_grad()
+    with autograd.record():
+        loss = nd.CTCLoss(data, nd.array([[1, 2], [1, 0]]), nd.array([3, 2]),
+                          use_data_lengths=True)
+    loss.backward()
+    assert_close(loss.asnumpy(), [3.684399, 2.0152934], rtol=1e-5, atol=1e-5)
+    grad = data.grad.asnumpy()
+    assert_close(grad[0, 0], [-0.1449771, -0.4771089, 0.1372342, 0.484852], rtol=1e-4,
+                 atol=1e-5)
+    assert_close(grad[2, 0], [0.3462751, 0.1153213, -0.5218632, 0.060267], rtol=1e-4,
+                 atol=1e-5)
+    assert (grad[2, 1] == 0).all() and (grad[3] == 0).all()

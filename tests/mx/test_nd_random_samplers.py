@@ -78,3 +78,16 @@ def test_eager_draws_refuse_hybridization_and_traced_ones_draw_anew():
     g = kiln.hybridize(traced)
     a, b = g(nd.zeros((6,))).asnumpy(), g(nd.zeros((6,))).asnumpy()
     assert not onp.array_equal(a, b)
+
+
+def test_sample_normal_takes_mxnets_mu_and_sigma_keywords():
+    """MXNet 1.9.1's sample_normal names its parameters mu and sigma: the draws have
+    mu.shape + shape, and centre on mu."""
+    mu, sigma = nd.array([10.0]), nd.array([0.5])
+    assert nd.sample_normal(mu=mu, sigma=sigma).shape == (1,)
+    assert nd.sample_normal(mu=mu, sigma=sigma, shape=1).shape == (1, 1)
+    assert nd.sample_normal(mu=mu, sigma=sigma, shape=(1,)).shape == (1, 1)
+    draws = nd.sample_normal(mu=nd.array([100.0, -100.0]), sigma=nd.array([1.0, 1.0]),
+                             shape=(200,)).asnumpy()
+    assert draws.shape == (2, 200) and abs(draws[0].mean() - 100) < 1 and \
+        abs(draws[1].mean() + 100) < 1

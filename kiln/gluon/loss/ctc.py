@@ -51,6 +51,13 @@ class CTCLoss(Loss):
             lengths = knp.reshape(_as_array(label_lengths).astype("int64"), (batch,))
         ext, skip_ok = _extended(label, lengths, blank)
         size = ext.shape[1]
+        frames = (None if pred_lengths is None else
+                  knp.reshape(_as_array(pred_lengths).astype("int64"), (batch, 1)))
+        if frames is not None:
+            # frames past a sequence's end may hold anything (NaN padding): zero them before
+            # the softmax, so their gradient is 0 as MXNet's, not 0 * NaN
+            live = knp.arange(steps).reshape(steps, 1, 1) < knp.reshape(frames, (1, batch, 1))
+            pred = knp.where(live, pred, 0)
         logp = npx.log_softmax(pred, axis=-1)
         emit = knp.take_along_axis(logp, knp.broadcast_to(ext, (steps, batch, size)), axis=2)
         first = _np.full((batch, size), _NEG, _np.float32)
@@ -58,8 +65,6 @@ class CTCLoss(Loss):
         alpha = emit[0] + knp.array(first)
         neg1 = knp.full((batch, 1), _NEG, dtype=pred.dtype)
         neg2 = knp.full((batch, 2), _NEG, dtype=pred.dtype)
-        frames = (None if pred_lengths is None else
-                  knp.reshape(_as_array(pred_lengths).astype("int64"), (batch, 1)))
         for t in range(1, steps):
             one = knp.concatenate([neg1, alpha[:, :-1]], axis=1)
             two = knp.where(skip_ok, knp.concatenate([neg2, alpha[:, :-2]], axis=1), _NEG)

@@ -14,6 +14,7 @@ import numpy as _np
 from ... import np as knp
 from ..._core.base import KilnError, where_in_user_code
 from ..ops import OPS
+from ..util import check_legacy_shape
 from ..._core.ndarray import ndarray
 
 NDArray = ndarray
@@ -39,11 +40,13 @@ def zeros(shape, ctx=None, dtype=None, stype=None, out=None, **_):
     makes an empty sparse array (nd.sparse.zeros). `out=`: written into that array."""
     if stype not in (None, "default"):
         return SPARSE["zeros"](stype, shape, ctx=ctx, dtype=dtype)
+    check_legacy_shape("zeros", shape)
     return _filled(knp.zeros(shape, dtype=_dtype(dtype)), out, "zeros")
 
 
 def ones(shape, ctx=None, dtype=None, out=None, **_):
     """An NDArray of ones of `shape` (float32 by default); `out=`: written into that array."""
+    check_legacy_shape("ones", shape)
     return _filled(knp.ones(shape, dtype=_dtype(dtype)), out, "ones")
 
 
@@ -54,7 +57,10 @@ def _filled(result, out, name):
 def empty(shape, ctx=None, dtype=None, stype=None):
     """An NDArray of `shape` (filled with zeros: kiln never hands out uninitialized memory);
     `stype` 'csr' or 'row_sparse' makes an empty sparse array."""
-    return zeros(shape, ctx, dtype, stype=stype)
+    if stype not in (None, "default"):
+        return SPARSE["zeros"](stype, shape, ctx=ctx, dtype=dtype)
+    # allocated without shape inference, so legacy mode takes a 0 here as MXNet does
+    return knp.zeros(shape, dtype=_dtype(dtype))
 
 
 def full(shape, val, ctx=None, dtype=None, out=None, **_):

@@ -4,8 +4,8 @@ the last two axes, batched over the leading ones.
 The products and the diagonal/triangle helpers (gemm, gemm2, trmm, syrk, sumlogdiag,
 extractdiag, makediag, extracttrian, maketrian) are compositions of registry primitives,
 so they differentiate and trace. The factorizations and solves (potrf, potri, trsm,
-inverse, det, slogdet, gelqf, syevd) compute eagerly in NumPy, without a gradient. As in
-1.x, a scalar result of one matrix has shape (1,).
+inverse, det, slogdet, gelqf, syevd) compute eagerly in NumPy with MXNet's gradients
+(linalg_solvers.py). As in 1.x, a scalar result of one matrix has shape (1,).
 """
 import numpy as _np
 
@@ -112,78 +112,8 @@ def maketrian(A, offset=0, lower=True, **_):
     return knp.reshape(flat, A.shape[:-1] + (n, n))
 
 
-# ---- eager factorizations and solves --------------------------------------------------------
-
-def _values(op, *arrays):
-    return [knp.asarray(a)._concrete(f"linalg.{op}()") for a in arrays]
-
-
-def _wrap(value, like):
-    return ndarray._wrap(_np.asarray(value).astype(like.dtype, copy=False))
-
-
-def potrf(A, **_):
-    """The lower Cholesky factor `L` (`A = L @ L.T`) of each symmetric positive-definite matrix;
-    computed eagerly."""
-    (a,) = _values("potrf", A)
-    try:
-        return _wrap(_np.linalg.cholesky(a), a)
-    except _np.linalg.LinAlgError as exc:
-        raise KilnError(f"linalg.potrf: the matrix is not positive definite ({exc})") from None
-
-
-def potri(A, **_):
-    """inv(A A^T) from the Cholesky factor A."""
-    (a,) = _values("potri", A)
-    return _wrap(_np.linalg.inv(a @ _np.swapaxes(a, -1, -2)), a)
-
-
-def trsm(A, B, transpose=False, rightside=False, lower=True, alpha=1.0, **_):
-    """X with op(A) X = alpha B (or X op(A) = alpha B), A triangular."""
-    a, b = _values("trsm", A, B)
-    tri = _np.tril(a) if lower else _np.triu(a)
-    tri = _np.swapaxes(tri, -1, -2) if transpose else tri
-    if rightside:       # X tri = B  <=>  tri^T X^T = B^T
-        x = _np.swapaxes(_np.linalg.solve(_np.swapaxes(tri, -1, -2),
-                                          _np.swapaxes(b, -1, -2)), -1, -2)
-    else:
-        x = _np.linalg.solve(tri, b)
-    return _wrap(x * alpha, b)
-
-
-def inverse(A, **_):
-    """The inverse of each square matrix; computed eagerly."""
-    (a,) = _values("inverse", A)
-    return _wrap(_np.linalg.inv(a), a)
-
-
-def det(A, **_):
-    """The determinant of each square matrix; computed eagerly."""
-    (a,) = _values("det", A)
-    return _one(_wrap(_np.linalg.det(a), a))
-
-
-def slogdet(A, **_):
-    """The sign and the logarithm of the absolute determinant of each square matrix; computed
-    eagerly."""
-    (a,) = _values("slogdet", A)
-    sign, logdet = _np.linalg.slogdet(a)
-    return [_one(_wrap(sign, a)), _one(_wrap(logdet, a))]
-
-
-def gelqf(A, **_):
-    """A = L Q, Q with orthonormal rows: returns (Q, L)."""
-    (a,) = _values("gelqf", A)
-    q, r = _np.linalg.qr(_np.swapaxes(a, -1, -2))
-    return [_wrap(_np.swapaxes(q, -1, -2), a), _wrap(_np.swapaxes(r, -1, -2), a)]
-
-
-def syevd(A, **_):
-    """Eigenvectors (as rows) and eigenvalues of symmetric A, ascending."""
-    (a,) = _values("syevd", A)
-    w, v = _np.linalg.eigh(a)
-    return [_wrap(_np.swapaxes(v, -1, -2), a), _wrap(w, a)]
-
+from .linalg_solvers import (potrf, potri, trsm, inverse, det, slogdet,  # noqa: E402,F401
+                             gelqf, syevd)
 
 NAMES = ("gemm gemm2 trmm syrk sumlogdiag extractdiag makediag extracttrian maketrian potrf "
          "potri trsm inverse det slogdet gelqf syevd").split()

@@ -3,6 +3,7 @@ softmax family and output heads, ...) by their MXNet names, over kiln.np / kiln.
 import numpy as _np
 
 from ... import np as knp, npx as knpx
+from ..._core import autograd
 from ..._core.base import KilnError
 from .table import OPS, MXOp, _op, tuple_or_none as _tuple_or_none
 
@@ -113,7 +114,9 @@ def Activation(data, act_type="relu", **_):
 
 
 @_op("LeakyReLU", ("data", "gamma"),
-     param_shapes=lambda attrs, data: {"gamma": (data[1],)})    # prelu: one per channel
+     # prelu: one gamma per channel; the other act_types have no gamma to infer
+     param_shapes=lambda attrs, data: ({"gamma": (data[1],)}
+                                       if attrs.get("act_type", "leaky") == "prelu" else {}))
 def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, **_):
     return knpx.leaky_relu(data, gamma, act_type=act_type, slope=slope)
 
@@ -122,8 +125,11 @@ def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, **_):
 def Pooling(data, kernel=None, pool_type="max", stride=None, pad=None, global_pool=False,
             pooling_convention="valid", count_include_pad=True, layout=None, **_):
     _channels_first("Pooling", layout)
+    pad = _tuple_or_none(pad)
+    if pad is not None and len(pad) > data.ndim - 2:    # MXNet reads the leading values
+        pad = pad[:data.ndim - 2]
     return knpx.pooling(data, kernel=_tuple_or_none(kernel), pool_type=pool_type,
-                        stride=_tuple_or_none(stride), pad=_tuple_or_none(pad),
+                        stride=_tuple_or_none(stride), pad=pad,
                         global_pool=global_pool, pooling_convention=pooling_convention,
                         count_include_pad=True if count_include_pad is None
                         else count_include_pad)
@@ -131,6 +137,9 @@ def Pooling(data, kernel=None, pool_type="max", stride=None, pad=None, global_po
 
 @_op("Dropout")
 def Dropout(data, p=0.5, mode="training", axes=(), **_):
+    if float(p) >= 1 and (mode == "always" or autograd.is_training()):
+        # MXNet scales the kept elements by 1 / (1 - p): with none kept, 0 * inf is NaN
+        return data * float("nan")
     return knpx.dropout(data, p=p, mode=mode, axes=tuple(axes or ()))
 
 

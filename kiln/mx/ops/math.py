@@ -6,7 +6,7 @@ import numpy as _np
 
 from ... import np as knp, npx as knpx
 from ..._core.base import KilnError
-from .table import _op
+from .table import _op, binary
 
 
 def _as_number(fn):
@@ -53,8 +53,8 @@ _op("_mod_scalar _ModScalar")(lambda data, scalar=0.0, **_: knp.mod(data, float(
 _op("_rmod_scalar _RModScalar")(lambda data, scalar=0.0, **_: knp.mod(float(scalar), data))
 _op("_hypot_scalar _HypotScalar")(
     lambda data, scalar=0.0, **_: knp.hypot(data, float(scalar)))
-_op("broadcast_mod _mod modulo", ("lhs", "rhs"))(lambda lhs, rhs, **_: knp.mod(lhs, rhs))
-_op("broadcast_hypot _hypot", ("lhs", "rhs"))(lambda lhs, rhs, **_: knp.hypot(lhs, rhs))
+binary("broadcast_mod _mod modulo", knp.mod)
+binary("broadcast_hypot _hypot", knp.hypot)
 
 for _name in "erf erfinv gamma gammaln".split():
     _op(f"{_name} _npx_{_name}")(lambda data, _f=getattr(knpx, _name), **_: _f(data))

@@ -2,6 +2,8 @@
 the parser of MXNet's attribute strings. The topic modules of this package fill the table
 with `@_op(...)`; see __init__.py.
 """
+import threading
+
 from ..._core.base import KilnError
 
 _DTYPE_FLAGS = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8", "4": "int32",
@@ -12,10 +14,10 @@ class MXOp:
     """An entry of the MXNet operator table: the operator's name, the kiln function computing it,
     its input and auxiliary-state names, and its number of outputs."""
     __slots__ = ("name", "fn", "inputs", "aux", "variadic", "num_outputs", "param_shapes",
-                 "output_names")
+                 "output_names", "same_shape")
 
     def __init__(self, name, fn, inputs=("data",), aux=(), variadic=False, num_outputs=1,
-                 param_shapes=None, output_names=None):
+                 param_shapes=None, output_names=None, same_shape=False):
         self.name, self.fn, self.inputs, self.aux = name, fn, tuple(inputs), tuple(aux)
         self.variadic = variadic              # takes any number of data inputs (Concat)
         self.num_outputs = num_outputs       # an int, or attrs -> int (SliceChannel, topk)
@@ -24,6 +26,9 @@ class MXOp:
         # attrs -> MXNet's output names when they are not output0, output1, ... (RNN's
         # output, state_output, statecell_output)
         self.output_names = output_names
+        # all inputs have one shape (elemwise_add, add_n): a variable input without a shape
+        # takes a known input's, as MXNet's shape inference gives it
+        self.same_shape = same_shape
 
     def outputs(self, attrs):
         """How many outputs a node with these attributes has."""
@@ -48,6 +53,8 @@ class MXOp:
                            ("use_label_lengths", "label_lengths")):
             if name in names and not attrs.get(flag):      # CTCLoss's optional inputs
                 names.remove(name)
+        if self.name == "_contrib_BilinearResize2D" and attrs.get("mode") != "like":
+            names.remove("like")
         if self.name == "UpSampling" and attrs.get("sample_type", "nearest") != "bilinear":
             names.remove("weight")
         if self.name == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":
@@ -71,6 +78,17 @@ def _op(names, inputs=("data",), **kw):
             OPS[n] = MXOp(n, fn, inputs, **kw)
         return fn
     return register
+
+
+def binary(names, fn):
+    """Two-operand ops: MXNet's elementwise names (elemwise_add, _plus, _mod) take operands of
+    one shape; its broadcast_*, _npi_* and long names (modulo) broadcast."""
+    def compute(lhs, rhs, **_):
+        return fn(lhs, rhs)
+    for name in names.split():
+        same = name.startswith("_") and not name.startswith("_npi_") or \
+            name.startswith("elemwise_")
+        _op(name, ("lhs", "rhs"), same_shape=same)(compute)
 
 
 # MXNet ops whose kiln function lives outside this table (nd.linalg.gemm2 as
@@ -100,6 +118,8 @@ def _derived_outputs(name):
     """Derived ops with several outputs, by MXNet's rule for them."""
     if name.endswith(("linalg_gelqf", "linalg_syevd", "linalg_slogdet")):
         return 2
+    if name.endswith("contrib_quantize"):
+        return 3
     return 1
 
 
@@ -121,6 +141,17 @@ def lookup(name, where=""):
         raise KilnError(f"{where}MXNet op {name!r} has no kiln mapping (kiln maps "
                         f"{len(OPS)} MXNet ops; see kiln/mx/ops)")
     return op
+
+
+class _ShapeRun(threading.local):
+    active = False
+
+
+# Set while a symbol runs on zeros only to learn its shapes (an eager-only op met shape
+# inference, kiln/mx/sym/evaluation.py): an eager op whose computation fails on values (a
+# Cholesky factor of zeros) then gives zeros of its output shapes, as MXNet infers shapes
+# without computing.
+SHAPE_RUN = _ShapeRun()
 
 
 # ---- attribute strings ('(3, 3)', 'False', '1e-05') -------------------------------------------

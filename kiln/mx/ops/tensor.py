@@ -4,14 +4,10 @@ import numpy as _np
 
 from ... import np as knp, npx as knpx
 from ..._core.base import KilnError
-from .table import _op, _DTYPE_FLAGS
+from .table import _op, _DTYPE_FLAGS, binary as _binary
 
 
 # ---- arithmetic ----------------------------------------------------------------------------
-
-def _binary(names, fn):
-    _op(names, ("lhs", "rhs"))(lambda lhs, rhs, **_: fn(lhs, rhs))
-
 
 _binary("elemwise_add _plus _add broadcast_add broadcast_plus _npi_add", knp.add)
 _binary("elemwise_sub _minus _sub broadcast_sub broadcast_minus _npi_subtract", knp.subtract)
@@ -69,7 +65,7 @@ def Cast(data, dtype="float32", **_):
     return data.astype(_DTYPE_FLAGS.get(str(dtype), dtype))
 
 
-@_op("add_n ElementWiseSum", variadic=True)
+@_op("add_n ElementWiseSum", variadic=True, same_shape=True)
 def add_n(*args, **_):
     out = args[0]
     for a in args[1:]:

@@ -16,6 +16,7 @@ from ..._core.base import KilnError, SymbolicValueError, where_in_user_code
 from ..._core import trace
 from ..._core.ir import Node
 from ..ops import lookup
+from ..ops.table import SHAPE_RUN
 from ..._core.ndarray import ndarray
 from ...npx.io import MAX_TENSOR_ELEMENTS
 from ...ops.registry import REGISTRY
@@ -71,6 +72,13 @@ def _hints(node, values):
     return {id(src): shapes[n] for (src, _), n in zip(node.inputs, names) if n in shapes}
 
 
+def _same_shape(node):
+    if node.is_var or node.op.startswith(KILN_PREFIX) or node.grad_of is not None or \
+            node.op == BLOCK_OP:
+        return False
+    return lookup(node.op).same_shape
+
+
 def evaluate(heads, feed, observe=None):
     """Compute `heads` (a list of (SymNode, index)); feed(var_node, hinted_shape) gives a
     variable's array. Returns the head arrays. A node whose variable has no shape yet waits
@@ -102,14 +110,6 @@ def evaluate(heads, feed, observe=None):
     return result
 
 
-# MXNet's ops whose inputs and output all have one shape (ElemwiseShape): a variable input
-# without a shape takes the shape of another input
-SAME_SHAPE_OPS = frozenset({
-    "elemwise_add", "elemwise_sub", "elemwise_mul", "elemwise_div", "_grad_add", "add_n",
-    "ElementWiseSum", "_plus", "_minus", "_mul", "_div", "_Plus", "_Minus", "_Mul", "_Div",
-    "_maximum", "_minimum", "_power", "_hypot", "_mod"})
-
-
 def _unify_inputs(node, values, learned, feed):
     """Give the shapeless variable inputs of a same-shape op the shape of a known input."""
     known = None
@@ -128,7 +128,7 @@ def _unify_inputs(node, values, learned, feed):
 
 
 def _evaluate_node(node, values, learned, feed, observe):
-    if node.op in SAME_SHAPE_OPS and node.grad_of is None:
+    if _same_shape(node):     # MXNet's ElemwiseShape: a shapeless variable takes a partner's
         _unify_inputs(node, values, learned, feed)
     if node.inputs:
         first, _ = node.inputs[0]
@@ -232,8 +232,12 @@ def _shapes_eagerly(symbol, shapes, dtypes=None):
                                                     _declared_dtype(node, dtypes)))
         return inputs[node.name]
 
-    with autograd._scope(False, False):
-        outs = evaluate(symbol._heads, feed)
+    SHAPE_RUN.active = True
+    try:
+        with autograd._scope(False, False):
+            outs = evaluate(symbol._heads, feed)
+    finally:
+        SHAPE_RUN.active = False
     return inputs, outs
 
 

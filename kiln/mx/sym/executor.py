@@ -122,6 +122,7 @@ class Executor:
         self._outputs = None
         self.last_out_grads = None
         self._leaves = None
+        self._leaves_train = True
         self._compiled = None
         self._monitor = None          # (callback, monitor_all) of set_monitor_callback
         self._ctx = current_context()  # MXNet's attribute; code passes it to nd.array
@@ -260,6 +261,12 @@ class Executor:
             with autograd.predict_mode():
                 self.outputs = evaluate(self._symbol._heads, lambda n, _h: values[n.name])
             return self.outputs
+        self._record(train_mode=True)
+        return self.outputs
+
+    def _record(self, train_mode):
+        """Run forward under autograd (dropout and batch statistics as `train_mode` says),
+        keeping the leaves backward differentiates to."""
         leaves = {}
         for name, array in self.arg_dict.items():
             leaf = array._alias()
@@ -268,15 +275,18 @@ class Executor:
                 leaf.attach_grad()
             leaves[name] = leaf
         feed = {**leaves, **self.aux_dict}
-        with autograd.record():
+        with autograd.record(train_mode=train_mode):
             self.outputs = evaluate(self._symbol._heads, lambda n, _h: feed[n.name],
                                     None if self._monitor is None else self._observe)
         self._leaves = leaves
-        return self.outputs
+        self._leaves_train = train_mode
 
     def backward(self, out_grads=None, is_train=True):
-        if self._leaves is None:      # MXNet runs backward on the bound arrays as they are
-            self.forward(is_train=True)
+        # MXNet runs backward on the bound arrays as they are; is_train=False differentiates
+        # the inference forward (dropout as the identity)
+        if self._leaves is None or self._leaves_train != bool(is_train):
+            self.last_out_grads = None
+            self._record(train_mode=bool(is_train))
         if isinstance(out_grads, dict):     # by output name, as MXNet accepts them
             out_grads = [out_grads[n] for n in self._symbol.list_outputs()]
         if out_grads is not None and not isinstance(out_grads, (list, tuple)):
@@ -285,8 +295,12 @@ class Executor:
             out_grads = [_as_array(g, "out_grads") for g in out_grads]
         self.last_out_grads = out_grads or [full_like(o, 1) for o in self.outputs]
         reached = _gradient_reaches(self._symbol)
-        for n, r in self._grad_req.items():   # BlockGrad stops the gradient: it is zero
-            if r == "write" and n not in reached and self.grad_dict.get(n) is not None:
+        for n, r in self._grad_req.items():
+            # BlockGrad stops the gradient, and integer inputs (lengths, indices) have none:
+            # MXNet's backward writes zeros there
+            if r == "write" and self.grad_dict.get(n) is not None and (
+                    n not in reached or
+                    not _np.issubdtype(self.arg_dict[n].dtype, _np.inexact)):
                 self.grad_dict[n][...] = 0
         names = [n for n, r in self._grad_req.items() if r != "null" and n in reached and
                  _np.issubdtype(self.arg_dict[n].dtype, _np.inexact)]   # integers: none

@@ -10,7 +10,9 @@ from .boxes import (box_iou, box_nms, box_non_maximum_suppression, bipartite_mat
 from .attention import (interleaved_matmul_selfatt_qk, interleaved_matmul_selfatt_valatt,
     interleaved_matmul_encdec_qk, interleaved_matmul_encdec_valatt)
 from .proposal import Proposal, MultiProposal  # noqa: F401,E402
-from .resize import BilinearResize2D, AdaptiveAvgPooling2D, PSROIPooling, ROIAlign
+from .resize import (BilinearResize2D, AdaptiveAvgPooling2D, PSROIPooling, ROIAlign,  # noqa: F401
+                     RROIAlign)
+from .quantize import quantize, dequantize  # noqa: F401,E402
 from ..optimizer_ops import adamw_update, mp_adamw_update, multi_adamw_update  # noqa
 from ...ops.ctc import CTCLoss  # noqa: F401,E402
 from ..functions import mx_function as _mx_function

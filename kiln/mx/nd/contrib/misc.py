@@ -20,8 +20,8 @@ def index_array(data, axes=None, **_):
     """Each element's index: shape data.shape + (len(axes),), int64."""
     shape = knp.asarray(data).shape
     axes = range(len(shape)) if axes is None else [int(a) % len(shape) for a in axes]
-    grids = _np.indices(shape)
-    return ndarray._wrap(_np.stack([grids[a] for a in axes], axis=-1).astype(_np.int64))
+    grids = _np.indices(shape)[list(axes)]     # (len(axes),) + shape; a 0-d data: (0,)
+    return ndarray._wrap(_np.moveaxis(grids, 0, -1).astype(_np.int64))
 
 
 def index_copy(old_tensor, index_vector, new_tensor, **_):

@@ -10,6 +10,7 @@ import numpy as _np
 from .... import np as knp
 from ...._core.base import KilnError
 from ...._core.ndarray import ndarray
+from ...ops.table import _op
 
 
 def _linear_weights(n_in, n_out, align_corners):
@@ -36,6 +37,19 @@ def _apply_separable(data, wh, ww):
     return knp.matmul(out, ndarray._wrap(ww.T.astype(dt)))
 
 
+# MXNet's modes that resize to the nearest even or odd size below or above
+_TO_PARITY = {"to_even_down": lambda n: n - n % 2, "to_even_up": lambda n: n + n % 2,
+              "to_odd_down": lambda n: n - (1 - n % 2), "to_odd_up": lambda n: n + (1 - n % 2)}
+
+
+def _odd_scale(n, scale):
+    if scale is None:
+        raise KilnError("BilinearResize2D: mode 'odd_scale' needs scale_height and "
+                        "scale_width")
+    return int(n * float(scale)) if n % 2 == 0 else int((n - 1) * float(scale)) + 1
+
+
+@_op("_contrib_BilinearResize2D", ("data", "like"))     # like: an input in mode 'like' only
 def BilinearResize2D(data, like=None, height=1, width=1, scale_height=None, scale_width=None,
                      mode="size", align_corners=True, **_):
     """Bilinear resizing of NCHW `data` to `height` x `width` (or by `scale_height`/`scale_width`,
@@ -44,8 +58,14 @@ def BilinearResize2D(data, like=None, height=1, width=1, scale_height=None, scal
     h, w = data.shape[-2:]
     if mode == "like" and like is not None:
         height, width = knp.asarray(like).shape[-2:]
+    elif mode in _TO_PARITY:
+        height, width = _TO_PARITY[mode](h), _TO_PARITY[mode](w)
+    elif mode == "odd_scale":       # an odd size keeps its corners: (n - 1) * scale + 1
+        height = _odd_scale(h, scale_height)
+        width = _odd_scale(w, scale_width)
     elif mode != "size":
-        raise KilnError(f"BilinearResize2D: mode {mode!r} is not supported ('size', 'like')")
+        raise KilnError(f"BilinearResize2D: mode {mode!r} is not one of 'size', 'like', "
+                        f"'odd_scale', {', '.join(map(repr, _TO_PARITY))}")
     elif scale_height is not None:
         height, width = int(h * float(scale_height)), int(w * float(scale_width))
     height, width = int(height), int(width)
@@ -136,10 +156,9 @@ def _batch_index(op, boxes, n):
 def ROIAlign(data, rois, pooled_size=(1, 1), spatial_scale=1.0, sample_ratio=-1,
              position_sensitive=False, aligned=False, **_):
     """Average of bilinear samples per bin (Mask R-CNN's RoIAlign): rois are rows
-    (batch index, x1, y1, x2, y2); out (num_rois, C, ph, pw). The gradient reaches data,
+    (batch index, x1, y1, x2, y2); out (num_rois, C, ph, pw), or position_sensitive,
+    (num_rois, C / (ph * pw), ph, pw). The gradient reaches data,
     not the boxes (as in MXNet)."""
-    if position_sensitive:
-        raise KilnError("ROIAlign: position_sensitive=True is not supported")
     data = knp.asarray(data)
     boxes = knp.asarray(rois)._concrete("contrib.ROIAlign()").astype(_np.float64)
     if boxes.ndim != 2 or boxes.shape[1] != 5:
@@ -150,6 +169,59 @@ def ROIAlign(data, rois, pooled_size=(1, 1), spatial_scale=1.0, sample_ratio=-1,
                                   aligned, h, w) for b in boxes])
     index = _batch_index("ROIAlign", boxes, n)
     rows = knp.take(knp.reshape(data, (n, c, h * w)), index, axis=0)       # (R, C, HW)
+    if position_sensitive:
+        # R-FCN's: bin (i, j) of output channel k reads input channel k * P + i * pw + j
+        bins = pooled[0] * pooled[1]
+        if c % bins:
+            raise KilnError(f"ROIAlign: position_sensitive needs channels divisible by "
+                            f"{bins} bins, got {c}")
+        rows = knp.reshape(rows, (len(boxes), c // bins, bins, h * w))
+        weights = ndarray._wrap(mats[:, None].astype(data.dtype))         # (R, 1, P, HW)
+        out = knp.sum(rows * weights, axis=-1)
+        return knp.reshape(out, (len(boxes), c // bins) + pooled)
+    out = knp.matmul(rows, ndarray._wrap(_np.swapaxes(mats, 1, 2).astype(data.dtype)))
+    return knp.reshape(out, (len(boxes), c) + pooled)
+
+
+def _rroi_matrix(roi, pooled, scale, ratio, height, width):
+    """(ph*pw, H*W) averaging matrix of one rotated roi (centre x, y, width, height, angle
+    in degrees): its bins' samples are rotated about the centre (MXNet's RROIAlign)."""
+    ph, pw = pooled
+    cx, cy, rw, rh = (float(v) * scale for v in roi[:4])
+    theta = float(roi[4]) * math.pi / 180.0
+    rw, rh = max(rw, 1.0), max(rh, 1.0)       # malformed rois become 1 x 1
+    bh, bw = rh / ph, rw / pw
+    gh = ratio if ratio > 0 else int(math.ceil(rh / ph))
+    gw = ratio if ratio > 0 else int(math.ceil(rw / pw))
+    cos, sin = math.cos(theta), math.sin(theta)
+    m = _np.zeros((ph * pw, height * width))
+    for i in range(ph):
+        for j in range(pw):
+            row = m[i * pw + j]
+            for iy in range(gh):
+                yy = -rh / 2 + i * bh + (iy + 0.5) * bh / gh
+                for ix in range(gw):
+                    xx = -rw / 2 + j * bw + (ix + 0.5) * bw / gw
+                    x, y = xx * cos + yy * sin + cx, yy * cos - xx * sin + cy
+                    for k, wt in _bilinear_row(y, x, height, width).items():
+                        row[k] += wt / max(gh * gw, 1)
+    return m
+
+
+def RROIAlign(data, rois, pooled_size=(1, 1), spatial_scale=1.0, sampling_ratio=-1, **_):
+    """RoIAlign over rotated boxes: rois are rows (batch index, centre x, centre y, width,
+    height, angle in degrees); out (num_rois, C, ph, pw)."""
+    data = knp.asarray(data)
+    boxes = knp.asarray(rois)._concrete("contrib.RROIAlign()").astype(_np.float64)
+    if boxes.ndim != 2 or boxes.shape[1] != 6:
+        raise KilnError(f"RROIAlign: rois must be (num_rois, 6), got {boxes.shape}")
+    pooled = (pooled_size,) * 2 if isinstance(pooled_size, int) else tuple(pooled_size)
+    n, c, h, w = data.shape
+    mats = _np.stack([_rroi_matrix(b[1:], pooled, float(spatial_scale), int(sampling_ratio),
+                                   h, w) for b in boxes]) if len(boxes) else \
+        _np.zeros((0, pooled[0] * pooled[1], h * w))
+    index = _batch_index("RROIAlign", boxes, n)
+    rows = knp.take(knp.reshape(data, (n, c, h * w)), index, axis=0)
     out = knp.matmul(rows, ndarray._wrap(_np.swapaxes(mats, 1, 2).astype(data.dtype)))
     return knp.reshape(out, (len(boxes), c) + pooled)
 

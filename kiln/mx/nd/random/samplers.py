@@ -191,6 +191,21 @@ def random_randint(low, high, shape=None, dtype=None, ctx=None, out=None, **_):
                                         low=int(low), high=int(high)), out)
 
 
+def _renamed(fn, name, **renames):
+    """`fn` under MXNet's keyword names of another op (sample_normal's mu, sigma)."""
+    def call(*args, **kwargs):
+        for old, new in renames.items():
+            if old in kwargs:
+                kwargs[new] = kwargs.pop(old)
+        return fn(*args, **kwargs)
+    call.__name__ = name
+    call.__doc__ = fn.__doc__
+    return call
+
+
+sample_normal = _renamed(random_normal, "sample_normal", mu="loc", sigma="scale")
+
+
 # ---- *_like: the shape of `data` ------------------------------------------------------------
 
 def _like(fn, **renames):
@@ -228,7 +243,7 @@ FLAT = {
     "random_exponential": _exponential_lam, "random_gamma": gamma, "random_poisson": poisson,
     "random_negative_binomial": negative_binomial,
     "random_generalized_negative_binomial": generalized_negative_binomial,
-    "sample_uniform": random_uniform, "sample_normal": random_normal,
+    "sample_uniform": random_uniform, "sample_normal": sample_normal,
     "sample_exponential": _exponential_lam, "sample_gamma": gamma, "sample_poisson": poisson,
     "sample_negative_binomial": negative_binomial,
     "sample_generalized_negative_binomial": generalized_negative_binomial,
