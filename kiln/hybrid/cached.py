@@ -176,8 +176,11 @@ class CachedFunction:
         except (GraphBreak, SymbolicValueError):
             raise
         except Exception as exc:  # a rule or pass that cannot take a symbolic size
+            # built for these sizes first: an error of the call itself (softmax over no
+            # rows, as eagerly) raises here and leaves later sizes symbolic
+            entry = self._build_for(args, grad_mask)
             self.policy.refuse(relaxed, f"{type(exc).__name__}: {exc}")
-            return self._build_for(args, grad_mask)
+            return entry
         entry.symbolic = plan
         self.policy.add(relaxed, entry)
         pinned = [g for g in plan.env.guards if g.kind() == "specialized"]
