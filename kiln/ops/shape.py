@@ -4,6 +4,7 @@ import numpy as _np
 from .registry import register
 from .util import sum_to
 from .._core.base import op_error, normalize_axis, KilnError
+from .._core.symdim import is_symbolic, provably
 from .rules import broadcast_shapes
 
 
@@ -64,6 +65,9 @@ def _slice_len(size, begin, end, step):
     slice of one needs its value (a guard, see _core/symdim.py)."""
     if step == 1 and isinstance(begin, int) and begin == 0 and end is size:
         return size
+    if step == 1 and is_symbolic(size) and provably(0, "<=", begin) and \
+            provably(begin, "<=", end) and provably(end, "<=", size):
+        return end - begin     # a window inside the axis at every size (scan's pieces)
     stop = None if end < 0 else end
     return len(range(*slice(begin, stop, step).indices(size)))
 

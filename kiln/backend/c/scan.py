@@ -25,9 +25,10 @@ from .lowering import Control, register
 
 
 def _nbytes(shape, dtype):
+    """Bytes of a shape; with a run-time length, an expression the C computes per call."""
     n = dtype.itemsize
     for d in shape:
-        n *= int(d)
+        n = n * d
     return n
 
 
@@ -55,7 +56,7 @@ class _ScanBase:
         self.carried = operands[:self.n]
         self.xs = operands[self.n:self.n + self.n_xs]
         self.invariants = operands[self.n + self.n_xs:]
-        self.length = int(self.xs[0].shape[0])
+        self.length = self.xs[0].shape[0]      # the trip count, maybe a run-time size
         self.row_bytes = [_nbytes(x.shape[1:], x.dtype) for x in self.xs]
         self.sizes = [_nbytes(c.shape, c.dtype) for c in self.carried]
         pieces = layout(self.body, self.n, self.length)
