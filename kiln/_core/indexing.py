@@ -9,6 +9,7 @@ from .base import GraphBreak, KilnError, op_error
 from .ndarray import ndarray
 from .primitive import REGISTRY
 from .writes import arrays_written
+from .symdim import SymInt, same_shape
 
 
 class _Plan:
@@ -48,8 +49,12 @@ def basic_plan(shape, key):
             continue
         size = shape[dim]
         if isinstance(k, slice):
-            b, e, s = k.indices(size)
-            n = len(range(b, e, s))
+            if isinstance(size, SymInt) and k.start is None and k.stop is None \
+                    and k.step in (None, 1):
+                b, e, s, n = 0, size, 1, size    # all of a symbolic axis: no value needed
+            else:
+                b, e, s = k.indices(size)
+                n = len(range(b, e, s))
             out_shape.append(n)
         else:
             try:
@@ -77,7 +82,7 @@ def _apply_basic(x, plan):
     y = x
     if not plan.identity:
         y = REGISTRY["slice"](x, begin=plan.begin, end=plan.end, step=plan.step)
-    if plan.out_shape != plan.sliced_shape:
+    if not same_shape(plan.out_shape, plan.sliced_shape):   # (ranks first: no guard)
         y = REGISTRY["reshape"](y, shape=plan.out_shape)
     return y
 

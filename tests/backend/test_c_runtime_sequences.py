@@ -8,8 +8,9 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np
+from kiln import np, npx
 from kiln.backend.c import build
+from kiln.gluon import nn
 from dynamic_models import model
 
 pytestmark = [pytest.mark.skipif(not build.available(), reason="no C compiler"),
@@ -52,6 +53,43 @@ def test_an_encoder_layer_over_batch_and_length_pairs_compiles_at_most_two_progr
     for b, s in [(6, 5), (1, 1), (2, 40)]:          # served again, nothing new
         _same_as_eager(net, eager, np.array(rng.randn(b, s, 16).astype("float32")))
     assert len(kiln.programs(net)) == len(listing)
+
+
+class FusedQKV(nn.HybridBlock):
+    """BERT's way: one projection for queries, keys and values, split by indexing a
+    (3, batch, heads, length, d) array (bench/transformer_models.py's BertLayer)."""
+
+    def __init__(self, hidden=16, heads=2):
+        super().__init__()
+        self.hidden, self.heads = hidden, heads
+        self.qkv = nn.Dense(3 * hidden, flatten=False, in_units=hidden)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        d = self.hidden // self.heads
+        qkv = self.qkv(x).reshape(b, t, 3, self.heads, d).transpose(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        att = np.matmul(npx.softmax(np.matmul(q, k.transpose(0, 1, 3, 2)), axis=-1), v)
+        return att.transpose(0, 2, 1, 3).reshape(b, t, self.hidden) + x
+
+
+def test_indexing_a_symbolic_array_and_dropping_reshapes_need_no_size_values():
+    """qkv[0] slices the whole of every symbolic axis, and the reshape simplification
+    compares shapes without guards: one program for every batch and length."""
+    made = []
+    for _ in range(2):
+        m = FusedQKV()
+        m.initialize()
+        made.append(m)
+    net, eager = made
+    for p, q in zip(eager.collect_params().values(), net.collect_params().values()):
+        q.set_data(p.data())
+    net.hybridize(backend="c", dynamic_axes={0: {0: "batch", 1: "seq"}})
+    rng = onp.random.RandomState(4)
+    for b, s in [(2, 3), (3, 5), (1, 1), (4, 9), (1, 6)]:
+        _same_as_eager(net, eager, np.array(rng.randn(b, s, 16).astype("float32")))
+    listing = kiln.programs(net)
+    assert len(listing) == 1 and len(_sized(listing)) == 1, str(listing)
 
 
 BATCHED = {
@@ -117,6 +155,19 @@ def test_a_two_layer_lstm_over_lengths_1_to_100_compiles_at_most_two_programs():
     assert len(listing) <= 2, str(listing)
     (sized,) = _sized(listing)
     assert len(sized.signatures) == 99            # length 1 specialized first
+
+
+def test_lstm_whose_step_runs_on_onednn_serves_every_length():
+    """A batch of 16 runs the step's matmuls on oneDNN ops of fixed shape, which serve
+    every length (heavy.op_slot pins only ops of run-time shapes)."""
+    net, eager = _lstm_twins(hidden=128, input_size=64)
+    net.hybridize(backend="c")
+    rng = onp.random.RandomState(6)
+    for length in (3, 5, 1, 12, 2):
+        x = np.array(rng.randn(length, 16, 64).astype("float32"))
+        _same_as_eager(net, eager, x, rtol=1e-4, atol=1e-5)
+    listing = kiln.programs(net)
+    assert len(listing) == 2 and len(_sized(listing)) == 1, str(listing)
 
 
 @pytest.mark.parametrize("lengths", [(0, 4, 1, 7), (6, 2, 0, 1, 3)])

@@ -66,8 +66,10 @@ class SizedCProgram:
         if pinned:
             raise NotSizeGeneric(f"generated C needs the value of a symbolic size "
                                  f"({pinned[0]!r})")
-        fixed = [entry[1] for entry in gen.slots if entry[0] == "dnnl_op"]
-        if fixed:     # made once, for one shape (heavy.py): conv, pool and their gradients
+        fixed = [entry[1] for entry in gen.slots if entry[0] == "dnnl_op" and
+                 entry[2:] == ("pinned",)]
+        if fixed:     # made once, for one shape of run-time sizes (heavy.op_slot): conv,
+                      # pool and their gradients
             raise NotSizeGeneric("oneDNN ops of fixed shape (convolution, pooling) do not "
                                  "take run-time sizes yet")
         if debug_level() >= 2:
