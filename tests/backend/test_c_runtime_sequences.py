@@ -113,6 +113,29 @@ def test_batched_matmuls_of_run_time_batch_and_inner_size(name):
     assert len(listing) <= 2 and len(_sized(listing)) == len(listing), str(listing)
 
 
+def test_batched_matmuls_of_run_time_sizes_run_on_onednn_per_call():
+    """Scores times values over (batch, heads, length, d): one oneDNN op per call's sizes
+    from the call site's cache (dnnl_dense.sized_batched), kiln's loop where there is
+    none or the product is small; equal to eager at every size."""
+    from kiln.backend import dnnl
+
+    def f(p, v):
+        return np.matmul(p, v) * 0.5
+    g = kiln.hybridize(f, backend="c", dynamic_axes={"p": {0: "batch", 2: "seq", 3: "seq"},
+                                                     "v": {0: "batch", 2: "seq"}})
+    rng = onp.random.RandomState(8)
+    for b, s in [(2, 9), (8, 32), (1, 1), (0, 5), (3, 0), (4, 70), (1, 64)]:
+        p = np.array(rng.randn(b, 4, s, s).astype("float32"))
+        v = np.array(rng.randn(b, 4, s, 48).astype("float32"))
+        got, want = g(p, v).asnumpy(), f(p, v).asnumpy()
+        assert got.shape == want.shape
+        onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    listing = kiln.programs(g)
+    assert len(listing) <= 2 and len(_sized(listing)) == len(listing), str(listing)
+    if dnnl.available():
+        assert all("kiln_dense_batched(P[" in p.entry.program.source for p in _sized(listing))
+
+
 def test_a_symbolic_build_failing_on_the_call_itself_leaves_later_sizes_symbolic():
     """A first varying size at which eager code fails too (softmax over no keys) raises
     the same error and does not make later sizes specialize."""

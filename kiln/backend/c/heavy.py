@@ -266,7 +266,8 @@ def op_slot(em, make, node):
 
 
 def uses_heavy(slots):
-    return any(entry[0] in ("dnnl_op", "dnnl_rows", "dnnl_batch") for entry in slots)
+    return any(entry[0] in ("dnnl_op", "dnnl_rows", "dnnl_batch", "dnnl_bmm")
+               for entry in slots)
 
 
 def bind(lib, program):
@@ -283,6 +284,8 @@ def bind(lib, program):
         lib.kiln_set_dnnl_rows(ctypes.cast(sh.kd_matmul_rows_op, ctypes.c_void_p))
         lib.kiln_set_dnnl_batch.argtypes = [ctypes.c_void_p]
         lib.kiln_set_dnnl_batch(ctypes.cast(sh.kd_batch_op, ctypes.c_void_p))
+        lib.kiln_set_dnnl_bmm.argtypes = [ctypes.c_void_p]
+        lib.kiln_set_dnnl_bmm(ctypes.cast(sh.kd_bmm_op, ctypes.c_void_p))
 
 
 def new_op(make, program):

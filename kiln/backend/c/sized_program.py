@@ -133,6 +133,13 @@ class SizedCProgram:
                     raise KilnError("oneDNN: could not make a Dense layer's op cache")
                 self.table[k] = cache
                 weakref.finalize(self, shim().kd_matmul_rows_free, cache)
+            elif kind == "dnnl_bmm":
+                from ..dnnl.library import shim
+                cache = shim().kd_bmm_new()
+                if not cache:
+                    raise KilnError("oneDNN: could not make a batched matmul's op cache")
+                self.table[k] = cache
+                weakref.finalize(self, shim().kd_bmm_free, cache)
             elif kind == "pack_cache" and rt is not None and rt.sgemm_cached:
                 cache = rt.new_pack_cache()
                 if cache:
