@@ -8,7 +8,7 @@ from . import trace
 from .base import GraphBreak, KilnError, op_error
 from .ndarray import ndarray
 from .primitive import REGISTRY
-from .symdim import is_symbolic
+from .symdim import is_symbolic, same_shape
 from .writes import arrays_written
 
 
@@ -81,7 +81,7 @@ def _apply_basic(x, plan):
     y = x
     if not plan.identity:
         y = REGISTRY["slice"](x, begin=plan.begin, end=plan.end, step=plan.step)
-    if plan.out_shape != plan.sliced_shape:
+    if not same_shape(plan.out_shape, plan.sliced_shape):   # (ranks first: no guard)
         y = REGISTRY["reshape"](y, shape=plan.out_shape)
     return y
 

@@ -14,6 +14,7 @@ Every symbol is a size, so it is >= 0 (known without a guard); two dimensions th
 equal share one symbol or carry an equality guard; a divisibility a rule relied on is a
 guard on `d % k == 0`.
 """
+import operator
 import os
 import sys
 import threading
@@ -27,22 +28,15 @@ class SymbolicShapeError(KilnError):
     """A symbolic size was made concrete outside a build, where no guard can be kept."""
 
 
+_ARITHMETIC = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+               "//": operator.floordiv, "%": operator.mod}
+
+
 def _evaluate(expr, env):
     kind = expr[0]
-    if kind == "sym":
-        return env[expr[1]]
-    if kind == "const":
-        return expr[1]
-    a, b = _evaluate(expr[1], env), _evaluate(expr[2], env)
-    if kind == "+":
-        return a + b
-    if kind == "-":
-        return a - b
-    if kind == "*":
-        return a * b
-    if kind == "//":
-        return a // b
-    return a % b
+    if kind in ("sym", "const"):
+        return env[expr[1]] if kind == "sym" else expr[1]
+    return _ARITHMETIC[kind](_evaluate(expr[1], env), _evaluate(expr[2], env))
 
 
 def _text(expr):
@@ -448,6 +442,12 @@ def same_shape(a, b):
     """a == b for shapes that may hold symbolic sizes: ranks first, and a size compared
     with itself needs no guard (tuple == compares items before lengths)."""
     return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b))
+
+
+def provably(a, op, b):
+    """Does `a <op> b` (ints or SymInts) hold at every size? Proved without a guard; False
+    when not proved, for code that only takes a faster or narrower path when it holds."""
+    return Guard(_lift(a)[0], op, _lift(b)[0], True, "").always_holds()
 
 
 def is_symbolic(dim):

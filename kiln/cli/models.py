@@ -166,7 +166,8 @@ def build_c_main(argv):
     p.add_argument("params_file")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     p.add_argument("--size", action="append", default=[], metavar="NAME=N",
-                   help="the value of a symbolic size of the model (one per symbol)")
+                   help="fix a symbolic size of the model in the program (one per symbol; "
+                   "without: the program takes them at run time)")
     a = p.parse_args(argv)
     from ..export.standalone_c import build_c
     sizes = {}
@@ -178,11 +179,19 @@ def build_c_main(argv):
     build_c(a.symbol_file, a.params_file, a.output, sizes or None)
     from ..export.symbol import read_symbol
     env = read_symbol(a.symbol_file).shape_env
-    if env is not None:
+    with open(os.path.join(a.output, "model.h"), encoding="utf-8") as f:
+        fixed = "#define KILN_MODEL_NUM_SIZES 0\n" in f.read()
+    if env is not None and fixed:
         chosen = sizes or env.symbols
         print("the model's symbolic sizes are fixed in this program: "
               + ", ".join(f"{k}={v}" for k, v in sorted(chosen.items()))
-              + ("" if sizes else " (as exported; choose with --size NAME=N)"))
+              + ("" if sizes else " (as exported: its C needs their values; choose with "
+                 "--size NAME=N)"))
+    elif env is not None:
+        print("the program takes the model's symbolic sizes at run time: "
+              + " ".join(f"{k}=N" for k in sorted(env.symbols)) + " (not given: as "
+              "exported, " + ", ".join(f"{k}={v}" for k, v in sorted(env.symbols.items()))
+              + "); --size NAME=N fixes them when building")
     print(f"wrote {a.output}/ (model.c, model.h, weights.c, main.c, Makefile); "
           f"build with: make -C {a.output}")
     return 0

@@ -179,8 +179,8 @@ class CachedFunction:
         except (GraphBreak, SymbolicValueError):
             raise
         except Exception as exc:  # a rule or pass that cannot take a symbolic size
-            # (or the op refuses these sizes whatever they are: then the specialized build
-            # raises the user's error, and later sizes still get a symbolic program)
+            # built for these sizes first: an error of the call itself (softmax over no rows,
+            # argmax of an empty array, as eagerly) raises here and leaves later sizes symbolic
             entry = self._build_for(args, grad_mask)
             self.policy.refuse(relaxed, f"{type(exc).__name__}: {exc}")
             return entry

@@ -9,6 +9,7 @@ as kiln.np normalizes them.
 from .._core.base import normalize_axes, normalize_axis, op_error
 from .._core.dispatch import to_operands
 from .._core.ndarray import ndarray
+from .._core.symdim import SymInt
 from . import reduce as _reduce
 from . import shape as _shape
 from .creation import full
@@ -17,7 +18,8 @@ from .elementwise import where as _where
 
 def reshape(x, shape):
     """x with a new shape; one dimension may be -1 (the size left over)."""
-    shape = tuple(int(d) for d in shape)
+    # a symbolic size stays symbolic (as kiln.np.reshape keeps it)
+    shape = tuple(d if isinstance(d, SymInt) else int(d) for d in shape)
     if -1 in shape:
         known = 1
         for d in shape:
@@ -54,7 +56,8 @@ def expand_dims(x, axis):
 
 
 def broadcast_to(x, shape):
-    shape = tuple(int(d) for d in shape)
+    # a symbolic size stays symbolic (as kiln.np.reshape keeps it)
+    shape = tuple(d if isinstance(d, SymInt) else int(d) for d in shape)
     if shape == x.shape:
         return x
     return _shape.broadcast_to(x, shape=shape)

@@ -25,14 +25,16 @@ gradient graph takes them as given inputs, so a step's matmul runs once, not twi
 import numpy as _np
 
 from . import compose
+from .._core.symdim import is_symbolic
 from .registry import register, REGISTRY
 from .subgraph import run, vjp_graph
 
 
 def _size(shape):
+    """Elements of a shape; a run-time length (a symbolic size) stays an expression."""
     n = 1
     for d in shape:
-        n *= int(d)
+        n = n * d
     return n
 
 
@@ -49,8 +51,13 @@ def unpack(flat, body, n_carried, length):
     """The pieces of a flat scan result (or of a gradient of one), shaped."""
     pieces, offset = [], 0
     for shape in layout(body, n_carried, length):
-        pieces.append(flat[offset:offset + _size(shape)].reshape(shape))
-        offset += _size(shape)
+        end = offset + _size(shape)
+        if is_symbolic(flat.shape[0]):     # a run-time length: no window needs its value
+            piece = REGISTRY["slice"](flat, begin=(offset,), end=(end,), step=(1,))
+        else:
+            piece = flat[offset:end]
+        pieces.append(piece.reshape(shape))
+        offset = end
     return pieces
 
 
@@ -60,7 +67,7 @@ def saved_nodes(body, n_saved):
 
 
 def _length(operands, n_carried):
-    return int(operands[n_carried].shape[0])
+    return operands[n_carried].shape[0]
 
 
 def _scan_shape(*operands, body, n_carried, n_xs, reverse, n_saved):

@@ -4,7 +4,7 @@ import numpy as _np
 from .registry import register
 from .util import sum_to
 from .._core.base import op_error, normalize_axis, KilnError
-from .._core.symdim import is_symbolic
+from .._core.symdim import is_symbolic, provably
 from .rules import broadcast_shapes
 
 
@@ -65,7 +65,11 @@ def _slice_len(size, begin, end, step):
     slice of one needs its value (a guard, see _core/symdim.py)."""
     if step == 1 and isinstance(begin, int) and begin == 0 and end is size:
         return size
-    if is_symbolic(size) and step > 0 and begin >= 0:
+    if step == 1 and is_symbolic(size) and provably(0, "<=", begin) and \
+            provably(begin, "<=", end) and provably(end, "<=", size):
+        return end - begin     # a window inside the axis at every size (scan's pieces)
+    if is_symbolic(size) and step > 0 and isinstance(begin, int) and isinstance(end, int) \
+            and begin >= 0:
         # guards on ranges of the size, not on its value: every size from `end` up gives
         # the same length, and a shorter axis is clamped, as NumPy clamps
         if 0 <= end <= size:

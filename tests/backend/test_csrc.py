@@ -142,6 +142,17 @@ def test_standalone_main_compiles_cleanly_against_a_model_header(tmp_path):
     assert sorted(p.name for p in EXPORT_CSRC.iterdir()) == ["main.c"]
 
 
+@needs_cc
+def test_standalone_main_compiles_cleanly_against_a_header_with_run_time_sizes(tmp_path):
+    graph = SimpleNamespace(inputs=[_tensor("x", (2, 3))], outputs=[_tensor("out", (2, 2))],
+                            shape_env=SimpleNamespace(symbols={"batch": 2, "seq": 3}))
+    header = standalone_c._header(graph)
+    assert "#define KILN_MODEL_NUM_SIZES 2" in header
+    (tmp_path / "model.h").write_text(header)
+    shutil.copy(EXPORT_CSRC / "main.c", tmp_path / "main.c")
+    _compile(tmp_path / "main.c", [f"-I{tmp_path}"], tmp_path)
+
+
 def test_fixed_source_expands_quoted_includes_and_drops_file_headers(tmp_path):
     (tmp_path / "a.c").write_text('/* a: for readers */\nint a;\n#include "b.h"\n'
                                   '#include <stdint.h>\n')

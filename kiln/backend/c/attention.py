@@ -6,12 +6,15 @@ The operands are read where they lie, contiguous (..., T, d); a mask that is one
 value (the unmasked form) is no mask at all. The kernel is put into a program once, with
 the first attention node.
 """
+import math
+
 import numpy as _np
 
 from . import fixed_source
 from .kernels import c_literal
 from .loops import broadcast_strides, ctype
 from .lowering import NotLowerable, register, Kernel
+from .sizes import maybe_nonempty
 
 ATTENTION_FAILED = -71        # kiln_run's return code when a task cannot allocate
 
@@ -32,11 +35,13 @@ def emit(node, ptr, em):
     if len(lead) > 8:
         raise NotLowerable("attention over more than 8 leading dims")
     Tq, Tk, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
-    matrices = int(_np.prod(lead, dtype=_np.int64))
-    if node.size == 0:
+    # a product of run-time sizes stays an expression the C computes per call (no keys or
+    # queries at run time: the kernel's tasks write zeros or nothing)
+    matrices = math.prod(lead)
+    if not maybe_nonempty(node.size):
         return ""
     a = node.attrs
-    if _always_true(mask) or Tk == 0:
+    if _always_true(mask) or not maybe_nonempty(Tk):
         mask_ptr, strides = "0", [0] * (len(lead) + 2)
     else:
         mask_ptr = f"((const uint8_t *){ptr(mask)})"

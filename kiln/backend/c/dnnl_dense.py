@@ -16,6 +16,7 @@ Every op is made once at code generation to learn which kernel oneDNN picks: a s
 only has a reference kernel for keeps kiln's path.
 """
 import ctypes
+import math
 import threading
 
 import numpy as _np
@@ -23,6 +24,7 @@ import numpy as _np
 from .heavy import DNNL_FAILED
 from .kernels import GEMM_BLAS_MIN_FLOPS, rows_times_matrix
 from .sizes import is_runtime
+from ..._core.symdim import provably
 
 # rows from which oneDNN takes a matmul (seed MLP, side by side under load: batch 16 in
 # 36 us against 52 on MKL in kiln's pool, batch 8 even within the noise), and the
@@ -123,6 +125,8 @@ def emit(em, step, storage, is_alias, weight_stays):
             or any(i.dtype != _np.float32 or i.ndim < 2 for i in mm.inputs):
         return None
     if any(is_runtime(d) for d in mm.shape + mm.inputs[0].shape + mm.inputs[1].shape):
+        if mm.ndim > 2 and not rows_times_matrix(mm):
+            return sized_batched(em, step, storage, is_alias)
         return sized_dense(em, step, storage, is_alias, weight_stays)
     K, N = mm.inputs[0].shape[-1], mm.shape[-1]
     one_matrix = mm.ndim == 2 or rows_times_matrix(mm)
@@ -290,3 +294,41 @@ def new_rows_cache(lib, args):
     """The shim's op cache of one sized_dense call site (args: its slot's)."""
     K, sa, sb, ldc, bias, relu = args
     return lib.kd_matmul_rows_new(K, _i64(sa), _i64(sb), ldc, bias, relu)
+
+
+def sized_batched(em, step, storage, is_alias):
+    """(C setting kiln_rc, the chain's nodes still to run, True) for a matmul over batch
+    dims of run-time sizes (attention's batch_dot written out), as _batched makes for fixed
+    ones: one oneDNN op over every matrix, for the call's sizes from the call site's cache
+    (csrc/sized_dnnl.h, kiln_dense_batched); kiln_rc as sized_dense's. None: kiln's loop
+    always (a transposed view, an operand broadcast along some batch dims only, no
+    oneDNN)."""
+    mm = step.nodes[0]
+    lead = mm.shape[:-2]
+    counts = []
+    for x in mm.inputs:
+        if x.op == "transpose" and is_alias(x):
+            return None      # a transposed view: kiln's loops read it in place
+        mine = x.shape[:-2]
+        if all(not is_runtime(d) and d == 1 for d in mine):
+            counts.append(1)
+        elif len(mine) == len(lead) and all(provably(a, "==", b) for a, b in zip(mine, lead)):
+            counts.append(math.prod(lead))
+        else:
+            return None      # broadcast along some batch dims only
+    from .. import dnnl
+    if not dnnl.available():
+        return None
+    out = storage(step.sink if len(step.nodes) == 1 else mm)    # as in emit
+    if any(storage(x) == out for x in mm.inputs):
+        return None
+    M, K, N = mm.inputs[0].shape[-2], mm.inputs[0].shape[-1], mm.shape[-1]
+    cache = em.add_slot(("dnnl_bmm",))
+    em.sized_dnnl = True
+    a, b = (f"(const float *)P[{storage(x)}]" for x in mm.inputs)
+    code = "\n".join([
+        "  int kiln_rc = 1;",
+        f"  if (({math.prod(lead)}) * ({M}) * ({N}) * ({K}) >= {DNNL_MIN_FLOPS})",
+        f"    kiln_rc = kiln_dense_batched(P[{cache}], {counts[0]}, {counts[1]}, {M}, {K}, "
+        f"{N}, {a}, {b}, (float *)P[{out}]);"])
+    return code, step.nodes[1:], True

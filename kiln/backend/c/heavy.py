@@ -178,7 +178,7 @@ def emit(em, node, storage, weight_ok):
                 slots.append(f"P[{storage(arg)}]")
                 stamps.append("kiln_weight_stamp()" if arg is not node and weight_ok(arg)
                               else "0")
-        op = em.add_slot(("dnnl_op", make))
+        op = op_slot(em, make, node)
         lines += ["  {", f"    void *a[{len(slots)}] = {{{', '.join(slots)}}};",
                   f"    int64_t s[{len(slots)}] = {{{', '.join(stamps)}}};",
                   f"    if (kiln_dnnl_run(P[{op}], a, s) != 0) return {DNNL_FAILED};", "  }"]
@@ -256,8 +256,18 @@ def prelude():
     return fixed_source.text("heavy.h")
 
 
+def op_slot(em, make, node):
+    """The table slot of a oneDNN op made once, for the shapes of `node` as traced: marked
+    'pinned' when one of them is a run-time size, whose value the op then fixed (a
+    program of run-time sizes is refused, sized_program.py); an op of fixed shapes (a
+    Dense layer inside a loop over a run-time length) serves every size."""
+    pinned = any(is_runtime(d) for n in (node,) + tuple(node.inputs) for d in n.shape)
+    return em.add_slot(("dnnl_op", make) + (("pinned",) if pinned else ()))
+
+
 def uses_heavy(slots):
-    return any(entry[0] in ("dnnl_op", "dnnl_rows", "dnnl_batch") for entry in slots)
+    return any(entry[0] in ("dnnl_op", "dnnl_rows", "dnnl_batch", "dnnl_bmm")
+               for entry in slots)
 
 
 def bind(lib, program):
@@ -274,6 +284,8 @@ def bind(lib, program):
         lib.kiln_set_dnnl_rows(ctypes.cast(sh.kd_matmul_rows_op, ctypes.c_void_p))
         lib.kiln_set_dnnl_batch.argtypes = [ctypes.c_void_p]
         lib.kiln_set_dnnl_batch(ctypes.cast(sh.kd_batch_op, ctypes.c_void_p))
+        lib.kiln_set_dnnl_bmm.argtypes = [ctypes.c_void_p]
+        lib.kiln_set_dnnl_bmm(ctypes.cast(sh.kd_bmm_op, ctypes.c_void_p))
 
 
 def new_op(make, program):

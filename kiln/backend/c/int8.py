@@ -15,7 +15,7 @@ import math
 
 import numpy as _np
 
-from .heavy import DNNL_FAILED
+from .heavy import DNNL_FAILED, op_slot
 from .lowering import Heavy, elementwise_rule, register
 from ..dnnl import lowp as dnnl_lowp
 from ..dnnl.library import available
@@ -180,7 +180,7 @@ def emit(em, node, storage, weight_ok):
     weight's), call oneDNN."""
     a = node.attrs
     sc = em.new_buffer(max(4 * node.inputs[1].shape[0], 64))
-    op = em.add_slot(("dnnl_op", _maker(node)))
+    op = op_slot(em, _maker(node), node)
     extra = None
     if node.op == "conv_int8":
         lines, q, y, extra = _conv_lines(em, node, storage, sc)

@@ -13,6 +13,7 @@ import numpy as _np
 from . import dot
 from .loops import Operand, loop_nest, contiguous_strides, broadcast_strides, ctype
 from .lowering import MATMUL, VIEW, Kernel, NotLowerable, register, register_kernels
+from .sizes import maybe_nonempty
 
 # below this many multiply-adds kiln's own loops beat a BLAS call's fixed cost
 GEMM_BLAS_MIN_FLOPS = 1 << 17
@@ -196,18 +197,18 @@ def matmul(node, ptr, is_alias, alpha="1", beta="0", out=None, cache=None):
     T = ctype(node.dtype)
     if T not in ("float", "double") or a.dtype != node.dtype or b.dtype != node.dtype:
         raise NotLowerable(f"matmul of {a.dtype} and {b.dtype}")
-    if K == 0 and beta == "0":
+    if not maybe_nonempty(K) and beta == "0":
         return f"  memset({out}, 0, {node.size * node.dtype.itemsize});"
     batch = node.shape[:-2]
     if rows_times_matrix(node):     # Dense on a sequence: one gemm over all the rows
-        M, batch = a.size // K, ()
+        M, batch = math.prod(a.shape[:-1]), ()     # (a run-time K may be 0)
     if not batch:
         if cache is not None and T == "float":
             return f"  kiln_gemm_cached_float({cache}, {int(ta)}, {int(tb)}, {M}, {N}, {K}, " \
                    f"{alpha}, {pa}, {lda}, {pb}, {ldb}, {beta}, {out});"
         return f"  kiln_gemm_{T}({int(ta)}, {int(tb)}, {M}, {N}, {K}, {alpha}, {pa}, {lda}, " \
                f"{pb}, {ldb}, {beta}, {out});"
-    if K == 0 or beta != "0" or out != ptr(node):
+    if not maybe_nonempty(K) or beta != "0" or out != ptr(node):
         raise NotLowerable("accumulating batched matmul")
     sa = [s * M * K for s in broadcast_strides(a.shape[:-2], batch)]
     sb = [s * K * N for s in broadcast_strides(b.shape[:-2], batch)]

@@ -9,7 +9,7 @@ innermost one has stride 1 or 0, which the compiler vectorizes.
 import numpy as _np
 
 from ..._core.bfloat16 import is_bfloat16
-from ..._core.symdim import SymInt
+from ..._core.symdim import SymInt, provably
 
 from . import fixed_source
 
@@ -69,7 +69,8 @@ def merge_dims(shape, operands):
     new_shape = []
     new_strides = [[] for _ in operands]
     for d in dims:
-        if new_shape and all(st[-1] == op.strides[d] * shape[d]
+        # (merged only where that holds at every run-time size, so no guard is needed)
+        if new_shape and all(provably(st[-1], "==", op.strides[d] * shape[d])
                              for st, op in zip(new_strides, operands)):
             new_shape[-1] *= shape[d]
             for st, op in zip(new_strides, operands):

@@ -13,7 +13,7 @@ expand_heavy.py), the same values.
 """
 import math
 
-from .heavy import DNNL_FAILED
+from .heavy import DNNL_FAILED, op_slot
 from .loops import contiguous_strides
 from .lowering import Heavy, register
 from ..dnnl import lowp as dnnl_lowp
@@ -87,7 +87,7 @@ def lowerable(node):
 
 def emit(em, node, storage, weight_ok):
     args = [f"P[{storage(i)}]" for i in node.inputs] + [f"P[{storage(node)}]"]
-    op = em.add_slot(("dnnl_op", _maker(geometry(node))))
+    op = op_slot(em, _maker(geometry(node)), node)
     stamps = ["0", "kiln_weight_stamp()" if weight_ok(node.inputs[1]) else "0"] + \
         ["0"] * (len(args) - 2)
     return "\n".join([

@@ -16,6 +16,7 @@ assignment, not a copy.
 Both group classes are registered as their ops' C lowerings (lowering.Control).
 """
 from ..._core.ir import Graph
+from ..._core.symdim import provably
 from ...graph.passes.pipeline import run_pipeline
 from ...ops.scan import layout, grad_dtype, saved_nodes
 from . import scan_hoist
@@ -25,9 +26,10 @@ from .lowering import Control, register
 
 
 def _nbytes(shape, dtype):
+    """Bytes of a shape; with a run-time length, an expression the C computes per call."""
     n = dtype.itemsize
     for d in shape:
-        n *= int(d)
+        n = n * d
     return n
 
 
@@ -55,7 +57,7 @@ class _ScanBase:
         self.carried = operands[:self.n]
         self.xs = operands[self.n:self.n + self.n_xs]
         self.invariants = operands[self.n + self.n_xs:]
-        self.length = int(self.xs[0].shape[0])
+        self.length = self.xs[0].shape[0]      # the trip count, maybe a run-time size
         self.row_bytes = [_nbytes(x.shape[1:], x.dtype) for x in self.xs]
         self.sizes = [_nbytes(c.shape, c.dtype) for c in self.carried]
         pieces = layout(self.body, self.n, self.length)
@@ -152,13 +154,16 @@ class ScanGradGroup(_ScanBase):
         self.zero_row = em.new_buffer(max(self.y_bytes)) \
             if self.window is not None and self.y_bytes and max(self.y_bytes) else None
 
-    def _g(self, g, offset):
-        """(slot, byte offset) of the incoming gradient at `offset` bytes into scan's layout,
-        None where the gradient is known to be zero (outside the g_window)."""
+    def _g(self, g, offset, nbytes):
+        """(slot, byte offset) of the incoming gradient of the piece of `nbytes` bytes at
+        `offset` into scan's layout, None where it is known to be zero (outside the
+        g_window)."""
         if self.window is None:
             return g, offset
         begin, end = self.window
-        return (g, offset - begin) if begin <= offset < end else None
+        # each piece lies inside or outside the window at every size (scan_grad_window)
+        inside = provably(begin, "<=", offset) and provably(offset + nbytes, "<=", end)
+        return (g, offset - begin) if inside else None
 
     def code(self, storage):
         n, nx, T = self.n, self.n_xs, self.length
@@ -172,7 +177,7 @@ class ScanGradGroup(_ScanBase):
                 lines.append(f"  memset((char *)P[{out}] + {off}, 0, "
                              f"{_nbytes(x.shape, x.dtype)});")
         for gc, off, b in zip(self.g_carried, self.offsets, self.sizes):
-            at = self._g(g, off)
+            at = self._g(g, off, b)
             if b:
                 lines.append(f"  memset(P[{gc}], 0, {b});" if at is None else
                              f"  memcpy(P[{gc}], (char *)P[{at[0]}] + {at[1]}, {b});")
@@ -196,7 +201,7 @@ class ScanGradGroup(_ScanBase):
         lines += [f"    {_point(d, fwd, f'{off} + t * {b}')}"
                   for d, (off, b) in zip(known, saved_at)]
         for d, off, b in zip(vin[n_in + n:], self.offsets[n:], self.y_bytes):
-            at = self._g(g, off)
+            at = self._g(g, off, T * b)
             lines.append(f"    P[{d}] = P[{self.zero_row}];" if at is None else
                          f"    {_point(d, at[0], f'{at[1]} + t * {b}')}")
         lines.append("  " + self.vjp.call())
@@ -212,7 +217,7 @@ class ScanGradGroup(_ScanBase):
         aliases = dict(zip(vin[n_in:n_in + n], self.g_carried))
         lines += ["  " + line for line in copy_back(self.em, pairs, aliases)]
         for gc, x, h in zip(self.g_carried, self.carried, self.history):
-            at = self._g(g, h)
+            at = self._g(g, h, T * _nbytes(x.shape, x.dtype))
             if x.size and at is not None:
                 # the history row i is the state before step i: its gradient joins
                 lines.append(_accumulate(f"P[{gc}]", f"(char *)P[{at[0]}] + {at[1]} + i * "

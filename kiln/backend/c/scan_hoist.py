@@ -18,6 +18,7 @@ so results match the per-step loop within float rounding, not bit for bit.
 """
 from .kernels import rows_reduced
 from .loops import ctype
+from .sizes import is_runtime, maybe_nonempty
 
 # memory the loop may take for stacks of rows it copies (a reversed layer's gradient rows);
 # rows the forward or the result keep anyway cost nothing
@@ -81,7 +82,7 @@ def plan(g, n, nx, n_inv, length, reverse, grad_offsets):
     """(hoisted invariants, outputs the step must still produce) for the optimized
     gradient graph g; grad_offsets[p] is the byte offset of operand p's gradient in the
     result, None for an operand that gets none."""
-    if length == 0:
+    if not maybe_nonempty(length):
         return [], list(g.outputs)
     outputs = list(g.outputs)
     hoisted = []
@@ -106,8 +107,8 @@ def plan(g, n, nx, n_inv, length, reverse, grad_offsets):
                        f for f in factors]
         stacks = {Stacks._key(f): length * f.row_bytes for h in hoisted + [Hoisted(k, form,
                   factors)] for f in h.factors if f.kind == "copy"}
-        if sum(stacks.values()) > MAX_STACK_BYTES:
-            continue     # a long sequence: the per-step sum needs no stack
+        if stacks and (is_runtime(length) or sum(stacks.values()) > MAX_STACK_BYTES):
+            continue     # a long (or run-time) sequence: the per-step sum needs no stack
         hoisted.append(Hoisted(k, form, factors))
     for h in hoisted:       # the step no longer computes the per-step product (a placeholder
                             # the loop never reads stands in its output place) ...

@@ -66,8 +66,10 @@ class SizedCProgram:
         if pinned:
             raise NotSizeGeneric(f"generated C needs the value of a symbolic size "
                                  f"({pinned[0]!r})")
-        fixed = [entry[1] for entry in gen.slots if entry[0] == "dnnl_op"]
-        if fixed:     # made once, for one shape (heavy.py): conv, pool and their gradients
+        fixed = [entry[1] for entry in gen.slots if entry[0] == "dnnl_op" and
+                 entry[2:] == ("pinned",)]
+        if fixed:     # made once, for one shape of run-time sizes (heavy.op_slot): conv,
+                      # pool and their gradients
             raise NotSizeGeneric("oneDNN ops of fixed shape (convolution, pooling) do not "
                                  "take run-time sizes yet")
         if debug_level() >= 2:
@@ -131,6 +133,13 @@ class SizedCProgram:
                     raise KilnError("oneDNN: could not make a Dense layer's op cache")
                 self.table[k] = cache
                 weakref.finalize(self, shim().kd_matmul_rows_free, cache)
+            elif kind == "dnnl_bmm":
+                from ..dnnl.library import shim
+                cache = shim().kd_bmm_new()
+                if not cache:
+                    raise KilnError("oneDNN: could not make a batched matmul's op cache")
+                self.table[k] = cache
+                weakref.finalize(self, shim().kd_bmm_free, cache)
             elif kind == "pack_cache" and rt is not None and rt.sgemm_cached:
                 cache = rt.new_pack_cache()
                 if cache:

@@ -130,6 +130,10 @@ def _load():
     shim.kd_batch_free.restype = None
     shim.kd_matmul_rows_free.argtypes = [P]
     shim.kd_matmul_rows_free.restype = None
+    shim.kd_bmm_new.restype = P
+    shim.kd_bmm_new.argtypes = []
+    shim.kd_bmm_free.argtypes = [P]
+    shim.kd_bmm_free.restype = None
     shim.kd_elementwise.restype = P
     shim.kd_elementwise.argtypes = [ctypes.c_int, ctypes.c_int64]
     shim.kd_bnorm.restype = P

@@ -158,3 +158,50 @@ void kd_matmul_rows_free(kd_rows *r) {
   pthread_mutex_destroy(&r->lock);
   free(r);
 }
+
+/* The ops of one batched matmul whose sizes are known only when it runs (attention's
+   scores and values written out, in generated C with run-time sizes): one op per
+   (matrices of a, of b, M, K, N), a and b contiguous (one of them may be a single matrix,
+   broadcast), made on first use and kept, at most KD_ROW_OPS per call site; past them,
+   and on oneDNN's reference kernel, no op (0): the caller runs kiln's own loop. */
+typedef struct {
+  int64_t key[5];
+  kd_op *op;
+} kd_bmm_entry;
+
+typedef struct {
+  pthread_mutex_t lock;
+  int n;
+  kd_bmm_entry ops[KD_ROW_OPS];
+} kd_bmm;
+
+kd_bmm *kd_bmm_new(void) {
+  kd_bmm *c = calloc(1, sizeof *c);
+  if (c) pthread_mutex_init(&c->lock, 0);
+  return c;
+}
+
+kd_op *kd_bmm_op(kd_bmm *c, int64_t ba, int64_t bb, int64_t M, int64_t K, int64_t N) {
+  int64_t key[5] = {ba, bb, M, K, N};
+  kd_op *op = 0;
+  pthread_mutex_lock(&c->lock);
+  for (int i = 0; i < c->n; i++)
+    if (!memcmp(c->ops[i].key, key, sizeof key)) { op = c->ops[i].op; goto done; }
+  if (c->n < KD_ROW_OPS) {
+    int64_t ad[3] = {ba, M, K}, as[3] = {M * K, K, 1}, bd[3] = {bb, K, N},
+            bs[3] = {K * N, N, 1};
+    op = kd_matmul(3, ad, as, bd, bs, N, 0, 0, 0, 0);
+    kd_bmm_entry e = {{ba, bb, M, K, N}, op};
+    c->ops[c->n++] = e;     /* a failed make too: it is not tried again */
+  }
+done:
+  pthread_mutex_unlock(&c->lock);
+  return op;
+}
+
+void kd_bmm_free(kd_bmm *c) {
+  if (!c) return;
+  for (int i = 0; i < c->n; i++) if (c->ops[i].op) kd_free(c->ops[i].op);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}

@@ -13,7 +13,7 @@ import numpy as _np
 
 from ..._core.ir import Graph, Node
 from .fold import MAX_FOLDED_ELEMENTS
-from ..._core.symdim import same_shape
+from ..._core.symdim import provably
 
 
 def _is_zeros(node):
@@ -112,7 +112,9 @@ def gather_pieces(graph):
         got = None
         if n.op == "add" and not inner(n):
             terms = leaves(n)
-            if all(same_shape(t.shape, n.shape) and t.dtype == n.dtype for t in terms):
+            # sizes equal at every call (a term broadcast at some sizes only is left as is)
+            if all(len(t.shape) == len(n.shape) and t.dtype == n.dtype and
+                   all(provably(a, "==", b) for a, b in zip(t.shape, n.shape)) for t in terms):
                 got = _gathered(n, [mapping[id(t)] for t in terms])
         if got is None:
             new_inputs = tuple(mapping[id(i)] for i in n.inputs)

@@ -11,7 +11,7 @@ for the last time, each can hold later values that fit in it, as MXNet's backwar
 its forward's memory. It cannot grow, and never holds an output, which must outlive the
 call.
 """
-from ..._core.symdim import SymInt
+from ..._core.symdim import SymInt, hinted, provably
 from ...ops.registry import REGISTRY
 
 
@@ -126,11 +126,14 @@ def _grown(capacity, need):
     calls where they are 0 (a comparison would have kept its traced answer as a guard)."""
     if capacity is need or isinstance(capacity, int) and capacity == 0:
         return need
-    if _size_class(capacity) != _size_class(need):
-        # a fixed size and a run-time one (or sizes of other symbols): their sum holds
-        # either at every size, where max would hold only where its traced answer does
-        return capacity + need
-    return max(capacity, need)
+    if provably(capacity, ">=", need):
+        return capacity
+    if provably(need, ">=", capacity):
+        return need
+    # sizes whose order changes with the sizes (a fixed size and a run-time one, seq and
+    # seq * seq): their sum holds at every size, where max would hold only where its
+    # traced answer does
+    return capacity + need
 
 
 def _size_class(nbytes):
@@ -146,12 +149,14 @@ def _take_free(free, capacities, need, fixed, output):
     # program would serve only the sizes on one side of it
     usable = [b for b in free if not (output and b in fixed)
               and _size_class(capacities[b]) == _size_class(need)]
-    fitting = [b for b in usable if capacities[b] >= need]
+    # (a buffer fits where it does at every size; among them, the traced sizes choose,
+    # which needs no guard: any of them is right)
+    fitting = [b for b in usable if provably(capacities[b], ">=", need)]
     growable = [b for b in usable if b not in fixed]
     if fitting:
-        best = min(fitting, key=lambda b: capacities[b])
+        best = min(fitting, key=lambda b: hinted(capacities[b]))
     elif growable:
-        best = max(growable, key=lambda b: capacities[b])
+        best = max(growable, key=lambda b: hinted(capacities[b]))
     else:
         capacities.append(0)
         return len(capacities) - 1

@@ -12,6 +12,7 @@ as zero; the eager kernel rebuilds the full array.
 """
 from ...ops.scan import layout
 from ..._core.ir import Node, rewrite
+from ..._core.symdim import provably
 from .gather_pieces import _is_zeros
 
 
@@ -19,15 +20,24 @@ def _piece_bounds(node):
     """[start, end) of each piece of the scan_grad's layout, in elements."""
     a = node.attrs
     operands = node.inputs[:-2]
-    length = int(operands[a["n_carried"]].shape[0])
+    length = operands[a["n_carried"]].shape[0]      # (a run-time length stays symbolic)
     bounds, at = [], 0
     for shape in layout(a["body"], a["n_carried"], length):
         size = 1
         for d in shape:
-            size *= int(d)
+            size = size * d
         bounds.append((at, at + size))
-        at += size
+        at = at + size
     return bounds
+
+
+def _outside(s, e, begin, end):
+    """The piece [s, e) is empty or outside the window at every size."""
+    return provably(e, "<=", s) or provably(e, "<=", begin) or provably(end, "<=", s)
+
+
+def _inside(s, e, begin, end):
+    return provably(begin, "<=", s) and provably(e, "<=", end)
 
 
 def scan_grad_window(graph):
@@ -40,8 +50,9 @@ def scan_grad_window(graph):
                                                                     - g.attrs["begin"][0],):
             return None
         begin, end = g.attrs["begin"][0], g.attrs["end"][0]
-        if any(s < end and e > begin and not (begin <= s and e <= end)
-               for s, e in _piece_bounds(node) if e > s):
+        # (decided where it holds at every size: a run-time length needs no guard)
+        if not all(_outside(s, e, begin, end) or _inside(s, e, begin, end)
+                   for s, e in _piece_bounds(node)):
             return None           # the window cuts a piece: keep the whole array
         return Node("scan_grad", inputs[:-1] + (g.inputs[1],),
                     dict(node.attrs, g_window=(begin, end)), node.shape, node.dtype,

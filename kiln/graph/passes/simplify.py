@@ -8,15 +8,22 @@ operand transposes backends read for free.
 import numpy as _np
 
 from ..._core.ir import Node, rewrite
+from ..._core.symdim import provably
 
 
 def _is_const(node, value):
     return node.op == "const" and node.size > 0 and bool(_np.all(node.value == value))
 
 
+def _same_shape(a, b):
+    """Shapes equal at every size (a symbolic size compared without a guard: where that
+    is not proved, the op stays, which is right at every size too)."""
+    return len(a) == len(b) and all(provably(x, "==", y) for x, y in zip(a, b))
+
+
 def _same(node, x):
     """x can stand in for node: the identity did not broadcast or change the dtype."""
-    return x.shape == node.shape and x.dtype == node.dtype
+    return _same_shape(x.shape, node.shape) and x.dtype == node.dtype
 
 
 def _transposed(m):
@@ -65,7 +72,7 @@ def simplify(graph):
             (x,) = inputs
             while x.op == "reshape":
                 x = x.inputs[0]
-            if x.shape == node.shape:
+            if _same_shape(x.shape, node.shape):
                 return x
             if x is not inputs[0]:
                 return Node("reshape", (x,), node.attrs, node.shape, node.dtype)

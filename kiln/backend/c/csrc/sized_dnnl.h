@@ -5,7 +5,9 @@
    of blocks a layer of fixed size gets (dnnl_dense.grid), worked out per call, and each
    block's op from its call site's cache in the shim (kd_matmul_rows_op, set by
    kiln_set_dnnl_rows). A convolution or pooling of run-time batch (heavy.py): its op for
-   the call's batch from its call site's cache (kd_batch_op, set by kiln_set_dnnl_batch). */
+   the call's batch from its call site's cache (kd_batch_op, set by kiln_set_dnnl_batch). A
+   batched matmul of run-time sizes: one op for the call's sizes from its call site's cache
+   (kd_bmm_op, set by kiln_set_dnnl_bmm). */
 #include "heavy.h"
 
 typedef void *(*kiln_batch_op_t)(void *, int64_t);
@@ -75,4 +77,21 @@ static int kiln_dense_rows(void *cache, int64_t M, int64_t N, const float *a, in
   else if (pool) pool(kiln_rows_block, &job, n);
   else for (int64_t blk = 0; blk < n; blk++) kiln_rows_block(&job, blk);
   return job.failed ? -1 : 0;
+}
+
+typedef void *(*kiln_bmm_op_t)(void *, int64_t, int64_t, int64_t, int64_t, int64_t);
+static kiln_bmm_op_t kiln_bmm_op = 0;
+void kiln_set_dnnl_bmm(void *op) { kiln_bmm_op = (kiln_bmm_op_t)op; }
+
+/* c (max(ba, bb) matrices of M x N) = a (ba of M x K) . b (bb of K x N), all contiguous, as
+   one oneDNN op: 0 when done, 1 when there is no op for these sizes (the caller runs kiln's
+   loop; also for no elements), -1 when oneDNN failed. */
+static int kiln_dense_batched(void *cache, int64_t ba, int64_t bb, int64_t M, int64_t K,
+                              int64_t N, const float *a, const float *b, float *c) {
+  if (!kiln_bmm_op || ba == 0 || bb == 0 || M == 0 || K == 0 || N == 0) return 1;
+  void *op = kiln_bmm_op(cache, ba, bb, M, K, N);
+  if (!op) return 1;
+  void *p[3] = {(void *)a, (void *)b, c};
+  int64_t s[3] = {0, 0, 0};
+  return kiln_dnnl_run(op, p, s) != 0 ? -1 : 0;
 }
