@@ -59,7 +59,7 @@ def broadcast_to(x, shape):
 # A slice is given per dimension as (begin, end, step), already normalized to concrete,
 # in-range values by the indexing front end (kiln/_core/indexing.py).
 
-def _slice_len(size, begin, end, step):
+def slice_len(size, begin, end, step):
     """How many items x[begin:end:step] has on an axis of `size` (end < 0: to the end),
     clamped as NumPy clamps. The whole of a symbolic axis keeps its symbol; any other
     slice of one needs its value (a guard, see _core/symdim.py)."""
@@ -79,10 +79,20 @@ def _slice_len(size, begin, end, step):
     return len(range(*slice(begin, stop, step).indices(size)))
 
 
+def slice_start(size, begin, end, step):
+    """The first index x[begin:end:step] reads on an axis of `size`, clamped as NumPy clamps
+    (a begin past the end of a reversed slice starts at the last item); 0 for an empty
+    slice. A begin already inside the axis is kept as it is (a symbolic size's window)."""
+    if is_symbolic(size) or not (isinstance(begin, int) and isinstance(end, int)):
+        return begin
+    r = range(*slice(begin, None if end < 0 else end, step).indices(size))
+    return r.start if len(r) else 0
+
+
 def _slice_rule(x, begin, end, step):
     if not len(begin) == len(end) == len(step) == x.ndim:
         raise op_error("slice", f"expected {x.ndim} (begin, end, step) triples")
-    return tuple(_slice_len(d, b, e, s)
+    return tuple(slice_len(d, b, e, s)
                  for d, b, e, s in zip(x.shape, begin, end, step)), x.dtype
 
 

@@ -14,6 +14,7 @@ from . import dot
 from .loops import Operand, loop_nest, contiguous_strides, broadcast_strides, ctype
 from .lowering import MATMUL, VIEW, Kernel, NotLowerable, register, register_kernels
 from .sizes import maybe_nonempty
+from ...ops.shape import slice_len, slice_start
 
 # below this many multiply-adds kiln's own loops beat a BLAS call's fixed cost
 GEMM_BLAS_MIN_FLOPS = 1 << 17
@@ -327,21 +328,29 @@ def broadcast_to(node, ptr):
     return _copy(node, ptr, x, broadcast_strides(x.shape, node.shape))
 
 
+def _slice_geometry(shape, attrs):
+    """Per axis, the first index read and the number of items of a slice node's window:
+    the op's own clamping (ops/shape.py), so a begin or end past the axis reads and writes
+    nothing outside it."""
+    triples = list(zip(shape, attrs["begin"], attrs["end"], attrs["step"]))
+    return ([slice_start(*t) for t in triples], tuple(slice_len(*t) for t in triples))
+
+
 def slice_(node, ptr):
     x = node.inputs[0]
     xs = contiguous_strides(x.shape)
-    a = node.attrs
-    base = sum(b * s for b, s in zip(a["begin"], xs))
-    return _copy(node, ptr, x, [s * st for s, st in zip(xs, a["step"])], base)
+    starts, _ = _slice_geometry(x.shape, node.attrs)
+    base = sum(b * s for b, s in zip(starts, xs))
+    return _copy(node, ptr, x, [s * st for s, st in zip(xs, node.attrs["step"])], base)
 
 
 def slice_assign(node, ptr):
     x, v = node.inputs
     a = node.attrs
     T = ctype(node.dtype)
-    target = tuple(len(range(b, e, s)) for b, e, s in zip(a["begin"], a["end"], a["step"]))
+    starts, target = _slice_geometry(node.shape, a)
     os_ = contiguous_strides(node.shape)
-    base = sum(b * s for b, s in zip(a["begin"], os_))
+    base = sum(b * s for b, s in zip(starts, os_))
     copy = f"  memcpy({ptr(node)}, {ptr(x)}, {node.size * node.dtype.itemsize});"
     ops = [Operand(ptr(node), base, [s * st for s, st in zip(os_, a["step"])]),
            Operand(ptr(v), 0, broadcast_strides(v.shape, target))]
