@@ -225,8 +225,28 @@ def broadcast_to(data, shape=(), **_):
 
 
 @_op("broadcast_like", ("lhs", "rhs"))
-def broadcast_like(lhs, rhs, **_):
-    return knp.broadcast_to(lhs, rhs.shape)
+def broadcast_like(lhs, rhs, lhs_axes=None, rhs_axes=None, **_):
+    """lhs broadcast to rhs's shape; with lhs_axes/rhs_axes, only those axes of lhs (of
+    size 1) take the sizes of rhs's paired axes, as in MXNet."""
+    if lhs_axes is None and rhs_axes is None:
+        return knp.broadcast_to(lhs, rhs.shape)
+    lhs_axes, rhs_axes = _axes_tuple(lhs_axes), _axes_tuple(rhs_axes)
+    if not lhs_axes or len(lhs_axes) != len(rhs_axes):
+        raise KilnError(f"broadcast_like: lhs_axes and rhs_axes must be non-empty and of equal "
+                        f"length, got {lhs_axes} and {rhs_axes}")
+    target = list(lhs.shape)
+    for a, b in zip(lhs_axes, rhs_axes):
+        a, b = a % lhs.ndim, b % rhs.ndim
+        if target[a] != 1:
+            raise KilnError(f"broadcast_like: lhs axis {a} of size {target[a]} cannot be "
+                            f"broadcast to {rhs.shape[b]}")
+        target[a] = rhs.shape[b]
+    return knp.broadcast_to(lhs, tuple(target))
+
+
+def _axes_tuple(axes):
+    return () if axes is None else (int(axes),) if isinstance(axes, int) else tuple(
+        int(a) for a in axes)
 
 
 @_op("zeros_like")
