@@ -246,3 +246,16 @@ def test_unary_functions_keep_storage_when_zero_stays_zero(name, stays_sparse):
         assert y.stype == (stype if stays_sparse else "default"), (name, stype)
         np.testing.assert_allclose(y.asnumpy(), getattr(np, name if name != "relu" else "abs")(
             x.asnumpy()) if name != "relu" else np.maximum(x.asnumpy(), 0), rtol=1e-6)
+
+
+def test_contrib_elementwise_functions_keep_storage_when_zeros_stay_zero():
+    # real MXNet 1.9.1: quadratic(csr, c=0) is csr with these values, with c=1 it is dense;
+    # row_sparse has no quadratic kernel there, so it is dense too
+    x = nd.array([[0, 2, 0], [1, 0, 0]]).tostype("csr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnPerformanceWarning)
+        out = nd.contrib.quadratic(x, a=1.0, b=2.0, c=0.0)
+        assert out.stype == "csr" and out.asnumpy().tolist() == [[0, 8, 0], [3, 0, 0]]
+        assert nd.contrib.quadratic(x, a=1.0, b=2.0, c=1.0).stype == "default"
+        rows = nd.array([[0, 2, 0], [1, 0, 0]]).tostype("row_sparse")
+        assert nd.contrib.quadratic(rows, a=1.0, b=2.0, c=0.0).stype == "default"

@@ -9,6 +9,8 @@ first axes, `save`/`load` in MXNet's binary format.
 The MXNet op names (FullyConnected, Activation, ...) are the entries of kiln/mx/ops;
 called with Symbols they build a symbol node, called with arrays they compute.
 """
+import functools
+
 import numpy as _np
 
 from ... import np as knp
@@ -21,6 +23,23 @@ NDArray = ndarray
 # set by kiln/mx/nd/__init__.py from kiln/mx/nd/sparse: the sparse array classes, the
 # dispatcher of nd functions given a sparse operand, and sparse zeros
 SPARSE = {"types": (), "call": None, "zeros": None}
+
+
+def sparse_aware(name, fn, keeps=("csr", "row_sparse")):
+    """`fn` (an nd function over dense arrays) that, given a sparse operand, goes through the
+    sparse dispatcher: a sparse implementation, or `fn` on dense copies whose result keeps
+    the storage when `fn` maps zeros to zeros (kiln/mx/nd/sparse/ops.py) and MXNet has a
+    kernel for that storage (`keeps`)."""
+    @functools.wraps(fn)        # keeps fn's signature: symbol nodes derive inputs from it
+    def call(*args, **kwargs):
+        sparse = SPARSE["types"]
+        if any(isinstance(a, sparse) for a in args) or any(
+                isinstance(v, sparse) for v in kwargs.values()):
+            out = SPARSE["call"](name, fn, args, kwargs)
+            return out if getattr(out, "stype", "default") in keeps + ("default",) \
+                else out.tostype("default")
+        return fn(*args, **kwargs)
+    return call
 
 
 def _dtype(dtype):
