@@ -259,3 +259,13 @@ def test_contrib_elementwise_functions_keep_storage_when_zeros_stay_zero():
         assert nd.contrib.quadratic(x, a=1.0, b=2.0, c=1.0).stype == "default"
         rows = nd.array([[0, 2, 0], [1, 0, 0]]).tostype("row_sparse")
         assert nd.contrib.quadratic(rows, a=1.0, b=2.0, c=0.0).stype == "default"
+
+
+def test_slicing_a_csr_array_keeps_csr():
+    # real MXNet 1.9.1: crop/slice of a csr array is csr; an int begin/end is the first axis
+    x = nd.arange(15).reshape((5, 3))
+    rows = nd.crop(x.tostype("csr"), begin=2, end=4)
+    assert rows.stype == "csr" and rows.asnumpy().tolist() == [[6, 7, 8], [9, 10, 11]]
+    block = nd.slice(x.tostype("csr"), begin=(1, 1), end=(3, None))
+    assert block.stype == "csr" and block.asnumpy().tolist() == [[4, 5], [7, 8]]
+    assert nd.slice(x, begin=1, end=3).asnumpy().tolist() == [[3, 4, 5], [6, 7, 8]]

@@ -212,6 +212,9 @@ def slice_axis(data, axis=0, begin=0, end=None, **_):
 
 @_op("slice crop")
 def slice_(data, begin=(), end=(), step=(), **_):
+    # an int (or None) stands for a tuple of one, as MXNet reads it: the first axis
+    begin, end, step = ((v,) if v is None or isinstance(v, (int, _np.integer)) else v
+                        for v in (begin, end, step))
     return knpx.slice(data, begin, end, step)
 
 

@@ -55,10 +55,19 @@ def divide(lhs, rhs):
 
 
 elemwise_add, elemwise_sub, elemwise_mul, elemwise_div = add, subtract, multiply, divide
+
+
+def slice(data, begin=(), end=(), step=(), **kwargs):   # noqa: A001 (MXNet's name)
+    """nd.slice (and crop); a csr array sliced with step 1 stays csr, as in MXNet."""
+    if isinstance(data, CSRNDArray) and not kwargs:
+        sliced = ops.slice_csr(data, begin, end, step)
+        if sliced is not None:
+            return sliced
+    return call_densified("slice", NAME_LOOKUP[0]("slice"), (data, begin, end, step), kwargs)
 # names MXNet's sparse namespace shares with the nd namespace: the sparse-aware versions
 SPARSE_AWARE = {"dot": dot, "cast_storage": cast_storage, "retain": retain,
                 "elemwise_add": add, "elemwise_sub": subtract, "elemwise_mul": multiply,
-                "elemwise_div": divide}
+                "elemwise_div": divide, "slice": slice, "crop": slice}
 
 
 def call_sparse(name, dense_fn, args, kwargs):
