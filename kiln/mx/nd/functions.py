@@ -21,8 +21,8 @@ from ..._core.ndarray import ndarray
 NDArray = ndarray
 
 # set by kiln/mx/nd/__init__.py from kiln/mx/nd/sparse: the sparse array classes, the
-# dispatcher of nd functions given a sparse operand, and sparse zeros
-SPARSE = {"types": (), "call": None, "zeros": None}
+# dispatcher of nd functions given a sparse operand, sparse zeros and sparse.array
+SPARSE = {"types": (), "call": None, "zeros": None, "array": None}
 
 
 def sparse_aware(name, fn, keeps=("csr", "row_sparse")):
@@ -50,6 +50,9 @@ def array(source_array, ctx=None, dtype=None):
     """An NDArray from `source_array` (float32 unless `dtype` says otherwise, as in MXNet 1.x)."""
     if isinstance(source_array, ndarray):
         return source_array.astype(dtype or source_array.dtype)
+    if isinstance(source_array, SPARSE["types"]) or type(source_array).__module__.startswith(
+            "scipy.sparse"):            # a sparse array or SciPy matrix: a sparse copy (MXNet)
+        return SPARSE["array"](source_array, ctx=ctx, dtype=dtype)
     return ndarray._wrap(_np.array(source_array, dtype=_dtype(dtype)))
 
 

@@ -17,6 +17,8 @@ STYPES = ("csr", "row_sparse")
 def _value_dtype(source, dtype):
     if dtype is not None:
         return _np.dtype(dtype)
+    if isinstance(source, tuple) and source and not _is_shape(source):
+        source = source[0]          # (data, indices[, indptr]): an array's dtype, as MXNet
     if isinstance(source, (_np.ndarray, ndarray, BaseSparseNDArray)):
         return _np.dtype(source.dtype)
     if getattr(source, "dtype", None) is not None and hasattr(source, "tocsr"):
@@ -92,7 +94,9 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         return _placed(arg1.astype(value_dtype), ctx)
     if sp.issparse(arg1):
         _same_shape(arg1.shape, shape, "csr_matrix")
-        return _placed(CSRNDArray(sp.csr_matrix(arg1, dtype=value_dtype)), ctx)
+        matrix = sp.csr_matrix(arg1, dtype=value_dtype, copy=True)
+        matrix.sum_duplicates()     # MXNet's canonical form: no duplicates, sorted columns
+        return _placed(CSRNDArray(matrix), ctx)
     dense = _numpy(arg1, value_dtype)
     if dense.ndim != 2:
         raise KilnError(f"csr_matrix: expected a 2-D array, got shape {dense.shape}"
