@@ -15,7 +15,9 @@ from .sparse import cast_storage  # noqa: F401  (makes sparse arrays too; F's is
 # nd functions given a sparse array dispatch to kiln/mx/nd/sparse; its namespace falls
 # back to nd's functions on dense copies
 functions.SPARSE.update(types=(sparse.BaseSparseNDArray,), call=sparse.call_sparse,
-                        zeros=sparse.zeros, array=sparse.array)
+                        zeros=sparse.zeros, array=sparse.array,
+                        to_record=sparse.creation.to_record,
+                        from_record=sparse.creation.from_record)
 sparse.NAME_LOOKUP.append(namespace.lookup)
 methods.install()       # MXNet 1.x's NDArray methods (x.slice, x.take, ...) on the one array
 # symbol nodes of ops kiln computes with nd's sub-namespaces (_linalg_gemm2, ...)

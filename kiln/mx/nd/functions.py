@@ -21,8 +21,10 @@ from ..._core.ndarray import ndarray
 NDArray = ndarray
 
 # set by kiln/mx/nd/__init__.py from kiln/mx/nd/sparse: the sparse array classes, the
-# dispatcher of nd functions given a sparse operand, sparse zeros and sparse.array
-SPARSE = {"types": (), "call": None, "zeros": None, "array": None}
+# dispatcher of nd functions given a sparse operand, sparse zeros, sparse.array, and the
+# sparse arrays' file records (to_record, from_record)
+SPARSE = {"types": (), "call": None, "zeros": None, "array": None, "to_record": None,
+          "from_record": None}
 
 
 def sparse_aware(name, fn, keeps=("csr", "row_sparse")):
@@ -106,17 +108,23 @@ def waitall():
     """kiln computes synchronously; nothing is pending."""
 
 
+def _saved(value, what):
+    if isinstance(value, SPARSE["types"]):      # its parts, in MXNet's sparse record
+        return SPARSE["to_record"](value)
+    return value._concrete(what)
+
+
 def _named_values(data, what):
-    if isinstance(data, ndarray):
-        return [data._concrete(what)], None
+    if isinstance(data, (ndarray,) + SPARSE["types"]):
+        return [_saved(data, what)], None
     if isinstance(data, dict):
         for k in data:
             if not isinstance(k, str):
                 raise KilnError(f"{what}: dict keys must be strings, got {k!r}"
                                 + where_in_user_code())
-        return [v._concrete(what) for v in data.values()], list(data)
+        return [_saved(v, what) for v in data.values()], list(data)
     if isinstance(data, (list, tuple)):
-        return [v._concrete(what) for v in data], None
+        return [_saved(v, what) for v in data], None
     raise KilnError(f"{what}: expected an NDArray, a list or a dict of them, got "
                     f"{type(data).__name__}" + where_in_user_code())
 
@@ -139,8 +147,9 @@ def load(fname):
     if not mxnet_params.is_mxnet_params(head):
         from ...npx.io import load as npz_load
         return npz_load(fname)
-    arrays, names = mxnet_params.read(fname)
-    arrays = [ndarray._wrap(a) for a in arrays]
+    arrays, names = mxnet_params.read(fname, sparse=True)
+    arrays = [SPARSE["from_record"](a) if isinstance(a, mxnet_params.SparseRecord)
+              else ndarray._wrap(a) for a in arrays]
     return dict(zip(names, arrays)) if names is not None else arrays
 
 

@@ -229,3 +229,22 @@ def cast_storage(data, stype, **_):
 
 for _stype in STYPES:
     SPARSE_STORAGE[_stype] = (lambda s: lambda x: dense_to_sparse(x.asnumpy(), s))(_stype)
+
+
+def to_record(arr):
+    """A sparse array as the parts MXNet's file format stores (export/mxnet_params.py)."""
+    from ....export.mxnet_params import SparseRecord
+    if isinstance(arr, CSRNDArray):
+        m = arr._csr
+        return SparseRecord("csr", arr.shape, m.data,
+                            [m.indptr.astype(INDEX_DTYPE), m.indices.astype(INDEX_DTYPE)])
+    return SparseRecord("row_sparse", arr.shape, arr._rows, [arr._idx.astype(INDEX_DTYPE)])
+
+
+def from_record(rec):
+    """The sparse array of a file's parts, checked as any parts given to csr_matrix or
+    row_sparse_array are (a hostile file gets a KilnError)."""
+    if rec.stype == "csr":
+        indptr, indices = rec.aux
+        return csr_matrix((rec.data, indices, indptr), shape=rec.shape, dtype=rec.data.dtype)
+    return row_sparse_array((rec.data, rec.aux[0]), shape=rec.shape, dtype=rec.data.dtype)
