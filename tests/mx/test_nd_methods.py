@@ -139,3 +139,14 @@ def test_internal_namespaces_are_the_underscore_ops(mx):
     assert _internal is mx.nd._internal
     with pytest.raises(AttributeError):
         mx.nd._internal._no_such_op
+
+
+def test_norm_of_ord_1_or_2_over_all_axes_is_mxnets_elementwise_norm():
+    # real MXNet 1.9.1 values; NumPy's matrix norms of these orders differ (and kiln's
+    # NumPy-style norm refuses them)
+    x = nd.array([[1, 2], [3, 4]])
+    assert np.allclose(x.norm(ord=2).asnumpy(), [5.477226])
+    assert np.allclose(x.norm(ord=1).asnumpy(), [10.0])
+    assert np.allclose(x.norm(ord=2, axis=(0, 1)).asnumpy(), [5.477226])
+    assert np.allclose(x.norm(ord=2, axis=0).asnumpy(), [3.1622777, 4.472136])
+    assert np.allclose(x.norm().asnumpy(), 5.477226)

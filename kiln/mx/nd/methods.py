@@ -68,6 +68,19 @@ def _reshape(core):
     return reshape
 
 
+def _norm(core):
+    def norm(self, ord=None, axis=None, keepdims=False, **kwargs):
+        # NumPy's matrix norms of ord 1 and 2 (which kiln's core refuses) never mean MXNet
+        # 1.x's x.norm(ord=1|2): the L1/L2 norm of the elements over the axes
+        if kwargs or ord in (1, 2) and self.ndim >= 2 and (axis is None or
+                                                           isinstance(axis, tuple)):
+            return _nd("norm")(self, ord=ord, axis=axis, keepdims=keepdims, **kwargs)
+        return core(self, ord, axis, keepdims)
+    norm.__doc__ = (f"{core.__doc__ or 'The norm.'}\n\nWith ord 1 or 2 over all axes (or "
+                    "a tuple of them), MXNet 1.x's elementwise L1/L2 norm.")
+    return norm
+
+
 def _flatten_2d(x):
     return x.reshape((x.shape[0] if x.ndim else 1, -1))
 
@@ -80,6 +93,7 @@ def install():
     core = {name: getattr(ndarray, name) for name in ("reshape", "flatten", "squeeze",
                                                       "expand_dims")}
     ndarray.reshape = _reshape(core["reshape"])
+    ndarray.norm = _norm(ndarray.norm)
     ndarray.flatten = _with_inplace("flatten", core["flatten"],
                                     lambda x: _flatten_2d(x))
     ndarray.squeeze = _with_inplace("squeeze", core["squeeze"],
