@@ -269,3 +269,17 @@ def test_slicing_a_csr_array_keeps_csr():
     block = nd.slice(x.tostype("csr"), begin=(1, 1), end=(3, None))
     assert block.stype == "csr" and block.asnumpy().tolist() == [[4, 5], [7, 8]]
     assert nd.slice(x, begin=1, end=3).asnumpy().tolist() == [[3, 4, 5], [6, 7, 8]]
+
+
+def test_taking_rows_of_a_csr_array_keeps_csr_in_clip_and_wrap_modes():
+    # real MXNet 1.9.1: csr for 'clip' and 'wrap' on axis 0; 'raise' and axis 1 are dense
+    x = nd.array([[0, 1], [2, 0], [0, 0]]).tostype("csr")
+    idx = nd.array([2, 0, -1, 7])
+    clipped = nd.take(x, idx, mode="clip")
+    assert clipped.stype == "csr"
+    assert clipped.asnumpy().tolist() == [[0, 0], [0, 1], [0, 1], [0, 0]]
+    assert nd.take(x, idx, mode="wrap").asnumpy().tolist() == [[0, 0], [0, 1], [0, 0], [2, 0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnPerformanceWarning)
+        assert nd.take(x, nd.array([1]), mode="raise").stype == "default"
+        assert nd.take(x, nd.array([1]), axis=1).stype == "default"

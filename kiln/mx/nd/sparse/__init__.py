@@ -64,10 +64,18 @@ def slice(data, begin=(), end=(), step=(), **kwargs):   # noqa: A001 (MXNet's na
         if sliced is not None:
             return sliced
     return call_densified("slice", NAME_LOOKUP[0]("slice"), (data, begin, end, step), kwargs)
+
+
+def take(a, indices, axis=0, mode="clip", **kwargs):
+    """nd.take; rows of a csr array taken with mode 'clip' or 'wrap' are csr, as in MXNet."""
+    if isinstance(a, CSRNDArray) and axis == 0 and mode in ("clip", "wrap") and not kwargs:
+        return ops.take_csr_rows(a, indices, mode)
+    return call_densified("take", NAME_LOOKUP[0]("take"), (a, indices),
+                          dict(kwargs, axis=axis, mode=mode))
 # names MXNet's sparse namespace shares with the nd namespace: the sparse-aware versions
 SPARSE_AWARE = {"dot": dot, "cast_storage": cast_storage, "retain": retain,
                 "elemwise_add": add, "elemwise_sub": subtract, "elemwise_mul": multiply,
-                "elemwise_div": divide, "slice": slice, "crop": slice}
+                "elemwise_div": divide, "slice": slice, "crop": slice, "take": take}
 
 
 def call_sparse(name, dense_fn, args, kwargs):

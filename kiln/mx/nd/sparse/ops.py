@@ -169,6 +169,14 @@ def slice_csr(data, begin, end, step):
     return CSRNDArray(data._csr[keys[0], keys[1]].tocsr())
 
 
+def take_csr_rows(data, indices, mode):
+    """The csr array's rows `indices` (float indices truncated), clipped or wrapped."""
+    rows = as_dense_value(indices).astype(INDEX_DTYPE).ravel()
+    n = data.shape[0]
+    rows = _np.clip(rows, 0, n - 1) if mode == "clip" else _np.mod(rows, n)
+    return CSRNDArray(data._csr[rows].tocsr())
+
+
 def has_sparse(args, kwargs):
     """Whether any positional or keyword argument is a sparse array."""
     return any(isinstance(a, BaseSparseNDArray) for a in args) or any(
