@@ -252,20 +252,30 @@ def _encode_sparse(rec):
     return b"".join(out)
 
 
+def encode_record(a):
+    """One array's record (what MXNet's NDArray.__getstate__ holds)."""
+    if isinstance(a, SparseRecord):
+        return _encode_sparse(a)
+    a, flag = _flag_of(_np.ascontiguousarray(a))
+    if a.ndim == 0:
+        a = a.reshape(1)   # MXNet 1.x has no rank-0 arrays
+    return b"".join([struct.pack("<Iii", V2, 0, a.ndim), struct.pack(f"<{a.ndim}q", *a.shape),
+                     struct.pack("<iii", 1, 0, flag),
+                     a.astype(a.dtype.newbyteorder("<")).tobytes()])
+
+
+def parse_record(data, source="<record>"):
+    """The dense array of one record's bytes (MXNet's NDArray.__setstate__)."""
+    r = _Reader(memoryview(bytes(data)), source)
+    array = _array(r, 0)
+    if r.pos != len(r.data):
+        raise KilnError(f"{source}: {len(r.data) - r.pos} unexpected bytes after the array")
+    return array
+
+
 def encode(arrays, names=None):
     out = [struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))]
-    for a in arrays:
-        if isinstance(a, SparseRecord):
-            out.append(_encode_sparse(a))
-            continue
-        a = _np.ascontiguousarray(a)
-        a, flag = _flag_of(a)
-        if a.ndim == 0:
-            a = a.reshape(1)   # MXNet 1.x has no rank-0 arrays
-        out.append(struct.pack("<Iii", V2, 0, a.ndim))
-        out.append(struct.pack(f"<{a.ndim}q", *a.shape))
-        out.append(struct.pack("<iii", 1, 0, flag))
-        out.append(a.astype(a.dtype.newbyteorder("<")).tobytes())
+    out += [encode_record(a) for a in arrays]
     names = list(names or [])
     out.append(struct.pack("<Q", len(names)))
     for n in names:

@@ -8,6 +8,7 @@ call can only mean it: `reshape` with MXNet's special codes (-2, -3, -4, 0 of a 
 array, which NumPy refuses) or `reverse=`, and `flatten/squeeze/expand_dims(inplace=...)`
 (inplace=True: a view, as now; inplace=False: a copy, as MXNet makes one).
 """
+from ..._core.base import KilnError, where_in_user_code
 from ..._core.ndarray import ndarray
 from ..f_namespace import namespace_attr
 from ..ops.tensor import mx_reshape_target
@@ -81,6 +82,22 @@ def _norm(core):
     return norm
 
 
+def _getstate(self):
+    """MXNet's pickled state: {'handle': the array's record in MXNet's binary format}."""
+    from ...export.mxnet_params import encode_record
+    return {"handle": bytearray(encode_record(self._concrete("__getstate__")))}
+
+
+def _setstate(self, state):
+    """This array becomes the one of MXNet's pickled state (any device's: kiln's cpu)."""
+    from ...export.mxnet_params import parse_record
+    handle = state.get("handle") if isinstance(state, dict) else None
+    if not isinstance(handle, (bytes, bytearray)):
+        raise KilnError("NDArray.__setstate__: expected {'handle': bytes of an MXNet array "
+                        f"record}}, got {type(state).__name__}" + where_in_user_code())
+    self._rebind(ndarray._wrap(parse_record(handle, "NDArray state")))
+
+
 def _flatten_2d(x):
     return x.reshape((x.shape[0] if x.ndim else 1, -1))
 
@@ -94,6 +111,7 @@ def install():
                                                       "expand_dims")}
     ndarray.reshape = _reshape(core["reshape"])
     ndarray.norm = _norm(ndarray.norm)
+    ndarray.__getstate__, ndarray.__setstate__ = _getstate, _setstate
     ndarray.flatten = _with_inplace("flatten", core["flatten"],
                                     lambda x: _flatten_2d(x))
     ndarray.squeeze = _with_inplace("squeeze", core["squeeze"],
