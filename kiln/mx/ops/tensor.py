@@ -218,6 +218,30 @@ def slice_(data, begin=(), end=(), step=(), **_):
     return knpx.slice(data, begin, end, step)
 
 
+def _slice_key(ndim, begin, end, step):
+    begin, end, step = ((v,) if v is None or isinstance(v, (int, _np.integer)) else tuple(v)
+                        for v in (begin, end, step))
+    key = [slice(b, e, step[k] if k < len(step) else None) for k, (b, e) in
+           enumerate(zip(begin, end))]
+    return tuple(key) + (slice(None),) * (ndim - len(key))
+
+
+@_op("_slice_assign _crop_assign", ("lhs", "rhs"))
+def _slice_assign(lhs, rhs, begin=(), end=(), step=(), **_):
+    """lhs with its region begin:end:step replaced by rhs (a new array, as MXNet's op)."""
+    out = knp.array(lhs, copy=True)
+    out[_slice_key(lhs.ndim, begin, end, step)] = rhs
+    return out
+
+
+@_op("_slice_assign_scalar _crop_assign_scalar")
+def _slice_assign_scalar(data, scalar=0.0, begin=(), end=(), step=(), **_):
+    """data with its region begin:end:step set to `scalar` (a new array)."""
+    out = knp.array(data, copy=True)
+    out[_slice_key(data.ndim, begin, end, step)] = scalar
+    return out
+
+
 @_op("broadcast_to")
 def broadcast_to(data, shape=(), **_):
     if len(shape) != data.ndim:   # MXNet: same rank; 0 keeps the input's size
