@@ -58,3 +58,22 @@ def test_pickled_state_is_mxnets_array_record():
     assert restored.shape == (2, 2)
     with pytest.raises(KilnError):
         restored.__setstate__({"handle": bytearray(handle[:-2])})
+
+
+def test_cached_op_calls_a_symbol_with_arrays_in_input_order():
+    # real MXNet 1.9.1: inputs (data, weight, bias) in list_inputs() order; 4*9 + 1 + 2 = 39
+    from kiln import sym, autograd
+    op = nd.CachedOp(sym.Convolution(kernel=(3, 3), num_filter=10) + 2)
+    data, weight, bias = nd.ones((1, 4, 5, 5)), nd.ones((10, 4, 3, 3)), nd.ones((10,))
+    out = op(data, weight, bias)
+    assert out.shape == (1, 10, 3, 3) and float(out[0, 0, 0, 0]) == 39.0
+    written = nd.zeros((1, 10, 3, 3))
+    op(data, weight, bias * 2, out=written)
+    assert float(written[0, 0, 0, 0]) == 40.0
+    bias.attach_grad()
+    with autograd.record():
+        total = op(data, weight, bias).sum()
+    total.backward()
+    assert bias.grad.asnumpy().tolist() == [9.0] * 10
+    with pytest.raises(KilnError):
+        op(data, weight)

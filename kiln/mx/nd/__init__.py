@@ -11,6 +11,7 @@ from . import contrib, linalg, random, utils, optimizer_ops  # noqa: F401  (mx.n
 from . import functions, methods, namespace, sparse
 from ..ops.table import RESOLVERS as OP_RESOLVERS
 from .sparse import cast_storage  # noqa: F401  (makes sparse arrays too; F's is the op's)
+from .cached_op import CachedOp  # noqa: F401
 
 # nd functions given a sparse array dispatch to kiln/mx/nd/sparse; its namespace falls
 # back to nd's functions on dense copies
