@@ -8,6 +8,8 @@ call can only mean it: `reshape` with MXNet's special codes (-2, -3, -4, 0 of a 
 array, which NumPy refuses) or `reverse=`, and `flatten/squeeze/expand_dims(inplace=...)`
 (inplace=True: a view, as now; inplace=False: a copy, as MXNet makes one).
 """
+import numpy as _np
+
 from ..._core.base import KilnError, where_in_user_code
 from ..._core.ndarray import ndarray
 from ..f_namespace import namespace_attr
@@ -98,6 +100,16 @@ def _setstate(self, state):
     self._rebind(ndarray._wrap(parse_record(handle, "NDArray state")))
 
 
+def _basic_indexing_slice_is_contiguous(slc_key, shape):
+    """Whether basic slicing with `slc_key` (one slice per axis) gives a C-contiguous array
+    (MXNet's helper): read from NumPy's flags on a strided view of one byte, so nothing of
+    the shape's size is allocated."""
+    strides = _np.cumprod((1,) + tuple(shape[:0:-1]))[::-1] if shape else ()
+    template = _np.lib.stride_tricks.as_strided(_np.zeros(1, _np.int8), tuple(shape),
+                                                tuple(int(s) for s in strides))
+    return bool(template[tuple(slc_key)].flags.c_contiguous)
+
+
 def _flatten_2d(x):
     return x.reshape((x.shape[0] if x.ndim else 1, -1))
 
@@ -112,6 +124,8 @@ def install():
     ndarray.reshape = _reshape(core["reshape"])
     ndarray.norm = _norm(ndarray.norm)
     ndarray.__getstate__, ndarray.__setstate__ = _getstate, _setstate
+    ndarray._basic_indexing_slice_is_contiguous = staticmethod(
+        _basic_indexing_slice_is_contiguous)
     ndarray.flatten = _with_inplace("flatten", core["flatten"],
                                     lambda x: _flatten_2d(x))
     ndarray.squeeze = _with_inplace("squeeze", core["squeeze"],
