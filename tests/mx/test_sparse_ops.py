@@ -283,3 +283,16 @@ def test_taking_rows_of_a_csr_array_keeps_csr_in_clip_and_wrap_modes():
         warnings.simplefilter("ignore", KilnPerformanceWarning)
         assert nd.take(x, nd.array([1]), mode="raise").stype == "default"
         assert nd.take(x, nd.array([1]), axis=1).stype == "default"
+
+
+@pytest.mark.parametrize("axis, keepdims, stype, expected", [
+    (0, False, "default", [1, 4]), (0, True, "default", [[1, 4]]),
+    (1, False, "default", [0, 5, 0]), (1, True, "row_sparse", [[0], [5], [0]])])
+def test_square_sum_of_row_sparse(axis, keepdims, stype, expected):
+    # real MXNet 1.9.1: row_sparse only along axis 1 with keepdims
+    rows = nd.array([[0, 0], [1, 2], [0, 0]]).tostype("row_sparse")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnPerformanceWarning)
+        out = nd._internal._square_sum(rows, axis=axis, keepdims=keepdims)
+    assert out.stype == stype and out.asnumpy().tolist() == expected
+    assert nd._internal._square_sum(nd.ones((2, 3)), axis=1).asnumpy().tolist() == [3, 3]

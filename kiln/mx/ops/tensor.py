@@ -111,6 +111,8 @@ _reduce("min min_axis _np_min", knp.min)
 _reduce("prod _np_prod", knp.prod)
 _reduce("nansum", _nan_as(0.0, knp.sum))
 _reduce("nanprod", _nan_as(1.0, knp.prod))
+_reduce("_square_sum", lambda data, axis=None, keepdims=False: knp.sum(
+    data * data, axis=axis, keepdims=keepdims))        # MXNet's sum(square(x)) of one op
 
 
 @_op("argmax")

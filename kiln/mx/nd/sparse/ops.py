@@ -177,6 +177,12 @@ def take_csr_rows(data, indices, mode):
     return CSRNDArray(data._csr[rows].tocsr())
 
 
+def row_sparse_square_sum(data):
+    """Per stored row, the sum of its squares: a (rows, 1) row_sparse array."""
+    sums = (data._rows * data._rows).sum(axis=1, keepdims=True).astype(data.dtype, copy=False)
+    return RowSparseNDArray(sums, data._idx.copy(), (data.shape[0], 1))
+
+
 def has_sparse(args, kwargs):
     """Whether any positional or keyword argument is a sparse array."""
     return any(isinstance(a, BaseSparseNDArray) for a in args) or any(
