@@ -192,3 +192,19 @@ def test_nd_pooling_and_deconvolution_refuse_channels_last():
     with pytest.raises(kiln.KilnError, match="Deconvolution: layout 'NHWC'"):
         nd.Deconvolution(nd.ones((1, 3, 3, 2)), nd.ones((2, 4, 3, 3)), kernel=(3, 3),
                          num_filter=4, layout="NHWC")
+
+
+def test_variables_declare_storage_and_modules_hold_such_params():
+    # real MXNet 1.9.1: var(stype=) is the attribute '__storage_type__' (the type's id), an
+    # int shape is one dimension, and Module's params take their variable's storage
+    v = sym.var("v", shape=(3), stype="row_sparse")
+    assert v.list_attr()["__storage_type__"] == "1"
+    assert v.infer_shape()[0] == [(3,)]
+    x = sym.var("data", stype="csr")
+    w = sym.var("w", shape=(4, 1), stype="row_sparse", init=kiln.init.Uniform(1.0))
+    out = sym.LinearRegressionOutput(sym.dot(x, w), sym.var("label"), name="out")
+    mod = kiln.mod.Module(out, data_names=["data"], label_names=["label"])
+    mod.bind(data_shapes=[("data", (2, 4))], label_shapes=[("label", (2, 1))])
+    mod.init_params()
+    params = mod.get_params()[0]
+    assert params["w"].stype == "row_sparse" and np.abs(params["w"].asnumpy()).sum() > 0
