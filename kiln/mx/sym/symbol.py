@@ -428,8 +428,9 @@ def call_op(op_name, args, kwargs):
     inputs = []
     for k, in_name in enumerate(order):
         value = named.get(in_name)
-        if value is None:           # MXNet makes a variable for every input not given
-            value = var(f"{name}_{in_name}")
+        if value is None:           # MXNet makes a variable for every input not given,
+            value = var(f"{name}_{in_name}", lr_mult=attrs.get("lr_mult"),  # which takes
+                        wd_mult=attrs.get("wd_mult"))                     # the op's mults
         elif isinstance(value, (int, float)):
             raise KilnError(f"{op_name}: input {in_name!r} must be a Symbol, got "
                             f"{value!r}" + where_in_user_code())
