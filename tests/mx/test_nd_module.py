@@ -208,3 +208,18 @@ def test_variables_declare_storage_and_modules_hold_such_params():
     mod.init_params()
     params = mod.get_params()[0]
     assert params["w"].stype == "row_sparse" and np.abs(params["w"].asnumpy()).sum() > 0
+
+
+def test_module_optimizer_takes_the_symbols_multipliers():
+    # real MXNet 1.9.1: an op's lr_mult/wd_mult reach the variables it makes, an explicit
+    # variable keeps its own, and biases get no weight decay
+    data = sym.var("data")
+    bias = sym.var("fc1_bias", lr_mult=1.0)
+    fc1 = sym.FullyConnected(data=data, bias=bias, name="fc1", num_hidden=10, lr_mult=0)
+    fc2 = sym.FullyConnected(data=fc1, name="fc2", num_hidden=10, wd_mult=0.5)
+    mod = kiln.mod.Module(symbol=fc2, label_names=None)
+    mod.bind(data_shapes=[("data", (5, 10))])
+    mod.init_params(initializer=kiln.init.Uniform(1.0))
+    mod.init_optimizer(optimizer_params={"learning_rate": 1.0})
+    assert mod._optimizer.lr_mult == {"fc1_bias": 1.0, "fc1_weight": 0.0}
+    assert mod._optimizer.wd_mult == {"fc2_bias": 0.5, "fc2_weight": 0.5, "fc1_bias": 0.0}

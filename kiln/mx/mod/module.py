@@ -83,6 +83,13 @@ def _create_kvstore(kvstore, num_device, arg_params):
     return kv, (update_on_kvstore if kv is not None else False)
 
 
+def _multipliers(symbol, key):
+    """name -> float of the variables whose attribute `key` (__lr_mult__, __wd_mult__) is
+    set, as MXNet's optimizer reads them from the symbol it is created with."""
+    return {n.name: float(n.var_attrs[key]) for n in symbol._nodes()
+            if n.is_var and key in n.var_attrs}
+
+
 def _param_array(like, storage_type):
     """A zero parameter array of `like`'s shape and dtype, in the storage its variable
     declares (sym.var(stype=...): '1' row_sparse, '2' csr), as MXNet's Module holds it."""
@@ -333,6 +340,10 @@ class Module(BaseModule):
             params = dict(optimizer_params)
             params.setdefault("rescale_grad", rescale_grad)
             optimizer = kopt.create(optimizer, param_idx2name=idx2name, **params)
+            optimizer.set_lr_mult(_multipliers(self._symbol, "__lr_mult__"))
+            optimizer.set_wd_mult({**{n: 0.0 for n in idx2name.values()   # MXNet: biases
+                                      if not n.endswith(("_weight", "_gamma"))},  # not decayed
+                                   **_multipliers(self._symbol, "__wd_mult__")})
         else:
             if optimizer.rescale_grad != rescale_grad:
                 warnings.warn(f"Optimizer created manually outside Module but rescale_grad is "
