@@ -16,7 +16,7 @@ def _binary(names, fn):
 _binary("elemwise_add _plus _add broadcast_add broadcast_plus _npi_add", knp.add)
 _binary("elemwise_sub _minus _sub broadcast_sub broadcast_minus _npi_subtract", knp.subtract)
 _binary("elemwise_mul _mul broadcast_mul _npi_multiply", knp.multiply)
-_binary("elemwise_div _div broadcast_div _npi_true_divide", knp.divide)
+_binary("elemwise_div _div broadcast_div _npi_true_divide _scatter_elemwise_div", knp.divide)
 _binary("_power broadcast_power _npi_power", knp.power)
 _binary("_maximum broadcast_maximum _npi_maximum", knp.maximum)
 _binary("_minimum broadcast_minimum _npi_minimum", knp.minimum)
@@ -26,8 +26,9 @@ def _scalar(names, fn):
     _op(names)(lambda data, scalar=0.0, **_: fn(data, float(scalar)))
 
 
-_scalar("_plus_scalar _PlusScalar _npi_add_scalar", lambda x, s: x + s)
-_scalar("_minus_scalar _MinusScalar _npi_subtract_scalar", lambda x, s: x - s)
+_scalar("_plus_scalar _PlusScalar _npi_add_scalar _scatter_plus_scalar", lambda x, s: x + s)
+_scalar("_minus_scalar _MinusScalar _npi_subtract_scalar _scatter_minus_scalar",
+        lambda x, s: x - s)
 _scalar("_rminus_scalar _RMinusScalar _npi_rsubtract_scalar", lambda x, s: s - x)
 _scalar("_mul_scalar _MulScalar _npi_multiply_scalar", lambda x, s: x * s)
 _scalar("_div_scalar _DivScalar _npi_true_divide_scalar", lambda x, s: x / s)

@@ -248,3 +248,18 @@ def from_record(rec):
         indptr, indices = rec.aux
         return csr_matrix((rec.data, indices, indptr), shape=rec.shape, dtype=rec.data.dtype)
     return row_sparse_array((rec.data, rec.aux[0]), shape=rec.shape, dtype=rec.data.dtype)
+
+
+def _row_sparse_parts(values, rows, shape):
+    return RowSparseNDArray(_np.ascontiguousarray(values), _np.asarray(rows, INDEX_DTYPE).copy(),
+                            shape)
+
+
+def _csr_parts(data, indices, indptr, shape):
+    return CSRNDArray(scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()),
+                                                shape=shape))
+
+
+# how kiln/mx/sym/storage.py makes an executor's sparse outputs
+PARTS = {"row_sparse_parts": _row_sparse_parts, "csr_parts": _csr_parts,
+         "dense_to_sparse": lambda dense, stype: dense_to_sparse(dense, stype)}
