@@ -54,3 +54,19 @@ def test_sparse_gradient_arrays_in_check_symbolic_backward():
                                     [np.array([[0, 0, 0], [1, 0, 1]])],
                                     grad_stypes={"data": "row_sparse"})
     assert grads["data"].stype == "row_sparse"
+
+
+@pytest.mark.parametrize("sparse_grad, stype", [(True, "row_sparse"), (False, "default")])
+def test_simple_bind_makes_a_sparse_embedding_gradient_row_sparse(sparse_grad, stype):
+    # real MXNet 1.9.1: Embedding(sparse_grad=True)'s weight gradient array is row_sparse
+    embed = sym.Embedding(data=sym.var("data"), weight=sym.var("embed_weight"), input_dim=5,
+                          output_dim=2, sparse_grad=sparse_grad, name="embed")
+    exe = embed.simple_bind(None, grad_req={"data": "null", "embed_weight": "write"},
+                            data=(3,))
+    exe.arg_dict["data"][:] = nd.array([0, 2, 2])
+    exe.arg_dict["embed_weight"][:] = nd.ones((5, 2))
+    exe.forward(is_train=True)
+    exe.backward([nd.ones((3, 2))])
+    grad = exe.grad_dict["embed_weight"]
+    assert grad.stype == stype
+    assert grad.asnumpy().tolist() == [[1, 1], [0, 0], [2, 2], [0, 0], [0, 0]]

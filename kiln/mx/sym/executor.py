@@ -15,7 +15,7 @@ from ..._core.context import current_context
 from ..._core.ndarray import ndarray, full_like
 from ...hybrid.fallback import HybridizeError
 from ..ops import lookup
-from .storage import present_outputs
+from .storage import gradient_storage, present_outputs
 from .evaluation import (evaluate, infer_shape_strict, infer_type, compile_symbols,
                          output_avals, _as_array)
 
@@ -151,6 +151,9 @@ class Executor:
         _check_differentiable(symbol, reqs)
         grads = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in
                  zip(names, arg_shapes, arg_types) if reqs[n] != "null"}
+        for n, stype in gradient_storage(symbol).items():    # Embedding(sparse_grad=True)
+            if n in grads:
+                grads[n] = grads[n].tostype(stype)
         auxs = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in zip(aux, aux_shapes,
                                                                         aux_types)}
         return cls(symbol, args, grads, reqs, auxs)

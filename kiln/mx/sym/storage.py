@@ -68,3 +68,19 @@ def _present(dense, storage, make):
     m = source._csr
     rows = _np.repeat(_np.arange(m.shape[0]), _np.diff(m.indptr))
     return make["csr_parts"](dense[rows, m.indices], m.indices, m.indptr, dense.shape)
+
+
+def gradient_storage(symbol):
+    """name -> storage type of the gradient arrays MXNet's simple_bind makes sparse: the
+    weight of an Embedding with sparse_grad=True is row_sparse."""
+    from ..ops import lookup
+    found = {}
+    for node in symbol._nodes():
+        if node.is_var or node.op != "Embedding" or \
+                str(node.attrs.get("sparse_grad", False)).lower() not in ("true", "1"):
+            continue
+        names = lookup(node.op).input_names(node.attrs)
+        for (src, _), in_name in zip(node.inputs, names):
+            if in_name == "weight" and src.is_var:
+                found[src.name] = "row_sparse"
+    return found
