@@ -70,3 +70,12 @@ def test_simple_bind_makes_a_sparse_embedding_gradient_row_sparse(sparse_grad, s
     grad = exe.grad_dict["embed_weight"]
     assert grad.stype == stype
     assert grad.asnumpy().tolist() == [[1, 1], [0, 0], [2, 2], [0, 0], [0, 0]]
+
+
+def test_contrib_sparse_embedding_symbol_binds_as_embedding():
+    embed = sym.contrib.SparseEmbedding(data=sym.var("data"), weight=sym.var("w"),
+                                        input_dim=4, output_dim=2, name="embed")
+    exe = embed.simple_bind(None, grad_req={"data": "null", "w": "write"}, data=(2,))
+    exe.arg_dict["data"][:] = nd.array([3, 1])
+    exe.arg_dict["w"][:] = nd.arange(8).reshape((4, 2))
+    assert exe.forward()[0].asnumpy().tolist() == [[6, 7], [2, 3]]
