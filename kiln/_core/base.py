@@ -53,6 +53,10 @@ class DTypeError(KilnError, TypeError):
     pass
 
 
+class ArgumentTypeError(KilnError, TypeError):
+    """A KilnError (and TypeError) for an argument of a kind the function does not take."""
+
+
 class KilnIndexError(KilnError, IndexError):
     """A KilnError (and IndexError) for an index out of range or of the wrong kind."""
     pass

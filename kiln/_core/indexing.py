@@ -123,6 +123,15 @@ def getitem(x, key):
                 # take a later in-place write on the scalar into x (fuzz seed 11, #882)
                 y._data = y._data.copy()
         return y
+    if not _needs_graph(x) and not autograd._state.recording and trace.current() is None \
+            and not any(isinstance(k, ndarray) and _needs_graph(k) for k in key_t):
+        # concrete arrays and indices: NumPy's advanced indexing in full (masks anywhere,
+        # with None and '...'); the result is a copy, as NumPy's is
+        np_key = tuple(_to_index_array(k)._data if _is_advanced(k) else k for k in key_t)
+        try:
+            return ndarray._wrap(_np.asarray(x._data[np_key]))
+        except (IndexError, ValueError, TypeError) as exc:
+            raise op_error("getitem", str(exc), IndexError) from exc
     return _advanced_getitem(x, key_t)
 
 

@@ -220,10 +220,10 @@ class ndarray(NumpyMethods):
 
     def __bool__(self):
         data = self._concrete("bool()")
-        if data.size != 1:
+        if data.size > 1:
             raise ValueError(f"The truth value of an array with more than one element is "
                              f"ambiguous (shape {data.shape}){where_in_user_code()}")
-        return bool(data.reshape(()).item())
+        return data.size == 1 and bool(data.reshape(-1)[0])   # empty: False, as in MXNet
 
     def __complex__(self):
         return complex(self._scalar("complex()"))

@@ -7,7 +7,7 @@ import numbers
 
 import numpy as _np
 
-from .._core.base import KilnError, ValueRangeError
+from .._core.base import ArgumentTypeError, KilnError, ValueRangeError
 
 _F32 = _np.float32
 
@@ -83,9 +83,9 @@ def imrotate(src, rotation_degrees, zoom_in=False, zoom_out=False):
     if isinstance(rotation_degrees, ndarray):
         rotation_degrees = rotation_degrees.asnumpy()
     if arr.ndim == 3:
-        if not isinstance(rotation_degrees, numbers.Number):
-            raise KilnError(f"image.imrotate: one image takes one angle, got "
-                            f"{rotation_degrees!r}")
+        if not isinstance(rotation_degrees, numbers.Number):     # MXNet: a TypeError
+            raise ArgumentTypeError(f"image.imrotate: one image takes one angle, got "
+                                    f"{rotation_degrees!r}")
         return ndarray._wrap(rotate_image(arr, rotation_degrees, zoom_in, zoom_out))
     if isinstance(rotation_degrees, numbers.Number):
         angles = [float(rotation_degrees)] * len(arr)

@@ -7,13 +7,30 @@ from .._core.ndarray import ndarray
 from .base import DataBatch, DataDesc, DataIter
 
 
+# csr sources, kept as SciPy matrices: kiln/mx/nd/sparse (a floor above) registers how to
+# tell its CSRNDArray, read one as SciPy and make one of a batch
+SPARSE = {"is_csr": lambda v: False, "to_scipy": None, "from_scipy": None}
+
+
+def _is_sparse(v):
+    return type(v).__module__.startswith("scipy.sparse")
+
+
+def _source_value(v):
+    if SPARSE["is_csr"](v):
+        return SPARSE["to_scipy"](v).tocsr()
+    if _is_sparse(v):
+        return v.tocsr()
+    return v.asnumpy() if isinstance(v, ndarray) else _np.asarray(v, _np.float32)
+
+
 def named_arrays(data, default_name, allow_empty):
     """(name, numpy array) pairs sorted by name, as MXNet's _init_data: one array is named
     `default_name`, a list of several `_<k>_<default_name>`; a dict keeps its keys. Arrays
     that are not kiln arrays become float32, as mx.nd.array makes them."""
     if data is None:
         data = []
-    if isinstance(data, (ndarray, _np.ndarray)):
+    if isinstance(data, (ndarray, _np.ndarray)) or SPARSE["is_csr"](data) or _is_sparse(data):
         data = [data]
     if isinstance(data, (list, tuple)):
         if not data and not allow_empty:
@@ -27,7 +44,7 @@ def named_arrays(data, default_name, allow_empty):
     out = []
     for name, v in sorted(data.items()):
         try:
-            value = v.asnumpy() if isinstance(v, ndarray) else _np.asarray(v, _np.float32)
+            value = _source_value(v)
         except (TypeError, ValueError) as e:
             raise KilnError(f"NDArrayIter: {name!r} is not an array ({e})"
                             + where_in_user_code()) from None
@@ -57,6 +74,10 @@ class NDArrayIter(DataIter):
         if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
             raise KilnError(f"NDArrayIter: batch_size must be a positive integer, got "
                             f"{batch_size!r}" + where_in_user_code())
+        if last_batch_handle != "discard" and any(_is_sparse(v) for _, v in
+                                                  self.data + self.label):
+            raise NotImplementedError("NDArrayIter: csr data (CSRNDArray or SciPy) needs "
+                                      "last_batch_handle='discard', as in MXNet")
         self.layout = layout
         self._axis = max(0, layout.find("N")) if layout else 0
         n = self.data[0][1].shape[self._axis]
@@ -141,15 +162,23 @@ class NDArrayIter(DataIter):
         return [self._take(v, c, min(c + bs, n)) for v in arrays]
 
     def _take(self, v, start, stop):
+        if _is_sparse(v):       # csr: rows (the batch axis is 0)
+            return v[start:stop]
         index = [slice(None)] * v.ndim
         index[self._axis] = slice(start, stop)
         return v[tuple(index)]
 
+    @staticmethod
+    def _batch(v):
+        if _is_sparse(v):
+            return SPARSE["from_scipy"](v)
+        return ndarray._wrap(_np.ascontiguousarray(v))
+
     def getdata(self):
-        return [ndarray._wrap(_np.ascontiguousarray(v)) for v in self._rows("data")]
+        return [self._batch(v) for v in self._rows("data")]
 
     def getlabel(self):
-        return [ndarray._wrap(_np.ascontiguousarray(v)) for v in self._rows("label")]
+        return [self._batch(v) for v in self._rows("label")]
 
     def getpad(self):
         bs, c = self.batch_size, self.cursor

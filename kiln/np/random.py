@@ -127,6 +127,9 @@ def multinomial(n, pvals, size=None):
     """Counts of `n` draws from the categories with probabilities `pvals`, `size` times."""
     p = pvals._concrete("multinomial") if isinstance(pvals, ndarray) else _np.asarray(pvals)
     p = p.astype(_np.float64)
+    if p.size == 0:                 # no categories: no counts (MXNet's empty result)
+        shape = () if size is None else (size,) if isinstance(size, int) else tuple(size)
+        return ndarray._wrap(_np.zeros(shape + (0,), _np.int64))
     total = p.sum()
     if abs(total - 1.0) < 1e-5:     # float32 probabilities that sum to 1 up to rounding
         p = p / total

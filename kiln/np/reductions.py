@@ -26,6 +26,8 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, **kwar
     if dtype is not None:
         a = a.astype(normalize_dtype(dtype))
     r = _R["sum"](a, axis=_axes("sum", a, axis), keepdims=bool(keepdims))
+    if dtype is not None and r.dtype != a.dtype:    # the primitive widens small ints, as
+        r = r.astype(a.dtype)                       # NumPy does only when no dtype is given
     if initial is not None:
         r = r + initial
     return _out(r, out)

@@ -61,7 +61,7 @@ class RMSProp(Optimizer):
     def create_state(self, index, weight):
         n = aligned.zeros(weight.shape, weight.dtype)
         if not self.centered:
-            return n
+            return (n,)             # a tuple of one, as MXNet's state is
         return (n, aligned.zeros(weight.shape, weight.dtype),
                 aligned.zeros(weight.shape, weight.dtype))
 
@@ -72,9 +72,10 @@ class RMSProp(Optimizer):
         grad = _with_wd(weight, grad, s, bool(self.wd))
         g1 = self.gamma1
         if not self.centered:
-            state *= g1
-            state += (1.0 - g1) * (grad * grad)
-            weight -= s["lr"] * (grad / (state + self.epsilon) ** 0.5)
+            (n,) = state
+            n *= g1
+            n += (1.0 - g1) * (grad * grad)
+            weight -= s["lr"] * (grad / (n + self.epsilon) ** 0.5)
         else:
             n, mean, delta = state
             n *= g1

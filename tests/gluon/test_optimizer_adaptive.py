@@ -72,3 +72,11 @@ def test_compiled_step_matches_eager(name, params):
         onp.testing.assert_allclose(pb.data().asnumpy(), pa.data().asnumpy(), rtol=1e-4,
                                     atol=1e-5)
     assert isinstance(kiln.optimizer.create(name), kiln.optimizer.Optimizer)
+
+
+def test_rmsprop_state_is_a_tuple_as_mxnets():
+    # MXNet 1.9.1's RMSProp.create_state: (n,) uncentered, (n, g, delta) centered
+    from kiln.optimizer import RMSProp
+    w = onp.ones((2, 3), onp.float32)
+    assert len(RMSProp().create_state(0, w)) == 1
+    assert len(RMSProp(centered=True).create_state(0, w)) == 3

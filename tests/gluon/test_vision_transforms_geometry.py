@@ -47,6 +47,8 @@ def test_image_imrotate_takes_one_angle_per_image_as_mxnet():
         kiln.image.imrotate(batch, [1.0, 2.0, 3.0])
     with pytest.raises(kiln.KilnError, match="one image takes one angle"):
         kiln.image.imrotate(chw, [1.0])
+    with pytest.raises(TypeError):          # MXNet 1.9.1 raises a TypeError here
+        kiln.image.imrotate(chw, kiln.np.array([1.0, 2.0]))
     with pytest.raises(kiln.KilnError, match="float32"):
         kiln.image.imrotate(chw.astype("float64"), 1.0)
 

@@ -150,3 +150,21 @@ def test_ndarrayiter_epochs_cover_the_data_as_each_mode_promises(n, batch_size):
     assert seen == [float(k % n) for k in range(len(seen))]
     if batch_size <= n:
         assert len(seen) > 3 * n - batch_size
+
+
+def test_csr_data_is_batched_as_csr_with_discard_only():
+    # MXNet 1.9.1: a CSRNDArray or SciPy csr source needs last_batch_handle='discard'
+    sp = pytest.importorskip("scipy.sparse")
+    from kiln import nd
+    dense = np.arange(12, dtype=np.float32).reshape(6, 2) % 3
+    csr = nd.array(dense).tostype("csr")
+    with pytest.raises(NotImplementedError):
+        kio.NDArrayIter({"data": csr}, dense, 4)
+    for source in (csr, sp.csr_matrix(dense)):
+        batches = list(kio.NDArrayIter({"data": source}, None, 4, last_batch_handle="discard"))
+        assert len(batches) == 1 and batches[0].data[0].stype == "csr"
+        assert batches[0].data[0].asnumpy().tolist() == dense[:4].tolist()
+    np.random.seed(0)
+    shuffled = next(iter(kio.NDArrayIter({"a": csr, "b": dense}, None, 6, shuffle=True,
+                                         last_batch_handle="discard")))
+    assert shuffled.data[0].asnumpy().tolist() == shuffled.data[1].asnumpy().tolist()

@@ -66,6 +66,9 @@ CASES = {
     "transpose": ([(2, 3, 4)], {"axes": (2, 0, 1)}),
     "expand_dims": ([(2, 3)], {"axis": 1}),
     "squeeze": ([(2, 1, 3)], {"axis": 1}),
+    "_square_sum": ([(3, 4)], {"axis": 1, "keepdims": True}),
+    "_slice_assign": ([(3, 4), (2, 2)], {"begin": (0, 1), "end": (2, 3)}),
+    "_slice_assign_scalar": ([(3, 4)], {"scalar": 2.0, "begin": (1, 0), "end": (3, 2)}),
     "Concat": ([(2, 3), (2, 1)], {"dim": 1}),
     "stack": ([(2, 3), (2, 3)], {"axis": 1}),
     "slice_axis": ([(4, 3)], {"axis": 0, "begin": 1, "end": 3}),
@@ -83,6 +86,7 @@ CASES = {
 }
 # entries with no gradient to check, and why
 NOT_DIFFERENTIABLE = {
+    "_sparse_retain": "its second input is integer row numbers (the data gradient is a mask)",
     "Embedding": "integer indices (its weight gradient is a gather's, checked by npx tests)",
     "Dropout": "random; identity in predict mode", "BlockGrad": "zero gradient by design",
     "Cast": "dtype conversion", "argmax": "integer-valued", "floor": "piecewise constant",

@@ -142,3 +142,27 @@ def test_internal_namespaces_are_the_underscore_ops(mx):
     assert _internal is mx.nd._internal
     with pytest.raises(AttributeError):
         mx.nd._internal._no_such_op
+
+
+def test_norm_of_ord_1_or_2_over_all_axes_is_mxnets_elementwise_norm():
+    # real MXNet 1.9.1 values; NumPy's matrix norms of these orders differ (and kiln's
+    # NumPy-style norm refuses them)
+    x = nd.array([[1, 2], [3, 4]])
+    assert np.allclose(x.norm(ord=2).asnumpy(), [5.477226])
+    assert np.allclose(x.norm(ord=1).asnumpy(), [10.0])
+    assert np.allclose(x.norm(ord=2, axis=(0, 1)).asnumpy(), [5.477226])
+    assert np.allclose(x.norm(ord=2, axis=0).asnumpy(), [3.1622777, 4.472136])
+    assert np.allclose(x.norm().asnumpy(), 5.477226)
+
+
+def test_basic_slicing_contiguity_is_numpys():
+    # MXNet's helper predicts whether basic slicing keeps the array contiguous (a view
+    # MXNet can write through); kiln answers as NumPy's flags do
+    is_contiguous = nd.NDArray._basic_indexing_slice_is_contiguous
+    x = np.arange(6 * 7 * 8).reshape(6, 7, 8)
+    for key in [(slice(None),) * 3, (slice(1, 3), slice(None), slice(None)),
+                (slice(None), slice(1, 3), slice(None)), (slice(0, 1), slice(2, 3), slice(1, 5)),
+                (slice(None, None, -1), slice(None), slice(None)),
+                (slice(None), slice(None), slice(None, None, 2))]:
+        assert is_contiguous(key, x.shape) == x[key].flags.c_contiguous
+    assert is_contiguous((slice(1, 3), slice(None)), (1 << 40, 1 << 20))   # no allocation

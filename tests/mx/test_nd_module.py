@@ -192,3 +192,34 @@ def test_nd_pooling_and_deconvolution_refuse_channels_last():
     with pytest.raises(kiln.KilnError, match="Deconvolution: layout 'NHWC'"):
         nd.Deconvolution(nd.ones((1, 3, 3, 2)), nd.ones((2, 4, 3, 3)), kernel=(3, 3),
                          num_filter=4, layout="NHWC")
+
+
+def test_variables_declare_storage_and_modules_hold_such_params():
+    # real MXNet 1.9.1: var(stype=) is the attribute '__storage_type__' (the type's id), an
+    # int shape is one dimension, and Module's params take their variable's storage
+    v = sym.var("v", shape=(3), stype="row_sparse")
+    assert v.list_attr()["__storage_type__"] == "1"
+    assert v.infer_shape()[0] == [(3,)]
+    x = sym.var("data", stype="csr")
+    w = sym.var("w", shape=(4, 1), stype="row_sparse", init=kiln.init.Uniform(1.0))
+    out = sym.LinearRegressionOutput(sym.dot(x, w), sym.var("label"), name="out")
+    mod = kiln.mod.Module(out, data_names=["data"], label_names=["label"])
+    mod.bind(data_shapes=[("data", (2, 4))], label_shapes=[("label", (2, 1))])
+    mod.init_params()
+    params = mod.get_params()[0]
+    assert params["w"].stype == "row_sparse" and np.abs(params["w"].asnumpy()).sum() > 0
+
+
+def test_module_optimizer_takes_the_symbols_multipliers():
+    # real MXNet 1.9.1: an op's lr_mult/wd_mult reach the variables it makes, an explicit
+    # variable keeps its own, and biases get no weight decay
+    data = sym.var("data")
+    bias = sym.var("fc1_bias", lr_mult=1.0)
+    fc1 = sym.FullyConnected(data=data, bias=bias, name="fc1", num_hidden=10, lr_mult=0)
+    fc2 = sym.FullyConnected(data=fc1, name="fc2", num_hidden=10, wd_mult=0.5)
+    mod = kiln.mod.Module(symbol=fc2, label_names=None)
+    mod.bind(data_shapes=[("data", (5, 10))])
+    mod.init_params(initializer=kiln.init.Uniform(1.0))
+    mod.init_optimizer(optimizer_params={"learning_rate": 1.0})
+    assert mod._optimizer.lr_mult == {"fc1_bias": 1.0, "fc1_weight": 0.0}
+    assert mod._optimizer.wd_mult == {"fc2_bias": 0.5, "fc2_weight": 0.5, "fc1_bias": 0.0}

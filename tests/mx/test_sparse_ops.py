@@ -246,3 +246,53 @@ def test_unary_functions_keep_storage_when_zero_stays_zero(name, stays_sparse):
         assert y.stype == (stype if stays_sparse else "default"), (name, stype)
         np.testing.assert_allclose(y.asnumpy(), getattr(np, name if name != "relu" else "abs")(
             x.asnumpy()) if name != "relu" else np.maximum(x.asnumpy(), 0), rtol=1e-6)
+
+
+def test_contrib_elementwise_functions_keep_storage_when_zeros_stay_zero():
+    # real MXNet 1.9.1: quadratic(csr, c=0) is csr with these values, with c=1 it is dense;
+    # row_sparse has no quadratic kernel there, so it is dense too
+    x = nd.array([[0, 2, 0], [1, 0, 0]]).tostype("csr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnPerformanceWarning)
+        out = nd.contrib.quadratic(x, a=1.0, b=2.0, c=0.0)
+        assert out.stype == "csr" and out.asnumpy().tolist() == [[0, 8, 0], [3, 0, 0]]
+        assert nd.contrib.quadratic(x, a=1.0, b=2.0, c=1.0).stype == "default"
+        rows = nd.array([[0, 2, 0], [1, 0, 0]]).tostype("row_sparse")
+        assert nd.contrib.quadratic(rows, a=1.0, b=2.0, c=0.0).stype == "default"
+
+
+def test_slicing_a_csr_array_keeps_csr():
+    # real MXNet 1.9.1: crop/slice of a csr array is csr; an int begin/end is the first axis
+    x = nd.arange(15).reshape((5, 3))
+    rows = nd.crop(x.tostype("csr"), begin=2, end=4)
+    assert rows.stype == "csr" and rows.asnumpy().tolist() == [[6, 7, 8], [9, 10, 11]]
+    block = nd.slice(x.tostype("csr"), begin=(1, 1), end=(3, None))
+    assert block.stype == "csr" and block.asnumpy().tolist() == [[4, 5], [7, 8]]
+    assert nd.slice(x, begin=1, end=3).asnumpy().tolist() == [[3, 4, 5], [6, 7, 8]]
+
+
+def test_taking_rows_of_a_csr_array_keeps_csr_in_clip_and_wrap_modes():
+    # real MXNet 1.9.1: csr for 'clip' and 'wrap' on axis 0; 'raise' and axis 1 are dense
+    x = nd.array([[0, 1], [2, 0], [0, 0]]).tostype("csr")
+    idx = nd.array([2, 0, -1, 7])
+    clipped = nd.take(x, idx, mode="clip")
+    assert clipped.stype == "csr"
+    assert clipped.asnumpy().tolist() == [[0, 0], [0, 1], [0, 1], [0, 0]]
+    assert nd.take(x, idx, mode="wrap").asnumpy().tolist() == [[0, 0], [0, 1], [0, 0], [2, 0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnPerformanceWarning)
+        assert nd.take(x, nd.array([1]), mode="raise").stype == "default"
+        assert nd.take(x, nd.array([1]), axis=1).stype == "default"
+
+
+@pytest.mark.parametrize("axis, keepdims, stype, expected", [
+    (0, False, "default", [1, 4]), (0, True, "default", [[1, 4]]),
+    (1, False, "default", [0, 5, 0]), (1, True, "row_sparse", [[0], [5], [0]])])
+def test_square_sum_of_row_sparse(axis, keepdims, stype, expected):
+    # real MXNet 1.9.1: row_sparse only along axis 1 with keepdims
+    rows = nd.array([[0, 0], [1, 2], [0, 0]]).tostype("row_sparse")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnPerformanceWarning)
+        out = nd._internal._square_sum(rows, axis=axis, keepdims=keepdims)
+    assert out.stype == stype and out.asnumpy().tolist() == expected
+    assert nd._internal._square_sum(nd.ones((2, 3)), axis=1).asnumpy().tolist() == [3, 3]

@@ -218,3 +218,20 @@ def test_powerlaw_rows_double_their_stored_values():
     indptr = arr.indptr.asnumpy()
     counts = np.diff(indptr)
     assert counts[2] == 2 * counts[1] and counts[3] == 2 * counts[2]
+
+
+def test_created_csr_takes_the_data_arrays_dtype_and_canonical_form():
+    # real MXNet 1.9.1: an array's dtype (nd or NumPy) is kept, a list gives float32;
+    # nd.array of a SciPy matrix or a sparse array is a sparse copy, duplicates summed
+    data = nd.array([1, 2], dtype="float64")
+    parts = (nd.array([0, 1]), nd.array([0, 1, 2]))
+    assert nd.sparse.csr_matrix((data,) + parts, shape=(2, 2)).dtype == np.float64
+    assert nd.sparse.csr_matrix((np.array([1, 2.0]), [0, 1], [0, 1, 2]),
+                                shape=(2, 2)).dtype == np.float64
+    assert nd.sparse.csr_matrix(([1, 2.0], [0, 1], [0, 1, 2]), shape=(2, 2)).dtype == np.float32
+    messy = sp.csr_matrix((np.array([1, 2, 3.0]), np.array([1, 0, 1]), np.array([0, 3, 3])),
+                            shape=(2, 2))
+    made = nd.array(messy, dtype=np.float64)
+    assert made.stype == "csr" and made.dtype == np.float64
+    assert made.indices.asnumpy().tolist() == [0, 1] and made.data.asnumpy().tolist() == [2, 4]
+    assert nd.array(made).stype == "csr"

@@ -182,3 +182,17 @@ def test_an_integer_index_to_a_scalar_is_a_copy_while_tracing_too():
     onp.testing.assert_array_equal(eager, [3.5, 4.5, 5.5, 6.5])
     for backend in ("numpy", "c"):
         onp.testing.assert_array_equal(kiln.hybridize(f, backend=backend)(x).asnumpy(), eager)
+
+
+def test_boolean_masks_anywhere_with_none_and_ellipsis():
+    # values of real MXNet 1.9.1 (and NumPy): a mask after a slice or an int, with None, '...'
+    a = np.array([[[0, 1], [2, 3]], [[4, 5], [6, 7]]], dtype="int32")
+    b = np.array([[False, True], [True, False]], dtype="bool")
+    assert a[:, b].tolist() == [[1, 2], [5, 6]]
+    assert a[0, b].tolist() == [1, 2]
+    assert a[b, 1].tolist() == [3, 5]
+    x = np.array([1, 2, 3], dtype="int32")
+    assert x[None, np.array([True, False, True])].tolist() == [[1, 3]]
+    assert x[..., np.array([2, 0])].tolist() == [3, 1]
+    with pytest.raises(KilnError):
+        x[None, np.array([5])]

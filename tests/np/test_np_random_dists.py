@@ -76,3 +76,11 @@ def test_hybridized_draws_anew_each_call():
     x = np.zeros((4,))
     a, b = g(x).asnumpy(), g(x).asnumpy()
     assert (a > 0).all() and not onp.array_equal(a, b)
+
+
+@pytest.mark.parametrize("size, shape", [(None, (0,)), (0, (0, 0)), ((4, 0, 2), (4, 0, 2, 0)),
+                                         (3, (3, 0)), ((2, 3), (2, 3, 0))])
+def test_multinomial_of_no_categories_is_empty(size, shape):
+    # real MXNet 1.9.1's np.random.multinomial(5, [], size) shapes
+    out = np.random.multinomial(5, [], size=size)
+    assert out.shape == shape and out.dtype == onp.int64

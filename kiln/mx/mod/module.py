@@ -83,6 +83,21 @@ def _create_kvstore(kvstore, num_device, arg_params):
     return kv, (update_on_kvstore if kv is not None else False)
 
 
+def _multipliers(symbol, key):
+    """name -> float of the variables whose attribute `key` (__lr_mult__, __wd_mult__) is
+    set, as MXNet's optimizer reads them from the symbol it is created with."""
+    return {n.name: float(n.var_attrs[key]) for n in symbol._nodes()
+            if n.is_var and key in n.var_attrs}
+
+
+def _param_array(like, storage_type):
+    """A zero parameter array of `like`'s shape and dtype, in the storage its variable
+    declares (sym.var(stype=...): '1' row_sparse, '2' csr), as MXNet's Module holds it."""
+    zeros = ndarray._wrap(_np.zeros(like.shape, like.dtype))
+    stype = {"1": "row_sparse", "2": "csr"}.get(str(storage_type))
+    return zeros if stype is None else zeros.tostype(stype)
+
+
 class Module(BaseModule):
     """MXNet 1.x's Module: a symbol bound to data shapes (`bind`), with parameters (`init_params`),
     an optimizer (`init_optimizer`), `forward`, `backward`, `update`, and `fit`, `predict` and
@@ -282,7 +297,9 @@ class Module(BaseModule):
         elif self.params_initialized:
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
-            self._arg_params = {n: ndarray._wrap(_np.zeros(a[0].shape, a[0].dtype))
+            stypes = {n.name: n.var_attrs.get("__storage_type__")
+                      for n in self._symbol._nodes() if n.is_var}
+            self._arg_params = {n: _param_array(a[0], stypes.get(n))
                                 for n, a in zip(self._param_names,
                                                 self._exec_group.param_arrays)}
             self._aux_params = {n: ndarray._wrap(_np.zeros(a[0].shape, a[0].dtype))
@@ -323,6 +340,10 @@ class Module(BaseModule):
             params = dict(optimizer_params)
             params.setdefault("rescale_grad", rescale_grad)
             optimizer = kopt.create(optimizer, param_idx2name=idx2name, **params)
+            optimizer.set_lr_mult(_multipliers(self._symbol, "__lr_mult__"))
+            optimizer.set_wd_mult({**{n: 0.0 for n in idx2name.values()   # MXNet: biases
+                                      if not n.endswith(("_weight", "_gamma"))},  # not decayed
+                                   **_multipliers(self._symbol, "__wd_mult__")})
         else:
             if optimizer.rescale_grad != rescale_grad:
                 warnings.warn(f"Optimizer created manually outside Module but rescale_grad is "

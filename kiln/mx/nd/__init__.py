@@ -11,11 +11,14 @@ from . import contrib, linalg, random, utils, optimizer_ops  # noqa: F401  (mx.n
 from . import functions, methods, namespace, sparse
 from ..ops.table import RESOLVERS as OP_RESOLVERS
 from .sparse import cast_storage  # noqa: F401  (makes sparse arrays too; F's is the op's)
+from .cached_op import CachedOp  # noqa: F401
 
 # nd functions given a sparse array dispatch to kiln/mx/nd/sparse; its namespace falls
 # back to nd's functions on dense copies
 functions.SPARSE.update(types=(sparse.BaseSparseNDArray,), call=sparse.call_sparse,
-                        zeros=sparse.zeros)
+                        zeros=sparse.zeros, array=sparse.array,
+                        to_record=sparse.creation.to_record,
+                        from_record=sparse.creation.from_record)
 sparse.NAME_LOOKUP.append(namespace.lookup)
 methods.install()       # MXNet 1.x's NDArray methods (x.slice, x.take, ...) on the one array
 # symbol nodes of ops kiln computes with nd's sub-namespaces (_linalg_gemm2, ...)

@@ -9,6 +9,8 @@ first axes, `save`/`load` in MXNet's binary format.
 The MXNet op names (FullyConnected, Activation, ...) are the entries of kiln/mx/ops;
 called with Symbols they build a symbol node, called with arrays they compute.
 """
+import functools
+
 import numpy as _np
 
 from ... import np as knp
@@ -20,8 +22,27 @@ from ..._core.ndarray import ndarray
 NDArray = ndarray
 
 # set by kiln/mx/nd/__init__.py from kiln/mx/nd/sparse: the sparse array classes, the
-# dispatcher of nd functions given a sparse operand, and sparse zeros
-SPARSE = {"types": (), "call": None, "zeros": None}
+# dispatcher of nd functions given a sparse operand, sparse zeros, sparse.array, and the
+# sparse arrays' file records (to_record, from_record)
+SPARSE = {"types": (), "call": None, "zeros": None, "array": None, "to_record": None,
+          "from_record": None}
+
+
+def sparse_aware(name, fn, keeps=("csr", "row_sparse")):
+    """`fn` (an nd function over dense arrays) that, given a sparse operand, goes through the
+    sparse dispatcher: a sparse implementation, or `fn` on dense copies whose result keeps
+    the storage when `fn` maps zeros to zeros (kiln/mx/nd/sparse/ops.py) and MXNet has a
+    kernel for that storage (`keeps`)."""
+    @functools.wraps(fn)        # keeps fn's signature: symbol nodes derive inputs from it
+    def call(*args, **kwargs):
+        sparse = SPARSE["types"]
+        if any(isinstance(a, sparse) for a in args) or any(
+                isinstance(v, sparse) for v in kwargs.values()):
+            out = SPARSE["call"](name, fn, args, kwargs)
+            return out if getattr(out, "stype", "default") in keeps + ("default",) \
+                else out.tostype("default")
+        return fn(*args, **kwargs)
+    return call
 
 
 def _dtype(dtype):
@@ -32,6 +53,9 @@ def array(source_array, ctx=None, dtype=None):
     """An NDArray from `source_array` (float32 unless `dtype` says otherwise, as in MXNet 1.x)."""
     if isinstance(source_array, ndarray):
         return source_array.astype(dtype or source_array.dtype)
+    if isinstance(source_array, SPARSE["types"]) or type(source_array).__module__.startswith(
+            "scipy.sparse"):            # a sparse array or SciPy matrix: a sparse copy (MXNet)
+        return SPARSE["array"](source_array, ctx=ctx, dtype=dtype)
     return ndarray._wrap(_np.array(source_array, dtype=_dtype(dtype)))
 
 
@@ -90,17 +114,23 @@ def waitall():
     """kiln computes synchronously; nothing is pending."""
 
 
+def _saved(value, what):
+    if isinstance(value, SPARSE["types"]):      # its parts, in MXNet's sparse record
+        return SPARSE["to_record"](value)
+    return value._concrete(what)
+
+
 def _named_values(data, what):
-    if isinstance(data, ndarray):
-        return [data._concrete(what)], None
+    if isinstance(data, (ndarray,) + SPARSE["types"]):
+        return [_saved(data, what)], None
     if isinstance(data, dict):
         for k in data:
             if not isinstance(k, str):
                 raise KilnError(f"{what}: dict keys must be strings, got {k!r}"
                                 + where_in_user_code())
-        return [v._concrete(what) for v in data.values()], list(data)
+        return [_saved(v, what) for v in data.values()], list(data)
     if isinstance(data, (list, tuple)):
-        return [v._concrete(what) for v in data], None
+        return [_saved(v, what) for v in data], None
     raise KilnError(f"{what}: expected an NDArray, a list or a dict of them, got "
                     f"{type(data).__name__}" + where_in_user_code())
 
@@ -123,8 +153,9 @@ def load(fname):
     if not mxnet_params.is_mxnet_params(head):
         from ...npx.io import load as npz_load
         return npz_load(fname)
-    arrays, names = mxnet_params.read(fname)
-    arrays = [ndarray._wrap(a) for a in arrays]
+    arrays, names = mxnet_params.read(fname, sparse=True)
+    arrays = [SPARSE["from_record"](a) if isinstance(a, mxnet_params.SparseRecord)
+              else ndarray._wrap(a) for a in arrays]
     return dict(zip(names, arrays)) if names is not None else arrays
 
 

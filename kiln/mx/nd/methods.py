@@ -8,6 +8,9 @@ call can only mean it: `reshape` with MXNet's special codes (-2, -3, -4, 0 of a 
 array, which NumPy refuses) or `reverse=`, and `flatten/squeeze/expand_dims(inplace=...)`
 (inplace=True: a view, as now; inplace=False: a copy, as MXNet makes one).
 """
+import numpy as _np
+
+from ..._core.base import KilnError, where_in_user_code
 from ..._core.ndarray import ndarray
 from ..f_namespace import namespace_attr
 from ..ops.tensor import mx_reshape_target
@@ -68,6 +71,45 @@ def _reshape(core):
     return reshape
 
 
+def _norm(core):
+    def norm(self, ord=None, axis=None, keepdims=False, **kwargs):
+        # NumPy's matrix norms of ord 1 and 2 (which kiln's core refuses) never mean MXNet
+        # 1.x's x.norm(ord=1|2): the L1/L2 norm of the elements over the axes
+        if kwargs or ord in (1, 2) and self.ndim >= 2 and (axis is None or
+                                                           isinstance(axis, tuple)):
+            return _nd("norm")(self, ord=ord, axis=axis, keepdims=keepdims, **kwargs)
+        return core(self, ord, axis, keepdims)
+    norm.__doc__ = (f"{core.__doc__ or 'The norm.'}\n\nWith ord 1 or 2 over all axes (or "
+                    "a tuple of them), MXNet 1.x's elementwise L1/L2 norm.")
+    return norm
+
+
+def _getstate(self):
+    """MXNet's pickled state: {'handle': the array's record in MXNet's binary format}."""
+    from ...export.mxnet_params import encode_record
+    return {"handle": bytearray(encode_record(self._concrete("__getstate__")))}
+
+
+def _setstate(self, state):
+    """This array becomes the one of MXNet's pickled state (any device's: kiln's cpu)."""
+    from ...export.mxnet_params import parse_record
+    handle = state.get("handle") if isinstance(state, dict) else None
+    if not isinstance(handle, (bytes, bytearray)):
+        raise KilnError("NDArray.__setstate__: expected {'handle': bytes of an MXNet array "
+                        f"record}}, got {type(state).__name__}" + where_in_user_code())
+    self._rebind(ndarray._wrap(parse_record(handle, "NDArray state")))
+
+
+def _basic_indexing_slice_is_contiguous(slc_key, shape):
+    """Whether basic slicing with `slc_key` (one slice per axis) gives a C-contiguous array
+    (MXNet's helper): read from NumPy's flags on a strided view of one byte, so nothing of
+    the shape's size is allocated."""
+    strides = _np.cumprod((1,) + tuple(shape[:0:-1]))[::-1] if shape else ()
+    template = _np.lib.stride_tricks.as_strided(_np.zeros(1, _np.int8), tuple(shape),
+                                                tuple(int(s) for s in strides))
+    return bool(template[tuple(slc_key)].flags.c_contiguous)
+
+
 def _flatten_2d(x):
     return x.reshape((x.shape[0] if x.ndim else 1, -1))
 
@@ -80,6 +122,10 @@ def install():
     core = {name: getattr(ndarray, name) for name in ("reshape", "flatten", "squeeze",
                                                       "expand_dims")}
     ndarray.reshape = _reshape(core["reshape"])
+    ndarray.norm = _norm(ndarray.norm)
+    ndarray.__getstate__, ndarray.__setstate__ = _getstate, _setstate
+    ndarray._basic_indexing_slice_is_contiguous = staticmethod(
+        _basic_indexing_slice_is_contiguous)
     ndarray.flatten = _with_inplace("flatten", core["flatten"],
                                     lambda x: _flatten_2d(x))
     ndarray.squeeze = _with_inplace("squeeze", core["squeeze"],

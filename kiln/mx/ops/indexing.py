@@ -114,3 +114,13 @@ def split_v2(data, indices_or_sections=1, axis=0, squeeze_axis=False, **_):
         else int(sections)
     parts = knp.split(data, sections, axis=int(axis))
     return [knp.squeeze(p, axis=int(axis)) for p in parts] if squeeze_axis else list(parts)
+
+
+@_op("_sparse_retain sparse_retain retain", ("data", "indices"))
+def sparse_retain(data, indices, **_):
+    """data with only the rows listed in `indices` kept, the others zero (MXNet's
+    sparse.retain on dense values; differentiable in data)."""
+    n = data.shape[0]
+    rows = knp.reshape(indices, (-1,)).astype("int64")
+    hit = knp.minimum(knp.sum(knpx.one_hot(rows, n, dtype=data.dtype), axis=0), 1)
+    return data * knp.reshape(hit, (n,) + (1,) * (data.ndim - 1))

@@ -103,7 +103,7 @@ def _emb_shapes(attrs, data):
     return {"weight": (int(attrs["input_dim"]), int(attrs["output_dim"]))}
 
 
-@_op("Embedding", ("data", "weight"), param_shapes=_emb_shapes)
+@_op("Embedding _contrib_SparseEmbedding", ("data", "weight"), param_shapes=_emb_shapes)
 def Embedding(data, weight, input_dim=None, output_dim=None, **_):
     return knpx.embedding(data, weight)
 

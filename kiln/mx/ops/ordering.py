@@ -10,15 +10,22 @@ def _dtype(dtype):
     return _DTYPE_FLAGS.get(str(dtype), dtype)
 
 
+def _along(data, axis):
+    """(data, axis) to order along; axis=None means the flattened array, as in MXNet."""
+    return (knp.reshape(data, (-1,)), -1) if axis is None else (data, int(axis))
+
+
 @_op("sort")
 def sort(data, axis=-1, is_ascend=True, **_):
-    out = knp.sort(data, axis=int(axis))
-    return out if is_ascend else knp.flip(out, axis=int(axis))
+    data, axis = _along(data, axis)
+    out = knp.sort(data, axis=axis)
+    return out if is_ascend else knp.flip(out, axis=axis)
 
 
 @_op("argsort")
 def argsort(data, axis=-1, is_ascend=True, dtype="float32", **_):
-    order = knp.argsort(-data if not is_ascend else data, axis=int(axis), kind="stable")
+    data, axis = _along(data, axis)
+    order = knp.argsort(-data if not is_ascend else data, axis=axis, kind="stable")
     return order.astype(_dtype(dtype))
 
 
@@ -28,12 +35,12 @@ def _topk_outputs(attrs):
 
 @_op("topk", num_outputs=_topk_outputs)
 def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32", **_):
-    if axis is None:                 # MXNet: over the flattened array
-        data, axis = knp.reshape(data, (-1,)), -1
-    if ret_typ == "mask":
+    shape = data.shape
+    data, axis = _along(data, axis)
+    if ret_typ == "mask":            # a mask has the input's shape, however it was ranked
         idx = knpx.topk(data, axis=int(axis), k=int(k), ret_typ="indices",
                         is_ascend=bool(is_ascend), dtype="int64")
-        return _mask(data, idx, int(axis))
+        return knp.reshape(_mask(data, idx, int(axis)), shape)
     if ret_typ not in ("indices", "value", "both"):
         raise KilnError(f"topk: ret_typ must be 'value', 'indices', 'mask' or 'both', got "
                         f"{ret_typ!r}")
@@ -45,7 +52,8 @@ def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"
 def _mask(data, idx, axis):
     """1 where an element is among the top k along `axis`, else 0 (data's dtype)."""
     moved = knp.moveaxis(idx, axis, -1)
-    hits = knp.sum(knpx.one_hot(moved, data.shape[axis], dtype=data.dtype), axis=-2)
+    hits = knp.sum(knpx.one_hot(moved, data.shape[axis], dtype=data.dtype), axis=-2,
+                   dtype=data.dtype)
     return knp.moveaxis(hits, -1, axis)
 
 

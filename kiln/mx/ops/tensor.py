@@ -12,7 +12,7 @@ from .table import _op, _DTYPE_FLAGS, binary as _binary
 _binary("elemwise_add _plus _add broadcast_add broadcast_plus _npi_add", knp.add)
 _binary("elemwise_sub _minus _sub broadcast_sub broadcast_minus _npi_subtract", knp.subtract)
 _binary("elemwise_mul _mul broadcast_mul _npi_multiply", knp.multiply)
-_binary("elemwise_div _div broadcast_div _npi_true_divide", knp.divide)
+_binary("elemwise_div _div broadcast_div _npi_true_divide _scatter_elemwise_div", knp.divide)
 _binary("_power broadcast_power _npi_power", knp.power)
 _binary("_maximum broadcast_maximum _npi_maximum", knp.maximum)
 _binary("_minimum broadcast_minimum _npi_minimum", knp.minimum)
@@ -22,8 +22,9 @@ def _scalar(names, fn):
     _op(names)(lambda data, scalar=0.0, **_: fn(data, float(scalar)))
 
 
-_scalar("_plus_scalar _PlusScalar _npi_add_scalar", lambda x, s: x + s)
-_scalar("_minus_scalar _MinusScalar _npi_subtract_scalar", lambda x, s: x - s)
+_scalar("_plus_scalar _PlusScalar _npi_add_scalar _scatter_plus_scalar", lambda x, s: x + s)
+_scalar("_minus_scalar _MinusScalar _npi_subtract_scalar _scatter_minus_scalar",
+        lambda x, s: x - s)
 _scalar("_rminus_scalar _RMinusScalar _npi_rsubtract_scalar", lambda x, s: s - x)
 _scalar("_mul_scalar _MulScalar _npi_multiply_scalar", lambda x, s: x * s)
 _scalar("_div_scalar _DivScalar _npi_true_divide_scalar", lambda x, s: x / s)
@@ -107,6 +108,8 @@ _reduce("min min_axis _np_min", knp.min)
 _reduce("prod _np_prod", knp.prod)
 _reduce("nansum", _nan_as(0.0, knp.sum))
 _reduce("nanprod", _nan_as(1.0, knp.prod))
+_reduce("_square_sum", lambda data, axis=None, keepdims=False: knp.sum(
+    data * data, axis=axis, keepdims=keepdims))        # MXNet's sum(square(x)) of one op
 
 
 @_op("argmax")
@@ -208,7 +211,34 @@ def slice_axis(data, axis=0, begin=0, end=None, **_):
 
 @_op("slice crop")
 def slice_(data, begin=(), end=(), step=(), **_):
+    # an int (or None) stands for a tuple of one, as MXNet reads it: the first axis
+    begin, end, step = ((v,) if v is None or isinstance(v, (int, _np.integer)) else v
+                        for v in (begin, end, step))
     return knpx.slice(data, begin, end, step)
+
+
+def _slice_key(ndim, begin, end, step):
+    begin, end, step = ((v,) if v is None or isinstance(v, (int, _np.integer)) else tuple(v)
+                        for v in (begin, end, step))
+    key = [slice(b, e, step[k] if k < len(step) else None) for k, (b, e) in
+           enumerate(zip(begin, end))]
+    return tuple(key) + (slice(None),) * (ndim - len(key))
+
+
+@_op("_slice_assign _crop_assign", ("lhs", "rhs"))
+def _slice_assign(lhs, rhs, begin=(), end=(), step=(), **_):
+    """lhs with its region begin:end:step replaced by rhs (a new array, as MXNet's op)."""
+    out = knp.array(lhs, copy=True)
+    out[_slice_key(lhs.ndim, begin, end, step)] = rhs
+    return out
+
+
+@_op("_slice_assign_scalar _crop_assign_scalar")
+def _slice_assign_scalar(data, scalar=0.0, begin=(), end=(), step=(), **_):
+    """data with its region begin:end:step set to `scalar` (a new array)."""
+    out = knp.array(data, copy=True)
+    out[_slice_key(data.ndim, begin, end, step)] = scalar
+    return out
 
 
 @_op("broadcast_to")
@@ -221,8 +251,28 @@ def broadcast_to(data, shape=(), **_):
 
 
 @_op("broadcast_like", ("lhs", "rhs"))
-def broadcast_like(lhs, rhs, **_):
-    return knp.broadcast_to(lhs, rhs.shape)
+def broadcast_like(lhs, rhs, lhs_axes=None, rhs_axes=None, **_):
+    """lhs broadcast to rhs's shape; with lhs_axes/rhs_axes, only those axes of lhs (of
+    size 1) take the sizes of rhs's paired axes, as in MXNet."""
+    if lhs_axes is None and rhs_axes is None:
+        return knp.broadcast_to(lhs, rhs.shape)
+    lhs_axes, rhs_axes = _axes_tuple(lhs_axes), _axes_tuple(rhs_axes)
+    if not lhs_axes or len(lhs_axes) != len(rhs_axes):
+        raise KilnError(f"broadcast_like: lhs_axes and rhs_axes must be non-empty and of equal "
+                        f"length, got {lhs_axes} and {rhs_axes}")
+    target = list(lhs.shape)
+    for a, b in zip(lhs_axes, rhs_axes):
+        a, b = a % lhs.ndim, b % rhs.ndim
+        if target[a] != 1:
+            raise KilnError(f"broadcast_like: lhs axis {a} of size {target[a]} cannot be "
+                            f"broadcast to {rhs.shape[b]}")
+        target[a] = rhs.shape[b]
+    return knp.broadcast_to(lhs, tuple(target))
+
+
+def _axes_tuple(axes):
+    return () if axes is None else (int(axes),) if isinstance(axes, int) else tuple(
+        int(a) for a in axes)
 
 
 @_op("zeros_like")

@@ -20,6 +20,7 @@ from ..._core.ndarray import ndarray, full_like
 from ...hybrid.fallback import HybridizeError
 from ..ops import lookup
 from .common_expr import eliminate_common_expr
+from .storage import gradient_storage, present_outputs
 from .symbol import Symbol
 from .evaluation import (evaluate, infer_shape_strict, infer_type, compile_symbols,
                          output_avals, _as_array)
@@ -120,6 +121,8 @@ class Executor:
         self.aux_dict = OrderedDict((n, aux_dict[n]) for n in symbol.list_auxiliary_states())
         self._grad_req = grad_req
         self._outputs = None
+        self._presented = None
+        self._arg_sparse = {}       # sparse arrays bound as arguments (their storage shows)
         self.last_out_grads = None
         self._leaves = None
         self._leaves_train = True
@@ -159,6 +162,9 @@ class Executor:
         _check_differentiable(symbol, reqs)
         grads = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in
                  zip(names, arg_shapes, arg_types) if reqs[n] != "null"}
+        for n, stype in gradient_storage(symbol).items():    # Embedding(sparse_grad=True)
+            if n in grads:
+                grads[n] = grads[n].tostype(stype)
         auxs = {n: ndarray._wrap(_np.zeros(s, t)) for n, s, t in zip(aux, aux_shapes,
                                                                         aux_types)}
         return cls(symbol, args, grads, reqs, auxs)
@@ -179,22 +185,31 @@ class Executor:
         if len(aux_dict) != len(aux):
             raise KilnError(f"bind: the symbol needs auxiliary states {aux}"
                             + where_in_user_code())
-        return cls(symbol, arg_dict, grads, reqs, aux_dict)
+        exe = cls(symbol, arg_dict, grads, reqs, aux_dict)
+        exe._arg_sparse = {n: v for n, v in _named(names, args, "args").items()
+                           if getattr(v, "stype", "default") != "default"}
+        return exe
 
     @property
     def outputs(self):
         """The outputs of the last forward; before the first, zeros of the inferred shapes
-        (MXNet allocates them at bind)."""
+        (MXNet allocates them at bind). With sparse arguments, an output MXNet keeps sparse
+        is given in that storage (storage.py)."""
         if self._outputs is None:
             bound = {**self.arg_dict, **self.aux_dict}
             avals = output_avals(self._symbol, {n: a.shape for n, a in bound.items()},
                                  {n: str(a.dtype) for n, a in bound.items()})
             self._outputs = [ndarray._wrap(_np.zeros(s, t)) for s, t in avals]
-        return self._outputs
+        if not self._arg_sparse:
+            return self._outputs
+        if self._presented is None:
+            self._presented = present_outputs(self._symbol._heads, self._outputs,
+                                              self._arg_sparse)
+        return self._presented
 
     @outputs.setter
     def outputs(self, values):
-        self._outputs = values
+        self._outputs, self._presented = values, None
 
     # ---- running -----------------------------------------------------------------------------
     def _set_inputs(self, kwargs):
@@ -203,6 +218,10 @@ class Executor:
                 raise KilnError(f"forward: {name!r} is not an argument "
                                 f"({list(self.arg_dict)})" + where_in_user_code())
             target = self.arg_dict[name]
+            if getattr(value, "stype", "default") != "default":
+                self._arg_sparse[name] = value
+            else:
+                self._arg_sparse.pop(name, None)
             value = _as_array(value, name)
             if value.shape != target.shape:
                 raise KilnError(f"forward: {name!r} must have shape {target.shape}, got "
@@ -293,7 +312,7 @@ class Executor:
             out_grads = [out_grads]
         if out_grads is not None:
             out_grads = [_as_array(g, "out_grads") for g in out_grads]
-        self.last_out_grads = out_grads or [full_like(o, 1) for o in self.outputs]
+        self.last_out_grads = out_grads or [full_like(o, 1) for o in self._outputs]
         reached = _gradient_reaches(self._symbol)
         for n, r in self._grad_req.items():
             # BlockGrad stops the gradient, and integer inputs (lengths, indices) have none:
@@ -307,7 +326,7 @@ class Executor:
         if not names:           # nothing asks for a gradient: MXNet's backward does nothing
             return
         # outputs that depend on no argument (shape_array, a constant) pass no gradient
-        heads = [(o, g) for o, g in zip(self.outputs, out_grads or [None] * len(self.outputs))
+        heads = [(o, g) for o, g in zip(self._outputs, out_grads or [None] * len(self._outputs))
                  if o._tape is not None]
         if heads:
             grads = autograd.grad([o for o, _ in heads], [self._leaves[n] for n in names],

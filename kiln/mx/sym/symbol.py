@@ -351,13 +351,15 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
         raise KilnError(f"sym.var: the name must be a string, got {type(name).__name__}"
                         + where_in_user_code())
     va = scoped_attrs(attr)
-    if shape is not None:
-        va["__shape__"] = tuple(shape)
+    if shape is not None:       # an int is a shape of one dimension, as MXNet reads it
+        va["__shape__"] = (int(shape),) if isinstance(shape, int) else tuple(shape)
     if dtype is not None:
         va["__dtype__"] = dtype if isinstance(dtype, str) else __import__("numpy").dtype(
             dtype).name
     if init is not None:
         va["__init__"] = init if isinstance(init, str) else init.dumps()
+    if stype is not None:       # MXNet's attribute: the storage type's id, as a string
+        va["__storage_type__"] = str(STORAGE_TYPE_IDS[stype])
     if lr_mult is not None:
         va["__lr_mult__"] = lr_mult
     if wd_mult is not None:
@@ -369,6 +371,7 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
 
 
 Variable = var
+STORAGE_TYPE_IDS = {"default": 0, "row_sparse": 1, "csr": 2}
 
 
 def Group(symbols):
@@ -434,8 +437,9 @@ def call_op(op_name, args, kwargs):
     inputs = []
     for k, in_name in enumerate(order):
         value = named.get(in_name)
-        if value is None:           # MXNet makes a variable for every input not given
-            value = var(f"{name}_{in_name}")
+        if value is None:           # MXNet makes a variable for every input not given,
+            value = var(f"{name}_{in_name}", lr_mult=attrs.get("lr_mult"),  # which takes
+                        wd_mult=attrs.get("wd_mult"))                     # the op's mults
         elif isinstance(value, (int, float)):
             raise KilnError(f"{op_name}: input {in_name!r} must be a Symbol, got "
                             f"{value!r}" + where_in_user_code())

@@ -6,6 +6,7 @@ and the test harness (harness.py).
 Like MXNet's module it has no `__all__`, so `from mxnet.test_utils import *` also gives a
 test `mx`, `np` (NumPy), `Symbol` and `Context`, as MXNet's tests expect.
 """
+import os  # noqa: F401  (MXNet's test_utils leaks its standard modules to star-imports too)
 import sys
 
 import numpy as np  # noqa: F401  (MXNet's test_utils leaks these names to star-imports)

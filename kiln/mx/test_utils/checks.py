@@ -78,6 +78,11 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     start = {k: _np.random.normal(size=_np.shape(v)) for k, v in sorted(expected.items())}
     grads = {k: array(v, dtype=_np.asarray(_host(expected[k])).dtype if dtype == "asnumpy"
                       else dtype) for k, v in start.items()}
+    for k, stype in (grad_stypes or {}).items():    # a sparse gradient array starts empty
+        if k in grads and stype not in (None, "default"):
+            from ..nd.sparse import zeros as sparse_zeros
+            grads[k] = sparse_zeros(stype, grads[k].shape, dtype=grads[k].dtype)
+            start[k] = _np.zeros(grads[k].shape)
     if isinstance(grad_req, str):
         grad_req = {k: grad_req for k in sym.list_arguments()}
     elif isinstance(grad_req, (list, tuple)):

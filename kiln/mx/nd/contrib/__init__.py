@@ -15,9 +15,13 @@ from .resize import (BilinearResize2D, AdaptiveAvgPooling2D, PSROIPooling, ROIAl
 from .quantize import quantize, dequantize  # noqa: F401,E402
 from ..optimizer_ops import adamw_update, mp_adamw_update, multi_adamw_update  # noqa
 from ...ops.ctc import CTCLoss  # noqa: F401,E402
-from ..functions import mx_function as _mx_function
-from .misc import (boolean_mask, index_array, index_copy, div_sqrt_dim, quadratic, allclose,
+from ..functions import mx_function as _mx_function, sparse_aware as _sparse_aware
+from .misc import (boolean_mask, index_array, index_copy, div_sqrt_dim, allclose,  # noqa
     isnan, isinf, isfinite, round_ste, sign_ste, gradientmultiplier, rand_zipfian)
+from .misc import quadratic as _quadratic
+
+# MXNet's quadratic has a csr kernel: with c=0 (zeros stay zero) a csr operand stays csr
+quadratic = _sparse_aware("contrib.quadratic", _quadratic, keeps=("csr",))
 
 ctc_loss = CTCLoss
 

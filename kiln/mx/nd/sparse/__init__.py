@@ -13,12 +13,16 @@ from .ops import retain, elementwise, call_densified
 from .generate import rand_sparse_ndarray  # noqa: F401
 from .updates import sparse_update
 from ....optimizer.base import ARRAY_UPDATES
+from ....io.ndarray_iter import SPARSE as ITER_SPARSE
 
 IMPLEMENTATIONS.update(elementwise=elementwise, zero_preserving=ops.zero_preserving,
                        retain=retain, dense_to_sparse=dense_to_sparse,
                        row_sparse_array=row_sparse_array)
 # optimizers (kiln/optimizer, a floor below) update sparse weights and gradients through this
 ARRAY_UPDATES.update({CSRNDArray: sparse_update, RowSparseNDArray: sparse_update})
+# NDArrayIter (kiln/io, a floor below) batches csr data as SciPy matrices
+ITER_SPARSE.update(is_csr=lambda v: isinstance(v, CSRNDArray), to_scipy=CSRNDArray.asscipy,
+                   from_scipy=CSRNDArray)
 
 # nd's name lookup (kiln/mx/nd/namespace.py), appended by kiln/mx/nd/__init__.py
 NAME_LOOKUP = []
@@ -55,10 +59,39 @@ def divide(lhs, rhs):
 
 
 elemwise_add, elemwise_sub, elemwise_mul, elemwise_div = add, subtract, multiply, divide
+
+
+def slice(data, begin=(), end=(), step=(), **kwargs):   # noqa: A001 (MXNet's name)
+    """nd.slice (and crop); a csr array sliced with step 1 stays csr, as in MXNet."""
+    if isinstance(data, CSRNDArray) and not kwargs:
+        sliced = ops.slice_csr(data, begin, end, step)
+        if sliced is not None:
+            return sliced
+    return call_densified("slice", NAME_LOOKUP[0]("slice"), (data, begin, end, step), kwargs)
+
+
+def square_sum(data, axis=None, keepdims=False, **kwargs):
+    """sum(square(data)); of a row_sparse array along axis 1 with keepdims, row_sparse with
+    its stored rows (MXNet's kernel), otherwise dense."""
+    if isinstance(data, RowSparseNDArray) and axis in (1, -1, (1,), (-1,)) and keepdims \
+            and data.ndim == 2 and not kwargs:
+        return ops.row_sparse_square_sum(data)
+    from ..functions import mx_function       # an underscore op: not in nd's names
+    return call_densified("_square_sum", mx_function("_square_sum"), (data,),
+                          dict(kwargs, axis=axis, keepdims=keepdims))
+
+
+def take(a, indices, axis=0, mode="clip", **kwargs):
+    """nd.take; rows of a csr array taken with mode 'clip' or 'wrap' are csr, as in MXNet."""
+    if isinstance(a, CSRNDArray) and axis == 0 and mode in ("clip", "wrap") and not kwargs:
+        return ops.take_csr_rows(a, indices, mode)
+    return call_densified("take", NAME_LOOKUP[0]("take"), (a, indices),
+                          dict(kwargs, axis=axis, mode=mode))
 # names MXNet's sparse namespace shares with the nd namespace: the sparse-aware versions
 SPARSE_AWARE = {"dot": dot, "cast_storage": cast_storage, "retain": retain,
                 "elemwise_add": add, "elemwise_sub": subtract, "elemwise_mul": multiply,
-                "elemwise_div": divide}
+                "elemwise_div": divide, "slice": slice, "crop": slice, "take": take,
+                "_square_sum": square_sum}
 
 
 def call_sparse(name, dense_fn, args, kwargs):

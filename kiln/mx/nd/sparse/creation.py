@@ -17,6 +17,8 @@ STYPES = ("csr", "row_sparse")
 def _value_dtype(source, dtype):
     if dtype is not None:
         return _np.dtype(dtype)
+    if isinstance(source, tuple) and source and not _is_shape(source):
+        source = source[0]          # (data, indices[, indptr]): an array's dtype, as MXNet
     if isinstance(source, (_np.ndarray, ndarray, BaseSparseNDArray)):
         return _np.dtype(source.dtype)
     if getattr(source, "dtype", None) is not None and hasattr(source, "tocsr"):
@@ -92,7 +94,9 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         return _placed(arg1.astype(value_dtype), ctx)
     if sp.issparse(arg1):
         _same_shape(arg1.shape, shape, "csr_matrix")
-        return _placed(CSRNDArray(sp.csr_matrix(arg1, dtype=value_dtype)), ctx)
+        matrix = sp.csr_matrix(arg1, dtype=value_dtype, copy=True)
+        matrix.sum_duplicates()     # MXNet's canonical form: no duplicates, sorted columns
+        return _placed(CSRNDArray(matrix), ctx)
     dense = _numpy(arg1, value_dtype)
     if dense.ndim != 2:
         raise KilnError(f"csr_matrix: expected a 2-D array, got shape {dense.shape}"
@@ -225,3 +229,37 @@ def cast_storage(data, stype, **_):
 
 for _stype in STYPES:
     SPARSE_STORAGE[_stype] = (lambda s: lambda x: dense_to_sparse(x.asnumpy(), s))(_stype)
+
+
+def to_record(arr):
+    """A sparse array as the parts MXNet's file format stores (export/mxnet_params.py)."""
+    from ....export.mxnet_params import SparseRecord
+    if isinstance(arr, CSRNDArray):
+        m = arr._csr
+        return SparseRecord("csr", arr.shape, m.data,
+                            [m.indptr.astype(INDEX_DTYPE), m.indices.astype(INDEX_DTYPE)])
+    return SparseRecord("row_sparse", arr.shape, arr._rows, [arr._idx.astype(INDEX_DTYPE)])
+
+
+def from_record(rec):
+    """The sparse array of a file's parts, checked as any parts given to csr_matrix or
+    row_sparse_array are (a hostile file gets a KilnError)."""
+    if rec.stype == "csr":
+        indptr, indices = rec.aux
+        return csr_matrix((rec.data, indices, indptr), shape=rec.shape, dtype=rec.data.dtype)
+    return row_sparse_array((rec.data, rec.aux[0]), shape=rec.shape, dtype=rec.data.dtype)
+
+
+def _row_sparse_parts(values, rows, shape):
+    return RowSparseNDArray(_np.ascontiguousarray(values), _np.asarray(rows, INDEX_DTYPE).copy(),
+                            shape)
+
+
+def _csr_parts(data, indices, indptr, shape):
+    return CSRNDArray(scipy_sparse().csr_matrix((data, indices.copy(), indptr.copy()),
+                                                shape=shape))
+
+
+# how kiln/mx/sym/storage.py makes an executor's sparse outputs
+PARTS = {"row_sparse_parts": _row_sparse_parts, "csr_parts": _csr_parts,
+         "dense_to_sparse": lambda dense, stype: dense_to_sparse(dense, stype)}

@@ -156,6 +156,33 @@ def retain(data, indices=None, **unknown):
     return RowSparseNDArray(data._rows[keep].copy(), data._idx[keep].copy(), data.shape)
 
 
+def slice_csr(data, begin, end, step):
+    """The csr array's rows (and columns) begin:end, or None when a step is not 1."""
+    def listed(v):
+        return [v] if v is None or isinstance(v, (int, _np.integer)) else list(v)
+    begin, end, step = listed(begin), listed(end), listed(step)
+    if len(begin) != len(end) or len(begin) > 2 or any(s not in (None, 1) for s in step):
+        return None
+    keys = [slice(None if b is None else int(b), None if e is None else int(e))
+            for b, e in zip(begin, end)]
+    keys += [slice(None)] * (2 - len(keys))
+    return CSRNDArray(data._csr[keys[0], keys[1]].tocsr())
+
+
+def take_csr_rows(data, indices, mode):
+    """The csr array's rows `indices` (float indices truncated), clipped or wrapped."""
+    rows = as_dense_value(indices).astype(INDEX_DTYPE).ravel()
+    n = data.shape[0]
+    rows = _np.clip(rows, 0, n - 1) if mode == "clip" else _np.mod(rows, n)
+    return CSRNDArray(data._csr[rows].tocsr())
+
+
+def row_sparse_square_sum(data):
+    """Per stored row, the sum of its squares: a (rows, 1) row_sparse array."""
+    sums = (data._rows * data._rows).sum(axis=1, keepdims=True).astype(data.dtype, copy=False)
+    return RowSparseNDArray(sums, data._idx.copy(), (data.shape[0], 1))
+
+
 def has_sparse(args, kwargs):
     """Whether any positional or keyword argument is a sparse array."""
     return any(isinstance(a, BaseSparseNDArray) for a in args) or any(

@@ -285,7 +285,7 @@ class CSRNDArray(BaseSparseNDArray):
         return None
 
     def __setitem__(self, key, value):
-        if key != slice(None):
+        if key is not Ellipsis and key != slice(None):     # the whole array only
             raise KilnError(f"CSRNDArray[...] = v: only [:] is supported (as in MXNet), got "
                             f"{key!r}{where_in_user_code()}")
         dense = as_dense_value(value)
@@ -365,7 +365,7 @@ class RowSparseNDArray(BaseSparseNDArray):
                         f"{key!r}; use .tostype('default') first{where_in_user_code()}")
 
     def __setitem__(self, key, value):
-        if key != slice(None):
+        if key is not Ellipsis and key != slice(None):     # the whole array only
             raise KilnError(f"RowSparseNDArray[...] = v: only [:] is supported, got {key!r}"
                             f"{where_in_user_code()}")
         if not isinstance(value, BaseSparseNDArray):     # a scalar or a dense array fills it
