@@ -22,10 +22,10 @@ _forced_off = []
 
 WHEEL = "onednn-cpu-gomp"
 HEADERS_WHEEL = "onednn-devel-cpu-gomp"
-# compiled as one library, in this order: pool.c, matmul.c, elementwise.c, held.c,
+# compiled as one library, in this order: conv.c, pool.c, matmul.c, elementwise.c, held.c,
 # bnorm.c and lowp.c build and run their ops with shim.c's machinery; activation.c is
 # plain loops; batch.c keeps the convolutions and poolings of run-time batch
-SOURCES = ("shim.c", "pool.c", "matmul.c", "elementwise.c", "held.c", "bnorm.c",
+SOURCES = ("shim.c", "conv.c", "pool.c", "matmul.c", "elementwise.c", "held.c", "bnorm.c",
            "lowp.c", "activation.c", "batch.c")
 
 
