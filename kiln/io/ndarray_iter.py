@@ -82,10 +82,16 @@ class NDArrayIter(DataIter):
         self._axis = max(0, layout.find("N")) if layout else 0
         n = self.data[0][1].shape[self._axis]
         for name, v in self.data + self.label:
-            if v.ndim <= self._axis or v.shape[self._axis] != n:
+            if v.ndim <= self._axis or v.shape[self._axis] < n:
                 raise KilnError(f"NDArrayIter: {name!r} has shape {v.shape}; every array "
                                 f"needs {n} examples on axis {self._axis}, as the data has"
                                 + where_in_user_code())
+        # the first data array decides the number of examples, as in MXNet: a longer label
+        # (or second data array) serves its first n (MXNet's padded last batch would read
+        # past them; kiln pads from the first n)
+        first_n = (slice(None),) * self._axis + (slice(0, n),)
+        self.data, self.label = [[(name, v if v.shape[self._axis] == n else v[first_n])
+                                  for name, v in arrays] for arrays in (self.data, self.label)]
         self.idx = _np.arange(n)
         self.shuffle, self.last_batch_handle = shuffle, last_batch_handle
         self.batch_size, self.num_data = int(batch_size), n

@@ -73,6 +73,17 @@ def test_ndarrayiter_bad_input_is_a_kiln_error(bad, match):
         kio.NDArrayIter(**bad)
 
 
+def test_a_longer_label_serves_its_first_examples():
+    # MXNet 1.9.1 (run here): data of 4 examples, a label of 6, batch 2 -> labels
+    # [10, 11], [12, 13]; the data's count decides, as test_loss's sample-weight test uses
+    it = kio.NDArrayIter(np.arange(4.0).reshape(4, 1), {"label": np.arange(10.0, 16.0)},
+                         batch_size=2)
+    assert [b.label[0].asnumpy().tolist() for b in it] == [[10, 11], [12, 13]]
+    padded = kio.NDArrayIter(np.arange(5.0).reshape(5, 1), {"label": np.arange(10.0, 17.0)},
+                             batch_size=2)
+    assert [b.label[0].asnumpy().tolist() for b in padded][-1] == [14, 10]
+
+
 def test_resizeiter_restarts_the_inner_iterator():
     inner = kio.NDArrayIter(np.arange(4.0), batch_size=2)
     it = kio.ResizeIter(inner, 5)
