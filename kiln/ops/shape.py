@@ -180,7 +180,7 @@ def _check_int(op, idx):
 def _take_rule(x, idx, axis, mode="clip"):
     _check_int("take", idx)
     ax = normalize_axis("take", axis, x.ndim)
-    if x.shape[ax] == 0:
+    if x.shape[ax] == 0 and idx.size != 0:     # taking nothing from nothing is empty (NumPy)
         raise op_error("take", f"cannot take from an empty axis {ax} of shape {tuple(x.shape)}")
     return tuple(x.shape[:ax]) + tuple(idx.shape) + tuple(x.shape[ax + 1:]), x.dtype
 
