@@ -185,15 +185,7 @@ class CachedFunction:
             self.policy.refuse(relaxed, f"{type(exc).__name__}: {exc}")
             return entry
         entry.symbolic = plan
-        self.policy.add(relaxed, entry)
-        # sizes 0 and 1 are classes of their own (broadcasting, empty arrays): a program
-        # pinned to them says nothing about the trace needing other sizes' values
-        pinned = [g for g in plan.env.guards
-                  if g.kind() == "specialized" and g.rhs[1] not in (0, 1)]
-        if pinned and {g.lhs[1] for g in pinned} >= set(plan.env.symbols):
-            # the trace needed every symbol's value: later sizes specialize directly
-            self.policy.refuse(relaxed, f"the trace needs the value of every symbolic "
-                                        f"size ({pinned[0]!r})")
+        self.policy.add(relaxed, entry, plan.env)
         return entry
 
     def _build_for(self, args, grad_mask, input_shapes=None):

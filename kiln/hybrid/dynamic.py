@@ -98,8 +98,16 @@ class ShapePolicy:
                 found[(k, int(axis))] = str(name)
         return found
 
-    def add(self, relaxed, entry):
+    def add(self, relaxed, entry, env):
+        """A symbolic program built under `env` (its guards). A trace that needed every
+        symbol's value gains nothing from symbols: later sizes of `relaxed` specialize
+        directly. Sizes 0 and 1 are classes of their own (broadcasting, empty arrays): a
+        program pinned to them says nothing about the trace needing other sizes' values."""
         self.programs.setdefault(relaxed, []).append(entry)
+        pinned = [g for g in env.guards if g.kind() == "specialized" and g.rhs[1] not in (0, 1)]
+        if pinned and {g.lhs[1] for g in pinned} >= set(env.symbols):
+            self.refuse(relaxed, f"the trace needs the value of every symbolic size "
+                                 f"({pinned[0]!r})")
 
     def refuse(self, relaxed, reason):
         self.refused[relaxed] = reason
