@@ -14,6 +14,18 @@
    products in bfloat16, accumulated in float32: the primitive reads x, w and dy as
    bfloat16, which its reorders round from the caller's float32 (w, stamped, once), and
    writes y, dx and dw in float32: mixed precision). */
+/* The weight dims oneDNN takes: (F, C/g, *K) as stored, or (g, F/g, C/g, *K) when grouped.
+   Returns how many dims wg holds. */
+static int kd_conv_weight_dims(int64_t *wg, const int64_t *wd, int nsp, int64_t groups) {
+  if (groups > 1) {
+    wg[0] = groups; wg[1] = wd[0] / groups;
+    for (int i = 1; i < nsp + 2; i++) wg[i + 1] = wd[i];
+    return nsp + 3;
+  }
+  for (int i = 0; i < nsp + 2; i++) wg[i] = wd[i];
+  return nsp + 2;
+}
+
 #define KD_BIAS 1
 #define KD_CHANNELS_LAST 2
 #define KD_RELU 4
@@ -29,16 +41,9 @@ static kd_op *kd_conv_make(int which, int nsp, const int64_t *xd, const int64_t 
   dnnl_data_type_t yt = which == 0 ? dnnl_f32 : low;
   dnnl_dims_t st, dl, pl, ph;
   int64_t wg[DNNL_MAX_NDIMS];
-  int wnd = nsp + 2;
+  int wnd = kd_conv_weight_dims(wg, wd, nsp, groups);
   kd_dims(st, nsp, stride, 0); kd_dims(dl, nsp, dilation, 1);
   kd_dims(pl, nsp, pad_lo, 0); kd_dims(ph, nsp, pad_hi, 0);
-  if (groups > 1) {
-    wg[0] = groups; wg[1] = wd[0] / groups;
-    for (int i = 1; i < nsp + 2; i++) wg[i + 1] = wd[i];
-    wnd = nsp + 3;
-  } else {
-    for (int i = 0; i < nsp + 2; i++) wg[i] = wd[i];
-  }
   int64_t bd[1] = {wd[0]};
   dnnl_memory_desc_t xa = cl ? kd_act_typed(nsp + 2, xd, 1, xt) : kd_any_typed(nsp + 2, xd, xt);
   dnnl_memory_desc_t ya = cl ? kd_act_typed(nsp + 2, yd, 1, yt) : kd_any_typed(nsp + 2, yd, yt);

@@ -177,19 +177,13 @@ static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
                                 const int64_t *dilation, const int64_t *pad_lo,
                                 const int64_t *pad_hi, int64_t groups, int in_type, int bias,
                                 int act, int cl, int out_type, int sum_type, float sum_scale) {
-  int int8 = in_type != KD_BF16, wnd = nsp + 2;
+  int int8 = in_type != KD_BF16, wnd;
   dnnl_dims_t st, dl, pl, ph;
   int64_t wg[DNNL_MAX_NDIMS], bd[1] = {wd[0]}, scaled[1] = {wd[0]}, one[1] = {1};
   for (int i = 0; i < nsp; i++) {
     st[i] = stride[i]; dl[i] = dilation[i] - 1; pl[i] = pad_lo[i]; ph[i] = pad_hi[i];
   }
-  if (groups > 1) {
-    wg[0] = groups; wg[1] = wd[0] / groups;
-    for (int i = 1; i < nsp + 2; i++) wg[i + 1] = wd[i];
-    wnd = nsp + 3;
-  } else {
-    for (int i = 0; i < nsp + 2; i++) wg[i] = wd[i];
-  }
+  wnd = kd_conv_weight_dims(wg, wd, nsp, groups);
   int requant = int8 && out_type != KD_F32;
   dnnl_data_type_t xt = kd_lowp_type(in_type), wt = int8 ? dnnl_s8 : dnnl_bf16;
   dnnl_data_type_t yt = int8 ? kd_lowp_type(out_type) : dnnl_f32;
