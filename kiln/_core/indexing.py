@@ -11,6 +11,10 @@ from .primitive import REGISTRY
 from .symdim import is_symbolic, same_shape
 from .writes import arrays_written
 
+# NumPy 1.x ignores an out-of-bounds index when the result holds no elements (a deprecation
+# warning only); NumPy 2 and kiln's compiled code raise, so kiln checks those itself there
+_IGNORES_EMPTY_OUT_OF_BOUNDS = _np.lib.NumpyVersion(_np.__version__) < "2.0.0"
+
 
 class _Plan:
     """A basic index resolved against a shape: one (begin, end, step) per dim, then a reshape."""
@@ -96,8 +100,10 @@ def _to_index_array(k):
             return k.astype(_np.int64)
         return k
     arr = _np.asarray(list(k) if isinstance(k, range) else k)
-    if arr.dtype.kind == "f" and arr.size and (arr == _np.round(arr)).all():
-        arr = arr.astype(_np.int64)  # MXNet accepts its float32 default arrays as indices
+    if arr.dtype.kind == "f" and (arr == _np.round(arr)).all():
+        # MXNet accepts its float32 default arrays as indices; an empty list is NumPy's
+        # float64 array and indexes nothing
+        arr = arr.astype(_np.int64)
     if arr.dtype.kind not in "iub":
         raise op_error("getitem", f"arrays used as indices must be of integer or bool type, "
                        f"got {arr.dtype}", IndexError)
@@ -129,7 +135,7 @@ def getitem(x, key):
         # with None and '...'); the result is a copy, as NumPy's is
         np_key = tuple(_to_index_array(k)._data if _is_advanced(k) else k for k in key_t)
         try:
-            return ndarray._wrap(_np.asarray(x._data[np_key]))
+            return ndarray._wrap(_np.asarray(x._data[_numpy_key(np_key, x.shape)]))
         except (IndexError, ValueError, TypeError) as exc:
             raise op_error("getitem", str(exc), IndexError) from exc
     return _advanced_getitem(x, key_t)
@@ -237,7 +243,7 @@ def _advanced_setitem(x, key, v):
         raise GraphBreak("assignment through an index array computed by the traced code: "
                          "its positions are data", "x[index_array] = value", "unsupported")
     try:
-        selected = _np.arange(x.size, dtype=_np.int64).reshape(x.shape)[_numpy_key(key)]
+        selected = _np.arange(x.size, dtype=_np.int64).reshape(x.shape)[_numpy_key(key, x.shape)]
     except (IndexError, ValueError, TypeError) as exc:
         raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
                        else KilnError) from exc
@@ -260,12 +266,37 @@ def _advanced_setitem(x, key, v):
                              REGISTRY["reshape"](gathered, shape=x.shape), x)
 
 
-def _numpy_key(key):
+def _numpy_key(key, shape):
+    """key for NumPy's own indexing of an array of this shape (its integers in bounds)."""
     if isinstance(key, tuple):
-        return tuple(_numpy_key(k) for k in key)
-    if isinstance(key, ndarray):
-        return key._concrete("an index")
+        key = tuple(k._concrete("an index") if isinstance(k, ndarray) else k for k in key)
+    elif isinstance(key, ndarray):
+        key = key._concrete("an index")
+    if _IGNORES_EMPTY_OUT_OF_BOUNDS:
+        _check_integer_bounds(shape, _as_tuple(key))
     return key
+
+
+def _check_integer_bounds(shape, key):
+    def is_mask(k):
+        return isinstance(k, (_np.ndarray, list)) and _np.asarray(k).dtype == _np.bool_
+
+    used = sum(0 if k is None or k is Ellipsis else _np.ndim(k) if is_mask(k) else 1
+               for k in key)
+    axis = 0
+    for k in key:
+        if k is None:
+            continue
+        if k is Ellipsis or is_mask(k):
+            axis += len(shape) - used if k is Ellipsis else _np.ndim(k)
+            continue
+        if not isinstance(k, slice) and axis < len(shape):
+            idx = _np.asarray(k)
+            size = shape[axis]
+            if idx.dtype.kind in "iu" and idx.size and (idx.min() < -size or idx.max() >= size):
+                bad = idx[(idx < -size) | (idx >= size)].flat[0]
+                raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+        axis += 1
 
 
 def _eager_setitem(x, key, value):
@@ -296,13 +327,13 @@ def _eager_setitem(x, key, value):
 def _write(data, key, value):
     try:
         try:
-            data[_numpy_key(key)] = value
+            data[_numpy_key(key, data.shape)] = value
         except ValueError:
             if _np.size(value) != 1 or _np.ndim(value) == 0:
                 raise
             # MXNet lets a one-element array fill a scalar slot (`preds[i] = net(x)` with a
             # (1, 1) result); NumPy refuses a sequence there
-            data[_numpy_key(key)] = _np.reshape(value, ())
+            data[_numpy_key(key, data.shape)] = _np.reshape(value, ())
     except (IndexError, ValueError, TypeError) as exc:
         raise op_error("setitem", str(exc), IndexError if isinstance(exc, IndexError)
                        else KilnError) from exc

@@ -196,3 +196,21 @@ def test_boolean_masks_anywhere_with_none_and_ellipsis():
     assert x[..., np.array([2, 0])].tolist() == [3, 1]
     with pytest.raises(KilnError):
         x[None, np.array([5])]
+
+
+@pytest.mark.parametrize("shape,key", [((0, 0), [0, 3]), ((3, 3), (slice(0, 0), [5])),
+                                       ((0, 2), (Ellipsis, [2])), ((0, 2), (0, [1]))])
+@pytest.mark.parametrize("force_numpy_1_check", [False, True])
+def test_out_of_bounds_integers_raise_when_the_result_is_empty(shape, key, force_numpy_1_check,
+                                                                monkeypatch):
+    """NumPy 1.x ignores these (a deprecation warning), NumPy 2 and compiled code raise:
+    kiln raises under either NumPy (its own check, for NumPy 1.x, is also forced on)."""
+    from kiln._core import indexing
+    if force_numpy_1_check:
+        monkeypatch.setattr(indexing, "_IGNORES_EMPTY_OUT_OF_BOUNDS", True)
+    x = np.zeros(shape)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[key]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[key] = 1.0
+    assert x[[]].shape == (0,) + shape[1:]      # taking nothing stays allowed
