@@ -18,13 +18,12 @@ head, and binds in a Module. How it differs from MXNet, and why:
   other names (a flatten, a pooling) are accepted and change nothing, since kiln keeps
   those ops in float32 anyway.
 """
-import json
-
 import numpy as _np
 
 from ..._core.base import KilnError
 from .quantize_net import quantize_in_place
-from .symbol_models import as_block, as_symbol, data_example, layer_weights, split_loss_head
+from .symbol_models import as_block, as_symbol, data_example, declared_shapes, layer_weights, \
+    split_loss_head
 
 __all__ = ["quantize_model", "quantize_model_mkldnn", "quantize_graph", "calib_graph"]
 
@@ -37,20 +36,6 @@ def _check_lists(excluded_sym_names, excluded_op_names):
                              f"the {'symbols' if what == 'excluded_sym_names' else 'operators'}"
                              f" that will not be quantized, while received type "
                              f"{type(value)}")
-
-
-def _declared_shapes(symbol, data_names):
-    """The data variables' `__shape__` attributes (None where one is missing)."""
-    graph = json.loads(symbol.tojson())
-    shapes = {n["name"]: n.get("attrs", {}).get("__shape__") for n in graph["nodes"]
-              if n["op"] == "null"}
-    out = []
-    for name in data_names:
-        text = shapes.get(name)
-        if text is None:
-            return None
-        out.append(tuple(int(d) for d in text.strip("()[] ").split(",") if d.strip()))
-    return out
 
 
 def _quantize(sym, arg_params, aux_params, data_names, label_names, excluded_sym_names,
@@ -74,7 +59,7 @@ def _quantize(sym, arg_params, aux_params, data_names, label_names, excluded_sym
     body, head = split_loss_head(sym, label_names)
     shapes = None
     if calib_mode == "none":
-        shapes = _declared_shapes(sym, data_names)
+        shapes = declared_shapes(sym, data_names)
         if shapes is None:
             raise KilnError("quantize_model: kiln quantizes a traced graph and needs the data's "
                             "shape: with calib_mode='none', declare it on the variable "
@@ -169,7 +154,7 @@ def quantize_graph(sym, arg_params, aux_params, ctx=None, excluded_sym_names=Non
     if calib_mode != "none":
         collector = LayerDataCollector((sym, arg_params, aux_params, label_names),
                                        data_names, options)
-    if calib_mode == "none" or _declared_shapes(sym, data_names) is not None:
+    if calib_mode == "none" or declared_shapes(sym, data_names) is not None:
         qsym, qarg_params, qaux = _quantize(sym, arg_params, aux_params, data_names,
                                             label_names, calib_mode="none", calib_data=None,
                                             num_calib_examples=None, **options)

@@ -120,3 +120,17 @@ def data_example(calib_data, data_shapes):
     if not shapes:
         raise KilnError("give calib_data or data_shapes (the shapes of the data inputs)")
     return shapes
+
+
+def declared_shapes(symbol, data_names):
+    """The data variables' `__shape__` attributes (None where one is missing)."""
+    graph = json.loads(symbol.tojson())
+    shapes = {n["name"]: n.get("attrs", {}).get("__shape__") for n in graph["nodes"]
+              if n["op"] == "null"}
+    out = []
+    for name in data_names:
+        text = shapes.get(name)
+        if text is None:
+            return None
+        out.append(tuple(int(d) for d in text.strip("()[] ").split(",") if d.strip()))
+    return out
