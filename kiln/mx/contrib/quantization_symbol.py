@@ -21,7 +21,7 @@ head, and binds in a Module. How it differs from MXNet, and why:
 import numpy as _np
 
 from ..._core.base import KilnError
-from .quantize_net import quantize_in_place
+from .quantize_net import layer_of, quantize_in_place
 from .symbol_models import as_block, as_symbol, data_example, declared_shapes, layer_weights, \
     split_loss_head
 
@@ -70,7 +70,8 @@ def _quantize(sym, arg_params, aux_params, data_names, label_names, excluded_sym
         logger.info("Quantizing symbol")
     block = as_block(body, arg_params, aux_params, data_names)
     quantize_in_place(block, quantized_dtype, quantize_mode, quantize_granularity,
-                      exclude_layers=layer_weights(sym, excluded_sym_names),
+                      exclude_layers=[layer_of(w) for w in
+                                      layer_weights(sym, excluded_sym_names)],
                       exclude_operators=excluded_op_names, calib_data=calib_data,
                       data_shapes=[x.shape for x in example], calib_mode=calib_mode,
                       num_calib_examples=num_calib_examples)

@@ -37,7 +37,8 @@ from ...graph.capture import capture
 from ...hybrid import calibrate
 from ...hybrid.cached import _structural_names, set_precision_pipeline
 
-__all__ = ["quantize_net", "quantize_net_v2", "quantize_in_place", "SMART_MIN_REDUCTION"]
+__all__ = ["quantize_net", "quantize_net_v2", "quantize_in_place", "layer_of",
+           "SMART_MIN_REDUCTION"]
 
 SMART_MIN_REDUCTION = 32
 _OPERATORS = {"matmul": "FullyConnected", "conv": "Convolution"}
@@ -67,8 +68,14 @@ def _batches(calib_data, limit_batches, limit_examples):
     return out
 
 
+def layer_of(weight_name):
+    """The layer a weight parameter belongs to, as exclude_layers names it: a Gluon block's
+    structural name (`features.0` of `features.0.weight`), else the parameter's own name."""
+    return weight_name.rsplit(".", 1)[0] if "." in weight_name else weight_name
+
+
 def _excluded(weight_name, op, exclude_layers, exclude_layers_match, exclude_operators):
-    layer = weight_name.rsplit(".", 1)[0] if "." in weight_name else weight_name
+    layer = layer_of(weight_name)
     if exclude_operators and _OPERATORS[op] in exclude_operators:
         return True
     if exclude_layers and layer in exclude_layers:
