@@ -96,7 +96,9 @@ RUNS = [
     ("inference bfloat16", QUANT, INFER + [
         "--symbol-file", f"model/{MODEL}-symbol.json",
         "--param-file", f"model/{MODEL}-0000.params", "--low-precision", "bfloat16"], False),
-    # the script converts to float16 (amp's default: a GPU format kiln does not run)
+    # the script calls net.forward(x), not net(x), before net.export: kiln's export knows
+    # the input shapes only from a call (and amp's default target, float16, is a GPU format
+    # kiln refuses next)
     ("amp_model_conversion gluon", AMP, ["amp_model_conversion.py", "--model", MODEL,
                                          "--use-gluon-model"], False),
 ]

@@ -91,6 +91,12 @@ def as_symbol(block, example, head):
     with tempfile.TemporaryDirectory(prefix="kiln-symbol-flow-") as tmp:
         sym_file, params_file = block.export(os.path.join(tmp, "model"))
         body, values = sym.load(sym_file), nd.load(params_file)
+    # MXNet's params file has no 0-d arrays (nd.load gives them back with shape (1,)): the
+    # graph's float32 scalars (a mean's divisor) go into the symbol as constants instead
+    scalars = {k: v for k, v in values.items() if v.ndim == 0 and v.dtype == _np.float32}
+    if scalars:
+        body = body(**{k: sym.Constant(v.asnumpy(), name=k) for k, v in scalars.items()})
+        values = {k: v for k, v in values.items() if k not in scalars}
     out = head.on(body) if head is not None else body
     aux = set(out.list_auxiliary_states())
     arg_params = {k: v for k, v in values.items() if k not in aux}
