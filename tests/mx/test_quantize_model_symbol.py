@@ -1,0 +1,141 @@
+"""MXNet 1.9's Symbol flows of low precision on kiln: contrib.quantization's quantize_model /
+quantize_model_mkldnn / quantize_graph + calib_graph and contrib.amp's convert_model, on a
+symbol with its parameters (kiln/mx/contrib/quantization_symbol.py, symbol_models.py).
+
+The return values' structure is MXNet 1.9.1's (checked against it with the same model:
+a 3-tuple, the data and label arguments kept, a SoftmaxOutput head, aux_params a dict;
+quantize_graph a 4-tuple with a collector); the int8 values are kiln's mechanism, the same
+as quantize_net's, so they are checked against the float32 model and against each other.
+"""
+import json
+
+import numpy as onp
+import pytest
+
+import kiln.mx.alias as alias
+
+alias.install()
+import mxnet as mx  # noqa: E402
+from mxnet.contrib import amp  # noqa: E402
+from mxnet.contrib.quantization import calib_graph, quantize_graph, quantize_model, \
+    quantize_model_mkldnn  # noqa: E402
+
+from kiln._core.base import KilnError  # noqa: E402
+
+BATCH = 4
+
+
+def _model(shape=None):
+    data = mx.sym.var("data", shape=shape) if shape else mx.sym.var("data")
+    x = mx.sym.Convolution(data, num_filter=16, kernel=(3, 3), pad=(1, 1), name="conv0")
+    x = mx.sym.Activation(mx.sym.BatchNorm(x, name="bn0"), act_type="relu", name="relu0")
+    x = mx.sym.Convolution(x, num_filter=32, kernel=(3, 3), pad=(1, 1), name="conv1")
+    x = mx.sym.flatten(mx.sym.Pooling(x, global_pool=True, kernel=(1, 1), pool_type="avg",
+                                      name="pool0"), name="flat0")
+    x = mx.sym.FullyConnected(x, num_hidden=10, name="fc1")
+    out = mx.sym.SoftmaxOutput(x, name="softmax")
+    mod = mx.mod.Module(out, context=mx.cpu())
+    mod.bind(data_shapes=[("data", (BATCH, 3, 8, 8))],
+             label_shapes=[("softmax_label", (BATCH,))], for_training=False)
+    mx.random.seed(3)
+    mod.init_params(mx.init.Xavier())
+    args, auxs = mod.get_params()
+    return out, args, auxs
+
+
+def _data(n=2 * BATCH):
+    x = onp.random.default_rng(0).uniform(-1, 1, (n, 3, 8, 8)).astype(onp.float32)
+    return x, mx.io.NDArrayIter(x, onp.zeros(n, onp.float32), batch_size=BATCH)
+
+
+def _run(sym, args, auxs, x):
+    mod = mx.mod.Module(sym, context=mx.cpu(), label_names=["softmax_label"])
+    mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", (len(x),))],
+             for_training=False)
+    mod.set_params(args, auxs)
+    mod.forward(mx.io.DataBatch([mx.nd.array(x)], [mx.nd.zeros(len(x))]), is_train=False)
+    return mod.get_outputs()[0].asnumpy()
+
+
+def _ops(sym):
+    return [n["op"] for n in json.loads(sym.tojson())["nodes"] if n["op"] != "null"]
+
+
+def test_quantize_model_returns_mxnets_triple_that_saves_and_binds(tmp_path):
+    sym, args, auxs = _model()
+    x, it = _data()
+    qsym, qargs, qauxs = quantize_model_mkldnn(sym, args, auxs, calib_mode="naive",
+                                               calib_data=it, num_calib_examples=2 * BATCH,
+                                               quantized_dtype="auto", quantize_mode="full")
+    assert qsym.list_arguments()[0] == "data" and qsym.list_arguments()[-1] == "softmax_label"
+    assert qsym.list_outputs() == ["softmax_output"] and _ops(qsym)[-1] == "SoftmaxOutput"
+    assert "kiln:conv_int8" in _ops(qsym) and "kiln:dense_int8" in _ops(qsym)
+    assert any(v.dtype == onp.int8 for v in qargs.values()) and isinstance(qauxs, dict)
+    # saved and loaded as the example scripts do (symbol file + 'arg:'/'aux:' params)
+    qsym.save(str(tmp_path / "q-symbol.json"))
+    mx.nd.save(str(tmp_path / "q.params"), {**{"arg:" + k: v for k, v in qargs.items()},
+                                            **{"aux:" + k: v for k, v in qauxs.items()}})
+    loaded = mx.nd.load(str(tmp_path / "q.params"))
+    largs = {k[4:]: v for k, v in loaded.items() if k.startswith("arg:")}
+    lauxs = {k[4:]: v for k, v in loaded.items() if k.startswith("aux:")}
+    got = _run(mx.sym.load(str(tmp_path / "q-symbol.json")), largs, lauxs, x[:BATCH])
+    onp.testing.assert_array_equal(got, _run(qsym, qargs, qauxs, x[:BATCH]))
+    onp.testing.assert_allclose(got, _run(sym, args, auxs, x[:BATCH]), atol=0.02)
+
+
+def test_excluded_sym_names_keep_a_layer_float32():
+    sym, args, auxs = _model()
+    _, it = _data()
+    qsym, qargs, _ = quantize_model(sym, args, auxs, calib_mode="naive", calib_data=it,
+                                    excluded_sym_names=["conv1"], quantize_mode="full")
+    assert qargs["conv1_weight"].dtype == onp.float32
+    assert _ops(qsym).count("kiln:conv_int8") == 1 and "kiln:conv" in _ops(qsym)
+    with pytest.raises(ValueError, match="excluded_sym_names must be a list"):
+        quantize_model(sym, args, auxs, excluded_sym_names="conv1")
+
+
+def test_quantize_graph_and_calib_graph_equal_quantize_model():
+    sym, args, auxs = _model()
+    x, it = _data()
+    qsym, qargs, qauxs, collector = quantize_graph(sym, args, auxs, calib_mode="naive")
+    assert collector is not None
+    mod = mx.mod.Module(sym, context=mx.cpu())
+    mod.bind(data_shapes=it.provide_data, label_shapes=it.provide_label, for_training=False)
+    mod.set_params(args, auxs)
+    mod._exec_group.execs[0].set_monitor_callback(collector.collect, monitor_all=True)
+    it.reset()
+    for batch in it:
+        mod.forward(batch, is_train=False)
+    csym, cargs, cauxs = calib_graph(qsym, args, auxs, collector, calib_mode="naive")
+    rsym, rargs, rauxs = quantize_model(sym, args, auxs, calib_mode="naive", calib_data=it,
+                                        quantize_mode="full")
+    onp.testing.assert_array_equal(_run(csym, cargs, cauxs, x[:BATCH]),
+                                   _run(rsym, rargs, rauxs, x[:BATCH]))
+
+
+def test_calibration_free_quantization_needs_the_data_shape():
+    sym, args, auxs = _model()
+    with pytest.raises(KilnError, match="needs the data's shape"):
+        quantize_model(sym, args, auxs, calib_mode="none")
+    sym, args, auxs = _model(shape=(BATCH, 3, 8, 8))
+    x, _ = _data(BATCH)
+    qsym, qargs, qauxs = quantize_model(sym, args, auxs, calib_mode="none",
+                                        quantize_mode="full")
+    onp.testing.assert_allclose(_run(qsym, qargs, qauxs, x), _run(sym, args, auxs, x),
+                                atol=0.02)
+
+
+def test_amp_convert_model_runs_bfloat16_and_honours_excluded_names():
+    sym, args, auxs = _model(shape=(BATCH, 3, 8, 8))
+    x, _ = _data(BATCH)
+    bsym, bargs, bauxs = amp.convert_model(sym, args, auxs, target_dtype="bfloat16",
+                                           excluded_sym_names=["conv0"],
+                                           cast_optional_params=True)
+    ops = _ops(bsym)
+    assert ops.count("kiln:conv_bf16") == 1 and "kiln:conv" in ops
+    assert "kiln:matmul_bf16" in ops and ops[-1] == "SoftmaxOutput"
+    onp.testing.assert_allclose(_run(bsym, bargs, bauxs, x), _run(sym, args, auxs, x),
+                                atol=0.02)
+    assert _ops(amp.convert_symbol(sym, target_dtype="bfloat16")).count("kiln:conv_bf16") == 2
+    with pytest.raises(KilnError, match="float16 is a GPU format"):
+        amp.convert_model(sym, args, auxs)
