@@ -29,7 +29,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATHS = ("example/quantization", "example/automatic-mixed-precision",
-         "example/image-classification/common")
+         "example/image-classification/common", "example/image-classification/symbols")
 
 SITECUSTOMIZE = "import kiln.mx.alias\nkiln.mx.alias.install()\n"
 
@@ -75,6 +75,30 @@ INFER = ["imagenet_inference.py", "--ctx", "cpu", "--batch-size", BATCH, "--imag
          "--rgb-std", STD, "--dataset", "data/val_256_q90.rec"]
 QPARAMS = f"model/{MODEL}-quantized-0000.params"
 
+# MXNet's model zoo checkpoint imagenet_gen_qsym.py downloads, made here instead: the
+# Inception-BN of MXNet's own example/image-classification/symbols (its 28x28 variant),
+# with seeded Xavier weights, saved by Module.save_checkpoint (run under the alias)
+INCEPTION_BN = """
+import importlib.util, os, mxnet as mx
+os.makedirs("model", exist_ok=True)
+spec = importlib.util.spec_from_file_location("inception_bn",
+    "../image-classification/symbols/inception-bn.py")
+module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+net = mx.sym.SoftmaxOutput(module.get_symbol(10, "3,28,28").get_children()[0], name="softmax")
+mod = mx.mod.Module(net, context=mx.cpu())
+mod.bind(data_shapes=[("data", (1, 3, 28, 28))], label_shapes=[("softmax_label", (1,))],
+         for_training=False)
+mx.random.seed(0)
+mod.init_params(mx.init.Xavier(magnitude=2.0))
+mod.save_checkpoint("model/imagenet1k-inception-bn", 0)
+"""
+SYM_GEN = ["imagenet_gen_qsym.py", "--ctx", "cpu", "--model", "imagenet1k-inception-bn",
+           "--batch-size", BATCH, "--image-shape", "3,28,28", "--data-nthreads", "1",
+           "--num-calib-batches", "2"]
+SYM_INFER = ["imagenet_inference.py", "--ctx", "cpu", "--batch-size", BATCH, "--image-shape",
+             "3,28,28", "--data-nthreads", "1", "--num-inference-batches", "2",
+             "--rgb-mean", MEAN, "--dataset", "data/val_256_q90.rec"]
+
 # (name, folder, arguments, expected to pass); in order: a run may read an earlier one's files
 RUNS = [
     ("gen_qsym_mkldnn naive", QUANT, GEN + ["--calib-mode", "naive"], True),
@@ -89,6 +113,12 @@ RUNS = [
         "--param-file", QPARAMS], True),
     ("gen_qsym_mkldnn uint8 naive", QUANT, GEN + ["--calib-mode", "naive",
                                                   "--quantized-dtype", "uint8"], True),
+    ("make inception-bn checkpoint", QUANT, ["-c", INCEPTION_BN], True),
+    ("gen_qsym (symbolic model) naive", QUANT, SYM_GEN + ["--calib-mode", "naive"], True),
+    ("inference int8 symbolic model", QUANT, SYM_INFER + [
+        "--symbol-file", "model/imagenet1k-inception-bn-quantized-2batches-naive-symbol.json",
+        "--param-file", "model/imagenet1k-inception-bn-quantized-0000.params"], True),
+    ("gen_qsym (symbolic model) entropy", QUANT, SYM_GEN + ["--calib-mode", "entropy"], True),
     # kiln traces to quantize: with no calibration data it needs the data variable's shape,
     # which the script's converted Gluon model does not declare
     ("gen_qsym_mkldnn none", QUANT, GEN + ["--calib-mode", "none"], False),
@@ -175,7 +205,8 @@ def main(argv=None):
             unexpected += passed != expected
             verdict = "ok" if passed else "FAILED" if expected else "fails (known)"
             print(f"== {name}: {verdict} (exit {code}, {secs:.0f} s)")
-            print(f"   python {' '.join(args)}   [in {folder}]")
+            shown = "<" + name + ">" if args[0] == "-c" else " ".join(args)
+            print(f"   python {shown}   [in {folder}]")
             for line in [x for x in out.splitlines() if x.strip()][-a.lines:]:
                 print("   | " + line[:200])
         print(f"{unexpected} run(s) other than expected")
