@@ -5,9 +5,12 @@ symbol with its parameters (kiln/mx/contrib/quantization_symbol.py, symbol_model
 The return values' structure is MXNet 1.9.1's (checked against it with the same model:
 a 3-tuple, the data and label arguments kept, a SoftmaxOutput head, aux_params a dict;
 quantize_graph a 4-tuple with a collector); the int8 values are kiln's mechanism, the same
-as quantize_net's, so they are checked against the float32 model and against each other.
+as quantize_net's, so they are checked against the float32 model, against each other, and
+against MXNet 1.9.1's int8 outputs on the same model (fixtures/mxnet/
+quantize_model_mkldnn_1.9.1.json, made with real MXNet).
 """
 import json
+import os
 
 import numpy as onp
 import pytest
@@ -21,6 +24,7 @@ from mxnet.contrib.quantization import calib_graph, quantize_graph, quantize_mod
     quantize_model_mkldnn  # noqa: E402
 
 from kiln._core.base import KilnError  # noqa: E402
+from paths import FIXTURES  # noqa: E402
 
 BATCH = 4
 
@@ -139,3 +143,63 @@ def test_amp_convert_model_runs_bfloat16_and_honours_excluded_names():
     assert _ops(amp.convert_symbol(sym, target_dtype="bfloat16")).count("kiln:conv_bf16") == 2
     with pytest.raises(KilnError, match="float16 is a GPU format"):
         amp.convert_model(sym, args, auxs)
+
+
+def _mxnet_model():
+    """The model whose MXNet 1.9.1 outputs are in fixtures/mxnet/quantize_model_mkldnn_1.9.1
+    .json (made by building it in MXNet from these same NumPy values)."""
+    rng = onp.random.default_rng(0)
+    data = mx.sym.var("data")
+    x = mx.sym.Convolution(data, num_filter=32, kernel=(3, 3), pad=(1, 1), name="conv0")
+    x = mx.sym.Activation(mx.sym.BatchNorm(x, name="bn0", fix_gamma=False), act_type="relu",
+                          name="relu0")
+    x = mx.sym.Convolution(x, num_filter=64, kernel=(3, 3), pad=(1, 1), name="conv1")
+    x = mx.sym.Activation(x, act_type="relu", name="relu1")
+    x = mx.sym.flatten(mx.sym.Pooling(x, global_pool=True, kernel=(1, 1), pool_type="avg",
+                                      name="pool0"), name="flat0")
+    out = mx.sym.FullyConnected(x, num_hidden=10, name="fc1")
+    args = {"conv0_weight": rng.normal(0, .3, (32, 3, 3, 3)),
+            "conv0_bias": rng.normal(0, .1, 32),
+            "bn0_gamma": rng.uniform(.5, 1.5, 32), "bn0_beta": rng.normal(0, .1, 32),
+            "conv1_weight": rng.normal(0, .1, (64, 32, 3, 3)),
+            "conv1_bias": rng.normal(0, .1, 64),
+            "fc1_weight": rng.normal(0, .2, (10, 64)), "fc1_bias": rng.normal(0, .1, 10)}
+    auxs = {"bn0_moving_mean": rng.normal(0, .1, 32),
+            "bn0_moving_var": rng.uniform(.5, 2, 32)}
+    x = onp.random.default_rng(1).uniform(0, 1, (16, 3, 12, 12)).astype(onp.float32)
+    to_nd = lambda d: {k: mx.nd.array(v.astype(onp.float32)) for k, v in d.items()}  # noqa
+    return out, to_nd(args), to_nd(auxs), x
+
+
+def _run_unlabelled(sym, args, auxs, x):
+    mod = mx.mod.Module(sym, label_names=[], context=mx.cpu())
+    mod.bind(data_shapes=[("data", x.shape)], for_training=False)
+    mod.set_params(args, auxs)
+    mod.forward(mx.io.DataBatch([mx.nd.array(x)]), is_train=False)
+    return mod.get_outputs()[0].asnumpy()
+
+
+@pytest.mark.parametrize("mode", ["naive", "entropy"])
+def test_int8_outputs_as_close_to_float32_as_mxnets(mode):
+    """kiln's quantize_model_mkldnn beside MXNet 1.9.1's on the same model, parameters and
+    calibration data (its outputs in the fixture). The mechanisms differ (MXNet quantizes
+    the bias and requantizes each layer's calibrated output; kiln keeps the bias float32
+    and calibrates each layer's input), so the outputs are not bit-equal: kiln's int8
+    error against float32 must be no worse than 1.5x MXNet's, its outputs near MXNet's
+    int8 ones and its classes the same. (Measured: naive 0.0217 vs MXNet's 0.0244, entropy
+    0.0204 vs 0.0195, on outputs up to 1.41.)"""
+    with open(os.path.join(FIXTURES, "mxnet", "quantize_model_mkldnn_1.9.1.json")) as f:
+        ref = json.load(f)
+    sym, args, auxs, x = _mxnet_model()
+    fp32 = _run_unlabelled(sym, args, auxs, x[:8])
+    onp.testing.assert_allclose(fp32, ref["fp32"], atol=1e-5)
+    q = quantize_model_mkldnn(sym, args, auxs, label_names=(), calib_mode=mode,
+                              calib_data=mx.io.NDArrayIter(x, batch_size=8),
+                              num_calib_examples=16, quantized_dtype="auto",
+                              quantize_mode="full")
+    got = _run_unlabelled(*q, x[:8])
+    theirs = onp.asarray(ref[f"quantize_model_mkldnn-{mode}"])
+    mx_error = onp.abs(theirs - fp32).max()
+    assert onp.abs(got - fp32).max() <= 1.5 * mx_error
+    onp.testing.assert_allclose(got, theirs, atol=3 * mx_error)
+    assert (got.argmax(1) == theirs.argmax(1)).all()
