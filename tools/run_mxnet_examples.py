@@ -74,6 +74,8 @@ INFER = ["imagenet_inference.py", "--ctx", "cpu", "--batch-size", BATCH, "--imag
          SHAPE, "--data-nthreads", "1", "--num-inference-batches", "2", "--rgb-mean", MEAN,
          "--rgb-std", STD, "--dataset", "data/val_256_q90.rec"]
 QPARAMS = f"model/{MODEL}-quantized-0000.params"
+BENCH = ["imagenet_inference.py", "--ctx", "cpu", "--benchmark", "True", "--batch-size", BATCH,
+         "--image-shape", SHAPE, "--num-inference-batches", "5"]
 
 # MXNet's model zoo checkpoint imagenet_gen_qsym.py downloads, made here instead: the
 # Inception-BN of MXNet's own example/image-classification/symbols (its 28x28 variant),
@@ -107,6 +109,13 @@ RUNS = [
     ("inference int8 naive", QUANT, INFER + [
         "--symbol-file", f"model/{MODEL}-quantized-2batches-naive-symbol.json",
         "--param-file", QPARAMS], True),
+    # launch_inference_mkldnn.sh's benchmark: dummy data, the symbol's parameters initialized
+    ("benchmark float32", QUANT, BENCH + ["--symbol-file", f"model/{MODEL}-symbol.json"], True),
+    # the benchmark initializes every argument by its name, and kiln's int8 weights and
+    # scales are arguments named __const__.N, which no initializer pattern covers (MXNet's
+    # are conv0_weight_quantize, ..._min, ..._max)
+    ("benchmark int8", QUANT, BENCH + [
+        "--symbol-file", f"model/{MODEL}-quantized-2batches-naive-symbol.json"], False),
     ("gen_qsym_mkldnn entropy", QUANT, GEN + ["--calib-mode", "entropy"], True),
     ("inference int8 entropy", QUANT, INFER + [
         "--symbol-file", f"model/{MODEL}-quantized-2batches-entropy-symbol.json",
