@@ -15,21 +15,17 @@ import os
 import numpy as onp
 import pytest
 
-import kiln.mx.alias as alias
-
-alias.install()
-import mxnet as mx  # noqa: E402
-from mxnet.contrib import amp  # noqa: E402
-from mxnet.contrib.quantization import calib_graph, quantize_graph, quantize_model, \
-    quantize_model_mkldnn  # noqa: E402
-
-from kiln._core.base import KilnError  # noqa: E402
-from paths import FIXTURES  # noqa: E402
+from kiln._core.base import KilnError
+from kiln.mx.contrib import amp
+from kiln.mx.contrib.quantization import calib_graph, quantize_graph, quantize_model, \
+    quantize_model_mkldnn
+from mx_alias_fixture import mx  # noqa: F401  (the fixture: `import mxnet` is kiln)
+from paths import FIXTURES
 
 BATCH = 4
 
 
-def _model(shape=None):
+def _model(mx, shape=None):
     data = mx.sym.var("data", shape=shape) if shape else mx.sym.var("data")
     x = mx.sym.Convolution(data, num_filter=16, kernel=(3, 3), pad=(1, 1), name="conv0")
     x = mx.sym.Activation(mx.sym.BatchNorm(x, name="bn0"), act_type="relu", name="relu0")
@@ -47,12 +43,12 @@ def _model(shape=None):
     return out, args, auxs
 
 
-def _data(n=2 * BATCH):
+def _data(mx, n=2 * BATCH):
     x = onp.random.default_rng(0).uniform(-1, 1, (n, 3, 8, 8)).astype(onp.float32)
     return x, mx.io.NDArrayIter(x, onp.zeros(n, onp.float32), batch_size=BATCH)
 
 
-def _run(sym, args, auxs, x):
+def _run(mx, sym, args, auxs, x):
     mod = mx.mod.Module(sym, context=mx.cpu(), label_names=["softmax_label"])
     mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", (len(x),))],
              for_training=False)
@@ -65,9 +61,9 @@ def _ops(sym):
     return [n["op"] for n in json.loads(sym.tojson())["nodes"] if n["op"] != "null"]
 
 
-def test_quantize_model_returns_mxnets_triple_that_saves_and_binds(tmp_path):
-    sym, args, auxs = _model()
-    x, it = _data()
+def test_quantize_model_returns_mxnets_triple_that_saves_and_binds(mx, tmp_path):
+    sym, args, auxs = _model(mx)
+    x, it = _data(mx)
     qsym, qargs, qauxs = quantize_model_mkldnn(sym, args, auxs, calib_mode="naive",
                                                calib_data=it, num_calib_examples=2 * BATCH,
                                                quantized_dtype="auto", quantize_mode="full")
@@ -82,14 +78,14 @@ def test_quantize_model_returns_mxnets_triple_that_saves_and_binds(tmp_path):
     loaded = mx.nd.load(str(tmp_path / "q.params"))
     largs = {k[4:]: v for k, v in loaded.items() if k.startswith("arg:")}
     lauxs = {k[4:]: v for k, v in loaded.items() if k.startswith("aux:")}
-    got = _run(mx.sym.load(str(tmp_path / "q-symbol.json")), largs, lauxs, x[:BATCH])
-    onp.testing.assert_array_equal(got, _run(qsym, qargs, qauxs, x[:BATCH]))
-    onp.testing.assert_allclose(got, _run(sym, args, auxs, x[:BATCH]), atol=0.02)
+    got = _run(mx, mx.sym.load(str(tmp_path / "q-symbol.json")), largs, lauxs, x[:BATCH])
+    onp.testing.assert_array_equal(got, _run(mx, qsym, qargs, qauxs, x[:BATCH]))
+    onp.testing.assert_allclose(got, _run(mx, sym, args, auxs, x[:BATCH]), atol=0.02)
 
 
-def test_excluded_sym_names_keep_a_layer_float32():
-    sym, args, auxs = _model()
-    _, it = _data()
+def test_excluded_sym_names_keep_a_layer_float32(mx):
+    sym, args, auxs = _model(mx)
+    _, it = _data(mx)
     qsym, qargs, _ = quantize_model(sym, args, auxs, calib_mode="naive", calib_data=it,
                                     excluded_sym_names=["conv1"], quantize_mode="full")
     assert qargs["conv1_weight"].dtype == onp.float32
@@ -98,9 +94,9 @@ def test_excluded_sym_names_keep_a_layer_float32():
         quantize_model(sym, args, auxs, excluded_sym_names="conv1")
 
 
-def test_quantize_graph_and_calib_graph_equal_quantize_model():
-    sym, args, auxs = _model()
-    x, it = _data()
+def test_quantize_graph_and_calib_graph_equal_quantize_model(mx):
+    sym, args, auxs = _model(mx)
+    x, it = _data(mx)
     qsym, qargs, qauxs, collector = quantize_graph(sym, args, auxs, calib_mode="naive")
     assert collector is not None
     mod = mx.mod.Module(sym, context=mx.cpu())
@@ -113,39 +109,39 @@ def test_quantize_graph_and_calib_graph_equal_quantize_model():
     csym, cargs, cauxs = calib_graph(qsym, args, auxs, collector, calib_mode="naive")
     rsym, rargs, rauxs = quantize_model(sym, args, auxs, calib_mode="naive", calib_data=it,
                                         quantize_mode="full")
-    onp.testing.assert_array_equal(_run(csym, cargs, cauxs, x[:BATCH]),
-                                   _run(rsym, rargs, rauxs, x[:BATCH]))
+    onp.testing.assert_array_equal(_run(mx, csym, cargs, cauxs, x[:BATCH]),
+                                   _run(mx, rsym, rargs, rauxs, x[:BATCH]))
 
 
-def test_calibration_free_quantization_needs_the_data_shape():
-    sym, args, auxs = _model()
+def test_calibration_free_quantization_needs_the_data_shape(mx):
+    sym, args, auxs = _model(mx)
     with pytest.raises(KilnError, match="needs the data's shape"):
         quantize_model(sym, args, auxs, calib_mode="none")
-    sym, args, auxs = _model(shape=(BATCH, 3, 8, 8))
-    x, _ = _data(BATCH)
+    sym, args, auxs = _model(mx, shape=(BATCH, 3, 8, 8))
+    x, _ = _data(mx, BATCH)
     qsym, qargs, qauxs = quantize_model(sym, args, auxs, calib_mode="none",
                                         quantize_mode="full")
-    onp.testing.assert_allclose(_run(qsym, qargs, qauxs, x), _run(sym, args, auxs, x),
+    onp.testing.assert_allclose(_run(mx, qsym, qargs, qauxs, x), _run(mx, sym, args, auxs, x),
                                 atol=0.02)
 
 
-def test_amp_convert_model_runs_bfloat16_and_honours_excluded_names():
-    sym, args, auxs = _model(shape=(BATCH, 3, 8, 8))
-    x, _ = _data(BATCH)
+def test_amp_convert_model_runs_bfloat16_and_honours_excluded_names(mx):
+    sym, args, auxs = _model(mx, shape=(BATCH, 3, 8, 8))
+    x, _ = _data(mx, BATCH)
     bsym, bargs, bauxs = amp.convert_model(sym, args, auxs, target_dtype="bfloat16",
                                            excluded_sym_names=["conv0"],
                                            cast_optional_params=True)
     ops = _ops(bsym)
     assert ops.count("kiln:conv_bf16") == 1 and "kiln:conv" in ops
     assert "kiln:matmul_bf16" in ops and ops[-1] == "SoftmaxOutput"
-    onp.testing.assert_allclose(_run(bsym, bargs, bauxs, x), _run(sym, args, auxs, x),
+    onp.testing.assert_allclose(_run(mx, bsym, bargs, bauxs, x), _run(mx, sym, args, auxs, x),
                                 atol=0.02)
     assert _ops(amp.convert_symbol(sym, target_dtype="bfloat16")).count("kiln:conv_bf16") == 2
     with pytest.raises(KilnError, match="float16 is a GPU format"):
         amp.convert_model(sym, args, auxs)
 
 
-def _mxnet_model():
+def _mxnet_model(mx):
     """The model whose MXNet 1.9.1 outputs are in fixtures/mxnet/quantize_model_mkldnn_1.9.1
     .json (made by building it in MXNet from these same NumPy values)."""
     rng = onp.random.default_rng(0)
@@ -171,7 +167,7 @@ def _mxnet_model():
     return out, to_nd(args), to_nd(auxs), x
 
 
-def _run_unlabelled(sym, args, auxs, x):
+def _run_unlabelled(mx, sym, args, auxs, x):
     mod = mx.mod.Module(sym, label_names=[], context=mx.cpu())
     mod.bind(data_shapes=[("data", x.shape)], for_training=False)
     mod.set_params(args, auxs)
@@ -180,7 +176,7 @@ def _run_unlabelled(sym, args, auxs, x):
 
 
 @pytest.mark.parametrize("mode", ["naive", "entropy"])
-def test_int8_outputs_as_close_to_float32_as_mxnets(mode):
+def test_int8_outputs_as_close_to_float32_as_mxnets(mx, mode):
     """kiln's quantize_model_mkldnn beside MXNet 1.9.1's on the same model, parameters and
     calibration data (its outputs in the fixture). The mechanisms differ (MXNet quantizes
     the bias and requantizes each layer's calibrated output; kiln keeps the bias float32
@@ -190,14 +186,14 @@ def test_int8_outputs_as_close_to_float32_as_mxnets(mode):
     0.0204 vs 0.0195, on outputs up to 1.41.)"""
     with open(os.path.join(FIXTURES, "mxnet", "quantize_model_mkldnn_1.9.1.json")) as f:
         ref = json.load(f)
-    sym, args, auxs, x = _mxnet_model()
-    fp32 = _run_unlabelled(sym, args, auxs, x[:8])
+    sym, args, auxs, x = _mxnet_model(mx)
+    fp32 = _run_unlabelled(mx, sym, args, auxs, x[:8])
     onp.testing.assert_allclose(fp32, ref["fp32"], atol=1e-5)
     q = quantize_model_mkldnn(sym, args, auxs, label_names=(), calib_mode=mode,
                               calib_data=mx.io.NDArrayIter(x, batch_size=8),
                               num_calib_examples=16, quantized_dtype="auto",
                               quantize_mode="full")
-    got = _run_unlabelled(*q, x[:8])
+    got = _run_unlabelled(mx, *q, x[:8])
     theirs = onp.asarray(ref[f"quantize_model_mkldnn-{mode}"])
     mx_error = onp.abs(theirs - fp32).max()
     assert onp.abs(got - fp32).max() <= 1.5 * mx_error
