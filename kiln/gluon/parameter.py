@@ -298,6 +298,11 @@ class Parameter:
     def list_data(self):
         return [self.data()] * len(self._ctx_list)
 
+    def _reduce(self):
+        """MXNet's copy of the value on the CPU, averaged over the contexts (scripts that
+        save a model call it); kiln keeps one value for every context: a copy of it."""
+        return self.data().copy()
+
     def grad(self, ctx=None):
         tc = trace.current()
         if tc is not None:

@@ -1,7 +1,10 @@
 """`mxnet.base` under the alias: the pure-Python names of MXNet 1.9.1's python/mxnet/base.py
 that user code and MXNet-style libraries import (error classes, type tuples, `py_str`,
-`_as_list`, `_Null`, data directories). The ctypes handles and C-call helpers are left
-out: kiln has no C library behind a `check_call`."""
+`_as_list`, `_Null`, data directories). kiln has no C library: the ctypes type names
+(SymbolHandle, mx_uint, c_str_array, ...) are here for scripts that import them (MXNet's
+quantization example does, and uses none), and `_LIB` is an object whose every function
+raises an error that says so."""
+import ctypes
 import os
 
 import numpy as _np
@@ -103,3 +106,45 @@ class _ClassProperty:
 
     def __get__(self, obj, klass=None):
         return self.fget.__get__(obj, klass if klass is not None else type(obj))()
+
+
+# MXNet's ctypes names: importable, so that scripts importing them run; no C library behind
+mx_uint = ctypes.c_uint
+mx_int = ctypes.c_int
+mx_float = ctypes.c_float
+NDArrayHandle = SymbolHandle = ExecutorHandle = CachedOpHandle = KVStoreHandle = \
+    DataIterHandle = ctypes.c_void_p
+
+
+def c_str(string):
+    """A Python str as a C string (bytes)."""
+    return ctypes.c_char_p(string.encode("utf-8"))
+
+
+def c_str_array(strings):
+    """Python strs as a C array of C strings."""
+    arr = (ctypes.c_char_p * len(strings))()
+    arr[:] = [s.encode("utf-8") for s in strings]
+    return arr
+
+
+def c_array(ctype, values):
+    """A C array of `ctype` holding `values`."""
+    return (ctype * len(values))(*values)
+
+
+class _NoLibrary:
+    """MXNet's `_LIB` (libmxnet.so through ctypes): kiln has none."""
+
+    def __getattr__(self, name):
+        raise MXNetError(f"mxnet.base._LIB.{name}: kiln has no libmxnet C library; its MXNet "
+                         "API is Python (use the Python function that wraps this C call)")
+
+
+_LIB = _NoLibrary()
+
+
+def check_call(ret):
+    """MXNet checks a C call's return code; kiln's calls never reach here (see `_LIB`)."""
+    if ret != 0:
+        raise MXNetError(f"a C call returned {ret}")

@@ -7,8 +7,9 @@ cast node and no pass over a bfloat16 result). A matmul reading a transposed mat
 (Dense's weight.T) reads it where it lies (transpose_b), so the weight is converted once
 and kept. Everything else stays float32: softmax, normalization statistics, losses and
 reductions are not in `allow`, and in a training step the optimizer reads float32 master
-weights and gradients. `deny` (op names, or the names of the nodes' layers) keeps chosen
-nodes in float32, as MXNet's fp32_ops and excluded_sym_names do.
+weights and gradients. `deny` (op names, the names of the nodes' layers, or of a layer's
+weight parameter: how a SymbolBlock's layers are known) keeps chosen nodes in float32, as
+MXNet's fp32_ops and excluded_sym_names do.
 
 Transposes are read where they lie rather than copied, since the bfloat16 kernel converts
 its operands anyway: a transpose of a transpose is the matrix itself (the weight of
@@ -24,6 +25,7 @@ gradient is float32, for the float32 master weight.
 """
 from ..._core.ir import Node, rewrite
 from ..._core.primitive import REGISTRY
+from .quantize import layer_weight
 
 BF16_OPS = {"matmul": "matmul_bf16", "conv": "conv_bf16"}
 DEFAULT_ALLOW = frozenset(BF16_OPS)
@@ -79,6 +81,11 @@ def _bias_add(node, inputs, made, users, outputs):
     return None
 
 
+def _weight_name(node):
+    weight = layer_weight(node)
+    return weight.name if weight is not None else None
+
+
 def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
     """`graph` with its float32 nodes of the ops in `allow` (and not in `deny`, by op or
     node name) run in bfloat16; a bias added to a bfloat16 matmul becomes its argument."""
@@ -97,7 +104,7 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
             return Node(node.op, inputs, dict(node.attrs, bf16=True), node.shape, node.dtype,
                         name=node.name)
         if node.op not in allow or node.op not in BF16_OPS or node.op in deny \
-                or node.name in deny:
+                or node.name in deny or _weight_name(node) in deny:
             return None
         if node.dtype != "float32" or any(i.dtype != "float32" for i in inputs):
             return None

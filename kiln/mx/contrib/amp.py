@@ -7,6 +7,9 @@ reductions), and a training step keeps float32 master weights, gradients and opt
 
     amp.init(target_dtype='bfloat16')           every block hybridized from now on
     amp.convert_hybrid_block(net, 'bfloat16')   one block (returned; converted in place)
+    amp.convert_model(sym, args, auxs, 'bfloat16')  a symbol with its parameters (MXNet's
+                                                Symbol flow: loaded as a SymbolBlock,
+                                                converted, exported: symbol_models.py)
     amp.init_trainer(trainer); with amp.scale_loss(loss, trainer) as scaled: ...
 
 The lists take MXNet's op names (FullyConnected, dot, batch_dot, ...) or kiln's primitive
@@ -18,13 +21,18 @@ format that kiln does not run: asking for it is an error that says so.
 import contextlib
 import sys
 
+import numpy as _np
+
 from ..._core.base import KilnError
 from ...gluon.block import HybridBlock
 from ...gluon.trainer import Trainer
 from ...graph.passes.amp import BF16_OPS
 from ...hybrid.cached import set_default_precision_pipeline, set_precision_pipeline
+from .symbol_models import as_block, as_symbol, declared_shapes, layer_weights, \
+    split_loss_head
 
-__all__ = ["init", "convert_hybrid_block", "init_trainer", "scale_loss", "unscale", "LossScaler",
+__all__ = ["init", "convert_hybrid_block", "convert_model", "convert_symbol", "init_trainer",
+           "scale_loss", "unscale", "LossScaler",
            "list_lp16_ops", "list_fp32_ops", "list_conditional_fp32_ops", "BF16_FUNCS",
            "FP32_FUNCS", "CONDITIONAL_FP32_FUNCS"]
 
@@ -100,6 +108,65 @@ def convert_hybrid_block(block, target_dtype="bfloat16", target_dtype_ops=None, 
     set_precision_pipeline(block, "amp-bfloat16",
                            **_options(target_dtype_ops, fp32_ops, excluded_sym_names))
     return block
+
+
+def convert_model(sym, arg_params, aux_params, target_dtype="float16", target_dtype_ops=None,
+                  fp32_ops=None, conditional_fp32_ops=None, excluded_sym_names=None,
+                  cast_optional_params=False, data_names=None, data_shapes=None):
+    """(symbol, arg_params, aux_params) of the model in mixed precision. The symbol holds
+    kiln's bfloat16 ops (conv_bf16, matmul_bf16: bfloat16 operands, float32 out) where
+    MXNet's holds amp_cast nodes; the parameters stay float32 (the bfloat16 kernels convert
+    a weight once), so cast_optional_params changes nothing. kiln traces the model to
+    convert it: the data shapes come from `data_shapes` or the data variables'
+    `__shape__` attributes (the symbol's arguments that are neither parameters nor a loss
+    head's label), and the result has those shapes."""
+    _target(target_dtype)
+    if conditional_fp32_ops:
+        raise KilnError("amp: conditional_fp32_ops is not supported by kiln")
+    body, head = split_loss_head(sym, [n for n in sym.list_arguments()
+                                       if n.endswith("_label")])
+    known = set(arg_params or ()) | set(aux_params or ()) | ({head.label} if head else set())
+    data_names = list(data_names or [n for n in sym.list_arguments() if n not in known])
+    shapes = list(data_shapes) if data_shapes else declared_shapes(sym, data_names)
+    if shapes is None:
+        raise KilnError("amp.convert_model: kiln converts a traced graph and needs the data's "
+                        f"shape ({data_names}): declare it on the variable (mx.sym.var('data',"
+                        " shape=(1, 3, 224, 224))) or give data_shapes=[(1, 3, 224, 224)]")
+    block = as_block(body, arg_params, aux_params, data_names)
+    weights = layer_weights(sym, excluded_sym_names)
+    convert_hybrid_block(block, target_dtype, target_dtype_ops, fp32_ops,
+                         excluded_sym_names=list(excluded_sym_names or ()) + weights)
+    return as_symbol(block, [_np.zeros(tuple(s), _np.float32) for s in shapes], head)
+
+
+def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=None,
+                   conditional_fp32_ops=None, excluded_sym_names=None, data_names=None,
+                   cast_optional_params=False):
+    """The symbol of convert_model, for a symbol without its parameters: the data variables
+    must declare their shapes (`__shape__`); the parameters' shapes are inferred from them
+    (their values do not change the converted graph)."""
+    _target(target_dtype)
+    arg_params, aux_params = _shaped_zeros(sym, data_names)
+    return convert_model(sym, arg_params, aux_params, target_dtype, target_dtype_ops,
+                         fp32_ops, conditional_fp32_ops, excluded_sym_names,
+                         cast_optional_params, data_names)[0]
+
+
+def _shaped_zeros(sym, data_names):
+    from .. import nd
+    _, head = split_loss_head(sym, [n for n in sym.list_arguments() if n.endswith("_label")])
+    names = list(data_names or [n for n in sym.list_arguments() if not n.endswith(
+        ("_weight", "_bias", "_gamma", "_beta", "_label"))])
+    shapes = declared_shapes(sym, names)
+    if shapes is None:
+        raise KilnError("amp.convert_symbol: kiln converts a traced graph and needs the data's "
+                        f"shape ({names}): declare it on the variable (mx.sym.var('data', "
+                        "shape=(1, 3, 224, 224)))")
+    arg_shapes, _, aux_shapes = sym.infer_shape(**dict(zip(names, shapes)))
+    skip = set(names) | ({head.label} if head else set())
+    args = {n: nd.zeros(s) for n, s in zip(sym.list_arguments(), arg_shapes) if n not in skip}
+    auxs = {n: nd.zeros(s) for n, s in zip(sym.list_auxiliary_states(), aux_shapes)}
+    return args, auxs
 
 
 class LossScaler:

@@ -82,6 +82,11 @@ def _activation(block, x):
     return Activation(x, act_type=block._act_type, name=_name(block))
 
 
+def _flatten(block, x):
+    from . import Flatten
+    return Flatten(x, name=_name(block))
+
+
 def _pool(block, x):
     from . import Pooling
     return Pooling(x, kernel=block._kernel, pool_type=block._pool_type,
@@ -149,7 +154,7 @@ def _symbol_block(block, *args):
 BUILDERS = {nn.Dense: _dense, nn.Conv1D: _conv, nn.Conv2D: _conv, nn.Conv3D: _conv,
             nn.Conv1DTranspose: _conv, nn.Conv2DTranspose: _conv, nn.Conv3DTranspose: _conv,
             nn.BatchNorm: _batch_norm, nn.Embedding: _embedding, nn.Activation: _activation,
-            nn.conv_layers._Pool: _pool,
+            nn.conv_layers._Pool: _pool, nn.Flatten: _flatten,
             loss.SoftmaxCrossEntropyLoss: _softmax_cross_entropy, loss.L2Loss: _l2,
             loss.L1Loss: _l1}
 

@@ -46,3 +46,18 @@ from .harness import (  # noqa: F401
 # whose attributes include MXNet's top-level names such as use_np_shape), not kiln itself
 mx = sys.modules.get("mxnet") if getattr(sys.modules.get("mxnet"), "__kiln_alias__",
                                          False) else kiln
+
+
+def download(url, fname=None, dirname=None, overwrite=False, retries=5):
+    """MXNet's test_utils.download: `url` to `fname` (its last path part by default), in
+    `dirname` when given; a file already there is kept unless `overwrite`. Returns fname."""
+    from ...gluon.utils import download as fetch
+    if fname is None:
+        fname = url.split("/")[-1]
+    if dirname is not None:
+        fname = os.path.join(dirname, fname)
+    if not overwrite and os.path.exists(fname):
+        return fname
+    if os.path.dirname(fname):
+        os.makedirs(os.path.dirname(fname), exist_ok=True)
+    return fetch(url, fname, overwrite=True, retries=retries)
