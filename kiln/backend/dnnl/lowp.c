@@ -8,8 +8,9 @@
    just other strides), y, bias and scale plain.
 
    bfloat16: the caller's a and b are float32 and the primitive reads bfloat16; the op's
-   reorders round them (to nearest even) on the way in: a on every call, b (a weight,
-   passed with a stamp) once. y is float32, written by the primitive itself: no pass over
+   reorders round them (to nearest even) on the way in: a on every call (kept in its own
+   memory order: a transposed a is read transposed by the kernel, not transposed by the
+   reorder), b (a weight, passed with a stamp) once. y is float32, written by the primitive itself: no pass over
    it to widen a bfloat16 result.
    int8: the caller gives a quantized (s8 or u8) and b quantized per output column (s8);
    scale[n] (float32, N values, a runtime argument) carries a's scale times b's column

@@ -16,6 +16,13 @@ Dense's input gradient, W.T.T), a transposed first operand is read in place (tra
 attention's gradients, P.T @ dO), and the transposed product Dense's weight gradient is,
 (X.T @ G).T, becomes G.T @ X, so neither X.T nor the product is copied.
 
+A bfloat16 product's epilogue runs in oneDNN's kernel as post-ops (matmul_bf16's scale,
+gelu and residual attributes) rather than as float32 passes over its result: a scale by a
+constant (attention's scores / sqrt(d): a divisor only when its reciprocal is exact), npx.gelu
+of the product when nothing else reads its pieces (inference; a training step keeps them for
+the gradient), and a float32 tensor of the product's shape added to it (a residual
+connection); each when the product has no other reader, in that order.
+
 In a training step traced forward and backward together the gradient products are
 matmuls too, and run in bfloat16 like PyTorch's autocast runs them; so are the halves of a
 convolution's gradient (conv_grad_data, conv_grad_weight: bf16=True, operands rounded to
