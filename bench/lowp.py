@@ -18,6 +18,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 import warnings
 
 import numpy as onp
@@ -60,6 +61,30 @@ def _safe(rows, name, make, note=""):
         print(f"  ({name}: skipped, {type(exc).__name__}: {str(exc)[:160]})")
 
 
+class _CpuTimed:
+    """A row's callable that adds up its CPU time (time.process_time: every thread of this
+    process), so a shared machine's table says how much work a call took beside how long."""
+
+    def __init__(self, fn):
+        self.fn, self.calls, self.cpu = fn, 0, 0.0
+
+    def __call__(self):
+        start = time.process_time()
+        self.fn()
+        self.cpu += time.process_time() - start
+        self.calls += 1
+
+
+def _side_by_side(rows, **kwargs):
+    """harness.side_by_side with each row's CPU time per call (warm-up included) in its
+    note, and the load average when the rows ran."""
+    timed = [(name, _CpuTimed(fn), note) for name, fn, note in rows]
+    out = harness.side_by_side(timed, **kwargs)
+    load = os.getloadavg()[0]
+    return [(name, t, f"{note} cpu {fn.cpu / max(fn.calls, 1) * 1e3:.1f} ms, load {load:.1f}"
+             .strip()) for (name, t, note), (_, fn, _) in zip(out, timed)]
+
+
 def _kiln_block(build, x, convert=None):
     net = build()
     net.initialize(init.Xavier())
@@ -93,7 +118,7 @@ def resnet_rows(batch, size, quick):
             model, tx, lambda: torch.autocast("cpu", dtype=torch.bfloat16)))
     _safe(rows, "ONNX Runtime float32", lambda: _ort(xv, quantize=False))
     _safe(rows, "ONNX Runtime int8 (static QDQ)", lambda: _ort(xv, quantize=True))
-    return harness.side_by_side(rows, rounds=3 if quick else 5, warmup=2 if quick else 5)
+    return _side_by_side(rows, rounds=3 if quick else 5, warmup=2 if quick else 5)
 
 
 def _ort(xv, quantize):
@@ -191,7 +216,7 @@ def bert_rows(quick):
                     torch.backends.mha.set_fastpath_enabled(True)
             return call
         _safe(rows, "PyTorch dynamic int8 FFN", dynamic)
-    return harness.side_by_side(rows, rounds=3 if quick else 5, warmup=2 if quick else 5)
+    return _side_by_side(rows, rounds=3 if quick else 5, warmup=2 if quick else 5)
 
 
 def _kiln_train(build, x, y, loss_fn, convert):
@@ -258,7 +283,7 @@ def train_rows(size, quick):
                                                                        tloss, False))
         _safe(rows, f"{label}: PyTorch autocast bfloat16", lambda: _torch_train(
             torch, model, tx, ty, tloss, True))
-    return harness.side_by_side(rows, rounds=3 if quick else 5, warmup=1 if quick else 3)
+    return _side_by_side(rows, rounds=3 if quick else 5, warmup=1 if quick else 3)
 
 
 def main(argv):

@@ -23,6 +23,18 @@ def _t_matmul_bf16_bias(a, b, bias, transpose_b=False):
     return _t_matmul_bf16(a, b, transpose_b) + bias
 
 
+def _t_matmul_bf16_epilogue(a, b, *extra, transpose_b=False, scale=1.0, gelu=False,
+                            residual=False):
+    """The epilogue the AMP pass folds in: (a @ b + bias) * scale, GELU (erf's), + r."""
+    torch = pytest.importorskip("torch")
+    y = _t_matmul_bf16(a, b, transpose_b)
+    rest = list(extra)
+    r = rest.pop() if residual else None
+    y = y + rest[0] if rest else y
+    y = torch.nn.functional.gelu(y * scale) if gelu else y * scale
+    return y if r is None else y + r
+
+
 def lowp_cases(C):
     return {
         "matmul_bf16": [C(_f32(5, 7), _f32(7, 3), torch=_t_matmul_bf16, fd=False, tol=1e-5),
@@ -47,7 +59,16 @@ def lowp_cases(C):
                           fd=False, tol=1e-5),
                         # attention's gradients: stacks read transposed in place
                         C(_f32(2, 3, 5, 4), _f32(2, 3, 5, 6), transpose_a=True,
-                          torch=_t_matmul_bf16, fd=False, tol=1e-5)],
+                          torch=_t_matmul_bf16, fd=False, tol=1e-5),
+                        # the epilogue: attention's scale, Dense + GELU, a residual add
+                        C(_f32(2, 3, 4, 5), _f32(2, 3, 6, 5), transpose_b=True, scale=0.125,
+                          torch=_t_matmul_bf16_epilogue, fd=False, tol=1e-5),
+                        C(_f32(2, 5, 7), _f32(3, 7), _f32(3), transpose_b=True, gelu=True,
+                          torch=_t_matmul_bf16_epilogue, fd=False, tol=1e-5),
+                        C(_f32(2, 5, 7), _f32(3, 7), _f32(3), _f32(2, 5, 3), transpose_b=True,
+                          residual=True, torch=_t_matmul_bf16_epilogue, fd=False, tol=1e-5),
+                        C(_f32(5, 7), _f32(7, 3), _f32(5, 3), scale=0.5, gelu=True,
+                          residual=True, torch=_t_matmul_bf16_epilogue, fd=False, tol=1e-5)],
     }
 
 

@@ -216,3 +216,69 @@ def test_compiled_amp_convolutions_equal_eager_bfloat16(backend, onednn):
     if backend == "c" and onednn:
         assert "conv_bf16" in [n.op for n in entry.program.graph.nodes]
     onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _product_then(op, other, shape=(8, 4)):
+    """x @ w.T followed by `op` with `other` (a node, or a scalar made a constant)."""
+    x = Node("input", (), {}, (8, 6), "float32", name="x")
+    w = Node("param", (), {}, (4, 6), "float32", name="w")
+    wt = Node("transpose", (w,), {"axes": (1, 0)}, (6, 4), "float32")
+    y = Node("matmul", (x, wt), {}, (8, 4), "float32", name="dense0")
+    if not isinstance(other, Node):
+        other = Node("const", (), {}, (), "float32", value=onp.array(other, "float32"))
+    return x, w, y, Node(op, (y, other), {}, shape, "float32")
+
+
+def test_a_scale_is_folded_when_its_reciprocal_is_exact():
+    for op, c, folded in (("divide", 8.0, 0.125), ("multiply", 0.3, 0.3), ("divide", 3.0, None)):
+        x, w, _, z = _product_then(op, c)
+        g = to_bfloat16(Graph([x], [w], [z], "scaled"))
+        (mm,) = [n for n in g.nodes if n.op == "matmul_bf16"]
+        if folded is None:      # 1/3 is no float: the divide stays, the graph's own values
+            assert "scale" not in mm.attrs and op in {n.op for n in g.nodes}
+        else:
+            assert mm.attrs["scale"] == onp.float32(folded) and g.outputs == [mm]
+
+
+def test_a_residual_is_folded_unless_the_product_is_read_elsewhere():
+    r = Node("input", (), {}, (8, 4), "float32", name="r")
+    x, w, y, z = _product_then("add", r)
+    g = to_bfloat16(Graph([x, r], [w], [z], "residual"))
+    (mm,) = [n for n in g.nodes if n.op == "matmul_bf16"]
+    assert mm.attrs.get("residual") and mm.inputs[-1] is r and g.outputs == [mm]
+    g = to_bfloat16(Graph([x, r], [w], [z, y], "both"))
+    assert not any(n.attrs.get("residual") for n in g.nodes if n.op == "matmul_bf16")
+    # a bias after a fused scale would be added before it: kept as its own add
+    x, w, _, z = _product_then("multiply", 2.0)
+    b = Node("param", (), {}, (4,), "float32", name="b")
+    g = to_bfloat16(Graph([x], [w, b], [Node("add", (z, b), {}, (8, 4), "float32")], "sb"))
+    assert "add" in {n.op for n in g.nodes}
+
+
+def _gelu_graph(keep_piece):
+    """npx.gelu of a Dense layer, as it traces (with the piece erf reads an output when
+    keep_piece: a training step keeps it for the gradient)."""
+    x, w, b = (Node("input", (), {}, (8, 6), "float32", name="x"),
+                               Node("param", (), {}, (4, 6), "float32", name="w"),
+                               Node("param", (), {}, (4,), "float32", name="b"))
+    wt = Node("transpose", (w,), {"axes": (1, 0)}, (6, 4), "float32")
+    h = Node("add", (Node("matmul", (x, wt), {}, (8, 4), "float32"), b), {}, (8, 4),
+             "float32")
+
+    def const(v):
+        return Node("const", (), {}, (), "float32", value=onp.array(v, "float32"))
+    half = Node("multiply", (const(0.5), h), {}, (8, 4), "float32")
+    inner = Node("multiply", (h, const(1 / onp.sqrt(2))), {}, (8, 4), "float32")
+    e = Node("erf", (inner,), {}, (8, 4), "float32")
+    y = Node("multiply", (half, Node("add", (const(1.0), e), {}, (8, 4), "float32")), {},
+             (8, 4), "float32")
+    return Graph([x], [w, b], [y, e] if keep_piece else [y], "gelu")
+
+
+def test_gelu_of_a_product_is_folded_when_nothing_else_reads_its_pieces():
+    g = to_bfloat16(_gelu_graph(False))
+    (mm,) = [n for n in g.nodes if n.op == "matmul_bf16"]
+    assert mm.attrs.get("gelu") and [i.name for i in mm.inputs] == ["x", "w", "b"]
+    assert g.outputs == [mm]
+    g = to_bfloat16(_gelu_graph(True))
+    assert not any(n.attrs.get("gelu") for n in g.nodes if n.op == "matmul_bf16")

@@ -3,8 +3,9 @@ call into the oneDNN shim's bfloat16 matmul (backend/dnnl/lowp.c), float32 in an
 The op's reorders round the activation to bfloat16 on every call and the weight once: a
 parameter the program does not write gets kiln's weight stamp (heavy.py), so its bfloat16
 copy in oneDNN's packed layout is kept between calls. Dense's weight is read where it lies
-(transpose_b: other strides), as is a weight gradient's activation (transpose_a), and its
-bias, when the AMP pass gave the node one, is the primitive's bias argument.
+(transpose_b: other strides), as is a weight gradient's activation (transpose_a); its
+bias, when the AMP pass gave the node one, is the primitive's bias argument, and its
+epilogue (scale, GELU, a residual added) the primitive's post-ops.
 
 Registered as the op's C lowering (lowering.Heavy) for the nodes oneDNN takes with a real
 kernel; the others (no oneDNN, shapes it does not take, a CPU without bfloat16 kernels)
@@ -61,12 +62,16 @@ def _dims_and_strides(node, ad, stored):
         bd, bs = stored, tuple(strides)
     if 0 in ad or 0 in bd:
         return None
-    return tuple(ad), tuple(contiguous_strides(ad)), tuple(bd), bs, len(node.inputs) == 3
+    attrs = node.attrs
+    bias = len(node.inputs) - bool(attrs.get("residual")) == 3
+    act = dnnl_lowp.ACT_GELU if attrs.get("gelu") else dnnl_lowp.ACT_NONE
+    return (tuple(ad), tuple(contiguous_strides(ad)), tuple(bd), bs, bias, act,
+            float(attrs.get("scale", 1.0)), bool(attrs.get("residual")))
 
 
 def _maker(geo):
     return lambda lib: dnnl_lowp.make_matmul(lib, *geo[:4], dnnl_lowp.BF16, dnnl_lowp.F32,
-                                             geo[4], False)
+                                             *geo[4:])
 
 
 def lowerable(node):
@@ -86,7 +91,10 @@ def lowerable(node):
 
 
 def emit(em, node, storage, weight_ok):
-    args = [f"P[{storage(i)}]" for i in node.inputs] + [f"P[{storage(node)}]"]
+    # the shim's order: a, b, [bias], y, [residual]
+    ins = [f"P[{storage(i)}]" for i in node.inputs]
+    late = 1 if node.attrs.get("residual") else 0
+    args = ins[:len(ins) - late] + [f"P[{storage(node)}]"] + ins[len(ins) - late:]
     op = op_slot(em, _maker(geometry(node)), node)
     stamps = ["0", "kiln_weight_stamp()" if weight_ok(node.inputs[1]) else "0"] + \
         ["0"] * (len(args) - 2)

@@ -8,8 +8,9 @@
    just other strides), y, bias and scale plain.
 
    bfloat16: the caller's a and b are float32 and the primitive reads bfloat16; the op's
-   reorders round them (to nearest even) on the way in: a on every call, b (a weight,
-   passed with a stamp) once. y is float32, written by the primitive itself: no pass over
+   reorders round them (to nearest even) on the way in: a on every call (kept in its own
+   memory order: a transposed a is read transposed by the kernel, not transposed by the
+   reorder), b (a weight, passed with a stamp) once. y is float32, written by the primitive itself: no pass over
    it to widen a bfloat16 result.
    int8: the caller gives a quantized (s8 or u8) and b quantized per output column (s8);
    scale[n] (float32, N values, a runtime argument) carries a's scale times b's column
@@ -45,6 +46,30 @@ static dnnl_memory_desc_t kd_lowp_strided(int nd, const int64_t *dims, const int
   return md;
 }
 
+/* dims of type dt stored in the order the element strides give when they are a dense
+   permutation (a transposed matrix: bfloat16 a read where it lies, as oneDNN's brgemm
+   matmul takes it, after a reorder that only narrows: no transposing reorder, which is
+   several times slower), else plain. */
+static dnnl_memory_desc_t kd_lowp_like(int nd, const int64_t *dims, const int64_t *strides,
+                                       dnnl_data_type_t dt) {
+  int64_t dense[DNNL_MAX_NDIMS];
+  int order[DNNL_MAX_NDIMS];
+  for (int i = 0; i < nd; i++) order[i] = i;
+  for (int i = 1; i < nd; i++)      /* innermost first: by stride, ties by position */
+    for (int j = i; j > 0 && (strides[order[j]] < strides[order[j - 1]] ||
+                              (strides[order[j]] == strides[order[j - 1]] &&
+                               order[j] > order[j - 1])); j--) {
+      int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+    }
+  int64_t step = 1;
+  for (int i = 0; i < nd; i++) {
+    int d = order[i];
+    if (dims[d] != 1 && strides[d] != step) return kd_lowp_plain(nd, dims, dt);
+    dense[d] = step; step *= dims[d];
+  }
+  return kd_lowp_strided(nd, dims, dense, dt);
+}
+
 static dnnl_memory_desc_t kd_lowp_any(int nd, const int64_t *dims, dnnl_data_type_t dt) {
   dnnl_dims_t d;
   for (int i = 0; i < nd; i++) d[i] = dims[i];
@@ -74,54 +99,54 @@ static kd_op *kd_lowp_with_scales(kd_op *op, int int8, const int64_t *scaled, in
 }
 
 /* in_type: KD_BF16 (float32 a and b read as bfloat16), KD_S8 or KD_U8 (a's type; b s8).
-   out_type: KD_F32, or KD_S8 / KD_U8 for an int8 input (requantized). Arguments, in order:
-   a, b, [bias], y, [scale (int8)]. Fails (0, kd_error) on a reference kernel. */
+   out_type: KD_F32, or KD_S8 / KD_U8 for an int8 input (requantized). The epilogue
+   (matmul.c's kd_matmul_epilogue): y = act((a . b + bias) * scale) + residual, act a
+   KD_ACT_* (the AMP pass's fusions: attention's 1/sqrt(d), Dense + GELU, a residual add),
+   the residual a float32 of y's size. Arguments, in order: a, b, [bias], y, [residual],
+   [scale (int8)]. Fails (0, kd_error) on a reference kernel. */
 static kd_op *kd_matmul_lowp_make(int nd, const int64_t *ad, const int64_t *as,
                                   const int64_t *bd, const int64_t *bs, int in_type,
-                                  int out_type, int bias, int act) {
+                                  int out_type, int bias, int act, float scale,
+                                  int residual, int a_like) {
   int64_t yd[3], biasd[3] = {1, 1, 1}, scaled[1] = {bd[nd - 1]};
   for (int i = 0; i < nd - 2; i++) yd[i] = ad[i] > bd[i] ? ad[i] : bd[i];
   yd[nd - 2] = ad[nd - 2]; yd[nd - 1] = bd[nd - 1]; biasd[nd - 1] = bd[nd - 1];
   int int8 = in_type != KD_BF16;
   dnnl_data_type_t at = kd_lowp_type(in_type), bt = int8 ? dnnl_s8 : dnnl_bf16;
   dnnl_data_type_t yt = kd_lowp_type(out_type);
-  dnnl_memory_desc_t am = kd_lowp_plain(nd, ad, at), bm = kd_lowp_any(nd, bd, bt);
+  dnnl_memory_desc_t am = (int8 || !a_like) ? kd_lowp_plain(nd, ad, at)
+                                                 : kd_lowp_like(nd, ad, as, at);
+  dnnl_memory_desc_t bm = kd_lowp_any(nd, bd, bt);
   dnnl_memory_desc_t ym = kd_lowp_plain(nd, yd, yt);
   dnnl_memory_desc_t biasm = bias ? kd_lowp_plain(nd, biasd, dnnl_f32) : 0;
+  dnnl_memory_desc_t resm = residual ? kd_lowp_plain(nd, yd, dnnl_f32) : 0;
   dnnl_primitive_attr_t attr = kd_attr();
-  dnnl_post_ops_t po = 0;
   dnnl_primitive_desc_t pd = 0;
   dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
   int args[KD_MAX_ARGS], outs[KD_MAX_ARGS] = {0}, nargs = 0;
   if (kd_init()) goto fail;
-  if (!am || !bm || !ym || !attr || (bias && !biasm)) {
+  if (!am || !bm || !ym || !attr || (bias && !biasm) || (residual && !resm)) {
     snprintf(kd_message, sizeof kd_message, "low-precision matmul: bad dims");
     goto fail;
   }
   if (int8) KD_TRY(dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_WEIGHTS, 1 << (nd - 1)));
-  if (act) {
-    KD_TRY(dnnl_post_ops_create(&po));
-    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f));
-    KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
-  }
+  if (kd_matmul_epilogue(attr, act, scale, resm)) goto fail;
   KD_TRY(dnnl_matmul_primitive_desc_create(&pd, kd_engine, am, bm, biasm, ym, attr));
-  const char *impl = 0;
-  KD_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
-  snprintf(kd_impl, sizeof kd_impl, "%s", impl ? impl : "");
-  if (!impl || !strncmp(impl, "ref", 3)) {
-    snprintf(kd_message, sizeof kd_message,
-             "low-precision matmul: only oneDNN's reference kernel (%s)", kd_impl);
-    goto fail;
-  }
+  if (kd_real_kernel(pd, "low-precision matmul")) goto fail;
   /* the caller's float32 for bfloat16 (the reorders round), its own type for int8 */
   args[0] = DNNL_ARG_SRC; user[0] = kd_lowp_strided(nd, ad, as, int8 ? at : dnnl_f32);
   args[1] = DNNL_ARG_WEIGHTS; user[1] = kd_lowp_strided(nd, bd, bs, int8 ? dnnl_s8 : dnnl_f32);
   nargs = 2;
   if (bias) { args[nargs] = DNNL_ARG_BIAS; user[nargs] = kd_lowp_plain(nd, biasd, dnnl_f32); nargs++; }
   args[nargs] = DNNL_ARG_DST; outs[nargs] = 1; user[nargs] = kd_lowp_plain(nd, yd, yt); nargs++;
+  if (residual) {   /* the binary add is the epilogue's last post-op */
+    args[nargs] = DNNL_ARG_ATTR_MULTIPLE_POST_OP((scale != 1.0f) + (act != KD_ACT_NONE)) |
+                  DNNL_ARG_SRC_1;
+    user[nargs] = kd_lowp_plain(nd, yd, dnnl_f32); nargs++;
+  }
   dnnl_memory_desc_destroy(am); dnnl_memory_desc_destroy(bm); dnnl_memory_desc_destroy(ym);
   if (biasm) dnnl_memory_desc_destroy(biasm);
-  if (po) dnnl_post_ops_destroy(po);
+  if (resm) dnnl_memory_desc_destroy(resm);
   dnnl_primitive_attr_destroy(attr);
   return kd_lowp_with_scales(kd_make(pd, nargs, args, outs, user), int8, scaled,
                              DNNL_ARG_WEIGHTS);
@@ -130,7 +155,7 @@ fail:
   if (bm) dnnl_memory_desc_destroy(bm);
   if (ym) dnnl_memory_desc_destroy(ym);
   if (biasm) dnnl_memory_desc_destroy(biasm);
-  if (po) dnnl_post_ops_destroy(po);
+  if (resm) dnnl_memory_desc_destroy(resm);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (pd) dnnl_primitive_desc_destroy(pd);
   for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
@@ -138,13 +163,18 @@ fail:
 }
 
 kd_op *kd_matmul_lowp(int nd, const int64_t *ad, const int64_t *as, const int64_t *bd,
-                      const int64_t *bs, int in_type, int out_type, int bias, int act) {
+                      const int64_t *bs, int in_type, int out_type, int bias, int act,
+                      float scale, int residual) {
   if (nd < 2 || nd > 3) {
     snprintf(kd_message, sizeof kd_message, "low-precision matmul over %d dims (2 or 3)", nd);
     return 0;
   }
   int before = kd_enter();
-  kd_op *op = kd_matmul_lowp_make(nd, ad, as, bd, bs, in_type, out_type, bias, act);
+  kd_op *op = kd_matmul_lowp_make(nd, ad, as, bd, bs, in_type, out_type, bias, act,
+                                   scale, residual, 1);
+  if (!op && in_type == KD_BF16)    /* a kernel that wants a plain a: a reorder transposes */
+    op = kd_matmul_lowp_make(nd, ad, as, bd, bs, in_type, out_type, bias, act, scale,
+                             residual, 0);
   kd_leave(before);
   return op;
 }
@@ -229,14 +259,7 @@ static kd_op *kd_conv_lowp_make(int nsp, const int64_t *xd, const int64_t *wd,
   if (po) KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
   KD_TRY(dnnl_convolution_forward_primitive_desc_create(&pd, kd_engine,
       dnnl_forward_inference, dnnl_convolution_direct, xa, wa, ba, ya, st, dl, pl, ph, attr));
-  const char *impl = 0;
-  KD_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
-  snprintf(kd_impl, sizeof kd_impl, "%s", impl ? impl : "");
-  if (!impl || !strncmp(impl, "ref", 3)) {
-    snprintf(kd_message, sizeof kd_message,
-             "low-precision conv: only oneDNN's reference kernel (%s)", kd_impl);
-    goto fail;
-  }
+  if (kd_real_kernel(pd, "low-precision conv")) goto fail;
   args[0] = DNNL_ARG_SRC; user[0] = kd_lowp_act(nsp + 2, xd, int8 ? xt : dnnl_f32, cl);
   args[1] = DNNL_ARG_WEIGHTS; user[1] = kd_lowp_plain(wnd, wg, int8 ? dnnl_s8 : dnnl_f32);
   nargs = 2;

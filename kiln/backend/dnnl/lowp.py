@@ -18,6 +18,7 @@ from . import ops as _shim_ops
 from .library import shim
 
 F32, BF16, S8, U8 = 0, 1, 2, 3      # lowp.c's KD_F32, KD_BF16, KD_S8, KD_U8
+ACT_NONE, ACT_RELU, ACT_GELU = 0, 1, 2     # matmul.c's KD_ACT_*
 TYPE_CODES = {_np.dtype(_np.float32): F32, _np.dtype(_np.int8): S8,
               _np.dtype(_np.uint8): U8}
 
@@ -41,7 +42,7 @@ def _lib():
                 i64p = ctypes.POINTER(ctypes.c_int64)
                 lib.kd_matmul_lowp.restype = ctypes.c_void_p
                 lib.kd_matmul_lowp.argtypes = [ctypes.c_int, i64p, i64p, i64p, i64p] + \
-                    [ctypes.c_int] * 4
+                    [ctypes.c_int] * 4 + [ctypes.c_float, ctypes.c_int]
                 lib.kd_conv_lowp.restype = ctypes.c_void_p
                 lib.kd_conv_lowp.argtypes = [ctypes.c_int] + [i64p] * 7 + [ctypes.c_int64] + \
                     [ctypes.c_int] * 6 + [ctypes.c_float]
@@ -56,11 +57,15 @@ def isa():
     return lib.kd_isa().decode() if lib is not None else None
 
 
-def make_matmul(lib, a_dims, a_strides, b_dims, b_strides, in_type, out_type, bias, relu):
-    """A new shim op (0 on failure): arguments a, b, [bias], y, [scale (int8)]."""
+def make_matmul(lib, a_dims, a_strides, b_dims, b_strides, in_type, out_type, bias, act,
+                scale=1.0, residual=False):
+    """A new shim op (0 on failure) for y = act((a . b + bias) * scale) + residual, act
+    ACT_NONE, ACT_RELU (or a bool: ReLU or none) or ACT_GELU (erf's): arguments a, b,
+    [bias], y, [residual], [scale (int8)]."""
     i64 = _shim_ops._i64
     return lib.kd_matmul_lowp(len(a_dims), i64(a_dims), i64(a_strides), i64(b_dims),
-                              i64(b_strides), in_type, out_type, int(bias), int(relu))
+                              i64(b_strides), in_type, out_type, int(bias), int(act),
+                              float(scale), int(residual))
 
 
 def make_conv(lib, x_shape, w_shape, y_shape, stride, dilation, pad, groups, in_type, bias,
@@ -196,9 +201,9 @@ def _run(key, make, arrays, keep_weight):
     return True
 
 
-def matmul_bf16(a, b, bias=None):
-    """float32 a @ b with a and b rounded to bfloat16, in float32, plus bias (N,) when
-    given; None when not taken."""
+def matmul_bf16(a, b, bias=None, scale=1.0, gelu=False, residual=None):
+    """float32 gelu?((a @ b + bias) * scale) + residual with a and b rounded to bfloat16,
+    in float32 (bias (N,) and residual, of y's shape, when given); None when not taken."""
     lib = _lib()
     if lib is None or a.dtype != _np.float32 or b.dtype != _np.float32 or not a.size \
             or not b.size:
@@ -210,16 +215,21 @@ def matmul_bf16(a, b, bias=None):
     if min(a2.strides) < 0 or min(b2.strides) < 0:
         return None
     ad, bd = a2.shape, b2.shape
+    act = ACT_GELU if gelu else ACT_NONE
     key = ("bfloat16 matmul", ad, _element_strides(a2), bd, _element_strides(b2),
-           bias is not None)
+           bias is not None, act, float(scale), residual is not None)
 
     def make(lib):
-        return make_matmul(lib, ad, key[2], bd, key[4], BF16, F32, bias is not None, False)
-    y = _np.empty((max(ad[0], bd[0]), ad[1], bd[2]) if len(ad) == 3 else (ad[0], bd[1]),
-                  _np.float32)
+        return make_matmul(lib, ad, key[2], bd, key[4], BF16, F32, bias is not None, act,
+                           scale, residual is not None)
+    y_shape = (max(ad[0], bd[0]), ad[1], bd[2]) if len(ad) == 3 else (ad[0], bd[1])
+    y = _np.empty(y_shape, _np.float32)
     keep = b2 if b2.base is None and b2.flags.c_contiguous else None
     arrays = [a2, b2] + ([_np.ascontiguousarray(bias, dtype=_np.float32)]
                          if bias is not None else []) + [y]
+    if residual is not None:
+        arrays.append(_np.ascontiguousarray(_np.broadcast_to(residual, out_shape),
+                                            _np.float32).reshape(y_shape))
     if not _run(key, make, arrays, keep):
         return None
     return y.reshape(out_shape)

@@ -14,6 +14,44 @@ static dnnl_memory_desc_t kd_strided(int nd, const int64_t *dims, const int64_t 
   return md;
 }
 
+/* A matmul's epilogue as oneDNN post-ops on attr, in this order: y * scale (when not 1),
+   the activation (KD_ACT_*), + a second tensor of y's size described by add (when given:
+   a binary post-op: its argument is DNNL_ARG_ATTR_MULTIPLE_POST_OP(the number of post-ops
+   before it) | DNNL_ARG_SRC_1). Shared by the float32 matmuls here and the low-precision
+   ones (lowp.c). 0, or -1 with kd_message set. */
+enum { KD_ACT_NONE = 0, KD_ACT_RELU = 1, KD_ACT_GELU = 2 };
+
+static int kd_matmul_epilogue(dnnl_primitive_attr_t attr, int act, float scale,
+                              const_dnnl_memory_desc_t add) {
+  dnnl_post_ops_t po = 0;
+  if (act == KD_ACT_NONE && scale == 1.0f && !add) return 0;
+  KD_TRY(dnnl_post_ops_create(&po));
+  if (scale != 1.0f) KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_linear, scale, 0.0f));
+  if (act == KD_ACT_RELU) KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f));
+  if (act == KD_ACT_GELU)
+    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_gelu_erf, 0.0f, 0.0f));
+  if (add) KD_TRY(dnnl_post_ops_append_binary(po, dnnl_binary_add, add));
+  KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
+  dnnl_post_ops_destroy(po);
+  return 0;
+fail:
+  if (po) dnnl_post_ops_destroy(po);
+  return -1;
+}
+
+/* 0 when pd has a real kernel (named in kd_impl); -1 with kd_message naming `what` when
+   oneDNN has only its reference kernel: slower than kiln's own loops or NumPy. */
+static int kd_real_kernel(const_dnnl_primitive_desc_t pd, const char *what) {
+  const char *impl = 0;
+  KD_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
+  snprintf(kd_impl, sizeof kd_impl, "%s", impl ? impl : "");
+  if (impl && strncmp(impl, "ref", 3)) return 0;
+  snprintf(kd_message, sizeof kd_message, "%s: only oneDNN's reference kernel (%s)", what,
+           kd_impl);
+fail:
+  return -1;
+}
+
 /* y = act(a . b + bias) over nd = 2 or 3 dims (a batch dim first: 1 in a or b broadcasts).
    a: (.., M, K), b: (.., K, N), each with its own element strides (a transpose read in
    place is just other strides); y: (batch, M, N) with rows ldc apart (a block of columns
@@ -32,7 +70,6 @@ static kd_op *kd_matmul_make(int nd, const int64_t *ad, const int64_t *as,
   dnnl_memory_desc_t bm = pack ? kd_any(nd, bd) : kd_strided(nd, bd, bs);
   dnnl_memory_desc_t biasm = bias ? kd_plain(nd, biasd) : 0;
   dnnl_primitive_attr_t attr = kd_attr();
-  dnnl_post_ops_t po = 0;
   dnnl_primitive_desc_t pd = 0;
   dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
   int args[KD_MAX_ARGS], outs[KD_MAX_ARGS] = {0}, nargs = 0;
@@ -41,20 +78,9 @@ static kd_op *kd_matmul_make(int nd, const int64_t *ad, const int64_t *as,
     snprintf(kd_message, sizeof kd_message, "matmul: bad dims or strides");
     goto fail;
   }
-  if (act) {
-    KD_TRY(dnnl_post_ops_create(&po));
-    KD_TRY(dnnl_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f));
-    KD_TRY(dnnl_primitive_attr_set_post_ops(attr, po));
-  }
+  if (kd_matmul_epilogue(attr, act ? KD_ACT_RELU : KD_ACT_NONE, 1.0f, 0)) goto fail;
   KD_TRY(dnnl_matmul_primitive_desc_create(&pd, kd_engine, am, bm, biasm, ym, attr));
-  const char *impl = 0;
-  KD_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
-  snprintf(kd_impl, sizeof kd_impl, "%s", impl ? impl : "");
-  if (!impl || !strncmp(impl, "ref", 3)) {
-    snprintf(kd_message, sizeof kd_message, "matmul: only oneDNN's reference kernel (%s)",
-             kd_impl);
-    goto fail;
-  }
+  if (kd_real_kernel(pd, "matmul")) goto fail;
   args[0] = DNNL_ARG_SRC; user[0] = kd_strided(nd, ad, as);
   args[1] = DNNL_ARG_WEIGHTS; user[1] = kd_strided(nd, bd, bs);
   nargs = 2;
@@ -62,7 +88,6 @@ static kd_op *kd_matmul_make(int nd, const int64_t *ad, const int64_t *as,
   args[nargs] = DNNL_ARG_DST; outs[nargs] = 1; user[nargs] = kd_strided(nd, yd, ys); nargs++;
   dnnl_memory_desc_destroy(am); dnnl_memory_desc_destroy(bm); dnnl_memory_desc_destroy(ym);
   if (biasm) dnnl_memory_desc_destroy(biasm);
-  if (po) dnnl_post_ops_destroy(po);
   dnnl_primitive_attr_destroy(attr);
   return kd_make(pd, nargs, args, outs, user);
 fail:
@@ -70,7 +95,6 @@ fail:
   if (bm) dnnl_memory_desc_destroy(bm);
   if (ym) dnnl_memory_desc_destroy(ym);
   if (biasm) dnnl_memory_desc_destroy(biasm);
-  if (po) dnnl_post_ops_destroy(po);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (pd) dnnl_primitive_desc_destroy(pd);
   for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);

@@ -17,12 +17,23 @@ Dense's input gradient, W.T.T), a transposed first operand is read in place (tra
 attention's gradients, P.T @ dO), and the transposed product Dense's weight gradient is,
 (X.T @ G).T, becomes G.T @ X, so neither X.T nor the product is copied.
 
+A bfloat16 product's epilogue runs in oneDNN's kernel as post-ops (matmul_bf16's scale,
+gelu and residual attributes) rather than as float32 passes over its result: a scale by a
+constant (attention's scores / sqrt(d): a divisor only when its reciprocal is exact), npx.gelu
+of the product when nothing else reads its pieces (inference; a training step keeps them for
+the gradient), and a float32 tensor of the product's shape added to it (a residual
+connection); each when the product has no other reader, in that order.
+
 In a training step traced forward and backward together the gradient products are
 matmuls too, and run in bfloat16 like PyTorch's autocast runs them; so are the halves of a
 convolution's gradient (conv_grad_data, conv_grad_weight: bf16=True, operands rounded to
 bfloat16, float32 out), which oneDNN runs as bfloat16 backward kernels. The weight
 gradient is float32, for the float32 master weight.
 """
+import math
+
+import numpy as np
+
 from ..._core.ir import Node, rewrite
 from ..._core.primitive import REGISTRY
 from .quantize import layer_weight
@@ -74,10 +85,109 @@ def _bias_add(node, inputs, made, users, outputs):
         original = made.get(id(mm))
         if (original is not None and len(mm.inputs) == 2 and mm.shape == node.shape
                 and not mm.attrs.get("transpose_a")
+                and not any(mm.attrs.get(k) for k in EPILOGUE)
                 and len(users[id(original)]) == 1 and id(original) not in outputs
                 and bias.dtype == "float32" and bias.shape == (node.shape[-1],)):
-            return Node("matmul_bf16", mm.inputs + (bias,), mm.attrs, node.shape, node.dtype,
-                        name=mm.name)
+            new = Node("matmul_bf16", mm.inputs + (bias,), mm.attrs, node.shape, node.dtype,
+                       name=mm.name)
+            made[id(new)] = node
+            return new
+    return None
+
+
+EPILOGUE = ("scale", "gelu", "residual")     # matmul_bf16's post-ops, in their order
+GELU_C = float(np.float32(1.0 / math.sqrt(2.0)))     # npx.gelu's 1/sqrt(2), as it traces
+
+
+def _sole_product(mm, made, users, outputs, after=(), readers=1):
+    """Is mm (a node of the new graph) a matmul_bf16 this pass made, read by `readers`
+    nodes of the graph (the ones being fused) and not an output, with none of the epilogue
+    that would have to come after the part being fused (`after`)?"""
+    original = made.get(id(mm))
+    return (original is not None and len(users[id(original)]) == readers
+            and id(original) not in outputs and not mm.attrs.get("transpose_a")
+            and not any(mm.attrs.get(k) for k in after))
+
+
+def _scalar(n):
+    if n.op != "const" or n.value is None or n.value.size != 1:
+        return None
+    return float(n.value.reshape(()))
+
+
+def _with_epilogue(node, mm, attrs, made, extra=()):
+    new = Node("matmul_bf16", mm.inputs + extra, dict(mm.attrs, **attrs), node.shape,
+               node.dtype, name=mm.name)
+    made[id(new)] = node
+    return new
+
+
+def _scaled(node, inputs, made, users, outputs):
+    """matmul_bf16(..., scale=s) for the product times or divided by a scalar constant
+    (attention's scores / sqrt(d)); a divisor only when 1/c is exact (a power of two), so
+    the values are the graph's own."""
+    if node.op not in ("multiply", "divide") or len(inputs) != 2:
+        return None
+    for k in ((0, 1) if node.op == "multiply" else (0,)):
+        mm, c = inputs[k], _scalar(inputs[1 - k])
+        if c is None or not _sole_product(mm, made, users, outputs, EPILOGUE[1:]) \
+                or mm.shape != node.shape or c == 0.0:
+            continue
+        if node.op == "divide":
+            mantissa, _ = math.frexp(c)
+            if abs(mantissa) != 0.5:
+                return None
+            c = 1.0 / c
+        scale = float(np.float32(mm.attrs.get("scale", 1.0) * c))
+        return _with_epilogue(node, mm, {"scale": scale}, made)
+    return None
+
+
+def _gelu_input(node):
+    """h when `node` (of the original graph) is npx.gelu(h) as it traces: (0.5 * h) *
+    (1 + erf(h * (1/sqrt 2))), either way round; else None."""
+    if node.op != "multiply" or len(node.inputs) != 2:
+        return None
+    for half, rest in (node.inputs, node.inputs[::-1]):
+        if half.op != "multiply" or rest.op != "add":
+            continue
+        h = [i for i in half.inputs if _scalar(i) != 0.5]
+        one = [i for i in rest.inputs if _scalar(i) == 1.0]
+        e = [i for i in rest.inputs if i.op == "erf"]
+        if len(h) != 1 or len(half.inputs) != 2 or not one or not e:
+            continue
+        arg = e[0].inputs[0]
+        if arg.op == "multiply" and h[0] in arg.inputs and any(
+                _scalar(i) is not None and abs(_scalar(i) - GELU_C) < 1e-7
+                for i in arg.inputs):
+            return h[0], (half, rest, e[0], arg)
+    return None
+
+
+def _gelu(node, inputs, made, users, outputs, mapping):
+    """matmul_bf16(..., gelu=True) for npx.gelu of a product whose pieces nothing else reads
+    (inference: a training step keeps them for the gradient)."""
+    found = _gelu_input(node)
+    if found is None:
+        return None
+    h, pieces = found
+    mm = mapping.get(id(h))
+    if mm is None or not _sole_product(mm, made, users, outputs, EPILOGUE[1:], readers=2) \
+            or any(len(users[id(p)]) != 1 or id(p) in outputs for p in pieces):
+        return None
+    return _with_epilogue(node, mm, {"gelu": True}, made)
+
+
+def _residual(node, inputs, made, users, outputs):
+    """matmul_bf16(..., r, residual=True) for r + product, r float32 of the sum's shape
+    (a transformer's residual connection)."""
+    if node.op != "add" or len(inputs) != 2:
+        return None
+    for k in (0, 1):
+        mm, r = inputs[k], inputs[1 - k]
+        if _sole_product(mm, made, users, outputs, EPILOGUE[2:]) and r is not mm \
+                and mm.shape == node.shape == r.shape and r.dtype == "float32":
+            return _with_epilogue(node, mm, {"residual": True}, made, (r,))
     return None
 
 
@@ -91,11 +201,15 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
     node name) run in bfloat16; a bias added to a bfloat16 matmul becomes its argument."""
     deny = frozenset(deny)
     users, outputs = graph.consumers(), {id(o) for o in graph.outputs}
-    made = {}       # id(a matmul_bf16 made here) -> the matmul it replaced
+    made = {}       # id(a matmul_bf16 made here) -> the node of the graph it stands for
+    mapping = {}
 
     def replace(node, inputs):
         fused = _bias_add(node, inputs, made, users, outputs) or \
-            _transposed_product(node, inputs, made, users, outputs)
+            _transposed_product(node, inputs, made, users, outputs) or \
+            _scaled(node, inputs, made, users, outputs) or \
+            _gelu(node, inputs, made, users, outputs, mapping) or \
+            _residual(node, inputs, made, users, outputs)
         if fused is not None:
             return fused
         if node.op in CONV_GRADS and "conv" in allow and "conv" not in deny \
@@ -129,7 +243,7 @@ def to_bfloat16(graph, allow=DEFAULT_ALLOW, deny=()):
     if not any((n.op in allow and n.op in BF16_OPS) or (n.op in CONV_GRADS and "conv" in allow)
                for n in graph.nodes):
         return graph
-    return rewrite(graph, replace)
+    return rewrite(graph, replace, mapping)
 
 
 def eager_substitute(allow=DEFAULT_ALLOW, deny=()):
