@@ -188,7 +188,9 @@ class SymInt:
         return float(self.concrete())
 
     def __bool__(self):
-        return self.concrete() != 0
+        # `if nbytes:` asks whether the size is zero, not its value: guarding the value
+        # would pin the program to this one size
+        return self._compare(0, "!=")
 
     def __format__(self, spec):
         render = getattr(_local, "render", None)
