@@ -15,8 +15,9 @@ compiled for an object called once measures nothing. Without a GPU, d2l.try_all_
 returns [cpu()] (the BERT chapters split each batch over it).
 
 At exit each section prints, per hybridized block (its path under the top-level block),
-the traces made (`kiln.programs` gives the programs; the policy's build log gives every
-trace with its signature and why no earlier program served it), then the totals:
+the traces made (every trace and compile, a symbolic attempt that failed included), the
+programs it holds (`kiln.programs`) and, with --verbose, the shape policy's build log:
+each signature built and why no earlier program served it. Then the totals:
 
     D2L-PROGRAMS traces=27 programs=25 blocks=9
 
@@ -42,8 +43,14 @@ def _hybridize_top_level_blocks(verbose):
     from kiln._core import trace
     from kiln.gluon.block import Block, HybridBlock, _deref
     from kiln.gluon.loss import Loss
+    from kiln.hybrid.cached import CachedFunction
     roots = []
     plain_call = Block.__call__
+    build_for = CachedFunction._build_for
+    def counted_build_for(self, *args, **kwargs):   # every trace, failed ones included
+        self.__dict__["d2l_traces"] = self.__dict__.get("d2l_traces", 0) + 1
+        return build_for(self, *args, **kwargs)
+    CachedFunction._build_for = counted_build_for
     def call(self, *args, **kwargs):
         if not trace.active() and not self.__dict__.get("_d2l_roots_seen") \\
                 and not _depth[0] and not isinstance(self, Loss):
@@ -73,12 +80,13 @@ def _hybridize_top_level_blocks(verbose):
                 cached = block.__dict__.get("_kiln_cached")
                 if not isinstance(block, HybridBlock) or cached is None:
                     continue
-                builds = cached.policy.builds
+                builds = getattr(cached.policy, "builds", [])   # kiln's build log
+                n_traces = cached.__dict__.get("d2l_traces", 0)
                 n_programs = len(kiln.programs(block))
                 blocks += 1
-                traces += len(builds)
+                traces += n_traces
                 programs += n_programs
-                print(f"D2L-BLOCK {path} ({type(block).__name__}): {len(builds)} trace(s), "
+                print(f"D2L-BLOCK {path} ({type(block).__name__}): {n_traces} trace(s), "
                       f"{n_programs} program(s)", flush=True)
                 for b in builds:
                     reasons[b.why.split(":")[0]] += 1

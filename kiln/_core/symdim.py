@@ -452,6 +452,17 @@ def provably(a, op, b):
     return Guard(_lift(a)[0], op, _lift(b)[0], True, "").always_holds()
 
 
+def difference(a, b):
+    """a - b for sizes, as an int when the symbols cancel (the length of a window
+    [offset, offset + n) of a flat layout is n, not an expression equal to it)."""
+    d = a - b
+    if isinstance(d, SymInt):
+        poly = _polynomial(d.expr)
+        if poly is not None and not any(c for mono, c in poly.items() if mono):
+            return poly.get((), 0)
+    return d
+
+
 def is_symbolic(dim):
     return isinstance(dim, SymInt)
 
