@@ -10,7 +10,7 @@ as a hybridized one does); fn(prim, arrays, attrs) gives (primitive, attrs) or N
 import numpy as _np
 
 from . import autograd
-from .symdim import SymInt
+from .symdim import mentions_symbolic
 from .base import DEFAULT_FLOAT, DEFAULT_INT, KilnError, op_error
 from .ndarray import ndarray, as_array
 from .primitive import REGISTRY
@@ -68,15 +68,7 @@ def _is_symbolic(prim, arrays, attrs):
             return True
     # a random draw inside a trace must stay in the graph, not become a frozen constant;
     # so must an array made to a symbolic size (zeros of a traced shape in a gradient rule)
-    return (prim.random or attrs and _sized_by_symbols(attrs)) and trace.current() is not None
-
-
-def _sized_by_symbols(attrs):
-    for value in attrs.values():
-        if isinstance(value, SymInt) or type(value) in (tuple, list) and any(
-                isinstance(v, SymInt) for v in value):
-            return True
-    return False
+    return (prim.random or attrs and mentions_symbolic(attrs)) and trace.current() is not None
 
 
 _eager_substitute = [None]

@@ -8,7 +8,7 @@ from . import trace
 from .base import GraphBreak, KilnError, op_error
 from .ndarray import ndarray
 from .primitive import REGISTRY
-from .symdim import difference, is_symbolic, provably, same_shape
+from .symdim import difference, is_symbolic, provably, same_at_every_size, same_shape
 from .writes import arrays_written
 
 
@@ -77,9 +77,7 @@ def basic_plan(shape, key):
         dim += 1
     plan.begin, plan.end, plan.step = tuple(begin), tuple(end), tuple(step)
     plan.out_shape, plan.sliced_shape = tuple(out_shape), tuple(sliced)
-    plan.identity = all(s == 1 for s in step) and len(sliced) == len(shape) and all(
-        n is d or (provably(n, "==", d) if is_symbolic(n) or is_symbolic(d) else n == d)
-        for n, d in zip(sliced, shape))
+    plan.identity = all(s == 1 for s in step) and same_at_every_size(sliced, shape)
     return plan
 
 
