@@ -3,7 +3,7 @@
 Three policies (`hybridize(...)` flags, MXNet's and torch.compile's meanings):
 - `static_shape=True`: one program per input shape, as before;
 - default ("auto"): the first call specializes; when a later call differs from an earlier
-  one only in some sizes (same structure, dtypes and ranks; in any mode, with or without
+  one only in some sizes (same structure and ranks; in any mode, dtype, with or without
   gradients: a size that varied in training varies in prediction too), the next program
   is built with every size symbolic, as dynamic=True, and the trace pins by guards the
   sizes it needs concrete (a weight's, a reshape's): sizes that vary later (the length
@@ -56,8 +56,9 @@ class ShapePolicy:
 
     @staticmethod
     def family(relaxed):
-        """The calls whose sizes are compared: a relaxed key without mode and gradients."""
-        return None if relaxed is None else relaxed[:2]
+        """The calls whose sizes are compared: structure and ranks (not dtypes, mode or
+        gradients: token ids given as floats in training and as ints later vary alike)."""
+        return None if relaxed is None else (relaxed[0], tuple(r for r, _ in relaxed[1]))
 
     def observe(self, key):
         """Note a call's signature; returns its relaxed key."""
