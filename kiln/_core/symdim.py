@@ -268,10 +268,10 @@ class Guard:
     def kind(self):
         """'specialized' (a symbol pinned to a value), 'equal-to', 'divisible-by' or
         'condition'."""
-        if self.lhs[0] == "%" and self.rhs == ("const", 0) and self.op == "==" \
-                and self.outcome:
+        equal = self.op == ("==" if self.outcome else "!=")    # (`s != 8` failed: s == 8)
+        if self.lhs[0] == "%" and self.rhs == ("const", 0) and equal:
             return "divisible-by"
-        if self.op == "==" and self.outcome and self.lhs[0] == "sym":
+        if equal and self.lhs[0] == "sym":
             return "specialized" if self.rhs[0] == "const" else "equal-to"
         return "condition"
 
