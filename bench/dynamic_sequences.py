@@ -1,14 +1,15 @@
 """Benchmark: one compiled program for every batch and sequence length (issue 29), for
 sequence models on the C backend (bench/dynamic.py does the MLP).
 
-python -m kiln bench dynamic_sequences [--model encoder|lstm|both] [--quick]
+python -m kiln bench dynamic_sequences [--model encoder|lstm|lstm-train|both] [--quick]
 - encoder: a BERT-style layer (bench/transformer_models.py's BertLayer, hidden 256, 4
   heads, ffn 1024) over batch x length pairs; lstm: a 2-layer LSTM (hidden 128, input
-  64, batch 16, TNC) over lengths 1..100;
+  64, batch 16, TNC) over lengths 1..100; lstm-train: its training step (forward and
+  backward under autograd.record(), the gradients of the input and the weights);
 - the programs hybridize makes for the sweep of sizes in order, with the default policy
   (symbolic once sizes vary) and with static_shape=True (one program per size);
-- the steady-state time per inference call at a few sizes of a specialized program
-  (static_shape=True) and of the one symbolic program, timed side by side
+- the steady-state time per call (per training step for lstm-train) at a few sizes of a
+  specialized program (static_shape=True) and of the one symbolic program, timed side by side
   (harness.side_by_side), with their ratio.
 """
 import argparse
@@ -23,7 +24,7 @@ import harness  # noqa: E402
 from transformer_models import BertLayer  # noqa: E402
 
 import kiln  # noqa: E402
-from kiln import np  # noqa: E402
+from kiln import autograd, np  # noqa: E402
 from kiln.gluon import rnn  # noqa: E402
 
 
@@ -49,10 +50,23 @@ MODELS = {
     "lstm": (_lstm, lambda t: (t, 16, 64), list(range(1, 101)), [10, 35, 100],
              {0: {0: "length"}}),
 }
+MODELS["lstm-train"] = MODELS["lstm"]
+TRAINING = {"lstm-train"}
 
 
 def _x(shape):
     return np.array(onp.random.RandomState(sum(shape)).randn(*shape).astype("float32"))
+
+
+def _call(name, net, x):
+    """The model's output (inference), or the input's gradient after one training step."""
+    if name not in TRAINING:
+        return net(x)
+    x.attach_grad()
+    with autograd.record():
+        y = (net(x) ** 2).sum()
+    y.backward()
+    return x.grad
 
 
 def sweep(name, **flags):
@@ -62,7 +76,7 @@ def sweep(name, **flags):
     net.hybridize(backend="c", **flags)
     start = time.perf_counter()
     for size in sizes:
-        net(_x(shape(size)))
+        _call(name, net, _x(shape(size)))
     return len(kiln.programs(net)), time.perf_counter() - start
 
 
@@ -75,12 +89,12 @@ def steady_rows(name):
         x = _x(shape(size))
         special = make()
         special.hybridize(backend="c", static_shape=True)
-        want = eager(x).asnumpy()
+        want = _call(name, eager, x).asnumpy()
         for net in (special, symbolic):
-            if not onp.allclose(net(x).asnumpy(), want, rtol=1e-3, atol=1e-4):
+            if not onp.allclose(_call(name, net, x).asnumpy(), want, rtol=1e-3, atol=1e-4):
                 raise SystemExit(f"{name} {size}: a compiled program disagrees with eager")
-        rows.append((f"{size} specialized", lambda net=special, x=x: net(x), ""))
-        rows.append((f"{size} symbolic", lambda x=x: symbolic(x), ""))
+        rows.append((f"{size} specialized", lambda net=special, x=x: _call(name, net, x), ""))
+        rows.append((f"{size} symbolic", lambda x=x: _call(name, symbolic, x), ""))
     listing = kiln.programs(symbolic)
     kinds = {type(p.entry.program).__name__ for p in listing.programs}
     return rows, len(listing), kinds
@@ -110,7 +124,8 @@ def report(name, quick):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kiln bench dynamic_sequences")
-    parser.add_argument("--model", choices=("encoder", "lstm", "both"), default="both")
+    parser.add_argument("--model", choices=("encoder", "lstm", "lstm-train", "both"),
+                        default="both")
     parser.add_argument("--quick", action="store_true", help="shorter timing rounds")
     args = parser.parse_args(argv)
     print(f"kiln {kiln.__version__} benchmark: run-time sizes in generated C for sequence "

@@ -27,6 +27,7 @@ def write_stand_in_data(scratch, images=(60000, 10000)):
     _write_bananas(data)
     _write_time_machine(data)
     _write_fra_eng(data)
+    _write_wikitext(data)
     _write_banana_photo(os.path.join(scratch, "img"))
     return mx_home
 
@@ -88,6 +89,27 @@ def _write_fra_eng(folder, pairs=150000):
         at += n
     with zipfile.ZipFile(path + ".part", "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("fra-eng/fra.txt", "\n".join(lines) + "\n")
+    os.replace(path + ".part", path)
+
+
+def _write_wikitext(folder, paragraphs=3000):
+    """WikiText-2's zip (wikitext-2/wiki.train.tokens: one paragraph a line, sentences
+    joined by ' . '), smaller than the real 36,718 lines: BERT's chapters build their
+    pretraining examples from it in Python."""
+    import zipfile
+    import numpy as onp
+    path = os.path.join(folder, "wikitext-2-v1.zip")
+    if os.path.exists(path):
+        return
+    rs = onp.random.RandomState(6)
+    vocabulary = _vocabulary(rs, 6000)
+    lines = []
+    for _ in range(paragraphs):
+        sentences = [" ".join(_words(rs, rs.randint(5, 25), vocabulary))
+                     for _ in range(rs.randint(2, 9))]
+        lines.append(" " + " . ".join(sentences) + " . ")
+    with zipfile.ZipFile(path + ".part", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("wikitext-2/wiki.train.tokens", "\n".join(lines) + "\n")
     os.replace(path + ".part", path)
 
 

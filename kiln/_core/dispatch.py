@@ -10,6 +10,7 @@ as a hybridized one does); fn(prim, arrays, attrs) gives (primitive, attrs) or N
 import numpy as _np
 
 from . import autograd
+from .symdim import mentions_symbolic
 from .base import DEFAULT_FLOAT, DEFAULT_INT, KilnError, op_error
 from .ndarray import ndarray, as_array
 from .primitive import REGISTRY
@@ -61,12 +62,13 @@ def to_operands(args):
     return out
 
 
-def _is_symbolic(prim, arrays):
+def _is_symbolic(prim, arrays, attrs):
     for a in arrays:
         if a._node is not None:
             return True
-    # a random draw inside a trace must stay in the graph, not become a frozen constant
-    return prim.random and trace.current() is not None
+    # a random draw inside a trace must stay in the graph, not become a frozen constant;
+    # so must an array made to a symbolic size (zeros of a traced shape in a gradient rule)
+    return (prim.random or attrs and mentions_symbolic(attrs)) and trace.current() is not None
 
 
 _eager_substitute = [None]
@@ -79,11 +81,11 @@ def set_eager_substitute(fn):
 
 def apply(prim, args, attrs):
     arrays = to_operands(args)
-    if _eager_substitute[0] is not None and not _is_symbolic(prim, arrays):
+    if _eager_substitute[0] is not None and not _is_symbolic(prim, arrays, attrs):
         got = _eager_substitute[0](prim, arrays, attrs)
         if got is not None:
             prim, attrs = got
-    if _is_symbolic(prim, arrays):
+    if _is_symbolic(prim, arrays, attrs):
         shape, dtype = prim.shape(*[x._value for x in arrays], **attrs)
         out = ndarray._from_node(trace.add_node(prim, arrays, attrs, shape, dtype))
         if prim.name not in VIEW_OPS and layouts.strided(arrays):

@@ -8,7 +8,7 @@ from . import trace
 from .base import GraphBreak, KilnError, op_error
 from .ndarray import ndarray
 from .primitive import REGISTRY
-from .symdim import is_symbolic, same_shape
+from .symdim import difference, is_symbolic, provably, same_at_every_size, same_shape
 from .writes import arrays_written
 
 # NumPy 1.x ignores an out-of-bounds index when the result holds no elements (a deprecation
@@ -55,6 +55,10 @@ def basic_plan(shape, key):
         if isinstance(k, slice):
             if is_symbolic(size) and k.start is None and k.stop is None and k.step in (None, 1):
                 b, e, s, n = 0, size, 1, size     # a whole symbolic axis keeps its symbol
+            elif is_symbolic(size) and _window(size, k):
+                # a window inside the axis at every size (a scan's pieces of its flat result)
+                b, e, s = k.start or 0, k.stop, 1
+                n = difference(e, b)
             else:
                 b, e, s = k.indices(size)
                 n = len(range(b, e, s))
@@ -77,8 +81,17 @@ def basic_plan(shape, key):
         dim += 1
     plan.begin, plan.end, plan.step = tuple(begin), tuple(end), tuple(step)
     plan.out_shape, plan.sliced_shape = tuple(out_shape), tuple(sliced)
-    plan.identity = plan.sliced_shape == tuple(shape) and all(s == 1 for s in step)
+    plan.identity = all(s == 1 for s in step) and same_at_every_size(sliced, shape)
     return plan
+
+
+def _window(size, k):
+    """Is slice k, of step 1, inside an axis of symbolic `size` whatever its value?"""
+    if k.step not in (None, 1) or k.stop is None:
+        return False
+    begin = 0 if k.start is None else k.start
+    return provably(0, "<=", begin) and provably(begin, "<=", k.stop) and \
+        provably(k.stop, "<=", size)
 
 
 def _apply_basic(x, plan):

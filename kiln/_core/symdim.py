@@ -118,9 +118,7 @@ class SymInt:
         ha, hb = a[1], b[1]
         if op in ("//", "%") and hb == 0:
             raise ZeroDivisionError("integer division or modulo by zero")
-        hint = {"+": ha + hb, "-": ha - hb, "*": ha * hb, "//": ha // hb if hb else 0,
-                "%": ha % hb if hb else 0}[op]
-        return _combine(op, a, b, hint)
+        return _combine(op, a, b, _ARITHMETIC[op](ha, hb))
 
     def __add__(self, o): return self._binary(o, "+")          # noqa: E704
     def __radd__(self, o): return self._binary(o, "+", True)   # noqa: E704
@@ -188,7 +186,8 @@ class SymInt:
         return float(self.concrete())
 
     def __bool__(self):
-        return self.concrete() != 0
+        # `if nbytes:` asks whether a size is 0; guarding its value would pin the program
+        return self._compare(0, "!=")
 
     def __format__(self, spec):
         render = getattr(_local, "render", None)
@@ -269,10 +268,10 @@ class Guard:
     def kind(self):
         """'specialized' (a symbol pinned to a value), 'equal-to', 'divisible-by' or
         'condition'."""
-        if self.lhs[0] == "%" and self.rhs == ("const", 0) and self.op == "==" \
-                and self.outcome:
+        equal = self.op == ("==" if self.outcome else "!=")    # (`s != 8` failed: s == 8)
+        if self.lhs[0] == "%" and self.rhs == ("const", 0) and equal:
             return "divisible-by"
-        if self.op == "==" and self.outcome and self.lhs[0] == "sym":
+        if equal and self.lhs[0] == "sym":
             return "specialized" if self.rhs[0] == "const" else "equal-to"
         return "condition"
 
@@ -359,19 +358,23 @@ def active_env():
     return getattr(_local, "env", None)
 
 
-class building:
-    """Record the guards of everything done inside (a trace, its passes, its compile)."""
-
-    def __init__(self, env):
-        self.env = env
+class _ThreadSetting:
+    """Sets one attribute of this thread's state for the code inside the block."""
+    def __init__(self, value):
+        self.value = value
 
     def __enter__(self):
-        self.saved = active_env()
-        _local.env = self.env
-        return self.env
+        self.saved = getattr(_local, self.attribute, None)
+        setattr(_local, self.attribute, self.value)
+        return self.value
 
     def __exit__(self, *exc):
-        _local.env = self.saved
+        setattr(_local, self.attribute, self.saved)
+
+
+class building(_ThreadSetting):
+    """Record the guards of everything done inside (a trace, its passes, its compile)."""
+    attribute = "env"
 
 
 class Pending:
@@ -393,21 +396,10 @@ class Pending:
             self.env.record(self.lhs, self.op, self.rhs, self.outcome, self.where)
 
 
-class rendering:
-    """Inside, a symbolic size written into text (an f-string, str()) is `render(expr)`,
-    an expression another language computes at run time (generated C reads the sizes of
-    each call), instead of its traced value under a guard."""
-
-    def __init__(self, render):
-        self.render = render
-
-    def __enter__(self):
-        self.saved = getattr(_local, "render", None)
-        _local.render = self.render
-        return self
-
-    def __exit__(self, *exc):
-        _local.render = self.saved
+class rendering(_ThreadSetting):
+    """Inside, a symbolic size written into text (an f-string, str()) is `render(expr)`, an
+    expression generated C computes from each call's sizes, not its traced value (guarded)."""
+    attribute = "render"
 
 
 def _record(lhs, op, rhs, outcome):
@@ -444,10 +436,22 @@ def same_shape(a, b):
     return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b))
 
 
+def same_at_every_size(a, b):
+    """Shapes a == b whatever the sizes' values (proved, no guard): skip a no-op only then."""
+    return len(a) == len(b) and all(x is y or (provably(x, "==", y) if isinstance(
+        x, SymInt) or isinstance(y, SymInt) else x == y) for x, y in zip(a, b))
+
+
 def provably(a, op, b):
     """Does `a <op> b` (ints or SymInts) hold at every size? Proved without a guard; False
     when not proved, for code that only takes a faster or narrower path when it holds."""
     return Guard(_lift(a)[0], op, _lift(b)[0], True, "").always_holds()
+
+
+def difference(a, b):
+    """a - b for sizes; an int when the symbols cancel (a window's length, not its ends')."""
+    d = a - b
+    return d.hint if isinstance(d, SymInt) and provably(d, "==", d.hint) else d
 
 
 def is_symbolic(dim):
@@ -462,32 +466,28 @@ def graph_is_symbolic(graph):     # (an input no output reads counts: its size i
     return any(has_symbolic(n.shape) for n in graph.inputs + graph.nodes)
 
 
-def concrete_value(value, bindings):
-    """`value` (an op attribute: int, SymInt, or tuples/lists/dicts of them) with its
-    symbolic sizes replaced by their values in a call."""
+def _map_sizes(value, size):
+    """`value` (an op attribute: int, SymInt, or tuples/lists/dicts of them) with each
+    symbolic size s replaced by size(s)."""
     if isinstance(value, SymInt):
-        return value.evaluate(bindings)
-    if isinstance(value, tuple):
-        return tuple(concrete_value(v, bindings) for v in value)
-    if isinstance(value, list):
-        return [concrete_value(v, bindings) for v in value]
+        return size(value)
+    if isinstance(value, (tuple, list)):
+        mapped = [_map_sizes(v, size) for v in value]
+        return tuple(mapped) if isinstance(value, tuple) else mapped
     if isinstance(value, dict):
-        return {k: concrete_value(v, bindings) for k, v in value.items()}
+        return {k: _map_sizes(v, size) for k, v in value.items()}
     return value
+
+
+def concrete_value(value, bindings):
+    """`value` with its symbolic sizes replaced by their values in a call."""
+    return _map_sizes(value, lambda s: s.evaluate(bindings))
 
 
 def hinted(value):
     """`value` with its symbolic sizes replaced by their values in the trace (for a
     stand-in array that never reaches a result: see aliasing.py)."""
-    if isinstance(value, SymInt):
-        return value.hint
-    if isinstance(value, tuple):
-        return tuple(hinted(v) for v in value)
-    if isinstance(value, list):
-        return [hinted(v) for v in value]
-    if isinstance(value, dict):
-        return {k: hinted(v) for k, v in value.items()}
-    return value
+    return _map_sizes(value, lambda s: s.hint)
 
 
 def mentions_symbolic(value):

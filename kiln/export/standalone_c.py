@@ -208,7 +208,7 @@ def build_c(symbol_file, param_file, out_dir, sizes=None):
     except NotLowerable as exc:
         raise KilnError(f"build-c: the C backend cannot generate this graph: {exc}") from None
     if pinned_by_codegen(env, before):
-        # (convolutions without oneDNN need the batch's value): the sizes as exported
+        # (a lowering that needs a size's value: take, for now): the sizes as exported
         return build_c(symbol_file, param_file, out_dir, dict(env.symbols))
     run_sizes = Sizes(gen, names, env.symbols,
                       [g for g in env.guards if not g.always_holds(0)])

@@ -174,14 +174,23 @@ def _write_pinned_sizes(graph):
     env = active_env()
     pins = {} if env is None else {g.lhs[1]: g.rhs[1] for g in env.guards
                                    if g.kind() == "specialized"}
-    if not pins:
-        return
-    seen = set()
+    if pins:
+        _pin_graph(graph, pins, env.symbols, set())
+
+
+def _pin_graph(graph, pins, hints, seen):
+    """_write_pinned_sizes on graph and on the bodies of its control-flow nodes (a scan's
+    body sees the pinned sizes too: its generated C has no run-time size for them)."""
     for node in graph.inputs + graph.params + graph.nodes:
-        if id(node) not in seen:
-            seen.add(id(node))
-            node.shape = tuple(_pinned(d, pins, env.symbols) for d in node.shape)
-            node.attrs = {k: _pinned(v, pins, env.symbols) for k, v in node.attrs.items()}
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        node.shape = tuple(_pinned(d, pins, hints) for d in node.shape)
+        node.attrs = {k: _pinned(v, pins, hints) for k, v in node.attrs.items()}
+        for value in node.attrs.values():
+            if isinstance(value, Graph) and id(value) not in seen:
+                seen.add(id(value))
+                _pin_graph(value, pins, hints, seen)
 
 
 _ARITHMETIC = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,

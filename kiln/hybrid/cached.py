@@ -166,26 +166,30 @@ class CachedFunction:
         (a build that cannot keep them symbolic specializes, and the policy remembers why)."""
         arrays, structure = flatten(tuple(args))
         avals = tuple((a.shape, a.dtype) for a in arrays)
-        relaxed = self.policy.relaxed_key((structure, avals, autograd.is_training(),
-                                           grad_mask))
-        plan = self.policy.plan(getattr(self, "policy_target", self.fn), relaxed,
-                                [s for s, _ in avals],
-                                getattr(select(self.backend), "symbolic", False))
-        if plan is None:
-            return self._build_for(args, grad_mask)
-        try:
-            with building(plan.env):
-                entry = self._build_for(args, grad_mask, plan.shapes)
-        except (GraphBreak, SymbolicValueError):
-            raise
-        except Exception as exc:  # a rule or pass that cannot take a symbolic size
-            # built for these sizes first: an error of the call itself (softmax over no rows,
-            # argmax of an empty array, as eagerly) raises here and leaves later sizes symbolic
-            entry = self._build_for(args, grad_mask)
-            self.policy.refuse(relaxed, f"{type(exc).__name__}: {exc}")
+        key = (structure, avals, autograd.is_training(), grad_mask)
+        relaxed = self.policy.relaxed_key(key)
+        plans = self.policy.plans(getattr(self, "policy_target", self.fn), relaxed,
+                                  [s for s, _ in avals],
+                                  getattr(select(self.backend), "symbolic", False))
+        self.policy.note_build(key, plans[0] if plans else None, stale=key in self.entries)
+        failed = None
+        for plan in plans:
+            try:
+                with building(plan.env):
+                    entry = self._build_for(args, grad_mask, plan.shapes)
+            except (GraphBreak, SymbolicValueError):
+                raise
+            except Exception as exc:  # a rule or pass that cannot take a symbolic size
+                failed = failed or f"{type(exc).__name__}: {exc}"
+                continue
+            entry.symbolic = plan
+            self.policy.add(relaxed, entry, plan.env)
             return entry
-        entry.symbolic = plan
-        self.policy.add(relaxed, entry, plan.env)
+        # built for these sizes: an error of the call itself (softmax over no rows, argmax
+        # of an empty array, as eagerly) raises here and leaves later sizes symbolic
+        entry = self._build_for(args, grad_mask)
+        if failed is not None:
+            self.policy.refuse(relaxed, failed)
         return entry
 
     def _build_for(self, args, grad_mask, input_shapes=None):

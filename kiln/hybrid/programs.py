@@ -15,7 +15,12 @@ class ProgramInfo:
 
     @property
     def symbolic_dims(self):
-        return dict(self.symbolic.positions) if self.symbolic is not None else {}
+        """{(input, axis): symbol} of the sizes this program serves at any value (a symbol
+        the trace pinned to one value is left out)."""
+        if self.symbolic is None:
+            return {}
+        pinned = self.symbolic.env.specialized()
+        return {at: name for at, name in self.symbolic.positions.items() if name not in pinned}
 
     def __str__(self):
         graph = getattr(getattr(self.entry, "program", None), "graph", None)

@@ -6,15 +6,21 @@ from .._core.base import (DEFAULT_FLOAT, normalize_dtype, op_error, KilnError,
 from .._core.ndarray import ndarray, as_array
 from ..ops.creation import full as _full_prim
 from .._core.context import check_usable
+from .._core.symdim import SymInt
+
+
+def _size(d):
+    """A dimension as an int; a symbolic size (a traced batch) stays symbolic."""
+    return d if isinstance(d, SymInt) else int(d)
 
 
 def _shape(op, shape):
-    if isinstance(shape, (int, _np.integer)):
-        shape = (int(shape),)
+    if isinstance(shape, (int, _np.integer, SymInt)):
+        shape = (_size(shape),)
     try:
         if isinstance(shape, str):
             raise TypeError(shape)
-        shape = tuple(int(d) for d in shape)
+        shape = tuple(_size(d) for d in shape)
     except (TypeError, ValueError):
         raise op_error(op, f"shape must be an int or a tuple of ints, got {shape!r}",
                        KilnError) from None

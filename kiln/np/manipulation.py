@@ -9,7 +9,7 @@ from .._core.base import (normalize_axis, op_error, KilnError, ValueRangeError,
                           where_in_user_code)
 from .._core.dispatch import to_operands
 from .._core.ndarray import ndarray
-from .._core.symdim import SymInt
+from .._core.symdim import SymInt, same_at_every_size
 from ..ops import REGISTRY as _R, compose
 from ._base import _arr, _gather
 
@@ -49,7 +49,7 @@ def reshape(a, newshape=None, order="C", shape=None, reverse=False):
     is accepted as MXNet's spelling of `newshape`."""
     a = _arr(a)
     target = _resolve_shape("reshape", a.size, newshape if newshape is not None else shape)
-    if target == a.shape:
+    if same_at_every_size(target, a.shape):
         return a
     return _R["reshape"](a, shape=target)
 
@@ -136,8 +136,9 @@ def squeeze(a, axis=None):
 def broadcast_to(array, shape):
     """`array` broadcast to `shape` by NumPy's broadcasting rules."""
     a = _arr(array)
-    shape = (int(shape),) if isinstance(shape, (int, _np.integer)) else tuple(int(d) for d in shape)
-    if shape == a.shape:
+    shape = (int(shape),) if isinstance(shape, (int, _np.integer)) else tuple(
+        d if isinstance(d, SymInt) else int(d) for d in shape)    # a symbolic size stays
+    if same_at_every_size(shape, a.shape):
         return a
     return _R["broadcast_to"](a, shape=shape)
 

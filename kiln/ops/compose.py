@@ -9,7 +9,7 @@ as kiln.np normalizes them.
 from .._core.base import normalize_axes, normalize_axis, op_error
 from .._core.dispatch import to_operands
 from .._core.ndarray import ndarray
-from .._core.symdim import SymInt
+from .._core.symdim import SymInt, same_at_every_size
 from . import reduce as _reduce
 from . import shape as _shape
 from .creation import full
@@ -28,7 +28,7 @@ def reshape(x, shape):
         if known == 0 or x.size % known:
             raise op_error("reshape", f"cannot reshape array of size {x.size} into shape {shape}")
         shape = tuple(x.size // known if d == -1 else d for d in shape)
-    if shape == x.shape:
+    if same_at_every_size(shape, x.shape):
         return x
     return _shape.reshape(x, shape=shape)
 
@@ -58,7 +58,7 @@ def expand_dims(x, axis):
 def broadcast_to(x, shape):
     # a symbolic size stays symbolic (as kiln.np.reshape keeps it)
     shape = tuple(d if isinstance(d, SymInt) else int(d) for d in shape)
-    if shape == x.shape:
+    if same_at_every_size(shape, x.shape):
         return x
     return _shape.broadcast_to(x, shape=shape)
 

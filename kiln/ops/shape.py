@@ -4,7 +4,7 @@ import numpy as _np
 from .registry import register
 from .util import sum_to
 from .._core.base import op_error, normalize_axis, KilnError
-from .._core.symdim import is_symbolic, provably
+from .._core.symdim import difference, is_symbolic, provably
 from .rules import broadcast_shapes
 
 
@@ -67,7 +67,7 @@ def slice_len(size, begin, end, step):
         return size
     if step == 1 and is_symbolic(size) and provably(0, "<=", begin) and \
             provably(begin, "<=", end) and provably(end, "<=", size):
-        return end - begin     # a window inside the axis at every size (scan's pieces)
+        return difference(end, begin)   # a window inside the axis at every size (scan's pieces)
     if is_symbolic(size) and step > 0 and isinstance(begin, int) and isinstance(end, int) \
             and begin >= 0:
         # guards on ranges of the size, not on its value: every size from `end` up gives

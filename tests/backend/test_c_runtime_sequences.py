@@ -55,6 +55,23 @@ def test_an_encoder_layer_over_batch_and_length_pairs_compiles_at_most_two_progr
     assert len(kiln.programs(net)) == len(listing)
 
 
+def test_an_encoder_layer_whose_batch_varies_before_its_length_makes_two_programs():
+    """Once any size varies the next program has every size symbolic (the trace pins only
+    what it needs), so a length that varies later is served by it too."""
+    net, _, _ = model("encoder")
+    eager, _, _ = model("encoder")
+    net.hybridize(backend="c")
+    rng = onp.random.RandomState(3)
+    for b, s in [(1, 8), (2, 8), (5, 8), (2, 16), (8, 33), (3, 5)]:
+        _same_as_eager(net, eager, np.array(rng.randn(b, s, 16).astype("float32")))
+    listing = kiln.programs(net)
+    assert len(listing) == 2 and len(_sized(listing)) == 1, str(listing)
+    builds = net._kiln_cached.policy.builds
+    assert [b.why.split(":")[0] for b in builds] == [
+        "first call of this kind (structure, dtypes, ranks, mode, gradients)",
+        "sizes changed"]
+
+
 class FusedQKV(nn.HybridBlock):
     """BERT's way: one projection for queries, keys and values, split by indexing a
     (3, batch, heads, length, d) array (bench/transformer_models.py's BertLayer)."""
@@ -205,12 +222,13 @@ def test_lstm_lengths_including_0_and_1_equal_eager(lengths):
 
 
 def test_lstm_training_at_varying_lengths_equals_eager():
-    """(Training still specializes on the length: its gradient's shapes need the value.)"""
+    """The compiled training step keeps the length symbolic: scan_grad's pieces of its flat
+    result are windows of symbolic size, so forward and backward loop a run-time count."""
     from kiln import autograd
     net, eager = _lstm_twins(hidden=8, input_size=5)
     net.hybridize(backend="c")
     rng = onp.random.RandomState(5)
-    for length in (3, 5, 1, 9):
+    for length in (3, 5, 1, 9, 2, 17, 4):
         x = np.array(rng.randn(length, 2, 5).astype("float32"))
         grads = []
         for m in (eager, net):
@@ -224,3 +242,48 @@ def test_lstm_training_at_varying_lengths_equals_eager():
                 p.zero_grad()
         for want, got in zip(*grads):
             onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    listing = kiln.programs(net)
+    assert len(listing) <= 2 and len(_sized(listing)) == 1, str(listing)
+
+
+def _gru_twins():
+    from kiln.gluon import rnn
+    net, eager = rnn.GRU(16, num_layers=2, input_size=8), rnn.GRU(16, num_layers=2,
+                                                                   input_size=8)
+    for m in (net, eager):
+        m.initialize()
+    for p, q in zip(eager.collect_params().values(), net.collect_params().values()):
+        q.set_data(p.data())
+    return net, eager
+
+
+def test_a_gru_of_symbolic_batch_runs_its_scan_body_on_run_time_sizes():
+    """The scan body's C functions read the batch from the sizes table: buffers sized by
+    the batch grow for a larger one (a body planned for the first batch wrote past its
+    buffers at a larger one), and one program serves batches and lengths in any order,
+    forward and training, equal to eager."""
+    from kiln import autograd
+    net, eager = _gru_twins()
+    net.hybridize(backend="c", dynamic=True)
+    rng = onp.random.RandomState(8)
+    for length, batch in [(4, 3), (4, 5), (7, 33), (2, 64), (5, 2), (3, 4), (9, 17)]:
+        x = np.array(rng.randn(length, batch, 8).astype("float32"))
+        h = np.array(rng.randn(2, batch, 16).astype("float32"))
+        results = []
+        for m in (eager, net):
+            x.attach_grad()
+            with autograd.record():
+                out, (state,) = m(x, h)
+                y = (out ** 2).sum() + state.sum()
+            y.backward()
+            results.append([out.asnumpy(), state.asnumpy(), x.grad.asnumpy()]
+                           + [p.grad().asnumpy().copy() for p in m.collect_params().values()])
+            for p in m.collect_params().values():
+                p.zero_grad()
+        for want, got in zip(*results):
+            onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        out, (state,) = net(x, h)
+        onp.testing.assert_allclose(out.asnumpy(), results[0][0], rtol=1e-4, atol=1e-5)
+    listing = kiln.programs(net)
+    assert len(listing) == 2 and len(_sized(listing)) == 2, str(listing)
+    assert not listing.refused

@@ -10,6 +10,7 @@ import numpy as onp
 import pytest
 
 from kiln import np
+from kiln.gluon import HybridBlock
 
 from dynamic_models import model
 from paths import ROOT
@@ -145,15 +146,43 @@ def test_build_c_encoder_takes_batch_and_length_at_run_time(tmp_path):
 
 
 @needs_make
-def test_build_c_fixes_the_sizes_its_c_needs_the_values_of(tmp_path):
-    """Convolutions without oneDNN (standalone C has none) still need the batch: the
-    program is built at the exported sizes, and says so."""
+def test_build_c_conv_net_takes_the_batch_at_run_time(tmp_path):
+    """Standalone C's convolutions (the sliding windows of its plain-C expansion, no oneDNN)
+    loop over a run-time batch: one program runs at three batch sizes, equal to kiln."""
     net, axes, shape = model("cnn")
     net.hybridize(backend="numpy")
-    x = np.random.normal(size=shape(2, 0))
-    want = net(x).asnumpy()
+    net(np.random.normal(size=shape(2, 0)))
     prefix = str(tmp_path / "cnn")
     net.export(prefix, dynamic_axes=axes)
+    out = str(tmp_path / "c")
+    res = _kiln("build-c", prefix + "-symbol.json", prefix + "-0000.params", "-o", out)
+    assert res.returncode == 0, res.stderr
+    assert "at run time: batch=N" in res.stdout
+    _make(out)
+    for b in (3, 1, 6):
+        x = onp.random.default_rng(b).normal(size=shape(b, 0)).astype("<f4")
+        want = net(np.array(x)).asnumpy()
+        run = _run_model(out, x, f"batch={b}")
+        assert run.returncode == 0, run.stderr
+        onp.testing.assert_allclose(onp.frombuffer(run.stdout, "<f4").reshape(want.shape),
+                                    want, rtol=1e-4, atol=1e-5)
+
+
+class _Pick(HybridBlock):
+    def forward(self, x):
+        return np.take(x, np.array([0, 2]), axis=1) * 2
+
+
+@needs_make
+def test_build_c_fixes_the_sizes_its_c_needs_the_values_of(tmp_path):
+    """A lowering that needs a size's value (take's generated C, for now): the program is
+    built at the exported sizes, and says so."""
+    net = _Pick()
+    net.hybridize(backend="numpy")
+    x = np.random.normal(size=(2, 4))
+    want = net(x).asnumpy()
+    prefix = str(tmp_path / "pick")
+    net.export(prefix, dynamic_axes={"x": {0: "batch"}})
     out = str(tmp_path / "c")
     res = _kiln("build-c", prefix + "-symbol.json", prefix + "-0000.params", "-o", out)
     assert res.returncode == 0, res.stderr

@@ -276,3 +276,27 @@ def test_pinned_sizes_and_unused_arguments_in_generated_c():
     for s1, s2 in (((2, 3), (3, 1)), ((4, 2), (2, 1))):
         a1, a2 = np.ones(s1), np.array(onp.ones(s2, "int32"))
         assert g(a0, a1, a2).shape == f(a0, a1, a2).shape == (0, 1)
+
+
+def test_sizes_that_varied_in_training_are_symbolic_from_the_first_prediction():
+    """The policy compares sizes across modes: a batch that varied while training makes
+    the first predict-mode program symbolic, and the build log says why each was made."""
+    net, eager = _mlp(), _mlp()
+    _copy_params(eager, net)
+    net.hybridize(backend="numpy")
+    rng = onp.random.RandomState(4)
+    for b in (6, 4):
+        x = np.array(rng.rand(b, 20).astype("float32"))
+        with autograd.record():
+            net(x).sum().backward()
+    for b in (3, 9, 5):
+        x = np.array(rng.rand(b, 20).astype("float32"))
+        onp.testing.assert_allclose(net(x).asnumpy(), eager(x).asnumpy(), rtol=1e-5,
+                                    atol=1e-6)
+    builds = net._kiln_cached.policy.builds
+    predict = [b for b in builds if not b.training]
+    assert len(predict) == 1 and predict[0].symbolic, [str(b) for b in builds]
+    assert [b.why.split(":")[0] for b in builds] == [
+        "first call of this kind (structure, dtypes, ranks, mode, gradients)",
+        "sizes changed",
+        "first call of this kind (structure, dtypes, ranks, mode, gradients)"]

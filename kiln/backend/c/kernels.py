@@ -412,9 +412,9 @@ def full(node, ptr):
 def _window_loops(x_shape, out_sp, a):
     """Loop headers over (n, o..., c, k...) and the input coordinate expressions."""
     nsp = len(a["kernel"])
-    heads = ["for (int64_t n = 0; n < %d; n++)" % x_shape[0]]
+    heads = [f"for (int64_t n = 0; n < {x_shape[0]}; n++)"]    # (a run-time batch too)
     heads += [f"for (int64_t o{d} = 0; o{d} < {out_sp[d]}; o{d}++)" for d in range(nsp)]
-    heads += ["for (int64_t c = 0; c < %d; c++)" % x_shape[1]]
+    heads += [f"for (int64_t c = 0; c < {x_shape[1]}; c++)"]
     heads += [f"for (int64_t k{d} = 0; k{d} < {a['kernel'][d]}; k{d}++)" for d in range(nsp)]
     coords = [f"(o{d} * {a['stride'][d]} + k{d} * {a['dilation'][d]} - {a['pad'][2 * d]})"
               for d in range(nsp)]

@@ -3,6 +3,7 @@ import numpy as _np
 
 from ...ops.registry import REGISTRY
 from ..._core.ir import Node, rewrite
+from ..._core.symdim import has_symbolic
 
 # folding must not turn a cheap broadcast into a huge baked array
 MAX_FOLDED_ELEMENTS = 1 << 20
@@ -15,8 +16,8 @@ def fold_constants(graph):
         prim = REGISTRY[node.op]
         if prim.random or not all(i.op == "const" for i in inputs):
             return None
-        if node.size > MAX_FOLDED_ELEMENTS:
-            return None
+        if has_symbolic(node.shape) or node.size > MAX_FOLDED_ELEMENTS:
+            return None     # a value of a run-time size is made per call
         value = _np.asarray(prim.impl(*[i.value for i in inputs], **node.attrs))
         if value.dtype != node.dtype:
             value = value.astype(node.dtype)

@@ -13,7 +13,7 @@ import numpy as _np
 
 from ..._core.ir import Graph, Node
 from .fold import MAX_FOLDED_ELEMENTS
-from ..._core.symdim import provably
+from ..._core.symdim import difference, has_symbolic, provably
 
 
 def _is_zeros(node):
@@ -77,8 +77,9 @@ def _gathered(root, leaves):
 
 
 def _zeros(shape, axis, width, dtype):
-    gap = shape[:axis] + (width,) + shape[axis + 1:]
-    if _np.prod(gap) > MAX_FOLDED_ELEMENTS:    # filled when the program runs, not baked in
+    gap = shape[:axis] + (difference(width, 0),) + shape[axis + 1:]
+    # filled when the program runs, not baked in: large, or of a run-time size
+    if has_symbolic(gap) or _np.prod(gap) > MAX_FOLDED_ELEMENTS:
         return Node("full", (), {"shape": gap, "value": 0, "dtype": dtype}, gap, dtype)
     value = _np.zeros(gap, dtype)
     value.setflags(write=False)
