@@ -16,6 +16,7 @@ from .spaces import PREFIXES, SymbolSpace, table_op
 from . import sparse  # noqa: F401  (sym.sparse)
 from . import block_call  # noqa: F401  (registers Gluon blocks called on Symbols)
 from . import op_hook  # noqa: F401  (registers HybridBlock.register_op_hook's runner)
+from . import recorded  # noqa: F401  (registers autograd.get_symbol's builder)
 
 _Symbol = Symbol
 
