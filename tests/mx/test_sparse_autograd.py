@@ -99,3 +99,11 @@ def test_in_place_operators_of_a_sparse_array_make_a_new_array():
     y += x
     assert y.stype == "csr" and (y.asnumpy() == [[0, 2], [4, 0]]).all()
     assert (x.asnumpy() == [[0, 1], [2, 0]]).all()
+
+
+@pytest.mark.parametrize("stype", ["csr", "row_sparse"])
+def test_pickling_keeps_the_storage(stype):
+    import pickle
+    x = nd.array([[0, 1], [2, 0], [0, 0]]).tostype(stype)
+    y = pickle.loads(pickle.dumps(x))
+    assert y.stype == stype and (y.asnumpy() == x.asnumpy()).all()

@@ -312,6 +312,9 @@ class CSRNDArray(BaseSparseNDArray):
     def _parts_copy(self, copy):
         return CSRNDArray(self._csr.copy() if copy else self._csr)
 
+    def __reduce__(self):       # its parts (ndarray's own reduce would pickle it dense)
+        return CSRNDArray, (self._csr,)
+
     def astype(self, dtype, copy=True):
         """A copy with values of `dtype`, still in CSR storage."""
         if not copy and _np.dtype(dtype) == self.dtype:
@@ -404,6 +407,9 @@ class RowSparseNDArray(BaseSparseNDArray):
         if copy:
             return RowSparseNDArray(self._rows.copy(), self._idx.copy(), self._shape)
         return RowSparseNDArray(self._rows, self._idx, self._shape)
+
+    def __reduce__(self):       # its parts (ndarray's own reduce would pickle it dense)
+        return RowSparseNDArray, (self._rows, self._idx, self._shape)
 
     def astype(self, dtype, copy=True):
         """A copy with values of `dtype`, still in row_sparse storage."""
