@@ -191,19 +191,23 @@ class BaseSparseNDArray(ndarray):
     def __neg__(self):
         return _elementwise("multiply", self, -1)
 
-    # `x op= y` makes a new array, as before sparse arrays were arrays (ndarray's in-place
-    # operators write into the dense value, which for a sparse array is a copy)
+    # `x op= y` writes the result into x, in x's storage, as MXNet does (ndarray's in-place
+    # operators would write into the dense value, which for a sparse array is a copy)
+    def _in_place(self, result):
+        self._assign(result if result.stype == self.stype else result.tostype(self.stype))
+        return self
+
     def __iadd__(self, other):
-        return self.__add__(other)
+        return self._in_place(self.__add__(other))
 
     def __isub__(self, other):
-        return self.__sub__(other)
+        return self._in_place(self.__sub__(other))
 
     def __imul__(self, other):
-        return self.__mul__(other)
+        return self._in_place(self.__mul__(other))
 
     def __itruediv__(self, other):
-        return self.__truediv__(other)
+        return self._in_place(self.__truediv__(other))
 
     # comparisons, ** and %: sparse when zeros stay zero (kiln/mx/nd/sparse/ops.py)
     def __eq__(self, other):
