@@ -93,6 +93,8 @@ class Parameter:
                             f"got {grad_req!r}{where_in_user_code()}")
         self.lr_mult = lr_mult
         self.wd_mult = wd_mult
+        self._stype, self._grad_stype = stype, grad_stype    # MXNet 1.x's sparse storage
+        self._trainer = None         # the Trainer made with it (row_sparse_data needs one)
         self._data = None
         self._ctx_list = [cpu()]     # contexts from initialize(ctx=...): all share one copy
         self._deferred = None        # (init, default_init, desc name) waiting for a shape
@@ -154,7 +156,10 @@ class Parameter:
             req = "null"
         self._grad_req = req
         if self._data is not None:
-            self._data.attach_grad(self._array_grad_req())
+            self._attach_grad(self._data)
+
+    def _attach_grad(self, arr):
+        arr.attach_grad(self._array_grad_req(), stype=self._grad_stype)
 
     def _array_grad_req(self):
         """On several CPU contexts there is one shared copy; its gradient adds up the
@@ -171,8 +176,13 @@ class Parameter:
         return list(self._ctx_list)
 
     def reset_ctx(self, ctx=None):
-        """kiln runs on the CPU only; kept so MXNet code calling it runs."""
+        """Place the parameter on the contexts `ctx` (kiln computes on the CPU: one copy
+        serves them all); its gradient starts again from zero, as in MXNet."""
         check_usable(ctx, f"Parameter {self._label()}.reset_ctx")
+        self._ctx_list = [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
+            else [Context(ctx) if ctx is not None else cpu()]
+        if self._data is not None:
+            self._attach_grad(self._data)
 
     reset_device = reset_ctx
 
@@ -195,7 +205,7 @@ class Parameter:
         self._ctx_list = [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
             else [Context(ctx) if ctx is not None else cpu()]
         if self._data is not None:  # re-initialized in place: the gradient mode may change
-            self._data.attach_grad(self._array_grad_req())
+            self._attach_grad(self._data)
         if default_init is None:
             default_init = kinit.Uniform()
         own = init if init is not None else self.init
@@ -251,7 +261,9 @@ class Parameter:
                     self._data[...] = ndarray._wrap(value.astype(self._dtype, copy=False))
                 return
             arr = ndarray._wrap(aligned.copy_of(value, self._dtype))
-            arr.attach_grad(self._array_grad_req())
+            if self._stype != "default":
+                arr = arr.tostype(self._stype)
+            self._attach_grad(arr)
             self._data = arr
         finally:
             arrays_written()
@@ -286,6 +298,14 @@ class Parameter:
 
     # ---- data and gradients ----------------------------------------------------------------
     def data(self, ctx=None):
+        if self._stype != "default":
+            raise RuntimeError(f"Cannot return a copy of Parameter '{self.name}' on ctx {ctx} "
+                               f"via data() because its storage type is {self._stype}. Please "
+                               f"use row_sparse_data() instead.")
+        return self._array()
+
+    def _array(self):
+        """The parameter's array, whatever its storage (what data() gives a dense one)."""
         tc = trace.current()
         if tc is not None:
             if self._data is None:
@@ -296,6 +316,10 @@ class Parameter:
         return self._data
 
     def list_data(self):
+        if self._stype != "default":
+            raise RuntimeError(f"Cannot return copies of Parameter '{self.name}' on all "
+                               f"contexts via list_data() because its storage type is "
+                               f"{self._stype}. Please use row_sparse_data() instead.")
         return [self.data()] * len(self._ctx_list)
 
     def grad(self, ctx=None):
@@ -314,7 +338,7 @@ class Parameter:
         if self._grad_req == "null":
             raise KilnError(f"Parameter {self._label()} has no gradient because its grad_req "
                             f"is 'null'{where_in_user_code()}")
-        sym = self.data()
+        sym = self._array()
         g = sym._grad
         return g if g is not None else knp.zeros(sym.shape, dtype=sym.dtype)
 
@@ -332,7 +356,9 @@ class Parameter:
     def zero_grad(self):
         if self._data is not None and self._data.grad is not None:
             g = self._data.grad
-            if g._node is None:
+            if g.stype != "default":
+                g[:] = 0                # a sparse gradient: its own write (no rows stored)
+            elif g._node is None:
                 g._data[...] = 0
             else:
                 self._data.grad = ndarray._wrap(_np.zeros(self._shape, self._dtype))
@@ -383,11 +409,41 @@ class Parameter:
         raise KilnError("Parameter.var() is not supported: kiln traces forward() with "
                         "hybridize() instead of building symbols by hand")
 
+    def _set_trainer(self, trainer):
+        """The Trainer made with this parameter (MXNet: a sparse one takes only one)."""
+        if self._stype != "default" and self._trainer is not None and trainer is not None \
+                and self._trainer is not trainer:
+            raise RuntimeError(f"Failed to set the trainer for Parameter '{self.name}' because "
+                               f"it was already set. More than one trainers for a "
+                               f"{self._stype} Parameter is not supported.")
+        self._trainer = trainer
+
     def row_sparse_data(self, row_id):
-        return self.data()
+        """A row_sparse parameter's rows `row_id` (a row_sparse copy, on row_id's context)."""
+        if self._stype != "row_sparse":
+            raise RuntimeError(f"Cannot return a copy of Parameter {self.name} via "
+                               f"row_sparse_data() because its storage type is {self._stype}. "
+                               f"Please use data() instead.")
+        return self._rows_of(row_id, row_id.ctx)
 
     def list_row_sparse_data(self, row_id):
-        return [self.data()]
+        """row_sparse_data(row_id) on each of the parameter's contexts."""
+        if self._stype != "row_sparse":
+            raise RuntimeError(f"Cannot return copies of Parameter '{self.name}' on all "
+                               f"contexts via list_row_sparse_data() because its storage type "
+                               f"is {self._stype}. Please use data() instead.")
+        return [self._rows_of(row_id, c) for c in self._ctx_list]
+
+    def _rows_of(self, row_id, ctx):
+        if not isinstance(row_id, ndarray):
+            raise TypeError(f"row_id must have NDArray type, but {type(row_id)} is given")
+        if self._trainer is None:
+            raise RuntimeError(f"Cannot get row_sparse data for Parameter '{self.name}' when "
+                               f"no Trainer is created with it.")
+        self._check_initialized()
+        rows = self._data.retain(row_id)    # MXNet's row_sparse_pull: the rows asked for
+        rows._ctx = ctx
+        return rows
 
 
 class Constant(Parameter):
