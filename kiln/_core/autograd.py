@@ -267,8 +267,14 @@ def _propagate(heads, head_grads, retain_graph, create_graph, claim):
                 leaf_grads[id(node)] = (node, out_grads[0])
                 continue
             if node.backward is None:
-                raise KilnError("backward through the same graph a second time; pass "
-                                "retain_graph=True to the first backward()" + where_in_user_code())
+                if any(node is r for r in roots):
+                    raise KilnError("backward through the same graph a second time; pass "
+                                    "retain_graph=True to the first backward()"
+                                    + where_in_user_code())
+                # an array computed in a graph an earlier backward() freed, used again by
+                # new ops: its history is gone and it is a constant to them (MXNet clears
+                # it so): no gradient flows past it
+                continue
             if not node.sparse:
                 zeros = REGISTRY["full"]
                 out_grads = [g if g is not None else zeros(shape=tuple(shape), value=0, dtype=dt)
