@@ -256,7 +256,8 @@ class Parameter:
         """Put `value` (NumPy) in the parameter, keeping the array object if there is one."""
         value = _np.asarray(value)
         try:
-            if self._data is not None and self._data.shape == value.shape:
+            if self._data is not None and self._data.shape == value.shape \
+                    and self._data.dtype == self._dtype:
                 with autograd.pause():
                     self._data[...] = ndarray._wrap(value.astype(self._dtype, copy=False))
                 return
