@@ -20,6 +20,7 @@ from .._core import trace
 from .._core.ndarray import ndarray, as_array
 from .._core.writes import arrays_written
 from .._core.bfloat16 import is_floating
+from .parameter_sparse import SparseStorage
 
 
 class ParameterNotInitializedError(KilnError, RuntimeError):
@@ -69,7 +70,12 @@ class StorageTypeError(KilnError, AssertionError):
     """An unknown storage type for a Parameter (MXNet asserts it: an AssertionError)."""
 
 
-class Parameter:
+# Parameter.var() builds an MXNet 1.x Symbol, which lives on the mx floor: it registers the
+# builder, a function(Parameter) -> Symbol variable (kiln/mx/sym/__init__.py)
+SYMBOL_VARIABLE = [None]
+
+
+class Parameter(SparseStorage):
     """A named weight of a Block: its shape (dimensions left 0 are inferred on the first call),
     dtype, initializer, gradient request ('write', 'add' or 'null') and learning-rate and
     weight-decay multipliers; `data()` and `grad()` give its arrays."""
@@ -407,44 +413,14 @@ class Parameter:
             self._install(value)
 
     def var(self):
-        raise KilnError("Parameter.var() is not supported: kiln traces forward() with "
-                        "hybridize() instead of building symbols by hand")
+        """The parameter as an MXNet 1.x Symbol variable (with its shape, dtype, storage)."""
+        if SYMBOL_VARIABLE[0] is None:
+            raise KilnError("Parameter.var() needs kiln.mx (MXNet 1.x symbols); import it"
+                            + where_in_user_code())
+        if getattr(self, "_var", None) is None:
+            self._var = SYMBOL_VARIABLE[0](self)
+        return self._var
 
-    def _set_trainer(self, trainer):
-        """The Trainer made with this parameter (MXNet: a sparse one takes only one)."""
-        if self._stype != "default" and self._trainer is not None and trainer is not None \
-                and self._trainer is not trainer:
-            raise RuntimeError(f"Failed to set the trainer for Parameter '{self.name}' because "
-                               f"it was already set. More than one trainers for a "
-                               f"{self._stype} Parameter is not supported.")
-        self._trainer = trainer
-
-    def row_sparse_data(self, row_id):
-        """A row_sparse parameter's rows `row_id` (a row_sparse copy, on row_id's context)."""
-        if self._stype != "row_sparse":
-            raise RuntimeError(f"Cannot return a copy of Parameter {self.name} via "
-                               f"row_sparse_data() because its storage type is {self._stype}. "
-                               f"Please use data() instead.")
-        return self._rows_of(row_id, row_id.ctx)
-
-    def list_row_sparse_data(self, row_id):
-        """row_sparse_data(row_id) on each of the parameter's contexts."""
-        if self._stype != "row_sparse":
-            raise RuntimeError(f"Cannot return copies of Parameter '{self.name}' on all "
-                               f"contexts via list_row_sparse_data() because its storage type "
-                               f"is {self._stype}. Please use data() instead.")
-        return [self._rows_of(row_id, c) for c in self._ctx_list]
-
-    def _rows_of(self, row_id, ctx):
-        if not isinstance(row_id, ndarray):
-            raise TypeError(f"row_id must have NDArray type, but {type(row_id)} is given")
-        if self._trainer is None:
-            raise RuntimeError(f"Cannot get row_sparse data for Parameter '{self.name}' when "
-                               f"no Trainer is created with it.")
-        self._check_initialized()
-        rows = self._data.retain(row_id)    # MXNet's row_sparse_pull: the rows asked for
-        rows._ctx = ctx
-        return rows
 
 
 class Constant(Parameter):

@@ -76,3 +76,11 @@ def test_clip_global_norm_scales_sparse_arrays_in_place():
     norm = gluon.utils.clip_global_norm([x], 1.0)
     assert norm == pytest.approx(3.0) and x.stype == "row_sparse"                   # MXNet 1.9.1
     np.testing.assert_allclose(x.asnumpy(), np.full((3, 3), 1 / 3), rtol=1e-6)
+
+
+def test_parameter_var_is_a_symbol_variable_with_its_storage():
+    p = gluon.Parameter("weight", shape=(10, 10), stype="row_sparse", grad_stype="row_sparse")
+    v = p.var()
+    assert v is p.var() and v.name == "weight"                                      # MXNet 1.9.1
+    attrs = v.list_attr()
+    assert attrs["__storage_type__"] == "1" and attrs["__shape__"] == "(10, 10)"    # MXNet 1.9.1
