@@ -84,3 +84,13 @@ def test_parameter_var_is_a_symbol_variable_with_its_storage():
     assert v is p.var() and v.name == "weight"                                      # MXNet 1.9.1
     attrs = v.list_attr()
     assert attrs["__storage_type__"] == "1" and attrs["__shape__"] == "(10, 10)"    # MXNet 1.9.1
+
+
+def test_symbol_block_refuses_a_row_sparse_variable():
+    from kiln.mx import sym
+    data, bias = sym.var("data"), sym.var("bias")
+    dense = sym.broadcast_add(sym.dot(data, sym.var("weight")), bias)
+    gluon.SymbolBlock(dense, data)
+    out = sym.broadcast_add(sym.dot(data, sym.var("weight", stype="row_sparse")), bias)
+    with pytest.raises(AssertionError, match="row_sparse"):       # MXNet 1.9.1's error type
+        gluon.SymbolBlock(out, data)
