@@ -147,14 +147,19 @@ class Leaf:
 
 class TapeNode:
     """One recorded op: how to turn output gradients into input gradients."""
-    __slots__ = ("name", "backward", "in_refs", "out_avals", "sparse")
+    __slots__ = ("name", "backward", "in_refs", "out_avals", "sparse", "attrs", "saved_in")
 
-    def __init__(self, name, backward, in_refs, out_avals, sparse=False):
+    def __init__(self, name, backward, in_refs, out_avals, sparse=False, attrs=None,
+                 saved_in=None):
         self.sparse = sparse        # backward() takes None for an output no head reached
         self.name = name
         self.backward = backward
         self.in_refs = in_refs      # per input: (tape entry, output index) or None
         self.out_avals = out_avals  # per output: (shape, dtype)
+        # a primitive's attributes and the inputs its rule keeps (None where it keeps none),
+        # until backward() frees the rule: what get_symbol() shows of the recorded op
+        self.attrs = attrs
+        self.saved_in = saved_in
 
 
 def input_needed(k):
@@ -196,7 +201,8 @@ def record_primitive(prim, inputs, attrs, out):
                             f"for {len(saved_in)} inputs")
         return grads
 
-    node = TapeNode(prim.name, backward, in_refs, ((out.shape, out.dtype),))
+    node = TapeNode(prim.name, backward, in_refs, ((out.shape, out.dtype),), False, attrs,
+                    saved_in)
     out._tape, out._tidx = node, 0
     saved_out = None if prim.name in GRAD_WITHOUT_OUTPUT else out._alias()
 
@@ -261,15 +267,21 @@ def _propagate(heads, head_grads, retain_graph, create_graph, claim):
                 leaf_grads[id(node)] = (node, out_grads[0])
                 continue
             if node.backward is None:
-                raise KilnError("backward through the same graph a second time; pass "
-                                "retain_graph=True to the first backward()" + where_in_user_code())
+                if any(node is r for r in roots):
+                    raise KilnError("backward through the same graph a second time; pass "
+                                    "retain_graph=True to the first backward()"
+                                    + where_in_user_code())
+                # an array computed in a graph an earlier backward() freed, used again by
+                # new ops: its history is gone and it is a constant to them (MXNet clears
+                # it so): no gradient flows past it
+                continue
             if not node.sparse:
                 zeros = REGISTRY["full"]
                 out_grads = [g if g is not None else zeros(shape=tuple(shape), value=0, dtype=dt)
                              for g, (shape, dt) in zip(out_grads, node.out_avals)]
             in_grads = node.backward(out_grads)
             if not retain_graph:
-                node.backward = None
+                node.backward = node.saved_in = None
             for ref, g in zip(node.in_refs, in_grads):
                 if ref is None or g is None:
                     continue
@@ -348,6 +360,22 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         hit = found.get(id(v._tape))
         out.append(hit[1] if hit is not None else full_like(v, 0))
     return out[0] if single else out
+
+
+# MXNet 1.x's get_symbol builds a Symbol, which lives on the mx floor: it registers the
+# builder here (kiln/mx/sym/recorded.py), a function(array) -> Symbol
+SYMBOL_OF_TAPE = [None]
+
+
+def get_symbol(x):
+    """The computation recorded for `x` (inside autograd.record()) as an MXNet 1.x Symbol."""
+    if SYMBOL_OF_TAPE[0] is None:
+        raise KilnError("autograd.get_symbol: needs kiln.mx (MXNet 1.x symbols); import it"
+                        + where_in_user_code())
+    if x._tape is None:
+        raise KilnError("autograd.get_symbol: the array was not computed from arrays with "
+                        "attach_grad() inside autograd.record()" + where_in_user_code())
+    return SYMBOL_OF_TAPE[0](x)
 
 
 def _as_lists(heads, head_grads):

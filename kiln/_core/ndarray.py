@@ -278,6 +278,8 @@ class ndarray(NumpyMethods):
 
     # ---- autograd --------------------------------------------------------------------------
     def attach_grad(self, grad_req="write", stype=None):
+        """Give this array a gradient buffer, zero, of storage `stype` (MXNet 1.x: 'default',
+        'row_sparse' or 'csr'; by default this array's own storage)."""
         from .autograd import Leaf
         if grad_req not in ("write", "add", "null"):
             raise KilnError(f"attach_grad: grad_req must be 'write', 'add' or 'null', got "
@@ -287,6 +289,8 @@ class ndarray(NumpyMethods):
             self._tape, self._grad = None, None
             return
         self._grad = ndarray._wrap(aligned.zeros(self.shape, self.dtype))
+        if (stype or self.stype) != "default":
+            self._grad = self._grad.tostype(stype or self.stype)
         self._tape, self._tidx = Leaf(self), 0
 
     @property
@@ -302,6 +306,10 @@ class ndarray(NumpyMethods):
             return
         if create_graph or g._node is not None or self._grad is None:
             self._grad = g if self._grad_req == "write" or self._grad is None else self._grad + g
+            return
+        if self._grad.stype != "default" or g.stype != "default":
+            # a sparse gradient buffer (MXNet 1.x) takes the gradient in its own storage
+            (g if self._grad_req == "write" else self._grad + g).copyto(self._grad)
             return
         value = g._data
         if value.shape != self.shape:

@@ -20,6 +20,7 @@ from .._core import trace
 from .._core.ndarray import ndarray, as_array
 from .._core.writes import arrays_written
 from .._core.bfloat16 import is_floating
+from .parameter_sparse import SparseStorage
 
 
 class ParameterNotInitializedError(KilnError, RuntimeError):
@@ -69,7 +70,12 @@ class StorageTypeError(KilnError, AssertionError):
     """An unknown storage type for a Parameter (MXNet asserts it: an AssertionError)."""
 
 
-class Parameter:
+# Parameter.var() builds an MXNet 1.x Symbol, which lives on the mx floor: it registers the
+# builder, a function(Parameter) -> Symbol variable (kiln/mx/sym/__init__.py)
+SYMBOL_VARIABLE = [None]
+
+
+class Parameter(SparseStorage):
     """A named weight of a Block: its shape (dimensions left 0 are inferred on the first call),
     dtype, initializer, gradient request ('write', 'add' or 'null') and learning-rate and
     weight-decay multipliers; `data()` and `grad()` give its arrays."""
@@ -93,6 +99,8 @@ class Parameter:
                             f"got {grad_req!r}{where_in_user_code()}")
         self.lr_mult = lr_mult
         self.wd_mult = wd_mult
+        self._stype, self._grad_stype = stype, grad_stype    # MXNet 1.x's sparse storage
+        self._trainer = None         # the Trainer made with it (row_sparse_data needs one)
         self._data = None
         self._ctx_list = [cpu()]     # contexts from initialize(ctx=...): all share one copy
         self._deferred = None        # (init, default_init, desc name) waiting for a shape
@@ -154,7 +162,10 @@ class Parameter:
             req = "null"
         self._grad_req = req
         if self._data is not None:
-            self._data.attach_grad(self._array_grad_req())
+            self._attach_grad(self._data)
+
+    def _attach_grad(self, arr):
+        arr.attach_grad(self._array_grad_req(), stype=self._grad_stype)
 
     def _array_grad_req(self):
         """On several CPU contexts there is one shared copy; its gradient adds up the
@@ -171,8 +182,13 @@ class Parameter:
         return list(self._ctx_list)
 
     def reset_ctx(self, ctx=None):
-        """kiln runs on the CPU only; kept so MXNet code calling it runs."""
+        """Place the parameter on the contexts `ctx` (kiln computes on the CPU: one copy
+        serves them all); its gradient starts again from zero, as in MXNet."""
         check_usable(ctx, f"Parameter {self._label()}.reset_ctx")
+        self._ctx_list = [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
+            else [Context(ctx) if ctx is not None else cpu()]
+        if self._data is not None:
+            self._attach_grad(self._data)
 
     reset_device = reset_ctx
 
@@ -195,7 +211,7 @@ class Parameter:
         self._ctx_list = [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
             else [Context(ctx) if ctx is not None else cpu()]
         if self._data is not None:  # re-initialized in place: the gradient mode may change
-            self._data.attach_grad(self._array_grad_req())
+            self._attach_grad(self._data)
         if default_init is None:
             default_init = kinit.Uniform()
         own = init if init is not None else self.init
@@ -246,12 +262,15 @@ class Parameter:
         """Put `value` (NumPy) in the parameter, keeping the array object if there is one."""
         value = _np.asarray(value)
         try:
-            if self._data is not None and self._data.shape == value.shape:
+            if self._data is not None and self._data.shape == value.shape \
+                    and self._data.dtype == self._dtype:
                 with autograd.pause():
                     self._data[...] = ndarray._wrap(value.astype(self._dtype, copy=False))
                 return
             arr = ndarray._wrap(aligned.copy_of(value, self._dtype))
-            arr.attach_grad(self._array_grad_req())
+            if self._stype != "default":
+                arr = arr.tostype(self._stype)
+            self._attach_grad(arr)
             self._data = arr
         finally:
             arrays_written()
@@ -286,6 +305,14 @@ class Parameter:
 
     # ---- data and gradients ----------------------------------------------------------------
     def data(self, ctx=None):
+        if self._stype != "default":
+            raise RuntimeError(f"Cannot return a copy of Parameter '{self.name}' on ctx {ctx} "
+                               f"via data() because its storage type is {self._stype}. Please "
+                               f"use row_sparse_data() instead.")
+        return self._array()
+
+    def _array(self):
+        """The parameter's array, whatever its storage (what data() gives a dense one)."""
         tc = trace.current()
         if tc is not None:
             if self._data is None:
@@ -296,6 +323,10 @@ class Parameter:
         return self._data
 
     def list_data(self):
+        if self._stype != "default":
+            raise RuntimeError(f"Cannot return copies of Parameter '{self.name}' on all "
+                               f"contexts via list_data() because its storage type is "
+                               f"{self._stype}. Please use row_sparse_data() instead.")
         return [self.data()] * len(self._ctx_list)
 
     def _reduce(self):
@@ -319,7 +350,7 @@ class Parameter:
         if self._grad_req == "null":
             raise KilnError(f"Parameter {self._label()} has no gradient because its grad_req "
                             f"is 'null'{where_in_user_code()}")
-        sym = self.data()
+        sym = self._array()
         g = sym._grad
         return g if g is not None else knp.zeros(sym.shape, dtype=sym.dtype)
 
@@ -337,7 +368,9 @@ class Parameter:
     def zero_grad(self):
         if self._data is not None and self._data.grad is not None:
             g = self._data.grad
-            if g._node is None:
+            if g.stype != "default":
+                g[:] = 0                # a sparse gradient: its own write (no rows stored)
+            elif g._node is None:
                 g._data[...] = 0
             else:
                 self._data.grad = ndarray._wrap(_np.zeros(self._shape, self._dtype))
@@ -385,14 +418,14 @@ class Parameter:
             self._install(value)
 
     def var(self):
-        raise KilnError("Parameter.var() is not supported: kiln traces forward() with "
-                        "hybridize() instead of building symbols by hand")
+        """The parameter as an MXNet 1.x Symbol variable (with its shape, dtype, storage)."""
+        if SYMBOL_VARIABLE[0] is None:
+            raise KilnError("Parameter.var() needs kiln.mx (MXNet 1.x symbols); import it"
+                            + where_in_user_code())
+        if getattr(self, "_var", None) is None:
+            self._var = SYMBOL_VARIABLE[0](self)
+        return self._var
 
-    def row_sparse_data(self, row_id):
-        return self.data()
-
-    def list_row_sparse_data(self, row_id):
-        return [self.data()]
 
 
 class Constant(Parameter):

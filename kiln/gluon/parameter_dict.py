@@ -16,6 +16,11 @@ class ParameterDict(OrderedDict):
     """An ordered dict of Parameters by name (what `collect_params()` returns), with `initialize`,
     `zero_grad`, `setattr`, `save` and `load` acting on all of them."""
     def __init__(self, items=(), owner=None, shared=None, prefix=""):
+        # MXNet 1.x's own constructor, ParameterDict(prefix, shared): a standalone dict whose
+        # get() makes parameters named prefix + name
+        self._standalone = isinstance(items, str)
+        if self._standalone:
+            items, prefix = (), items
         super().__init__(items)
         # the Block whose own parameters these are, if any; held weakly, as the block holds
         # this dict: a cycle kept every dropped block (and its compiled programs' buffers)
@@ -32,19 +37,25 @@ class ParameterDict(OrderedDict):
     def get(self, name, *default, **kwargs):
         """Return the parameter `name`, creating it (with **kwargs) on an owned dict.
 
-        On a plain (collected) dict this is dict.get(name, default).
+        On a plain (collected) dict this is dict.get(name, default); a standalone one
+        (MXNet 1.x's `ParameterDict(prefix)`) makes `prefix + name` when it has none.
         """
+        if self._standalone:
+            name = self.prefix + name
         if name in self:
             param = self[name]
             if "shape" in kwargs and kwargs["shape"] is not None:
                 param.shape = kwargs["shape"]   # fills unknown dims, checks known ones
             return param
-        if self._owner is None:
+        if self._owner is None and not self._standalone:
             return default[0] if default else None
         if self._shared is not None and name in self._shared:
             param = self._shared[name]
         else:
             param = Parameter(name, **kwargs)
+        if self._owner is None:
+            self[name] = param
+            return param
         # a named block may take it from the shared dict by its MXNet 1.x name instead
         return self._owner._register_param(name, param)
 
@@ -93,8 +104,12 @@ class ParameterDict(OrderedDict):
     reset_device = reset_ctx
 
     def list_ctx(self):
+        """The contexts of all the parameters (MXNet's union)."""
         from .._core.context import cpu
-        return [cpu()]
+        found = []
+        for param in self.values():
+            found.extend(c for c in param.list_ctx() if c not in found)
+        return found or [cpu()]
 
     def cast(self, dtype):
         for param in self.values():

@@ -51,12 +51,20 @@ def _buffer(array, what):
     return data
 
 
+def _array_of(param):
+    """A parameter's array, whatever its storage (data() refuses a sparse parameter's)."""
+    return param._array() if hasattr(param, "_array") else param.data()
+
+
 class Trainer:
     """Trainer(params, optimizer, optimizer_params=None, kvstore='device')."""
 
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
                  compression_params=None, update_on_kvstore=None):
         self._names, self._params = _param_list(params)
+        for p in self._params:
+            if hasattr(p, "_set_trainer"):    # a row_sparse parameter's rows come through it
+                p._set_trainer(self)
         optimizer_params = dict(optimizer_params or {})
         self._optimizer = _opt.create(optimizer, **optimizer_params)
         self._optimizer.param_dict = {i: p for i, p in enumerate(self._params)}
@@ -118,8 +126,15 @@ class Trainer:
                         f"Trainer.step: parameter {name!r} has no gradient: it was not "
                         f"initialized with a grad_req, or backward() was never called. Pass "
                         f"ignore_stale_grad=True to skip such parameters.")
-                data = param.data()
+                data = _array_of(param)
                 claim.take((data,))
+                if data.stype != "default" or grad.stype != "default":
+                    # MXNet 1.x's sparse storage: the optimizer's update of sparse arrays
+                    # (lazy on the stored rows of a row_sparse gradient)
+                    if i not in self._states:
+                        self._states[i] = self._optimizer.create_state(i, data._data)
+                    self._optimizer.update(i, data, grad, self._states[i])
+                    continue
                 weight = _buffer(data, f"parameter {name!r}")
                 g = _buffer(grad, f"the gradient of {name!r}")
                 if g.shape != weight.shape:
@@ -163,7 +178,7 @@ class Trainer:
                                 f" which this trainer does not have at that position")
             n = int(entries[f"{i}/nstate"])
             arrays = [aligned.copy_of(entries[f"{i}/state{k}"]) for k in range(n)]
-            weight = _buffer(self._params[i].data(), f"parameter {name!r}")
+            weight = _buffer(_array_of(self._params[i]), f"parameter {name!r}")
             fresh = self._optimizer.create_state(i, weight)
             expected = self._optimizer.state_arrays(fresh)
             if [a.shape for a in expected] != [a.shape for a in arrays]:

@@ -118,8 +118,11 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
                       stacklevel=2)
     scale = max_norm / (total + 1e-8)
     if scale < 1.0:
-        for b in bufs:
-            b *= b.dtype.type(scale)
+        for a, b in zip(arrays, bufs):
+            if a.stype == "default":
+                b *= b.dtype.type(scale)
+            else:       # MXNet 1.x's sparse arrays: b is a dense copy; their own operator
+                a *= b.dtype.type(scale)
         arrays_written()
     return total if check_isfinite else ndarray._wrap(_onp.array(total, _onp.float32))
 

@@ -184,3 +184,32 @@ def test_parameter_dict_helpers():
     assert params.get("nope") is None
     params.reset_ctx(kiln.cpu())
     params.zero_grad()
+
+
+def test_standalone_parameter_dict_with_a_prefix(tmp_path):
+    # MXNet 1.x's ParameterDict(prefix): get() makes prefix + name (MXNet's test_parameter_dict)
+    from kiln.gluon import ParameterDict
+    from kiln.mx.nd import cpu
+    params = ParameterDict("net_")
+    w0 = params.get("w0", shape=(2, 2))
+    assert params.get("w0") is w0
+    params.get("w1", shape=(2, 2))
+    assert list(params.keys()) == ["net_w0", "net_w1"]
+    params.initialize(ctx=cpu(1))
+    params.reset_ctx([cpu(4), cpu(2)])
+    assert set(params.list_ctx()) == {cpu(4), cpu(2)}
+
+
+def test_loading_with_the_saved_dtype_replaces_the_array(tmp_path):
+    from kiln.gluon import ParameterDict
+    saved = ParameterDict("")
+    saved.get("w", shape=(2, 2), dtype="float32")
+    saved.initialize(init.One())
+    path = str(tmp_path / "p.params")
+    saved.save(path)
+    loaded = ParameterDict("")
+    loaded.get("w", shape=(2, 2), dtype="float16")
+    loaded.load(path, cast_dtype=True, dtype_source="current")
+    assert loaded["w"].data().dtype == onp.float16
+    loaded.load(path, cast_dtype=True, dtype_source="saved")      # as MXNet: float32 again
+    assert loaded["w"].data().dtype == onp.float32

@@ -156,8 +156,10 @@ class Embedding(HybridBlock):
                  sparse_grad=False, **kwargs):
         super().__init__(**kwargs)
         self._input_dim, self._output_dim = input_dim, output_dim
+        # sparse_grad: the gradient is row_sparse, holding only the rows looked up (MXNet 1.x)
         self.weight = Parameter("weight", shape=(input_dim, output_dim),
-                                init=weight_initializer, dtype=dtype)
+                                init=weight_initializer, dtype=dtype,
+                                grad_stype="row_sparse" if sparse_grad else "default")
 
     def forward(self, x):
         return npx.embedding(x, self.weight.data(), input_dim=self._input_dim,

@@ -16,6 +16,13 @@ from .spaces import PREFIXES, SymbolSpace, table_op
 from . import sparse  # noqa: F401  (sym.sparse)
 from . import block_call  # noqa: F401  (registers Gluon blocks called on Symbols)
 from . import op_hook  # noqa: F401  (registers HybridBlock.register_op_hook's runner)
+from . import recorded  # noqa: F401  (registers autograd.get_symbol's builder)
+from ...gluon import parameter as _parameter
+
+# gluon's Parameter.var() (a floor below): MXNet 1.x's variable of the parameter
+_parameter.SYMBOL_VARIABLE[0] = lambda p: var(
+    p.name, shape=p.shape, dtype=p.dtype, lr_mult=p.lr_mult, wd_mult=p.wd_mult, init=p.init,
+    stype=p._stype)
 
 _Symbol = Symbol
 

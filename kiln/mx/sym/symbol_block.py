@@ -16,7 +16,7 @@ from ...gluon.parameter import Parameter
 from ...gluon import symbol_block
 from ...gluon.symbol_block import SymbolBlock
 from .evaluation import evaluate, _as_array, infer_shape, check_sizes
-from .symbol import Group, Symbol
+from .symbol import Group, Symbol, STORAGE_TYPE_IDS
 from . import serialization
 from .mxnet_json import is_mxnet_text, read_text
 
@@ -50,6 +50,10 @@ class MXSymbolBlock(SymbolBlock):
             if n not in args:
                 raise KilnError(f"SymbolBlock: input {n!r} is not an argument of the symbol "
                                 f"({args})" + where_in_user_code())
+        for node in outputs.get_internals():   # MXNet 1.x's error (an AssertionError there)
+            if node.attr("__storage_type__") == str(STORAGE_TYPE_IDS["row_sparse"]):
+                raise AssertionError(f"SymbolBlock doesn't support Parameter '{node.name}' "
+                                     f"because its storage type is 'row_sparse'.")
         object.__setattr__(self, "_sym", outputs)
         object.__setattr__(self, "_inputs", list(names))
         aux = outputs.list_auxiliary_states()

@@ -16,6 +16,7 @@ from ....optimizer.base import ARRAY_UPDATES
 from ....io.ndarray_iter import SPARSE as ITER_SPARSE
 
 IMPLEMENTATIONS.update(elementwise=elementwise, zero_preserving=ops.zero_preserving,
+                       link_storage=ops.link_storage,
                        retain=retain, dense_to_sparse=dense_to_sparse,
                        row_sparse_array=row_sparse_array)
 # optimizers (kiln/optimizer, a floor below) update sparse weights and gradients through this

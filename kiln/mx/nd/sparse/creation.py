@@ -10,6 +10,7 @@ from ...._core.context import check_usable
 from ...._core.ndarray import ndarray, SPARSE_STORAGE
 from .storage import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, INDEX_DTYPE,
                       check_csr_dtype, scipy_sparse)
+from .tape import link_storage
 
 STYPES = ("csr", "row_sparse")
 
@@ -227,8 +228,9 @@ def cast_storage(data, stype, **_):
     return data.tostype(stype)
 
 
-for _stype in STYPES:
-    SPARSE_STORAGE[_stype] = (lambda s: lambda x: dense_to_sparse(x.asnumpy(), s))(_stype)
+for _stype in STYPES:     # ndarray.tostype: on the tape inside record() (tape.py)
+    SPARSE_STORAGE[_stype] = (lambda s: lambda x: link_storage(x, dense_to_sparse(
+        x.asnumpy(), s)))(_stype)
 
 
 def to_record(arr):

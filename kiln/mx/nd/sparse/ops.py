@@ -8,6 +8,7 @@ from ...._core.base import KilnError, where_in_user_code
 from ...._core.ndarray import ndarray
 from .storage import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, INDEX_DTYPE,
                       IMPLEMENTATIONS, as_dense_value, densify, scipy_sparse)
+from .tape import link_replica, link_storage
 
 _NUMPY = {"add": _np.add, "subtract": _np.subtract, "multiply": _np.multiply,
           "divide": _np.true_divide}
@@ -15,6 +16,10 @@ _NUMPY = {"add": _np.add, "subtract": _np.subtract, "multiply": _np.multiply,
 
 def _is_scalar(x):
     return isinstance(x, (int, float, _np.number, bool))
+
+
+def _is_dense(x):
+    return isinstance(x, (ndarray, _np.ndarray)) and not isinstance(x, BaseSparseNDArray)
 
 
 def _dense(value, dtype):
@@ -28,6 +33,11 @@ def elementwise(op, lhs, rhs):
     everything else (a scalar added, a dense left operand, mixed storages) is dense."""
     if not has_sparse((lhs, rhs), {}):
         return getattr(knp, op)(lhs, rhs)
+    return link_replica(_sparse_elementwise(op, lhs, rhs), (lhs, rhs),
+                        lambda: getattr(knp, op)(lhs, rhs))
+
+
+def _sparse_elementwise(op, lhs, rhs):
     dtype = (lhs if isinstance(lhs, BaseSparseNDArray) else rhs).dtype
     shapes = {tuple(x.shape) for x in (lhs, rhs) if not _is_scalar(x)}
     if len(shapes) > 1:     # broadcasting: MXNet's dense fallback (broadcast_*)
@@ -62,7 +72,7 @@ def _csr_elementwise(op, a, rhs):
         return None
     if _is_scalar(rhs) and op in ("multiply", "divide"):
         return a * rhs if op == "multiply" else a / rhs
-    if op == "multiply" and isinstance(rhs, (ndarray, _np.ndarray)):
+    if op == "multiply" and _is_dense(rhs):
         return scipy_sparse().csr_matrix(a.multiply(as_dense_value(rhs)))
     return None
 
@@ -81,7 +91,7 @@ def _row_sparse_elementwise(op, a, rhs):
     if _is_scalar(rhs) and op in ("multiply", "divide"):
         rows = _NUMPY[op](a._rows, rhs).astype(a.dtype, copy=False)
         return RowSparseNDArray(rows, a._idx.copy(), a.shape)
-    if op == "multiply" and isinstance(rhs, (ndarray, _np.ndarray)):
+    if op == "multiply" and _is_dense(rhs):
         rows = (a._rows * as_dense_value(rhs)[a._idx]).astype(a.dtype, copy=False)
         return RowSparseNDArray(rows, a._idx.copy(), a.shape)
     return None
@@ -97,6 +107,12 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, **_):
     row_sparse·dense are dense, csrᵀ·dense and csrᵀ·row_sparse (transpose_a=True) are
     row_sparse, dense·csr (and dense·csrᵀ) is csr. Other sparse combinations run densely
     (with a warning). One operand at least is sparse."""
+    return link_replica(_sparse_dot(lhs, rhs, transpose_a, transpose_b), (lhs, rhs),
+                        lambda: knp.dot(lhs.T if transpose_a else lhs,
+                                        rhs.T if transpose_b else rhs))
+
+
+def _sparse_dot(lhs, rhs, transpose_a, transpose_b):
     dtype = (lhs if isinstance(lhs, BaseSparseNDArray) else rhs).dtype
     _check_dot_shapes(lhs, rhs, transpose_a, transpose_b)
     if isinstance(lhs, CSRNDArray) and not isinstance(rhs, BaseSparseNDArray):
@@ -204,7 +220,8 @@ def call_densified(name, fn, args, kwargs):
     result = fn(*dense_args, **dense_kwargs)
     if out is None:
         if _keeps_zeros(fn, args, dense_args, dense_kwargs, result):
-            return IMPLEMENTATIONS["dense_to_sparse"](as_dense_value(result), args[0].stype)
+            return link_storage(result, IMPLEMENTATIONS["dense_to_sparse"](
+                as_dense_value(result), args[0].stype))
         return result
     if isinstance(out, BaseSparseNDArray):
         out._assign(result.tostype(out.stype).astype(out.dtype))
@@ -240,6 +257,11 @@ def zero_preserving(op, lhs, rhs):
     MXNet, a sparse array and a scalar give a sparse result (of the array's storage) when
     the op maps the array's zeros to zero (`y > 0`, `y ** 2`), else a dense one (`y >= 0`);
     comparisons give 0/1 in the array's dtype."""
+    return link_replica(_zero_preserving_value(op, lhs, rhs), (lhs, rhs),
+                        lambda: getattr(knp, op)(lhs, rhs))
+
+
+def _zero_preserving_value(op, lhs, rhs):
     sparse = lhs if isinstance(lhs, BaseSparseNDArray) else rhs
     other = rhs if sparse is lhs else lhs
     fn = _SCALAR_RULE_OPS[op]

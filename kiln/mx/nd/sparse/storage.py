@@ -43,14 +43,32 @@ def densify(what, stype):
               f"operand(s) and returns a dense array")
 
 
-class BaseSparseNDArray:
+class BaseSparseNDArray(ndarray):
     """What MXNet's two sparse arrays share: shape, dtype, context, conversions, copies,
-    operators (sparse where MXNet keeps them sparse, kiln/mx/nd/sparse/ops.py) and, for any
-    other dense array method, a dense copy (with one warning per method)."""
+    operators (sparse where MXNet keeps them sparse, kiln/mx/nd/sparse/ops.py).
+
+    As in MXNet (`BaseSparseNDArray(NDArray)`), a sparse array is an array: it has a
+    gradient (`attach_grad`, of its own storage unless told otherwise), takes part in
+    `autograd.record()` (kiln/mx/nd/sparse/tape.py) and, given to a dense operation or
+    method, is read as its dense value (`_data` below), with the dense gradient."""
     __array_priority__ = 200.0      # NumPy defers mixed operators to these classes
 
     stype = None
     ndim = 2
+    # the array's slots, for an object made without ndarray's constructor: an eager value
+    # (never a graph node), no tape entry, no gradient, a view of nothing
+    _node = None
+    _tape = None
+    _tidx = 0
+    _grad = None
+    _grad_req = None
+    _view = None
+
+    @property
+    def _data(self):
+        # what a dense operation reads: the dense value (a copy: writes into it are lost,
+        # so the writing paths, __setitem__ and the in-place operators, are this class's)
+        return self.asnumpy()
 
     @property
     def size(self):
@@ -72,8 +90,6 @@ class BaseSparseNDArray:
         if problem:
             raise KilnError(f"check_format: {problem}{where_in_user_code()}")
 
-    context = ctx
-
     def __len__(self):
         return self.shape[0]
 
@@ -82,8 +98,9 @@ class BaseSparseNDArray:
         raise NotImplementedError
 
     def todense(self):
-        """A dense copy (kiln's ndarray)."""
-        return ndarray._wrap(self.asnumpy())
+        """A dense copy (kiln's ndarray); inside autograd.record() on the tape as the
+        identity, as MXNet's cast_storage."""
+        return IMPLEMENTATIONS["link_storage"](self, ndarray._wrap(self.asnumpy()))
 
     def tostype(self, stype):
         """This array in storage `stype` ('default', 'csr' or 'row_sparse')."""
@@ -91,19 +108,24 @@ class BaseSparseNDArray:
             return self
         if stype == "default":
             return self.todense()
-        return IMPLEMENTATIONS["dense_to_sparse"](self.asnumpy(), stype)
+        return IMPLEMENTATIONS["link_storage"](
+            self, IMPLEMENTATIONS["dense_to_sparse"](self.asnumpy(), stype))
+
+    def detach(self):
+        """The same value in the same storage, off the tape (MXNet's detach)."""
+        return self._parts_copy(copy=False)
 
     def copyto(self, other):
         """A copy on `other` (a context), or written into `other` (an array), which must
         have the same shape; a sparse target takes this array's storage."""
-        if isinstance(other, ndarray):
-            other[...] = self.asnumpy()
-            return other
         if isinstance(other, BaseSparseNDArray):
             if other.shape != self.shape:
                 raise KilnError(f"copyto: expected a target of shape {self.shape}, got "
                                 f"{other.shape}{where_in_user_code()}")
             other._assign(self.tostype(other.stype).astype(other.dtype))
+            return other
+        if isinstance(other, ndarray):
+            other[...] = self.asnumpy()
             return other
         check_usable(other, "copyto")
         return self.copy()
@@ -124,11 +146,18 @@ class BaseSparseNDArray:
         shape = "x".join(str(d) for d in self.shape)
         return f"\n{self.asnumpy()}\n<{type(self).__name__} {shape} @cpu(0)>"
 
-    def __getattr__(self, name):
-        # a dense ndarray method this class lacks: run it on a dense copy
-        if name.startswith("_") or not hasattr(ndarray, name):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        densify(f"{type(self).__name__}.{name}", self.stype)
+    def __getattribute__(self, name):
+        # a public dense array method or property these classes do not define: on a dense
+        # copy, with one warning per name (its result is dense, as MXNet's fallback's)
+        if name[0] == "_" or name in ARRAY_PROTOCOL:
+            return object.__getattribute__(self, name)
+        klass = type(self)
+        dense = _DENSE_ONLY.get((klass, name))
+        if dense is None:
+            dense = _DENSE_ONLY[(klass, name)] = _defined_by_dense_class(klass, name)
+        if not dense:
+            return object.__getattribute__(self, name)
+        densify(f"{klass.__name__}.{name}", self.stype)
         return getattr(self.todense(), name)
 
     # operators: kiln/mx/nd/sparse/ops.py decides the result's storage as MXNet does
@@ -162,6 +191,24 @@ class BaseSparseNDArray:
     def __neg__(self):
         return _elementwise("multiply", self, -1)
 
+    # `x op= y` writes the result into x, in x's storage, as MXNet does (ndarray's in-place
+    # operators would write into the dense value, which for a sparse array is a copy)
+    def _in_place(self, result):
+        self._assign(result if result.stype == self.stype else result.tostype(self.stype))
+        return self
+
+    def __iadd__(self, other):
+        return self._in_place(self.__add__(other))
+
+    def __isub__(self, other):
+        return self._in_place(self.__sub__(other))
+
+    def __imul__(self, other):
+        return self._in_place(self.__mul__(other))
+
+    def __itruediv__(self, other):
+        return self._in_place(self.__truediv__(other))
+
     # comparisons, ** and %: sparse when zeros stay zero (kiln/mx/nd/sparse/ops.py)
     def __eq__(self, other):
         return _zero_preserving("equal", self, other)
@@ -194,6 +241,20 @@ class BaseSparseNDArray:
         return _zero_preserving("mod", other, self)
 
     __hash__ = object.__hash__
+
+
+# what a sparse array has as an array, not as a dense copy: its shape, type, storage, device
+# and autograd (attach_grad, grad, backward)
+ARRAY_PROTOCOL = frozenset({"shape", "dtype", "ndim", "size", "stype", "ctx", "context",
+                            "device", "is_symbolic", "attach_grad", "grad", "backward"})
+_DENSE_ONLY = {}        # (class, name) -> does the name come from the dense array class?
+
+
+def _defined_by_dense_class(klass, name):
+    for k in klass.__mro__:
+        if name in k.__dict__:
+            return not issubclass(k, BaseSparseNDArray)
+    return False
 
 
 def _elementwise(op, lhs, rhs):
@@ -250,7 +311,13 @@ class CSRNDArray(BaseSparseNDArray):
 
     def copy(self):
         """A copy with its own buffers."""
-        return CSRNDArray(self._csr.copy())
+        return self._parts_copy(copy=True)
+
+    def _parts_copy(self, copy):
+        return CSRNDArray(self._csr.copy() if copy else self._csr)
+
+    def __reduce__(self):       # its parts (ndarray's own reduce would pickle it dense)
+        return CSRNDArray, (self._csr,)
 
     def astype(self, dtype, copy=True):
         """A copy with values of `dtype`, still in CSR storage."""
@@ -338,7 +405,15 @@ class RowSparseNDArray(BaseSparseNDArray):
 
     def copy(self):
         """A copy with its own buffers."""
-        return RowSparseNDArray(self._rows.copy(), self._idx.copy(), self._shape)
+        return self._parts_copy(copy=True)
+
+    def _parts_copy(self, copy):
+        if copy:
+            return RowSparseNDArray(self._rows.copy(), self._idx.copy(), self._shape)
+        return RowSparseNDArray(self._rows, self._idx, self._shape)
+
+    def __reduce__(self):       # its parts (ndarray's own reduce would pickle it dense)
+        return RowSparseNDArray, (self._rows, self._idx, self._shape)
 
     def astype(self, dtype, copy=True):
         """A copy with values of `dtype`, still in row_sparse storage."""
