@@ -108,7 +108,7 @@ def Embedding(data, weight, input_dim=None, output_dim=None, **_):
     return knpx.embedding(data, weight)
 
 
-@_op("Activation")
+@_op("Activation", same_shape=True)
 def Activation(data, act_type="relu", **_):
     return knpx.activation(data, act_type=act_type)
 

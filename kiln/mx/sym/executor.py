@@ -260,7 +260,7 @@ class Executor:
             self._leaves = None
             values = {**self.arg_dict, **self.aux_dict}
             with autograd.predict_mode():
-                self.outputs = evaluate(self._symbol._heads, lambda n, _h: values[n.name],
+                self.outputs = evaluate(self._symbol._heads, lambda n: values[n.name],
                                         self._observe)
             return self.outputs
         if not is_train:
@@ -278,7 +278,7 @@ class Executor:
                 except HybridizeError:      # an op that computes only eagerly (sort, topk)
                     self._compiled = _EAGER
             with autograd.predict_mode():
-                self.outputs = evaluate(self._symbol._heads, lambda n, _h: values[n.name])
+                self.outputs = evaluate(self._symbol._heads, lambda n: values[n.name])
             return self.outputs
         self._record(train_mode=True)
         return self.outputs
@@ -295,7 +295,7 @@ class Executor:
             leaves[name] = leaf
         feed = {**leaves, **self.aux_dict}
         with autograd.record(train_mode=train_mode):
-            self.outputs = evaluate(self._symbol._heads, lambda n, _h: feed[n.name],
+            self.outputs = evaluate(self._symbol._heads, lambda n: feed[n.name],
                                     None if self._monitor is None else self._observe)
         self._leaves = leaves
         self._leaves_train = train_mode
