@@ -63,7 +63,7 @@ def evaluate(heads, feed, observe=None):
     if has_unknown_attrs(nodes):
         shapes = {n.name: tuple(values[id(n)][0].shape) for n in nodes if n.is_var}
         dtypes = {n.name: values[id(n)][0].dtype for n in nodes if n.is_var}
-        attrs_of = _inference(heads, shapes, dtypes).attrs_of
+        attrs_of = shape_inference(heads, shapes, dtypes).attrs_of
     for node in nodes:
         if node.is_var:
             continue
@@ -105,7 +105,7 @@ def check_sizes(symbol, arrays):
     checked = symbol.__dict__.setdefault("_sizes_checked", set())
     if key in checked:
         return
-    _inference(symbol._heads, {n: tuple(a.shape) for n, a in arrays.items()},
+    shape_inference(symbol._heads, {n: tuple(a.shape) for n, a in arrays.items()},
                {n: str(a.dtype) for n, a in arrays.items()})
     checked.add(key)
 
@@ -135,7 +135,7 @@ def _declared_dtype(node, dtypes):
         raise KilnError(f"variable {node.name!r}: {exc}") from None
 
 
-def _inference(heads, shapes, dtypes=None):
+def shape_inference(heads, shapes, dtypes=None):
     """The symbol's shapes and dtypes inferred from variable shapes (MXNet's unknowns as
     -1) and dtypes; partial_shapes.ShapeInference after its sweeps."""
     dtypes = dtypes or {}
@@ -165,7 +165,7 @@ def _var_shapes(symbol, inference):
 
 def output_avals(symbol, shapes, dtypes):
     """[(shape, dtype)] of the symbol's outputs for inputs of these shapes and dtypes."""
-    inference = _inference(symbol._heads, shapes, dtypes)
+    inference = shape_inference(symbol._heads, shapes, dtypes)
     return [(inference.shape(node, k), inference.dtype(node, k)) for node, k in symbol._heads]
 
 
@@ -180,7 +180,7 @@ def infer_shape(symbol, *args, **kwargs):
 
 def infer_shape_strict(symbol, *args, **kwargs):
     """infer_shape, raising MissingInput (naming the variable) when shapes are missing."""
-    inference = _inference(symbol._heads, _shape_kwargs(symbol, args, kwargs))
+    inference = shape_inference(symbol._heads, _shape_kwargs(symbol, args, kwargs))
     args_, outs, aux = _var_shapes(symbol, inference)
     names = symbol.list_arguments() + symbol.list_auxiliary_states()
     for name, shape in zip(names, args_ + aux):
@@ -197,7 +197,7 @@ def infer_shape_partial(symbol, *args, **kwargs):
     """What the given shapes say of every argument, output and auxiliary state, unknowns as
     MXNet writes them: 0 and () in legacy shape mode, -1 and None in NumPy shape mode."""
     from ..util import is_np_shape
-    inference = _inference(symbol._heads, _shape_kwargs(symbol, args, kwargs))
+    inference = shape_inference(symbol._heads, _shape_kwargs(symbol, args, kwargs))
 
     def written(shape):
         if is_np_shape():
