@@ -202,3 +202,21 @@ def test_kl_div_equals_mxnet_1_9_1():
     label = np.array([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
     onp.testing.assert_allclose(gloss.KLDivLoss()(pred, label).asnumpy(),
                                 [0.07795081, 0.45957822], rtol=1e-4)  # float32 logs
+
+
+def test_ctc_label_may_hold_the_blank_id_as_mxnet_takes_it():
+    """MXNet 1.9.1 takes a label id equal to the blank's (the last class) inside the label
+    as a symbol scored with the blank's probability; a path cannot skip into it (warp-ctc's
+    rule compares ids). The losses were printed by MXNet 1.9.1 on the same inputs."""
+    import numpy as onp
+    from kiln import nd
+    from kiln.gluon.loss import CTCLoss
+    pred = nd.array(onp.random.RandomState(0).randn(3, 6, 4).astype("float32"))
+    label = nd.array([[3, 2, 2, -1], [2, 3, 3, 1], [3, 3, -1, -1]])
+    onp.testing.assert_allclose(CTCLoss()(pred, label).asnumpy(),
+                                [5.032672882080078, 9.479299545288086, 4.1484222412109375],
+                                rtol=1e-5)
+    given = CTCLoss()(pred, nd.array([[3, 2, 0, 1], [2, 3, 3, 1], [3, 3, 1, 1]]), None,
+                      nd.array([2, 4, 1]))
+    onp.testing.assert_allclose(given.asnumpy(), [4.342015266418457, 9.479299545288086,
+                                                  4.659247875213623], rtol=1e-5)

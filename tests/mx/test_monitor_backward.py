@@ -42,3 +42,23 @@ def test_monitor_sees_the_backward_of_every_node():
             # memory it reused, softmax_output's); kiln computes it
             continue
         np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-7, err_msg=name)
+
+
+def test_monitor_callback_survives_a_reshape_and_dummy_iter_repeats_its_batch():
+    """MXNet's Executor.reshape rebinds the monitor callback to the new executor, so a
+    Module fed a batch of another shape keeps calling it; test_utils.DummyIter gives the
+    first batch of its iterator forever."""
+    from kiln.test_utils import DummyIter
+    conv = sym.Convolution(sym.var("data"), kernel=(1, 1), num_filter=1, name="conv")
+    module = mod.Module(conv, label_names=None)
+    module.bind(for_training=False, data_shapes=[("data", (1, 3, 4, 4))])
+    module.init_params()
+    seen = []
+    module._exec_group.execs[0].set_monitor_callback(lambda name, a: seen.append(name),
+                                                     monitor_all=True)
+    batches = DummyIter(kio.NDArrayIter(nd.ones((2, 3, 4, 6)), batch_size=1))
+    first, second = next(batches), next(batches)
+    assert first is second
+    module.forward(first, is_train=False)
+    assert module.get_outputs()[0].shape == (1, 1, 4, 6)
+    assert set(seen) == {b"data", b"conv_data", b"conv_weight", b"conv_bias", b"conv_output"}

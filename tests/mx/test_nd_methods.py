@@ -166,3 +166,11 @@ def test_basic_slicing_contiguity_is_numpys():
                 (slice(None), slice(None), slice(None, None, 2))]:
         assert is_contiguous(key, x.shape) == x[key].flags.c_contiguous
     assert is_contiguous((slice(1, 3), slice(None)), (1 << 40, 1 << 20))   # no allocation
+
+
+def test_reduction_methods_take_exclude():
+    """MXNet 1.x's x.sum/mean/max/min/prod(axis, exclude=True) (values from MXNet 1.9.1)."""
+    x = nd.array(np.arange(24, dtype="float32").reshape(2, 3, 4))
+    assert x.sum(axis=1, exclude=True).asnumpy().tolist() == [60.0, 92.0, 124.0]
+    assert x.mean(axis=1, exclude=True, keepdims=True).shape == (1, 3, 1)
+    assert x.sum(1).shape == (2, 4)

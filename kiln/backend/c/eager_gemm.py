@@ -24,7 +24,9 @@ import numpy as _np
 from ..._core.base import KilnError
 from ...ops.registry import REGISTRY
 from .dnnl_dense import DNNL_MIN_ROWS
-from .kernels import GEMM_BLAS_MIN_FLOPS
+from . import build, vector_math
+from .kernels import GEMM_BLAS_MIN_FLOPS, GEMM_BLAS_MIN_ROWS, gemm_prelude
+from .loops import prelude
 
 _fn = []
 _lock = threading.Lock()     # one eager gemm at a time on the shared runtime
@@ -62,16 +64,16 @@ def _operand(x):
 
 
 def matmul(a, b):
-    """a @ b for 2-D float32 arrays big enough to pay for the call, else None."""
+    """a @ b for 2-D float32 arrays whose rows (or columns) are contiguous, else None."""
     if a.ndim != 2 or b.ndim != 2 or a.dtype != _np.float32 or b.dtype != _np.float32:
         return None
     m, k = a.shape
     n = b.shape[1]
-    if m * n * k < GEMM_BLAS_MIN_FLOPS:
-        return None
     fa, fb = _operand(a), _operand(b)
     if fa is None or fb is None:
         return None
+    if m < GEMM_BLAS_MIN_ROWS or m * n * k < GEMM_BLAS_MIN_FLOPS:
+        return _on_kiln_loops(a, b, fa, fb)
     if m >= DNNL_MIN_ROWS:
         c = _on_dnnl(a, b, fa, fb)
         if c is not None:
@@ -83,6 +85,51 @@ def matmul(a, b):
     with _lock:
         fn(fa[0], fb[0], m, n, k, 1.0, a.ctypes.data, fa[1], b.ctypes.data, fb[1], 0.0,
            c.ctypes.data)
+    return c
+
+
+# Few rows or few multiply-adds: compiled programs run kiln's own loops (kernels.py's
+# kiln_gemm_float, a dot product per output), so eager code runs the same loops, compiled
+# once from the same source: compiled equals eager to the bit (a Dense layer on a batch of
+# 4 summed 65536 products in another order on the BLAS and differed by 2e-5).
+_EAGER_ENTRY = """
+void kiln_eager_gemm_float(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A,
+                           int64_t lda, const float *B, int64_t ldb, float *C) {
+  kiln_gemm_float(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C);
+}
+"""
+_loops = []
+
+
+def _kiln_loops():
+    if not _loops:
+        fn = None
+        try:
+            lib = build.load(prelude() + gemm_prelude() + _EAGER_ENTRY,
+                             extra_flags=vector_math.flags())
+            from .runtime import runtime
+            rt = runtime()
+            if rt is not None:
+                lib.kiln_set_runtime(ctypes.c_void_p(rt.sgemm or None),
+                                     ctypes.c_void_p(rt.dgemm or None),
+                                     ctypes.c_void_p(rt.parallel), None)
+            I64, P = ctypes.c_int64, ctypes.c_void_p
+            fn = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, I64, I64, I64, P, I64, P,
+                                  I64, P)(ctypes.cast(lib.kiln_eager_gemm_float, P).value)
+        except KilnError:        # no C compiler: NumPy's matmul
+            fn = None
+        _loops.append(fn)
+    return _loops[0]
+
+
+def _on_kiln_loops(a, b, operand_a, operand_b):
+    fn = _kiln_loops()
+    if fn is None:
+        return None
+    (m, k), n = a.shape, b.shape[1]
+    c = _np.empty((m, n), _np.float32)
+    fn(operand_a[0], operand_b[0], m, n, k, a.ctypes.data, operand_a[1], b.ctypes.data,
+       operand_b[1], c.ctypes.data)
     return c
 
 

@@ -44,7 +44,7 @@ class CTCLoss(Loss):
             label = knp.swapaxes(label, 0, 1)
         steps, batch, classes = pred.shape
         blank = classes - 1
-        _check_label_ids(label, blank)
+        _check_label_ids(label, classes)
         if label_lengths is None:       # padding with -1 at the end
             lengths = knp.sum((label >= 0).astype("int64"), axis=1)
         else:
@@ -78,17 +78,21 @@ class CTCLoss(Loss):
         return _apply_weighting(loss, self._weight, sample_weight)
 
 
-def _check_label_ids(label, blank):
+def _check_label_ids(label, classes):
+    """Label ids are classes; MXNet takes the blank's id inside a label too (a symbol of its
+    own there, scored with the blank's probability)."""
     if getattr(label, "_node", None) is None:    # concrete (eager): the values can be read
         ids = label.asnumpy()
-        if (ids >= blank).any():
-            raise KilnError(f"CTCLoss: label ids must be below {blank} (the last class is "
-                            f"the blank), got {ids.max():g}")
+        if (ids >= classes).any():
+            raise KilnError(f"CTCLoss: label ids must be below the {classes} classes (the "
+                            f"last is the blank), got {ids.max():g}")
 
 
 def _extended(label, lengths, blank):
     """The blank-interleaved labels (batch, 2L+1), int64, and where a path may skip the
-    blank between two labels (they differ), both as arrays of the traced program."""
+    blank between two labels (they differ), both as arrays of the traced program. Skips are
+    decided by position, as MXNet's (warp-ctc's) recursion does: a label slot is odd, even
+    when its id is the blank's."""
     batch, length = label.shape
     inside = knp.arange(length).reshape(1, length) < knp.reshape(lengths, (batch, 1))
     ids = knp.where(inside, label, blank).astype("int64")

@@ -167,7 +167,10 @@ class DataParallelExecutorGroup:
                     grads[name] = _reuse(previous and previous.grad_dict.get(name), shape, dtype)
         aux = {name: _reuse(shared_exec and shared_exec.aux_dict.get(name), shape, dtype)
                for name, shape, dtype in zip(self.aux_names, aux_shapes, aux_types)}
-        return Executor(self.symbol, args, grads, dict(self.grad_req), aux)
+        executor = Executor(self.symbol, args, grads, dict(self.grad_req), aux)
+        if previous is not None:    # MXNet's Executor.reshape keeps the monitor callback
+            executor._monitor = previous._monitor
+        return executor
 
     def _state_shapes(self, batch, given):
         """{state: shape} for the states whose declared shape leaves its batch unknown (0

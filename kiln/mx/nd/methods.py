@@ -6,7 +6,8 @@ only where the class has no method of that name, so the NumPy-style methods of t
 as they are. Where a core method has extra 1.x arguments, the 1.x form is taken when the
 call can only mean it: `reshape` with MXNet's special codes (-2, -3, -4, 0 of a non-empty
 array, which NumPy refuses) or `reverse=`, and `flatten/squeeze/expand_dims(inplace=...)`
-(inplace=True: a view, as now; inplace=False: a copy, as MXNet makes one).
+(inplace=True: a view, as now; inplace=False: a copy, as MXNet makes one), and the
+reductions with `exclude=True`.
 """
 import numpy as _np
 
@@ -110,6 +111,18 @@ def _basic_indexing_slice_is_contiguous(slc_key, shape):
     return bool(template[tuple(slc_key)].flags.c_contiguous)
 
 
+def _with_exclude(name, core):
+    """The core reduction, or with MXNet 1.x's `exclude=True` nd's: over every axis but
+    the given ones."""
+    def method(self, *args, exclude=False, **kwargs):
+        if exclude:
+            return _nd(name)(self, *args, exclude=True, **kwargs)
+        return core(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"{core.__doc__ or name}\n\nMXNet 1.x's `exclude=True` reduces the other axes."
+    return method
+
+
 def _flatten_2d(x):
     return x.reshape((x.shape[0] if x.ndim else 1, -1))
 
@@ -123,6 +136,8 @@ def install():
                                                       "expand_dims")}
     ndarray.reshape = _reshape(core["reshape"])
     ndarray.norm = _norm(ndarray.norm)
+    for name in ("sum", "mean", "max", "min", "prod"):
+        setattr(ndarray, name, _with_exclude(name, getattr(ndarray, name)))
     ndarray.__getstate__, ndarray.__setstate__ = _getstate, _setstate
     ndarray._basic_indexing_slice_is_contiguous = staticmethod(
         _basic_indexing_slice_is_contiguous)

@@ -14,3 +14,4 @@ spatial_transformer, rnn, deformable, image, unary and ordering.
 from .table import OPS, MXOp, find, lookup, parse_attr, _DTYPE_FLAGS  # noqa: F401
 from . import layers, losses, tensor, math, sequence, indexing, windows, amp  # noqa: F401
 from . import ctc, spatial_transformer, rnn, deformable, image, unary, ordering  # noqa: F401
+from . import partial_shapes  # noqa: F401  (after the ops it gives rules to)

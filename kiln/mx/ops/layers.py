@@ -80,13 +80,35 @@ def _bn_shapes(attrs, data):
     return {"gamma": c, "beta": c, "moving_mean": c, "moving_var": c}
 
 
+def batch_norm_statistics(data, moving_mean, moving_var, axis, use_global_stats):
+    """The mean and variance BatchNorm normalizes with: the batch's over every axis but
+    `axis` in training, else the moving ones (copies, as the step updates those)."""
+    if autograd.is_training() and not use_global_stats:
+        others = tuple(k for k in range(data.ndim) if k != int(axis) % data.ndim)
+        return knp.mean(data, axis=others), knp.var(data, axis=others)
+    return moving_mean + 0, moving_var + 0
+
+
+def _bn_outputs(attrs):
+    return 3 if attrs.get("output_mean_var") else 1
+
+
 @_op("BatchNorm", ("data", "gamma", "beta"), aux=("moving_mean", "moving_var"),
-     param_shapes=_bn_shapes)
+     param_shapes=_bn_shapes, num_outputs=_bn_outputs,
+     output_names=lambda attrs: ["output", "mean", "var"][:_bn_outputs(attrs)])
 def BatchNorm(data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentum=0.9,
-              fix_gamma=True, use_global_stats=False, axis=1, **_):
-    return knpx.batch_norm(data, gamma, beta, moving_mean, moving_var, eps=eps,
-                           momentum=momentum, fix_gamma=fix_gamma,
-                           use_global_stats=use_global_stats, axis=axis)
+              fix_gamma=True, use_global_stats=False, axis=1, output_mean_var=False, **_):
+    """With output_mean_var, also the mean and 1 / sqrt(var + eps) it normalized with (the
+    batch's in training, else the moving statistics), as MXNet's second and third outputs."""
+    if output_mean_var:     # read before the training step updates the moving statistics
+        mean, var = batch_norm_statistics(data, moving_mean, moving_var, axis,
+                                          use_global_stats)
+        inv_std = 1.0 / knp.sqrt(var + eps)
+    out = knpx.batch_norm(data, gamma, beta, moving_mean, moving_var, eps=eps,
+                          momentum=momentum, fix_gamma=fix_gamma,
+                          use_global_stats=use_global_stats, axis=axis)
+    return (out, knpx.stop_gradient(mean), knpx.stop_gradient(inv_std)) if output_mean_var \
+        else out
 
 
 def _ln_shapes(attrs, data):
@@ -108,7 +130,7 @@ def Embedding(data, weight, input_dim=None, output_dim=None, **_):
     return knpx.embedding(data, weight)
 
 
-@_op("Activation")
+@_op("Activation", same_shape=True)
 def Activation(data, act_type="relu", **_):
     return knpx.activation(data, act_type=act_type)
 

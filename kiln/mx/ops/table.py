@@ -14,7 +14,7 @@ class MXOp:
     """An entry of the MXNet operator table: the operator's name, the kiln function computing it,
     its input and auxiliary-state names, and its number of outputs."""
     __slots__ = ("name", "fn", "inputs", "aux", "variadic", "num_outputs", "param_shapes",
-                 "output_names", "same_shape")
+                 "output_names", "same_shape", "partial_shape")
 
     def __init__(self, name, fn, inputs=("data",), aux=(), variadic=False, num_outputs=1,
                  param_shapes=None, output_names=None, same_shape=False):
@@ -26,9 +26,12 @@ class MXOp:
         # attrs -> MXNet's output names when they are not output0, output1, ... (RNN's
         # output, state_output, statecell_output)
         self.output_names = output_names
-        # all inputs have one shape (elemwise_add, add_n): a variable input without a shape
-        # takes a known input's, as MXNet's shape inference gives it
+        # all inputs and outputs have one shape (elemwise_add, add_n, relu, cast): an
+        # unknown one takes a known one's, as MXNet's ElemwiseShape gives it
         self.same_shape = same_shape
+        # (attrs, input shapes, output shapes) -> both, filled in where this op's MXNet
+        # shape rule can with sizes partly unknown (partial_shapes.py sets them)
+        self.partial_shape = None
 
     def outputs(self, attrs):
         """How many outputs a node with these attributes has."""

@@ -19,7 +19,7 @@ _binary("_minimum broadcast_minimum _npi_minimum", knp.minimum)
 
 
 def _scalar(names, fn):
-    _op(names)(lambda data, scalar=0.0, **_: fn(data, float(scalar)))
+    _op(names, same_shape=True)(lambda data, scalar=0.0, **_: fn(data, float(scalar)))
 
 
 _scalar("_plus_scalar _PlusScalar _npi_add_scalar _scatter_plus_scalar", lambda x, s: x + s)
@@ -35,33 +35,34 @@ _scalar("_maximum_scalar", knp.maximum)
 _scalar("_minimum_scalar", knp.minimum)
 
 for _name in ("relu sigmoid".split()):
-    _op(_name)(lambda data, _f=getattr(knpx, _name), **_: _f(data))
+    _op(_name, same_shape=True)(lambda data, _f=getattr(knpx, _name), **_: _f(data))
 for _name in ("tanh exp log sqrt square abs negative sin cos floor ceil sign "
               "reciprocal log1p expm1".split()):
-    _op(_name + " _npi_" + _name)(lambda data, _f=getattr(knp, _name), **_: _f(data))
+    _op(_name + " _npi_" + _name, same_shape=True)(
+        lambda data, _f=getattr(knp, _name), **_: _f(data))
 
 
-@_op("rsqrt")
+@_op("rsqrt", same_shape=True)
 def rsqrt(data, **_):
     return 1.0 / knp.sqrt(data)
 
 
-@_op("_copy identity _np_copy")
+@_op("_copy identity _np_copy", same_shape=True)
 def _copy(data, **_):
     return data + 0
 
 
-@_op("BlockGrad stop_gradient")
+@_op("BlockGrad stop_gradient", same_shape=True)
 def BlockGrad(data, **_):
     return knpx.stop_gradient(data)
 
 
-@_op("clip")
+@_op("clip", same_shape=True)
 def clip(data, a_min=None, a_max=None, **_):
     return knp.clip(data, a_min, a_max)
 
 
-@_op("Cast cast")
+@_op("Cast cast", same_shape=True)
 def Cast(data, dtype="float32", **_):
     return data.astype(_DTYPE_FLAGS.get(str(dtype), dtype))
 
@@ -167,8 +168,23 @@ def mx_reshape_target(in_shape, shape, reverse=False):
     return tuple(out[::-1] if reverse else out)
 
 
+def mx_legacy_target(in_shape, target, keep_highest=False):
+    """Reshape's deprecated target_shape: one 0 is inferred from the size; keep_highest
+    keeps the first size of the input."""
+    out = [int(d) for d in target]
+    if keep_highest:
+        out[0] = in_shape[0]
+    zeros = [k for k in range(1 if keep_highest else 0, len(out)) if out[k] == 0]
+    if len(zeros) == 1:
+        rest = int(_np.prod([d for k, d in enumerate(out) if k != zeros[0]]))
+        out[zeros[0]] = int(_np.prod(in_shape)) // rest if rest else 0
+    return tuple(out)
+
+
 @_op("Reshape reshape")
-def Reshape(data, shape=None, reverse=False, **_):
+def Reshape(data, shape=None, reverse=False, target_shape=None, keep_highest=False, **_):
+    if not shape and target_shape:
+        return knp.reshape(data, mx_legacy_target(data.shape, target_shape, keep_highest))
     return knp.reshape(data, mx_reshape_target(data.shape, shape, reverse))
 
 

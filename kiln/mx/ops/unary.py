@@ -8,30 +8,30 @@ from .table import _op
 
 for _name in ("arccos arccosh arcsin arcsinh arctan arctanh cbrt cosh sinh tan degrees "
               "radians log10 log2 trunc").split():
-    _op(_name)(lambda data, _f=getattr(knp, _name), **_: _f(data))
+    _op(_name, same_shape=True)(lambda data, _f=getattr(knp, _name), **_: _f(data))
 
 
-@_op("fix")
+@_op("fix", same_shape=True)
 def fix(data, **_):
     return knp.trunc(data)
 
 
-@_op("round")
+@_op("round", same_shape=True)
 def round_(data, **_):
     return knp.sign(data) * knp.floor(knp.abs(data) + 0.5)
 
 
-@_op("rint")
+@_op("rint", same_shape=True)
 def rint(data, **_):
     low = knp.floor(data)
     return knp.where(data - low <= 0.5, low, knp.ceil(data))
 
 
-@_op("logical_not")
+@_op("logical_not", same_shape=True)
 def logical_not(data, **_):
     return (data == 0).astype(data.dtype)
 
 
-@_op("softsign")
+@_op("softsign", same_shape=True)
 def softsign(data, **_):
     return knpx.softsign(data)

@@ -2,7 +2,8 @@
 
 One walk (`evaluate`) computes a symbol's nodes with kiln's own functions. Given concrete
 arrays it runs eagerly (and records under autograd); given symbolic arrays inside a trace it
-builds kiln's graph IR. So `infer_shape` is a trace, `compile` is `kiln.hybridize` of the
+builds kiln's graph IR. Shapes are inferred node by node (partial_shapes.py, MXNet's
+InferShape with kiln's shape rules), `compile` is `kiln.hybridize` of the
 walk (the same passes and C backend as a hybridized block), and `grad` nodes differentiate
 with the same registry gradient rules as `autograd.backward`.
 """
@@ -13,13 +14,11 @@ import numpy as _np
 
 from ..._core import autograd
 from ..._core.base import KilnError, SymbolicValueError, where_in_user_code
-from ..._core import trace
-from ..._core.ir import Node
 from ..ops import lookup
-from ..ops.table import SHAPE_RUN
+from ..ops.partial_shapes import known, unknown_as_minus_one
 from ..._core.ndarray import ndarray
-from ...npx.io import MAX_TENSOR_ELEMENTS
 from ...ops.registry import REGISTRY
+from .partial_shapes import ShapeInference, check_size, has_unknown_attrs
 from .symbol import BLOCK_OP, KILN_PREFIX, Symbol, SymNode, nodes_of
 
 
@@ -27,21 +26,22 @@ class MissingInput(KilnError):
     pass
 
 
-def _call_node(node, arrays):
+def _call_node(node, arrays, attrs=None):
     where = f"symbol node {node.name!r} ({node.op}): "
+    attrs = node.attrs if attrs is None else attrs
     if node.grad_of is not None:
         return _gradient(node, arrays)
     if node.op == BLOCK_OP:      # a Gluon block called on Symbols (block_call.py)
-        args = [None if k is None else arrays[k] for k in node.attrs["places"]]
-        out = node.attrs["block"](*args)
+        args = [None if k is None else arrays[k] for k in attrs["places"]]
+        out = attrs["block"](*args)
         if isinstance(out, (list, tuple)):
-            raise KilnError(f"{where}{type(node.attrs['block']).__name__} returned {len(out)} "
+            raise KilnError(f"{where}{type(attrs['block']).__name__} returned {len(out)} "
                             "outputs; a block called on Symbols gives one" + where_in_user_code())
         return out
     try:
         if node.op.startswith(KILN_PREFIX):
-            return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **node.attrs)
-        return lookup(node.op).fn(*arrays, **node.attrs)
+            return REGISTRY[node.op[len(KILN_PREFIX):]](*arrays, **attrs)
+        return lookup(node.op).fn(*arrays, **attrs)
     except SymbolicValueError as exc:   # an eager-only op met a trace: shapes come eagerly
         raise SymbolicValueError(where + str(exc)) from None
     except KilnError as exc:
@@ -51,99 +51,28 @@ def _call_node(node, arrays):
                         f"{str(exc)[:200]})" + where_in_user_code()) from None
 
 
-def _hints(node, values):
-    """Shapes of the variable inputs MXNet infers from the data input (weights, stats)."""
-    if node.is_var or node.op.startswith(KILN_PREFIX) or node.grad_of is not None:
-        return {}
-    op = lookup(node.op)
-    if op.param_shapes is None or not node.inputs:
-        return {}
-    first = values.get(id(node.inputs[0][0]))
-    if first is None:
-        return {}
-    try:
-        shapes = op.param_shapes(node.attrs, tuple(first[node.inputs[0][1]].shape))
-        shapes = {k: tuple(int(d) for d in v) for k, v in shapes.items()}
-    except Exception as exc:  # attributes missing or of the wrong kind
-        raise KilnError(f"symbol node {node.name!r} ({node.op}): cannot infer its weight "
-                        f"shapes from attributes {node.attrs} ({type(exc).__name__}: "
-                        f"{exc})" + where_in_user_code()) from None
-    names = op.input_names(node.attrs)
-    return {id(src): shapes[n] for (src, _), n in zip(node.inputs, names) if n in shapes}
-
-
-def _same_shape(node):
-    if node.is_var or node.op.startswith(KILN_PREFIX) or node.grad_of is not None or \
-            node.op == BLOCK_OP:
-        return False
-    return lookup(node.op).same_shape
-
-
 def evaluate(heads, feed, observe=None):
-    """Compute `heads` (a list of (SymNode, index)); feed(var_node, hinted_shape) gives a
-    variable's array. Returns the head arrays. A node whose variable has no shape yet waits
-    for a later node to infer it (a weight read before the layer that shapes it), as
-    MXNet's shape inference runs until nothing changes. observe(node, inputs, outputs), if
-    given, sees every op node's arrays (an executor's monitor)."""
-    values, learned = {}, {}
-    pending = [node for node in nodes_of(heads) if not node.is_var]
-    while pending:
-        waiting, missing = [], None
-        for node in pending:
-            if any(not src.is_var and id(src) not in values for src, _ in node.inputs):
-                waiting.append(node)
-                continue
-            try:
-                _evaluate_node(node, values, learned, feed, observe)
-            except MissingInput as exc:
-                waiting.append(node)
-                missing = missing or exc
-        if len(waiting) == len(pending):
-            raise missing or KilnError("symbol evaluation made no progress"
-                                       + where_in_user_code())
-        pending = waiting
-    result = []
-    for node, k in heads:
-        if node.is_var and id(node) not in values:
-            values[id(node)] = [feed(node, learned.get(id(node)))]
-        result.append(values[id(node)][k])
-    return result
-
-
-def _unify_inputs(node, values, learned, feed):
-    """Give the shapeless variable inputs of a same-shape op the shape of a known input."""
-    known = None
-    for src, k in node.inputs:
-        if src.is_var and id(src) not in values:
-            try:
-                values[id(src)] = [feed(src, learned.get(id(src)))]
-            except MissingInput:
-                continue
-        known = tuple(values[id(src)][k].shape)
-        break
-    if known is not None:
-        for src, _ in node.inputs:
-            if src.is_var and id(src) not in values:
-                learned.setdefault(id(src), known)
-
-
-def _evaluate_node(node, values, learned, feed, observe):
-    if _same_shape(node):     # MXNet's ElemwiseShape: a shapeless variable takes a partner's
-        _unify_inputs(node, values, learned, feed)
-    if node.inputs:
-        first, _ = node.inputs[0]
-        if first.is_var and id(first) not in values:
-            values[id(first)] = [feed(first, learned.get(id(first)))]
-    learned.update(_hints(node, values))
-    arrays = []
-    for src, k in node.inputs:
-        if src.is_var and id(src) not in values:
-            values[id(src)] = [feed(src, learned.get(id(src)))]
-        arrays.append(values[id(src)][k])
-    out = _call_node(node, arrays)
-    values[id(node)] = list(out) if isinstance(out, (tuple, list)) else [out]
-    if observe is not None:
-        observe(node, arrays, values[id(node)])
+    """Compute `heads` (a list of (SymNode, index)); feed(var_node) gives a variable's
+    array. Returns the head arrays. A creation node whose shape has sizes left for inference
+    (sym.ones(shape=(-1, 3))) is given the shape its readers imply (partial_shapes.py).
+    observe(node, inputs, outputs), if given, sees every op node's arrays (an executor's
+    monitor)."""
+    nodes = nodes_of(heads)
+    values = {id(n): [feed(n)] for n in nodes if n.is_var}
+    attrs_of = (lambda n: n.attrs)
+    if has_unknown_attrs(nodes):
+        shapes = {n.name: tuple(values[id(n)][0].shape) for n in nodes if n.is_var}
+        dtypes = {n.name: values[id(n)][0].dtype for n in nodes if n.is_var}
+        attrs_of = shape_inference(heads, shapes, dtypes).attrs_of
+    for node in nodes:
+        if node.is_var:
+            continue
+        arrays = [values[id(src)][k] for src, k in node.inputs]
+        out = _call_node(node, arrays, attrs_of(node))
+        values[id(node)] = list(out) if isinstance(out, (tuple, list)) else [out]
+        if observe is not None:
+            observe(node, arrays, values[id(node)])
+    return [values[id(node)][k] for node, k in heads]
 
 
 def _as_array(value, name):
@@ -163,37 +92,37 @@ def evaluate_eager(symbol, values):
                             f"{symbol.list_inputs()}" + where_in_user_code())
     arrays = {n: _as_array(v, n) for n, v in values.items()}
     check_sizes(symbol, arrays)
-    return evaluate(symbol._heads, lambda node, _hint: arrays[node.name])
+    return evaluate(symbol._heads, lambda node: arrays[node.name])
 
 
 def check_sizes(symbol, arrays):
-    """Before an eager run, a shape-only trace checks every node against kiln's size cap,
-    so attributes from a hostile file (tile reps, one_hot depth, ...) cannot allocate
-    without bound; once per input signature. Symbolic inputs are checked by their trace."""
+    """Before an eager run, shape inference checks every node against kiln's size cap, so
+    attributes from a hostile file (tile reps, one_hot depth, ...) cannot allocate without
+    bound; once per input signature. Symbolic inputs are checked by their trace."""
     if any(a._node is not None for a in arrays.values()):
         return
     key = tuple(sorted((n, tuple(a.shape), str(a.dtype)) for n, a in arrays.items()))
     checked = symbol.__dict__.setdefault("_sizes_checked", set())
     if key in checked:
         return
-    try:
-        trace_symbol(symbol, {n: tuple(a.shape) for n, a in arrays.items()},
-                     {n: str(a.dtype) for n, a in arrays.items()})
-    except SymbolicValueError:
-        pass    # an eager-only op (sort, topk): the nodes traced before it were checked
+    shape_inference(symbol._heads, {n: tuple(a.shape) for n, a in arrays.items()},
+               {n: str(a.dtype) for n, a in arrays.items()})
     checked.add(key)
 
 
 # ---- shapes ------------------------------------------------------------------------------------
 
 def _declared_shape(node):
+    """A variable's declared __shape__, unknowns as -1 (None: no rank known). A 0 is
+    unknown in both shape modes here: Gluon writes its deferred sizes as 0."""
     shape = node.var_attrs.get("__shape__")
     if isinstance(shape, str):
         from ..ops import parse_attr
         shape = parse_attr(shape)
-    if shape is None or any(int(d) <= 0 for d in shape):   # MXNet writes 0 for unknown
+    if shape is None:
         return None
-    return tuple(int(d) for d in shape)
+    shape = unknown_as_minus_one(shape)
+    return None if shape is None else tuple(d if d > 0 else -1 for d in shape)
 
 
 def _declared_dtype(node, dtypes):
@@ -206,74 +135,16 @@ def _declared_dtype(node, dtypes):
         raise KilnError(f"variable {node.name!r}: {exc}") from None
 
 
-def _input_shape(node, hint, shapes):
-    """A variable's shape: given, declared, or inferred from its reader (hint); checked
-    against the size cap. None of them is a MissingInput."""
-    shape = shapes.get(node.name)
-    for fallback in (_declared_shape(node), hint):
-        if shape is None:
-            shape = fallback
-    if shape is None:
-        raise MissingInput(f"cannot infer the shape of {node.name!r}; give it, e.g. "
-                           f"infer_shape({node.name}=(...))" + where_in_user_code())
-    _check_size(node.name, shape)
-    return shape
-
-
-def _shapes_eagerly(symbol, shapes, dtypes=None):
-    """trace_symbol's answer for a symbol with an op that computes only eagerly (sort,
-    topk, ...): the symbol run on zeros; ({name: input array}, [output arrays])."""
+def shape_inference(heads, shapes, dtypes=None):
+    """The symbol's shapes and dtypes inferred from variable shapes (MXNet's unknowns as
+    -1) and dtypes; partial_shapes.ShapeInference after its sweeps."""
     dtypes = dtypes or {}
-    inputs = {}
-
-    def feed(node, hint):
-        shape = _input_shape(node, hint, shapes)
-        inputs[node.name] = ndarray._wrap(_np.zeros(tuple(shape),
-                                                    _declared_dtype(node, dtypes)))
-        return inputs[node.name]
-
-    SHAPE_RUN.active = True
-    try:
-        with autograd._scope(False, False):
-            outs = evaluate(symbol._heads, feed)
-    finally:
-        SHAPE_RUN.active = False
-    return inputs, outs
-
-
-def trace_symbol(symbol, shapes, dtypes=None, training=False):
-    """Trace `symbol` with symbolic inputs of the given shapes: ({var name: input Node},
-    [output Nodes]). A variable with no shape known or inferable is a MissingInput."""
-    dtypes = dtypes or {}
-    inputs = {}
-
-    def feed(node, hint):
-        shape = _input_shape(node, hint, shapes)
-        n = Node("input", (), {}, tuple(shape), _declared_dtype(node, dtypes), name=node.name)
-        inputs[node.name] = n
-        return ndarray._from_node(n)
-
-    ctx = trace.TraceContext("symbol")
-    trace.push(ctx)
-    try:
-        with autograd._scope(False, training):
-            outs = evaluate(symbol._heads, feed)
-    finally:
-        trace.pop()
-        for n in ctx.nodes:       # also when an eager-only op stopped the trace
-            _check_size(n.name, n.shape)
-    return inputs, [o._node for o in outs]
-
-
-def _check_size(name, shape):
-    size = 1
-    for d in shape:
-        if not isinstance(d, (int, _np.integer)) or d < 0:
-            raise KilnError(f"{name!r}: bad shape {tuple(shape)[:8]}" + where_in_user_code())
-        size *= int(d)
-    if size > MAX_TENSOR_ELEMENTS:
-        raise KilnError(f"{name!r}: shape {tuple(shape)[:8]} has more than "
-                        f"{MAX_TENSOR_ELEMENTS} elements (kiln's cap)" + where_in_user_code())
+    inference = ShapeInference(heads, shapes, _call_node,
+                               lambda node: _declared_dtype(node, dtypes), _declared_shape)
+    for node in inference.nodes:
+        if node.is_var and known(inference.shape(node)):
+            check_size(node.name, inference.shape(node))
+    return inference.run()
 
 
 def _shape_kwargs(symbol, args, kwargs):
@@ -282,16 +153,20 @@ def _shape_kwargs(symbol, args, kwargs):
         for name, s in zip(symbol.list_arguments(), args):
             if s is not None:
                 shapes[name] = s
-    return {k: tuple(v) for k, v in shapes.items()}
+    return {k: unknown_as_minus_one(v) for k, v in shapes.items()}
+
+
+def _var_shapes(symbol, inference):
+    by_name = {n.name: n for n in inference.nodes if n.is_var}
+    return ([inference.shape(by_name[n]) for n in symbol.list_arguments()],
+            [inference.shape(node, k) for node, k in symbol._heads],
+            [inference.shape(by_name[n]) for n in symbol.list_auxiliary_states()])
 
 
 def output_avals(symbol, shapes, dtypes):
     """[(shape, dtype)] of the symbol's outputs for inputs of these shapes and dtypes."""
-    try:
-        _, outs = trace_symbol(symbol, shapes, dtypes)
-    except SymbolicValueError:
-        _, outs = _shapes_eagerly(symbol, shapes, dtypes)
-    return [(tuple(o.shape), o.dtype) for o in outs]
+    inference = shape_inference(symbol._heads, shapes, dtypes)
+    return [(inference.shape(node, k), inference.dtype(node, k)) for node, k in symbol._heads]
 
 
 def infer_shape(symbol, *args, **kwargs):
@@ -305,14 +180,30 @@ def infer_shape(symbol, *args, **kwargs):
 
 def infer_shape_strict(symbol, *args, **kwargs):
     """infer_shape, raising MissingInput (naming the variable) when shapes are missing."""
-    shapes = _shape_kwargs(symbol, args, kwargs)
-    try:
-        inputs, outs = trace_symbol(symbol, shapes)
-    except SymbolicValueError:
-        inputs, outs = _shapes_eagerly(symbol, shapes)
-    return ([inputs[n].shape for n in symbol.list_arguments()],
-            [o.shape for o in outs],
-            [inputs[n].shape for n in symbol.list_auxiliary_states()])
+    inference = shape_inference(symbol._heads, _shape_kwargs(symbol, args, kwargs))
+    args_, outs, aux = _var_shapes(symbol, inference)
+    names = symbol.list_arguments() + symbol.list_auxiliary_states()
+    for name, shape in zip(names, args_ + aux):
+        if not known(shape):
+            raise MissingInput(f"cannot infer the shape of {name!r}; give it, e.g. "
+                               f"infer_shape({name}=(...))" + where_in_user_code())
+    if not all(known(s) for s in outs):
+        raise MissingInput("cannot infer the shapes of the outputs from the given shapes"
+                           + where_in_user_code())
+    return args_, outs, aux
+
+
+def infer_shape_partial(symbol, *args, **kwargs):
+    """What the given shapes say of every argument, output and auxiliary state, unknowns as
+    MXNet writes them: 0 and () in legacy shape mode, -1 and None in NumPy shape mode."""
+    from ..util import is_np_shape
+    inference = shape_inference(symbol._heads, _shape_kwargs(symbol, args, kwargs))
+
+    def written(shape):
+        if is_np_shape():
+            return shape
+        return () if shape is None else tuple(max(d, 0) for d in shape)
+    return tuple([written(s) for s in group] for group in _var_shapes(symbol, inference))
 
 
 def infer_type(symbol, *args, **kwargs):
@@ -357,7 +248,7 @@ def _gradient(node, arrays):
             leaf.attach_grad()
         leaves[name] = leaf
     with autograd.record():
-        heads = evaluate(symbol._heads, lambda n, _h: leaves[n.name])
+        heads = evaluate(symbol._heads, lambda n: leaves[n.name])
     return tuple(autograd.grad(heads, [leaves[n] for n in names]))
 
 
@@ -380,7 +271,7 @@ class CompiledSymbol:
             if a._node is not None and a._node.op == "input":
                 a._node.name = name      # the traced graph's inputs carry the symbol's names
         values = dict(zip(self.names, arrays))
-        outs = evaluate(self.symbol._heads, lambda n, _h: values[n.name])
+        outs = evaluate(self.symbol._heads, lambda n: values[n.name])
         return tuple(outs)
 
     def _arrays(self, kwargs):

@@ -22,8 +22,9 @@ from ..ops import lookup
 from .common_expr import eliminate_common_expr
 from .storage import gradient_storage, present_outputs
 from .symbol import Symbol
+from .debug_str import debug_str
 from .evaluation import (evaluate, infer_shape_strict, infer_type, compile_symbols,
-                         output_avals, _as_array)
+                         output_avals, shape_inference, _as_array)
 
 
 _EAGER = "eager"      # Executor._compiled of a symbol that cannot be compiled
@@ -82,19 +83,23 @@ def _reaches_any(node, names):
     return found
 
 
-def _gradient_reaches(symbol):
-    """Names of the variables a gradient from the outputs reaches (BlockGrad stops it)."""
-    seen, reached, stack = set(), set(), [node for node, _ in symbol._heads]
+def _gradient_path(symbol):
+    """The nodes a gradient from the outputs passes (BlockGrad stops it)."""
+    seen, path, stack = set(), [], [node for node, _ in symbol._heads]
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if node.is_var:
-            reached.add(node.name)
-        elif node.op not in ("BlockGrad", "stop_gradient"):
+        path.append(node)
+        if not node.is_var and node.op not in ("BlockGrad", "stop_gradient"):
             stack.extend(src for src, _ in node.inputs)
-    return reached
+    return path
+
+
+def _gradient_reaches(symbol):
+    """Names of the variables a gradient from the outputs reaches."""
+    return {node.name for node in _gradient_path(symbol) if node.is_var}
 
 
 class ExtraParameterError(KilnError, ValueError):
@@ -260,7 +265,7 @@ class Executor:
             self._leaves = None
             values = {**self.arg_dict, **self.aux_dict}
             with autograd.predict_mode():
-                self.outputs = evaluate(self._symbol._heads, lambda n, _h: values[n.name],
+                self.outputs = evaluate(self._symbol._heads, lambda n: values[n.name],
                                         self._observe)
             return self.outputs
         if not is_train:
@@ -278,7 +283,7 @@ class Executor:
                 except HybridizeError:      # an op that computes only eagerly (sort, topk)
                     self._compiled = _EAGER
             with autograd.predict_mode():
-                self.outputs = evaluate(self._symbol._heads, lambda n, _h: values[n.name])
+                self.outputs = evaluate(self._symbol._heads, lambda n: values[n.name])
             return self.outputs
         self._record(train_mode=True)
         return self.outputs
@@ -295,7 +300,7 @@ class Executor:
             leaves[name] = leaf
         feed = {**leaves, **self.aux_dict}
         with autograd.record(train_mode=train_mode):
-            self.outputs = evaluate(self._symbol._heads, lambda n, _h: feed[n.name],
+            self.outputs = evaluate(self._symbol._heads, lambda n: feed[n.name],
                                     None if self._monitor is None else self._observe)
         self._leaves = leaves
         self._leaves_train = train_mode
@@ -347,6 +352,18 @@ class Executor:
                 target[...] = g
 
     # ---- MXNet's conveniences ----------------------------------------------------------------
+    def debug_str(self):
+        """MXNet's description of the bound graph, ending with the memory its arrays take
+        (debug_str.py)."""
+        bound = {**self.arg_dict, **self.aux_dict}
+        inference = shape_inference(self._symbol._heads, {n: a.shape for n, a in bound.items()},
+                                    {n: str(a.dtype) for n, a in bound.items()})
+        wanted = {n for n, r in self._grad_req.items() if r != "null"} & \
+            _gradient_reaches(self._symbol)
+        return debug_str(self._symbol, inference, inference.nodes,
+                         {id(n) for n in _gradient_path(self._symbol)
+                          if not n.is_var and _reaches_any(n, wanted)})
+
     @property
     def arg_arrays(self):
         return list(self.arg_dict.values())

@@ -22,6 +22,7 @@ from ...export import attrs as tattrs
 from ...export.symbol import MAX_NODES
 from ...npx.io import MAX_FILE_BYTES, read_capped
 from ..ops import OPS, find, parse_attr
+from ..util import is_np_shape
 from .symbol import KILN_PREFIX, Symbol, SymNode, nodes_of
 
 MXNET_VERSION = 10901          # the version these files are written as (MXNet 1.9.1)
@@ -64,7 +65,15 @@ def to_dict(symbol):
             "arg_nodes": [k for k, n in enumerate(nodes) if n.is_var],
             "node_row_ptr": rows,
             "heads": [[index[id(n)], k, 0] for n, k in symbol._heads],
-            "attrs": {"mxnet_version": ["int", MXNET_VERSION]}}
+            "attrs": _graph_attrs()}
+
+
+def _graph_attrs():
+    """MXNet's graph attributes: its version, and is_np_shape when NumPy shape semantics
+    are on (a 0 in the file's shapes is then a size, not an unknown)."""
+    attrs = {"is_np_shape": ["int", 1]} if is_np_shape() else {}
+    attrs["mxnet_version"] = ["int", MXNET_VERSION]
+    return attrs
 
 
 def to_json(symbol):

@@ -40,7 +40,7 @@ def run_with_op_hook(block, args, callback, monitor_all):
             suffix = str(k) if len(outputs) > 1 else ""
             callback(f"{node.name}_output{suffix}".encode(), op, array)
 
-    outs = evaluate(symbol._heads, lambda node, _hint: values[node.name], observe)
+    outs = evaluate(symbol._heads, lambda node: values[node.name], observe)
     return outs[0] if len(outs) == 1 else outs
 
 

@@ -309,7 +309,9 @@ class Symbol:
         from .evaluation import infer_shape
         return infer_shape(self, *args, **kwargs)
 
-    infer_shape_partial = infer_shape
+    def infer_shape_partial(self, *args, **kwargs):
+        from .evaluation import infer_shape_partial
+        return infer_shape_partial(self, *args, **kwargs)
 
     def infer_type(self, *args, **kwargs):
         from .evaluation import infer_type

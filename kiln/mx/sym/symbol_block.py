@@ -108,7 +108,7 @@ class MXSymbolBlock(SymbolBlock):
         params = self._reg_params
         check_sizes(self._sym, dict(values, **{n: p.data() for n, p in params.items()}))
 
-        def feed(node, _hint):
+        def feed(node):
             if node.name in values:
                 return values[node.name]
             return params[node.name].data()

@@ -39,7 +39,7 @@ from .checks import (  # noqa: F401
 from .statistics import (  # noqa: F401
     chi_square_check, gen_buckets_probs_with_ppf, mean_check, var_check, verify_generator)
 from .harness import (  # noqa: F401
-    discard_stderr, environment, getenv, has_tvm_ops, is_aarch64_run, is_cd_run,
+    DummyIter, discard_stderr, environment, getenv, has_tvm_ops, is_aarch64_run, is_cd_run,
     is_op_runnable, list_gpus, retry, setenv)
 
 # the `mx` a star-import leaks must be the module the test imported as mxnet (the alias,

@@ -1,12 +1,33 @@
 """mx.test_utils' test harness: environment variables for a block, retries of stochastic
-tests, silenced stderr, and facts about the machine (GPUs, architecture, CD runs)."""
+tests, silenced stderr, facts about the machine (GPUs, architecture, CD runs), and
+DummyIter, an iterator repeating one batch for speed tests."""
 import contextlib
 import functools
 import os
 import platform
 import sys
 
+from ...io.base import DataIter
 from ..util import getenv, setenv  # noqa: F401  (MXNet's test_utils re-exports them)
+
+
+class DummyIter(DataIter):
+    """MXNet's iterator that gives the first batch of `real_iter` forever (never raises
+    StopIteration)."""
+
+    def __init__(self, real_iter):
+        super().__init__()
+        self.real_iter = real_iter
+        self.provide_data = real_iter.provide_data
+        self.provide_label = real_iter.provide_label
+        self.batch_size = real_iter.batch_size
+        self.the_batch = next(real_iter)
+
+    def __iter__(self):
+        return self
+
+    def next(self):
+        return self.the_batch
 
 
 def list_gpus():

@@ -15,6 +15,8 @@ from .resize import (BilinearResize2D, AdaptiveAvgPooling2D, PSROIPooling, ROIAl
 from .quantize import quantize, dequantize  # noqa: F401,E402
 from ..optimizer_ops import adamw_update, mp_adamw_update, multi_adamw_update  # noqa
 from ...ops.ctc import CTCLoss  # noqa: F401,E402
+from ...ops.layers import batch_norm_statistics
+from ....npx.nn import stop_gradient
 from ..functions import mx_function as _mx_function, sparse_aware as _sparse_aware
 from .misc import (boolean_mask, index_array, index_copy, div_sqrt_dim, allclose,  # noqa
     isnan, isinf, isfinite, round_ste, sign_ste, gradientmultiplier, rand_zipfian)
@@ -32,12 +34,18 @@ def getnnz(data, axis=None):
     return sparse_ops.getnnz(data, axis)
 
 
-def SyncBatchNorm(*args, **kwargs):
+def SyncBatchNorm(data, gamma, beta, moving_mean, moving_var, output_mean_var=False,
+                  **kwargs):
     """One process holds the whole batch: MXNet's BatchNorm (the key/ndev attributes are
-    accepted and unused)."""
+    accepted and unused). With output_mean_var its third output is the variance itself
+    (BatchNorm's is 1 / sqrt(var + eps))."""
     for k in ("key", "ndev"):
         kwargs.pop(k, None)
-    return _mx_function("BatchNorm")(*args, **kwargs)
+    if output_mean_var:
+        mean, var = batch_norm_statistics(data, moving_mean, moving_var, 1,
+                                          kwargs.get("use_global_stats", False))
+    out = _mx_function("BatchNorm")(data, gamma, beta, moving_mean, moving_var, **kwargs)
+    return (out, stop_gradient(mean), stop_gradient(var)) if output_mean_var else out
 
 
 def BatchNormWithReLU(*args, **kwargs):
