@@ -84,9 +84,9 @@ static void help(uint32_t gen, int self) {
       if (!atomic_compare_exchange_weak(&next_block[r].v, &t, t + 1)) continue;
       /* a successful claim is of the current job's block b, which cannot finish (and so
          the job cannot change) before this block is counted */
+      int64_t total = job.nblocks;    /* this job's, for the same reason */
       job.fn(job.ctx, b);
-      /* job.nblocks is this job's: it cannot change before this block is counted */
-      if (atomic_fetch_add(&finished, 1) + 1 == job.nblocks && atomic_load(&caller_waiting)) {
+      if (atomic_fetch_add(&finished, 1) + 1 == total && atomic_load(&caller_waiting)) {
         pthread_mutex_lock(&mutex);
         pthread_cond_signal(&done);
         pthread_mutex_unlock(&mutex);
