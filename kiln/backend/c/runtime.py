@@ -35,8 +35,9 @@ PARALLEL_MIN_MADDS = 1 << 20
 # a block of C gets at least this many multiply-adds, so the per-block call cost stays small
 BLOCK_MIN_MADDS = 1 << 18
 SPIN_MICROSECONDS = 200
-# the caller, done with its part of a job, spins this long for the others' blocks, then
-# sleeps until the last one is counted (a preempted worker can then run on its core)
+# the caller, done with its part of a job, spins for the others' blocks half as long as
+# its part took, at least this long, then sleeps until the last one is counted (a preempted
+# worker can then run on its core)
 CALLER_SPIN_MICROSECONDS = 50
 # a job whose other blocks finish this much later than the caller's own part (beyond the
 # length of that part) had a participant descheduled; the next jobs then run on the

@@ -46,8 +46,8 @@ static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t call_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int n_workers;
-/* The caller waiting for a block another thread claimed: it spins CALLER_SPIN_US, then
-   sleeps on `done` until the last block is counted. A worker the OS preempted mid-block
+/* The caller waiting for a block another thread claimed: it spins half as long as its own
+   part took (at least CALLER_SPIN_US), then sleeps on `done` until the last block is counted. A worker the OS preempted mid-block
    then gets the caller's core (an idle core takes a waiting thread at once) instead of
    waiting for its own core while the caller spins on it. */
 static atomic_int caller_waiting;
@@ -125,12 +125,16 @@ static void *worker(void *arg) {
   return 0;
 }
 
-/* until all nblocks of the current job are counted: spin, then sleep (see `done`) */
-static void wait_for(int64_t nblocks, double since) {
+/* until all nblocks of the current job are counted: spin (for half as long as the
+   caller's own part took, at least CALLER_SPIN_US: a worker running alongside is at most
+   about one block behind, and claims are of blocks of two or more per thread), then sleep
+   (see `done`) */
+static void wait_for(int64_t nblocks, double since, double spin_us) {
   int spins = 0;
+  if (spin_us < CALLER_SPIN_US) spin_us = CALLER_SPIN_US;
   while (atomic_load(&finished) < nblocks) {
     pause_cpu();
-    if (++spins % 64 == 0 && now_us() - since > CALLER_SPIN_US) {
+    if (++spins % 64 == 0 && now_us() - since > spin_us) {
       pthread_mutex_lock(&mutex);
       atomic_store(&caller_waiting, 1);
       while (atomic_load(&finished) < nblocks) pthread_cond_wait(&done, &mutex);
@@ -186,7 +190,7 @@ void kiln_rt_parallel(block_fn fn, void *ctx, int64_t nblocks) {
   }
   help(gen, 0);
   double own = now_us();
-  wait_for(nblocks, own);
+  wait_for(nblocks, own, (own - start) / 2);
   double late = now_us() - own;
   if (late > (own - start) + LATE_US) {
     late_jobs++;
