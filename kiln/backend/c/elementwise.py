@@ -86,6 +86,13 @@ def _divide(x):
 @elementwise_rule("power")
 def _power(x):
     if x.float:
+        # a constant exponent of 0.5 or 2 (Adam's sqrt(v), a square): NumPy's power loop
+        # takes sqrt and the square for a broadcast exponent of these values (so -0 ** 0.5
+        # is -0 and -inf ** 0.5 NaN, unlike C's pow); the same here, without a pow
+        if x.consts[1] == 0.5:
+            return f"sqrt{x.f}({x.a})"
+        if x.consts[1] == 2.0:
+            return f"({x.a} * {x.a})"
         return f"kiln_vm_pow{x.f}({x.a}, {x.b})"
     return f"kiln_ipow_{x.T.replace('_t', '')}({x.a}, {x.b})" \
         if x.T in ("int32_t", "int64_t") else None

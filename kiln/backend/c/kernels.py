@@ -10,7 +10,7 @@ import math
 
 import numpy as _np
 
-from . import dot
+from . import dot, row_reductions
 from .loops import Operand, loop_nest, contiguous_strides, broadcast_strides, ctype
 from .lowering import MATMUL, VIEW, Kernel, NotLowerable, register, register_kernels
 from .sizes import maybe_nonempty
@@ -247,7 +247,11 @@ def reduction(node, ptr):
     outer_ops = [Operand(ptr(node), 0, contiguous_strides([x.shape[d] for d in kept])),
                  Operand(ptr(x), 0, [xs[d] for d in kept])]
 
+    row = row_reductions.contiguous_row(node, x, axes)
+
     def body(o):
+        if row is not None:
+            return row_reductions.emit(node, ptr, o, row, acc_t, init)
         inner_ops = [Operand(ptr(x), o[1], [xs[d] for d in axes])]
         if op in ("sum", "prod"):
             sym = "+" if op == "sum" else "*"

@@ -62,17 +62,25 @@ DRAWN = Lowering("random")
 class Args:
     """What an elementwise rule reads: the op, its argument expressions (each in its own C
     type), their dtypes, the result's dtype and the node's attributes; and, derived, the
-    result's C type T, its float suffix f ("f" for float32), whether it is a float, and
-    the first two arguments cast to T (a, b)."""
+    result's C type T, its float suffix f ("f" for float32), whether it is a float, the
+    first two arguments cast to T (a, b), and per argument the value of a one-element
+    constant, else None (consts: a rule may take a cheaper exact form for it)."""
 
-    def __init__(self, op, args, in_dtypes, out_dtype, attrs):
+    def __init__(self, op, args, in_dtypes, out_dtype, attrs, consts=()):
         self.op, self.args, self.in_dtypes, self.out_dtype, self.attrs = (
             op, args, in_dtypes, out_dtype, attrs)
+        self.consts = tuple(consts) or (None,) * len(args)
         self.T = ctype(out_dtype)
         self.f = "f" if _np.dtype(out_dtype) == _np.float32 else ""
         self.float = _np.dtype(out_dtype).kind == "f"
         self.a = f"(({self.T}){args[0]})" if args else None
         self.b = f"(({self.T}){args[1]})" if len(args) > 1 else None
+
+
+def _scalar_const(node):
+    if node.op == "const" and node.size == 1:
+        return float(_np.asarray(node.value).reshape(-1)[0])
+    return None
 
 
 class Elementwise:
@@ -84,7 +92,7 @@ class Elementwise:
 
     def expression(self, node, args):
         return self.rule(Args(node.op, args, [i.dtype for i in node.inputs], node.dtype,
-                              node.attrs))
+                              node.attrs, [_scalar_const(i) for i in node.inputs]))
 
     def lowers(self, node):
         """Has the op an expression for node's dtypes?"""

@@ -5,8 +5,13 @@ thread and the worker threads. The blocks are cut into one contiguous range per 
 each thread claims from its own range first (so a block's data stays in the same core's
 cache call after call), then from the others'. Claims are atomic, so a worker the OS has
 not scheduled simply claims nothing and the caller finishes the job alone: on a shared
-machine a busy core costs its share of the speed-up, never a stall. Workers spin briefly
-after a job (a program's parallel steps come back to back) and then sleep.
+machine a busy core costs its share of the speed-up. A block a worker claimed and was
+then descheduled in the middle of is the exception: the caller waits for it, first
+spinning, then asleep (so the OS may run the worker on the caller's core); and when such a
+wait is longer than the caller's own part, the pool runs the next jobs on the caller alone
+for a few milliseconds (longer while probes keep coming back late), the speed of one
+thread rather than a time slice lost per job. Workers spin briefly after a job (a
+program's parallel steps come back to back) and then sleep.
 
 `kiln_rt_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C)` cuts C into column (or
 row) blocks and runs them in parallel, each a single-threaded BLAS call. Generated code
@@ -30,6 +35,17 @@ PARALLEL_MIN_MADDS = 1 << 20
 # a block of C gets at least this many multiply-adds, so the per-block call cost stays small
 BLOCK_MIN_MADDS = 1 << 18
 SPIN_MICROSECONDS = 200
+# the caller, done with its part of a job, spins for the others' blocks half as long as
+# its part took, at least this long, then sleeps until the last one is counted (a preempted
+# worker can then run on its core)
+CALLER_SPIN_MICROSECONDS = 50
+# a job whose other blocks finish this much later than the caller's own part (beyond the
+# length of that part) had a participant descheduled; the next jobs then run on the
+# caller alone, for SERIAL_MIN_MICROSECONDS, doubling while probes come back late, up to
+# SERIAL_MAX_MICROSECONDS (a recurrent step's matmul waited whole time slices otherwise)
+LATE_MICROSECONDS = 100
+SERIAL_MIN_MICROSECONDS = 2_000
+SERIAL_MAX_MICROSECONDS = 64_000
 # blocks per thread: more balance a busy core better, fewer repack the other operand less
 BLOCKS_PER_THREAD = 2
 
@@ -71,7 +87,9 @@ def defines_for(bits):
     """The values csrc/runtime.c and csrc/packed.c take from Python."""
     return {"KILN_BLAS_INT": "int64_t" if bits == 64 else "int32_t",
             "PARALLEL_MIN": PARALLEL_MIN_MADDS, "BLOCK_MIN": BLOCK_MIN_MADDS,
-            "SPIN_US": SPIN_MICROSECONDS, "BLOCKS_PER_THREAD": BLOCKS_PER_THREAD,
+            "SPIN_US": SPIN_MICROSECONDS, "CALLER_SPIN_US": CALLER_SPIN_MICROSECONDS,
+            "LATE_US": LATE_MICROSECONDS, "SERIAL_MIN_US": SERIAL_MIN_MICROSECONDS,
+            "SERIAL_MAX_US": SERIAL_MAX_MICROSECONDS, "BLOCKS_PER_THREAD": BLOCKS_PER_THREAD,
             **packed.DEFINES}
 
 

@@ -2,7 +2,8 @@
    (kiln_rt_parallel) and the gemm that cuts a BLAS call into blocks run in parallel
    (kiln_rt_sgemm, kiln_rt_dgemm); runtime.py explains both. runtime.py compiles it as one
    translation unit with packed.c, included at the end, and defines before it
-   KILN_BLAS_INT, PARALLEL_MIN, BLOCK_MIN, SPIN_US, BLOCKS_PER_THREAD and packed.py's PACK_*. */
+   KILN_BLAS_INT, PARALLEL_MIN, BLOCK_MIN, SPIN_US, CALLER_SPIN_US, LATE_US,
+   SERIAL_MIN_US, SERIAL_MAX_US, BLOCKS_PER_THREAD and packed.py's PACK_*. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
@@ -45,6 +46,19 @@ static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t call_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int n_workers;
+/* The caller waiting for a block another thread claimed: it spins half as long as its own
+   part took (at least CALLER_SPIN_US), then sleeps on `done` until the last block is counted. A worker the OS preempted mid-block
+   then gets the caller's core (an idle core takes a waiting thread at once) instead of
+   waiting for its own core while the caller spins on it. */
+static atomic_int caller_waiting;
+static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
+/* When the wait for other threads' blocks is longer than the caller's own part of the job
+   plus LATE_US, a participant was descheduled: cores are shared with other work. The
+   caller then runs the next jobs alone for a while (from SERIAL_MIN_US, doubling while
+   parallel jobs keep coming back late, up to SERIAL_MAX_US); an on-time parallel job
+   resets it. Under call_mutex. */
+static double serial_until, serial_span = SERIAL_MIN_US;
+static int64_t late_jobs, serial_jobs;
 
 static void pause_cpu(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -70,8 +84,13 @@ static void help(uint32_t gen, int self) {
       if (!atomic_compare_exchange_weak(&next_block[r].v, &t, t + 1)) continue;
       /* a successful claim is of the current job's block b, which cannot finish (and so
          the job cannot change) before this block is counted */
+      int64_t total = job.nblocks;    /* this job's, for the same reason */
       job.fn(job.ctx, b);
-      atomic_fetch_add(&finished, 1);
+      if (atomic_fetch_add(&finished, 1) + 1 == total && atomic_load(&caller_waiting)) {
+        pthread_mutex_lock(&mutex);
+        pthread_cond_signal(&done);
+        pthread_mutex_unlock(&mutex);
+      }
     }
   }
 }
@@ -106,6 +125,25 @@ static void *worker(void *arg) {
   return 0;
 }
 
+/* until all nblocks of the current job are counted: spin (for half as long as the
+   caller's own part took, at least CALLER_SPIN_US: a worker running alongside is at most
+   about one block behind, and claims are of blocks of two or more per thread), then sleep
+   (see `done`) */
+static void wait_for(int64_t nblocks, double since, double spin_us) {
+  int spins = 0;
+  if (spin_us < CALLER_SPIN_US) spin_us = CALLER_SPIN_US;
+  while (atomic_load(&finished) < nblocks) {
+    pause_cpu();
+    if (++spins % 64 == 0 && now_us() - since > spin_us) {
+      pthread_mutex_lock(&mutex);
+      atomic_store(&caller_waiting, 1);
+      while (atomic_load(&finished) < nblocks) pthread_cond_wait(&done, &mutex);
+      atomic_store(&caller_waiting, 0);
+      pthread_mutex_unlock(&mutex);
+    }
+  }
+}
+
 int kiln_rt_init(void *s, void *d, void *local, int workers) {
   blas_s = (sgemm_t)s; blas_d = (dgemm_t)d; threads_local = (threads_local_t)local;
   if (workers > MAX_THREADS - 1) workers = MAX_THREADS - 1;
@@ -130,6 +168,13 @@ void kiln_rt_parallel(block_fn fn, void *ctx, int64_t nblocks) {
     return;
   }
   pthread_mutex_lock(&call_mutex);       /* one parallel job at a time */
+  double start = now_us();
+  if (start < serial_until) {
+    serial_jobs++;
+    for (int64_t b = 0; b < nblocks; b++) fn(ctx, b);
+    pthread_mutex_unlock(&call_mutex);
+    return;
+  }
   int parts = n_workers + 1 < nblocks ? n_workers + 1 : (int)nblocks;
   uint32_t gen = atomic_load(&generation) + 1;
   job.fn = fn; job.ctx = ctx; job.nblocks = nblocks; job.parts = parts;
@@ -144,7 +189,23 @@ void kiln_rt_parallel(block_fn fn, void *ctx, int64_t nblocks) {
     pthread_mutex_unlock(&mutex);
   }
   help(gen, 0);
-  while (atomic_load(&finished) < nblocks) pause_cpu();
+  double own = now_us();
+  wait_for(nblocks, own, (own - start) / 2);
+  double late = now_us() - own;
+  if (late > (own - start) + LATE_US) {
+    late_jobs++;
+    serial_until = own + late + serial_span;
+    serial_span = serial_span * 2 < SERIAL_MAX_US ? serial_span * 2 : SERIAL_MAX_US;
+  } else {
+    serial_span = SERIAL_MIN_US;
+  }
+  pthread_mutex_unlock(&call_mutex);
+}
+
+/* (jobs that came back late, jobs run on the caller alone since), for tests */
+void kiln_rt_pool_stats(int64_t *out) {
+  pthread_mutex_lock(&call_mutex);
+  out[0] = late_jobs; out[1] = serial_jobs;
   pthread_mutex_unlock(&call_mutex);
 }
 
