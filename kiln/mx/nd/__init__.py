@@ -1,16 +1,17 @@
 """`kiln.nd` / `kiln.ndarray`: MXNet 1.x's NDArray namespace, and the eager `F` of
 hybrid_forward(F, x).
 
-The array class is kiln's one array type (kiln/_core/ndarray.py). Names resolve on first
+The array class is MXNet 1.x's NDArray (legacy_array.py), a subclass of kiln's array type
+(kiln/_core/ndarray.py) with 1.x semantics. Names resolve on first
 use (kiln/mx/f_namespace.py): MXNet 1.x's functions and operator names (functions.py, the op table
 in kiln/mx/ops), then npx and np, so F.relu, F.np.sum and F.FullyConnected all work.
 """
 from ..._core.ndarray import as_array  # noqa: F401
 from ..f_namespace import namespace_attr as _namespace_attr
 from . import legacy_array
-from .legacy_array import NDArray  # noqa: F401  (MXNet 1.x's class; kiln.np's is the core's)
-ndarray = NDArray       # kiln.nd.ndarray: nd's array class (MXNet's mxnet.ndarray.ndarray module
-                        # path resolves to this package: kiln/mx/alias.py)
+# MXNet 1.x's class (kiln.np's is the core's); kiln.nd.ndarray names it too (MXNet's module
+# path mxnet.ndarray.ndarray resolves to this package: kiln/mx/alias.py)
+from .legacy_array import NDArray, NDArray as ndarray  # noqa: F401
 from . import contrib, linalg, random, utils, optimizer_ops  # noqa: F401  (mx.nd.random, ...)
 from . import functions, methods, namespace, sparse
 from ..ops.table import RESOLVERS as OP_RESOLVERS
