@@ -4,6 +4,7 @@ import numpy as onp
 
 import kiln
 from kiln import np, nd
+from kiln._core.base import KilnError
 from kiln._core.context import cpu, cpu_pinned, Context
 
 
@@ -73,3 +74,46 @@ def test_arrays_report_the_context_they_were_given():
     assert nd.zeros((1, 2, 3), ctx=shared).context == shared
     assert np.zeros(2, ctx=cpu(2)).context == cpu(2) and np.ones(2).context == cpu(0)
     assert (nd.array([1, 2], ctx=cpu(3)).as_in_context(cpu(0)).asnumpy() == [1, 2]).all()
+
+
+def test_partial_writes_refused_while_recording_whole_ones_copied():
+    # MXNet 1.9.1: x[0] = y under record raises "Inplace operations ... not supported when
+    # recording with autograd"; x[:] = 2 and x[...] = z do not
+    x, y = nd.ones((2, 3)), nd.ones((3,))
+    y.attach_grad()
+    with kiln.autograd.record():
+        x[:] = 2
+        x[...] = nd.zeros((2, 3))
+        try:
+            x[0] = y
+            raised = False
+        except KilnError as err:        # MXNet's MXNetError is kiln's KilnError
+            raised = "Inplace operations" in str(err)
+    assert raised and (x.asnumpy() == 0).all()
+
+
+def test_from_numpy_shares_memory_and_locks_the_source():
+    src = onp.array([[1, 2], [3, 4], [5, 6]], dtype="float32")
+    nd.from_numpy(src)
+    arr = nd.from_numpy(src)            # twice: MXNet shares the memory again
+    assert not src.flags.writeable
+    arr[2, 1] = 100
+    assert src[2, 1] == 100
+    assert (nd.from_numpy(src, zero_copy=False).asnumpy() == src).all()
+    try:
+        nd.from_numpy(onp.ones((2, 3)).T)
+        refused = False
+    except ValueError:
+        refused = True
+    assert refused
+
+
+def test_round_keeps_large_integers_exact():
+    a = nd.array([50000001], dtype="int32")   # MXNet 1.9.1: round() == 50000001, int32
+    assert a.round().dtype == onp.int32 and a.round().asnumpy()[0] == 50000001
+
+
+def test_one_element_list_fills_a_scalar_slot():
+    x = nd.zeros((2, 3), dtype="int32")
+    x[1, 2] = [-7]                      # MXNet 1.9.1 accepts it
+    assert x.asnumpy()[1, 2] == -7

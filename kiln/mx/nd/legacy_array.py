@@ -14,6 +14,7 @@ that overrides only what 1.x does differently:
   `squeeze` of all-ones dims leaves (1,);
 - a Python scalar takes an integer array's dtype before the op, and integer `/` stays
   integer (truncated), as MXNet's scalar and elementwise kernels compute;
+- a write of part of an array while autograd records is refused, as in MXNet 1.x;
 - results (of operators, indexing and every method) are NDArrays again, and an NDArray
   prints as MXNet 1.x prints it (`<NDArray 2x3 @cpu(0)>`).
 
@@ -28,6 +29,8 @@ import types
 
 import numpy as _np
 
+from ..._core import autograd
+from ..._core.base import KilnError, where_in_user_code
 from ..._core.ndarray import ndarray
 
 # methods of MXNet 1.9's NDArray that are `return op.NAME(self, *args, **kwargs)`
@@ -91,6 +94,13 @@ class NDArray(ndarray, metaclass=_NDArrayMeta):
             out = ndarray.reshape(out, (1,))
         return _as_class(out, NDArray)
 
+    def __setitem__(self, key, value):
+        if autograd.is_recording() and not _whole_array(self.shape, key):
+            raise KilnError("Inplace operations (+=, -=, x[:]=, etc) are not supported when "
+                            "recording with autograd (MXNet 1.x's NDArray: only a write of the "
+                            "whole array is)" + where_in_user_code())
+        ndarray.__setitem__(self, key, value)
+
     def __reduce__(self):
         return (_unpickled, ndarray.__reduce__(self))
 
@@ -119,6 +129,20 @@ class NDArray(ndarray, metaclass=_NDArrayMeta):
         return self
 
     __div__, __rdiv__, __idiv__ = __truediv__, __rtruediv__, __itruediv__
+
+
+def _whole_array(shape, key):
+    """Whether basic index `key` selects all of an array of `shape` in order (MXNet 1.x then
+    copies the value in without recording an op)."""
+    key = key if isinstance(key, tuple) else (key,)
+    if not all(k is None or k is Ellipsis or isinstance(k, (slice, int, _np.integer))
+               for k in key):
+        return False
+    key = tuple(k for k in key if k is not None)
+    if any(isinstance(k, slice) and (k.step or 1) < 0 for k in key):
+        return False
+    template = _np.lib.stride_tricks.as_strided(_np.zeros(1, _np.int8), shape, (0,) * len(shape))
+    return template[key].shape == tuple(shape)
 
 
 def _unpickled(rebuild, args):
