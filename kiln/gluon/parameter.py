@@ -15,7 +15,7 @@ import numpy as _np
 
 from .._core import aligned, autograd
 from .._core.base import KilnError, normalize_dtype, where_in_user_code
-from .._core.context import Context, cpu, check_usable
+from .._core.context import Context, cpu, check_usable, placed
 from .._core import trace
 from .._core.ndarray import ndarray, as_array
 from .._core.writes import arrays_written
@@ -171,8 +171,10 @@ class Parameter:
         return list(self._ctx_list)
 
     def reset_ctx(self, ctx=None):
-        """kiln runs on the CPU only; kept so MXNet code calling it runs."""
+        """The contexts the parameter reports (all CPU memory: the one shared copy stays)."""
         check_usable(ctx, f"Parameter {self._label()}.reset_ctx")
+        if ctx is not None:
+            self._ctx_list = _contexts(ctx)
 
     reset_device = reset_ctx
 
@@ -192,8 +194,7 @@ class Parameter:
             warnings.warn(f"Parameter {self._label()} is already initialized, ignoring. "
                           "Set force_reinit=True to re-initialize.", stacklevel=3)
             return False
-        self._ctx_list = [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
-            else [Context(ctx) if ctx is not None else cpu()]
+        self._ctx_list = _contexts(ctx)
         if self._data is not None:  # re-initialized in place: the gradient mode may change
             self._data.attach_grad(self._array_grad_req())
         if default_init is None:
@@ -293,10 +294,10 @@ class Parameter:
                     self._check_initialized()
             return tc.param_array(self, self._data)
         self._check_initialized()
-        return self._data
+        return _on(self._data, ctx)
 
     def list_data(self):
-        return [self.data()] * len(self._ctx_list)
+        return [self.data(c) for c in self._ctx_list]
 
     def grad(self, ctx=None):
         tc = trace.current()
@@ -306,7 +307,7 @@ class Parameter:
         if self._grad_req == "null" or self._data.grad is None:
             raise KilnError(f"Parameter {self._label()} has no gradient because its grad_req "
                             f"is 'null'{where_in_user_code()}")
-        return self._data.grad
+        return _on(self._data.grad, ctx)
 
     def _traced_grad(self, tc):
         """Inside a trace: the gradient a traced backward() left on this parameter's symbol."""
@@ -319,7 +320,7 @@ class Parameter:
         return g if g is not None else knp.zeros(sym.shape, dtype=sym.dtype)
 
     def list_grad(self):
-        return [self.grad()] * len(self._ctx_list)
+        return [self.grad(c) for c in self._ctx_list]
 
     @property
     def _grad(self):
@@ -438,3 +439,17 @@ tensor_types = (ndarray,)
 # MXNet's gluon.parameter also holds ParameterDict. It lives in parameter_dict.py, which
 # builds on this module; kiln.gluon's __init__ (always run before this module is imported)
 # sets it here.
+
+
+def _contexts(ctx):
+    return [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
+        else [Context(ctx) if ctx is not None else cpu()]
+
+
+def _on(array, ctx):
+    """The parameter's one copy as it reports itself on context `ctx`: itself on its own
+    context, else the same storage and autograd position reporting `ctx` (MXNet keeps a
+    copy per context; on kiln every context is the same host memory)."""
+    if ctx is None or Context(ctx) == array.context:
+        return array
+    return placed(array._alias(), ctx)
