@@ -65,6 +65,44 @@ def check_usable(ctx, what):
                             f"(npx.num_gpus() is 0); use npx.cpu(){where_in_user_code()}")
 
 
+def placed(array, ctx):
+    """`array` (just made) reporting context `ctx` (None: where it is, the default)."""
+    if ctx is not None:
+        ctx = Context(ctx)
+        if ctx != _DEFAULT:
+            array._ctx = ctx
+    return array
+
+
+_DEFAULT = Context("cpu", 0)
+
+
+class Placement:
+    """Mixed into the array class: the context an array was given. kiln keeps every array in
+    host memory, but as in MXNet an array reports the context it was put on (cpu(1),
+    cpu_pinned(0), ...), and moving it to another context makes a copy there. The slot stays
+    unset for arrays on the default `cpu(0)`, so making an array costs nothing more."""
+    __slots__ = ("_ctx",)
+
+    @property
+    def ctx(self):
+        try:
+            return self._ctx
+        except AttributeError:
+            return cpu()
+
+    context = device = ctx
+
+    def as_in_context(self, ctx):
+        """This array if it is on `ctx` already, else a copy on `ctx` (recorded by autograd)."""
+        check_usable(ctx, "as_in_context")
+        if ctx is None or Context(ctx) == self.ctx:
+            return self
+        return placed(self.copy(), ctx)
+
+    as_in_ctx = to_device = as_in_context
+
+
 def num_gpus():
     """The number of GPUs kiln can use: always 0 (kiln runs on the CPU)."""
     return 0

@@ -22,7 +22,12 @@ class _Plan:
 
 
 def _is_advanced(k):
-    return isinstance(k, (ndarray, _np.ndarray, list, range)) and not isinstance(k, bool)
+    # a tuple inside the key is a sequence of indices, as in NumPy (x[(0, 1), :])
+    return isinstance(k, (ndarray, _np.ndarray, list, range, tuple)) and not isinstance(k, bool)
+
+
+def _is_int(k):
+    return isinstance(k, (int, _np.integer)) and not isinstance(k, bool)
 
 
 def _as_tuple(key):
@@ -157,13 +162,14 @@ def getitem(x, key):
 def _advanced_getitem(x, key):
     positions = [i for i, k in enumerate(key) if _is_advanced(k)]
     if any(k is Ellipsis or k is None for k in key):
-        raise op_error("getitem", "advanced indexing combined with '...' or None is not "
-                       "supported; index in two steps", IndexError)
+        x, key = _without_ellipsis_and_none(x, key)
+        positions = [i for i, k in enumerate(key) if _is_advanced(k)]
     arrays = [_to_index_array(key[i]) for i in positions]
     if len(arrays) == 1 and arrays[0].dtype == _np.bool_:
         return _mask_getitem(x, key, positions[0], arrays[0])
-    if positions != list(range(positions[0], positions[0] + len(positions))):
-        raise op_error("getitem", "advanced indices must be next to each other", IndexError)
+    spots = [i for i, k in enumerate(key) if _is_advanced(k) or _is_int(k)]
+    if spots != list(range(spots[0], spots[0] + len(spots))):
+        return _separated_getitem(x, key)
     # basic part first, keeping the advanced dims whole
     basic_key = tuple(slice(None) if i in positions else k for i, k in enumerate(key))
     n_int_before = sum(1 for k in key[:positions[0]] if not isinstance(k, slice))
@@ -182,6 +188,49 @@ def _advanced_getitem(x, key):
         flat = a if flat is None else flat * d + a
     merged = y.shape[:axis] + (int(_np.prod(dims)),) + y.shape[axis + len(dims):]
     return REGISTRY["take"](REGISTRY["reshape"](y, shape=merged), flat, axis=axis, mode="clip")
+
+
+def _axes_taken(k):
+    if k is None:
+        return 0
+    if _is_advanced(k) and _np.asarray(k._data if isinstance(k, ndarray) else k).dtype == \
+            _np.bool_:
+        return _np.ndim(k._data if isinstance(k, ndarray) else k)
+    return 1
+
+
+def _without_ellipsis_and_none(x, key):
+    """(x', key') with '...' spelled out as slices and each None a new length-1 axis of x'
+    indexed by a slice: the same result, as NumPy orders it."""
+    if sum(k is Ellipsis for k in key) > 1:
+        raise op_error("getitem", "an index can only have a single ellipsis ('...')",
+                       IndexError)
+    if any(k is Ellipsis for k in key):
+        at = next(i for i, k in enumerate(key) if k is Ellipsis)
+        rest = x.ndim - sum(_axes_taken(k) for k in key if k is not Ellipsis)
+        key = key[:at] + (slice(None),) * rest + key[at + 1:]
+    shape, axis = [], 0
+    for k in key:
+        n = _axes_taken(k)
+        shape.extend([1] if k is None else x.shape[axis:axis + n])
+        axis += n
+    shape.extend(x.shape[axis:])
+    if len(shape) != x.ndim:
+        x = REGISTRY["reshape"](x, shape=tuple(shape))
+    return x, tuple(slice(None) if k is None else k for k in key)
+
+
+def _separated_getitem(x, key):
+    """Advanced indices apart from each other (x[i, :, j]): as NumPy does, their broadcast
+    dims come first. The indexed axes (integers among them count as indices) move to the
+    front, where the indices are next to each other."""
+    full = key + (slice(None),) * (x.ndim - len(key))
+    moved = [i for i, k in enumerate(full) if _is_advanced(k) or _is_int(k)]
+    order = moved + [i for i in range(len(full)) if i not in moved]
+    front = REGISTRY["transpose"](x, axes=tuple(order))
+    return _advanced_getitem(front, tuple(
+        full[i] if _is_advanced(full[i]) or i not in moved else _to_index_array(full[i])
+        for i in order))
 
 
 def _check_bounds(idx, size):
@@ -341,7 +390,7 @@ def _write(data, key, value):
     try:
         try:
             data[_numpy_key(key, data.shape)] = value
-        except ValueError:
+        except (ValueError, TypeError):     # TypeError: NumPy's for a list such as [v]
             if _np.size(value) != 1 or _np.ndim(value) == 0:
                 raise
             # MXNet lets a one-element array fill a scalar slot (`preds[i] = net(x)` with a

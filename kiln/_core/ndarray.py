@@ -13,7 +13,7 @@ from .base import (DEFAULT_FLOAT, KilnError, DTypeError, SymbolicValueError,
     UnsupportedError, where_in_user_code, normalize_dtype)
 from . import aligned
 from .bfloat16 import is_bfloat16
-from .context import cpu, check_usable
+from .context import check_usable, placed, Placement
 from .primitive import REGISTRY
 from .writes import arrays_written
 from . import alias_paths
@@ -36,7 +36,7 @@ def _late(name):
     return module
 
 
-class ndarray(NumpyMethods):
+class ndarray(NumpyMethods, Placement):
     """kiln's array (MXNet's `np.ndarray`): NumPy values with NumPy's methods and operators,
     float32 by default, recorded on the autograd tape inside `autograd.record()` and traced into
     a graph inside hybridized code. `attach_grad()`, `.grad`, `backward()`, `asnumpy()`."""
@@ -125,12 +125,6 @@ class ndarray(NumpyMethods):
         for d in self._value.shape:
             n *= d
         return n
-
-    @property
-    def ctx(self):
-        return cpu()
-
-    context = device = ctx
 
     @property
     def stype(self):
@@ -333,13 +327,7 @@ class ndarray(NumpyMethods):
             note_detach(self, obj)
         return obj
 
-    # ---- devices (CPU only) ----------------------------------------------------------------
-    def as_in_context(self, ctx):
-        check_usable(ctx, "as_in_context")
-        return self
-
-    as_in_ctx = to_device = as_in_context
-
+    # ---- devices (CPU memory only; the context an array was given: context.Placement) ------
     def copyto(self, other):
         if isinstance(other, ndarray):
             other[...] = self
@@ -348,7 +336,7 @@ class ndarray(NumpyMethods):
             other._assign(self.tostype(other.stype))           # its own storage type
             return other
         check_usable(other, "copyto")
-        return self.copy()
+        return placed(self.copy(), other)
 
     def as_np_ndarray(self):
         return self

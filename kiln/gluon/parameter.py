@@ -15,7 +15,7 @@ import numpy as _np
 
 from .._core import aligned, autograd
 from .._core.base import KilnError, normalize_dtype, where_in_user_code
-from .._core.context import Context, cpu, check_usable
+from .._core.context import Context, cpu, check_usable, placed
 from .._core import trace
 from .._core.ndarray import ndarray, as_array
 from .._core.writes import arrays_written
@@ -183,10 +183,10 @@ class Parameter(SparseStorage):
 
     def reset_ctx(self, ctx=None):
         """Place the parameter on the contexts `ctx` (kiln computes on the CPU: one copy
-        serves them all); its gradient starts again from zero, as in MXNet."""
+        serves them all, reporting each context); its gradient starts again from zero, as in
+        MXNet."""
         check_usable(ctx, f"Parameter {self._label()}.reset_ctx")
-        self._ctx_list = [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
-            else [Context(ctx) if ctx is not None else cpu()]
+        self._ctx_list = _contexts(ctx)
         if self._data is not None:
             self._attach_grad(self._data)
 
@@ -208,8 +208,7 @@ class Parameter(SparseStorage):
             warnings.warn(f"Parameter {self._label()} is already initialized, ignoring. "
                           "Set force_reinit=True to re-initialize.", stacklevel=3)
             return False
-        self._ctx_list = [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
-            else [Context(ctx) if ctx is not None else cpu()]
+        self._ctx_list = _contexts(ctx)
         if self._data is not None:  # re-initialized in place: the gradient mode may change
             self._attach_grad(self._data)
         if default_init is None:
@@ -309,10 +308,11 @@ class Parameter(SparseStorage):
             raise RuntimeError(f"Cannot return a copy of Parameter '{self.name}' on ctx {ctx} "
                                f"via data() because its storage type is {self._stype}. Please "
                                f"use row_sparse_data() instead.")
-        return self._array()
+        return self._array(ctx)
 
-    def _array(self):
-        """The parameter's array, whatever its storage (what data() gives a dense one)."""
+    def _array(self, ctx=None):
+        """The parameter's array, whatever its storage (what data() gives a dense one), as
+        it reports itself on `ctx`."""
         tc = trace.current()
         if tc is not None:
             if self._data is None:
@@ -320,14 +320,14 @@ class Parameter(SparseStorage):
                     self._check_initialized()
             return tc.param_array(self, self._data)
         self._check_initialized()
-        return self._data
+        return _on(self._data, ctx)
 
     def list_data(self):
         if self._stype != "default":
             raise RuntimeError(f"Cannot return copies of Parameter '{self.name}' on all "
                                f"contexts via list_data() because its storage type is "
                                f"{self._stype}. Please use row_sparse_data() instead.")
-        return [self.data()] * len(self._ctx_list)
+        return [self.data(c) for c in self._ctx_list]
 
     def _reduce(self):
         """MXNet's copy of the value on the CPU, averaged over the contexts (scripts that
@@ -342,7 +342,7 @@ class Parameter(SparseStorage):
         if self._grad_req == "null" or self._data.grad is None:
             raise KilnError(f"Parameter {self._label()} has no gradient because its grad_req "
                             f"is 'null'{where_in_user_code()}")
-        return self._data.grad
+        return _on(self._data.grad, ctx)
 
     def _traced_grad(self, tc):
         """Inside a trace: the gradient a traced backward() left on this parameter's symbol."""
@@ -355,7 +355,7 @@ class Parameter(SparseStorage):
         return g if g is not None else knp.zeros(sym.shape, dtype=sym.dtype)
 
     def list_grad(self):
-        return [self.grad()] * len(self._ctx_list)
+        return [self.grad(c) for c in self._ctx_list]
 
     @property
     def _grad(self):
@@ -476,3 +476,17 @@ tensor_types = (ndarray,)
 # MXNet's gluon.parameter also holds ParameterDict. It lives in parameter_dict.py, which
 # builds on this module; kiln.gluon's __init__ (always run before this module is imported)
 # sets it here.
+
+
+def _contexts(ctx):
+    return [Context(c) for c in ctx] if isinstance(ctx, (list, tuple)) and ctx \
+        else [Context(ctx) if ctx is not None else cpu()]
+
+
+def _on(array, ctx):
+    """The parameter's one copy as it reports itself on context `ctx`: itself on its own
+    context, else the same storage and autograd position reporting `ctx` (MXNet keeps a
+    copy per context; on kiln every context is the same host memory)."""
+    if ctx is None or Context(ctx) == array.context:
+        return array
+    return placed(array._alias(), ctx)

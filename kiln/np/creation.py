@@ -5,7 +5,7 @@ from .._core.base import (DEFAULT_FLOAT, normalize_dtype, op_error, KilnError,
                           UnsupportedError, where_in_user_code)
 from .._core.ndarray import ndarray, as_array
 from ..ops.creation import full as _full_prim
-from .._core.context import check_usable
+from .._core.context import check_usable, placed
 from .._core.symdim import SymInt
 
 
@@ -36,7 +36,8 @@ def array(object, dtype=None, copy=True, ctx=None, device=None, **kwargs):
     dt = normalize_dtype(dtype)
     if isinstance(object, ndarray):
         out = object if dt is None or object.dtype == dt else object.astype(dt)
-        return out.copy() if copy and out is object else out
+        out = out.copy() if copy and out is object else out
+        return out if out is object else placed(out, ctx or device)
     if isinstance(object, (list, tuple)) and any(isinstance(v, ndarray) for v in object):
         from .manipulation import stack
         out = stack([array(v) for v in object])
@@ -44,7 +45,7 @@ def array(object, dtype=None, copy=True, ctx=None, device=None, **kwargs):
     out = as_array(object, dt)
     if copy and isinstance(object, _np.ndarray) and out._data is object:
         out = ndarray._wrap(object.copy())
-    return out
+    return placed(out, ctx or device)
 
 
 def asarray(object, dtype=None, ctx=None, device=None):
@@ -62,7 +63,7 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None, out=No
                  _np.dtype(_np.int64) if isinstance(fill_value, (int, _np.integer))
                  else DEFAULT_FLOAT)
     result = _full_prim(shape=_shape("full", shape), value=fill_value, dtype=normalize_dtype(dtype))
-    return _maybe_out(result, out)
+    return _maybe_out(placed(result, ctx or device), out)
 
 
 def _c_order(order, what):
@@ -76,16 +77,16 @@ def zeros(shape, dtype=None, order="C", ctx=None, device=None):
     never hands out uninitialized memory."""
     _c_order(order, "np.zeros")
     check_usable(ctx or device, "np.zeros")
-    return _full_prim(shape=_shape("zeros", shape), value=0,
-                      dtype=normalize_dtype(dtype, DEFAULT_FLOAT))
+    return placed(_full_prim(shape=_shape("zeros", shape), value=0,
+                             dtype=normalize_dtype(dtype, DEFAULT_FLOAT)), ctx or device)
 
 
 def ones(shape, dtype=None, order="C", ctx=None, device=None):
     """A new array of `shape` filled with ones (float32 by default)."""
     _c_order(order, "np.ones")
     check_usable(ctx or device, "np.ones")
-    return _full_prim(shape=_shape("ones", shape), value=1,
-                      dtype=normalize_dtype(dtype, DEFAULT_FLOAT))
+    return placed(_full_prim(shape=_shape("ones", shape), value=1,
+                             dtype=normalize_dtype(dtype, DEFAULT_FLOAT)), ctx or device)
 
 
 empty = zeros
@@ -141,7 +142,7 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
     if step == 0:
         raise op_error("arange", "step must not be zero")
     dtype = normalize_dtype(dtype, DEFAULT_FLOAT)
-    return ndarray._wrap(_np.arange(start, stop, step).astype(dtype))
+    return placed(ndarray._wrap(_np.arange(start, stop, step).astype(dtype)), ctx or device)
 
 
 @_numpy_made("linspace")

@@ -194,3 +194,16 @@ def test_dataloader_takes_mxnets_auto_reload():
                                   auto_reload=auto_reload)
         for _ in range(2):      # two epochs, the same batches
             assert [b.asnumpy().tolist() for b in loader] == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_pin_memory_batches_report_cpu_pinned():
+    # MXNet 1.9.1 (test_gluon_data.py's test_dataloader_context): cpu(0) without pinning,
+    # cpu_pinned(pin_device_id) with it
+    from kiln.gluon.data import ArrayDataset, DataLoader
+    data = ArrayDataset(onp.random.uniform(size=(10, 20)))
+    assert {b.context for b in DataLoader(data, 8)} == {kiln.cpu(0)}
+    pinned = list(DataLoader(data, 8, pin_memory=True))
+    assert {b.context for b in pinned} == {kiln.cpu_pinned(0)} and pinned[0].shape == (8, 20)
+    pairs = ArrayDataset(onp.ones((4, 2)), onp.ones(4))
+    for x, y in DataLoader(pairs, 2, pin_memory=True, pin_device_id=1):
+        assert x.context == y.context == kiln.cpu_pinned(1)

@@ -213,3 +213,20 @@ def test_loading_with_the_saved_dtype_replaces_the_array(tmp_path):
     assert loaded["w"].data().dtype == onp.float16
     loaded.load(path, cast_dtype=True, dtype_source="saved")      # as MXNet: float32 again
     assert loaded["w"].data().dtype == onp.float32
+
+
+def test_data_and_grad_report_the_context_asked_for():
+    # MXNet 1.9.1 (test_gluon.py's test_parameter): data(cpu(1)).context == cpu(1), one entry
+    # per context in list_data/list_grad, reset_ctx changes list_ctx
+    p = Parameter("weight", shape=(10, 10))
+    p.initialize(init="xavier", ctx=[kiln.cpu(0), kiln.cpu(1)])
+    assert [d.context for d in p.list_data()] == [kiln.cpu(0), kiln.cpu(1)]
+    assert len(p.list_grad()) == 2 and p.grad(kiln.cpu(1)).context == kiln.cpu(1)
+    assert p.data(kiln.cpu(0)) is p.data()
+    assert (p.data(kiln.cpu(1)).asnumpy() == p.data().asnumpy()).all()
+    with autograd.record():
+        y = (p.data(kiln.cpu(1)) * 2).sum()
+    y.backward()
+    assert (p.grad().asnumpy() == 2).all()       # the one shared copy gets the gradient
+    p.reset_ctx(ctx=[kiln.cpu(1), kiln.cpu(2)])
+    assert p.list_ctx() == [kiln.cpu(1), kiln.cpu(2)]

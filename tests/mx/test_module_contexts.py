@@ -151,3 +151,24 @@ def test_mxnet_contrib_amp_module_path(mx):  # noqa: F811
 
 def test_context_default_ctx_is_the_cpu():
     assert kiln.Context.default_ctx == kiln.cpu(0)
+
+
+def test_ctx_group_arrays_report_their_group_context(mx):
+    # MXNet 1.9.1: input gradients of variables made under AttrScope(ctx_group=...) are on
+    # group2ctxs[group] (test_module.py's test_module_ctx_group)
+    with mx.AttrScope(ctx_group="dev1"):
+        a = mx.sym.Variable("a") * 2
+    with mx.AttrScope(ctx_group="dev2"):
+        c = a + mx.sym.Variable("b")
+    for group2ctxs in ({"dev1": mx.cpu(1), "dev2": [mx.cpu(2)]},
+                       [{"dev1": mx.cpu(1), "dev2": mx.cpu(2)}]):
+        mod = mx.mod.Module(c, context=[mx.cpu(0)], data_names=["a", "b"], label_names=None,
+                            group2ctxs=group2ctxs)
+        mod.bind(data_shapes=[["a", (2, 5)], ["b", (2, 5)]], inputs_need_grad=True)
+        mod.init_params()
+        mod.forward(mx.io.DataBatch(data=[mx.nd.ones((2, 5)), mx.nd.ones((2, 5))]),
+                    is_train=True)
+        mod.backward([mx.nd.ones((2, 5))])
+        grads = mod.get_input_grads()
+        assert [g.context for g in grads] == [mx.cpu(1), mx.cpu(2)]
+        assert (grads[0].asnumpy() == 2).all() and (grads[1].asnumpy() == 1).all()

@@ -13,6 +13,8 @@ import signal
 import weakref
 
 from ..._core.base import KilnError
+from ..._core.context import cpu_pinned, placed
+from ..._core.ndarray import ndarray
 from .batchify import default_batchify_fn, default_mp_batchify_fn, to_wire, from_wire  # noqa: F401
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
@@ -60,6 +62,13 @@ def _mp_context():
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
+def _placed_batch(batch, ctx):
+    """The arrays of a batch just made (nested lists and tuples too) reporting context ctx."""
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_placed_batch(b, ctx) for b in batch)
+    return placed(batch, ctx) if isinstance(batch, ndarray) else batch
+
+
 class DataLoader:
     """DataLoader(dataset, batch_size, shuffle, sampler, last_batch, batch_sampler,
     batchify_fn, num_workers, pin_memory, pin_device_id, prefetch, thread_pool, timeout,
@@ -93,6 +102,8 @@ class DataLoader:
         self._thread_pool = bool(thread_pool)
         self._prefetch = max(1, int(prefetch) if prefetch is not None else 2 * self._num_workers)
         self._timeout = timeout
+        # pin_memory: batches on cpu_pinned(pin_device_id), as in MXNet (the same host memory)
+        self._pinned = cpu_pinned(pin_device_id) if pin_memory else None
         self._pool = None
         self._finalizer = None
 
@@ -101,10 +112,15 @@ class DataLoader:
 
     def __iter__(self):
         if self._num_workers == 0:
-            for indices in self._batch_sampler:
-                yield self._batchify_fn([self._dataset[i] for i in indices])
+            batches = (self._batchify_fn([self._dataset[i] for i in indices])
+                       for indices in self._batch_sampler)
+        else:
+            batches = self._iter_pool()
+        if self._pinned is None:
+            yield from batches
             return
-        yield from self._iter_pool()
+        for batch in batches:
+            yield _placed_batch(batch, self._pinned)
 
     # ---- workers --------------------------------------------------------------------------------
     def _get_pool(self):

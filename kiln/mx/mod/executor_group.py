@@ -15,6 +15,7 @@ from collections import OrderedDict
 import numpy as _np
 
 from ..._core.base import KilnError, where_in_user_code
+from ..._core.context import placed
 from ..._core.ndarray import ndarray
 from ...io import DataDesc
 from ..sym.evaluation import infer_shape_strict, infer_type, _as_array
@@ -74,7 +75,7 @@ class DataParallelExecutorGroup:
         self.logger = logger
         self.fixed_param_names = list(fixed_param_names or [])
         self.state_names = list(state_names or [])
-        self.group2ctxs = group2ctxs
+        self.group2ctxs = _group_contexts(group2ctxs, len(self.contexts))
         self.execs = []
         self.shared_data_arrays = (shared_group.shared_data_arrays if shared_group is not None
                                    else [{} for _ in self.contexts])
@@ -167,10 +168,23 @@ class DataParallelExecutorGroup:
                     grads[name] = _reuse(previous and previous.grad_dict.get(name), shape, dtype)
         aux = {name: _reuse(shared_exec and shared_exec.aux_dict.get(name), shape, dtype)
                for name, shape, dtype in zip(self.aux_names, aux_shapes, aux_types)}
+        self._place_groups(self.group2ctxs[i], (args, grads, aux))
         executor = Executor(self.symbol, args, grads, dict(self.grad_req), aux)
         if previous is not None:    # MXNet's Executor.reshape keeps the monitor callback
             executor._monitor = previous._monitor
         return executor
+
+    def _place_groups(self, group_ctx, tables):
+        """Arrays of variables made under AttrScope(ctx_group=g) report group2ctxs[g] (kiln
+        keeps them in host memory like every context)."""
+        if not group_ctx:
+            return
+        groups = {n.name: n.var_attrs.get("ctx_group") for n in nodes_of(self.symbol._heads)
+                  if n.is_var}
+        for table in tables:
+            for name, array in table.items():
+                if groups.get(name) in group_ctx and array is not None:
+                    placed(array, group_ctx[groups[name]])
 
     def _state_shapes(self, batch, given):
         """{state: shape} for the states whose declared shape leaves its batch unknown (0
@@ -311,6 +325,29 @@ class DataParallelExecutorGroup:
 def _descs(shapes):
     """DataDescs of (name, shape) pairs or DataDescs."""
     return [d if isinstance(d, DataDesc) else DataDesc(*d) for d in shapes or []]
+
+
+def _group_contexts(group2ctxs, n):
+    """One {ctx_group: context} per executor, as MXNet's _prepare_group2ctxs makes it from a
+    list of such dicts or one dict whose values are a context or a list of them."""
+    if not group2ctxs:
+        return [{} for _ in range(n)]
+    if isinstance(group2ctxs, (list, tuple)):
+        if len(group2ctxs) != n:
+            raise ValueError(f"group2ctxs: expected {n} dicts (one per context), got "
+                             f"{len(group2ctxs)}")
+        return [dict(g or {}) for g in group2ctxs]
+    per_executor = [{} for _ in range(n)]
+    for group, ctxs in group2ctxs.items():
+        ctxs = list(ctxs) if isinstance(ctxs, (list, tuple)) else [ctxs]
+        if len(ctxs) == 1:
+            ctxs = ctxs * n
+        if len(ctxs) != n:
+            raise ValueError(f"group2ctxs[{group!r}]: expected 1 or {n} contexts, got "
+                             f"{len(ctxs)}")
+        for table, ctx in zip(per_executor, ctxs):
+            table[group] = ctx
+    return per_executor
 
 
 def _reuse(array, shape, dtype):

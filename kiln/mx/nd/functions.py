@@ -17,9 +17,9 @@ from ... import np as knp
 from ..._core.base import KilnError, where_in_user_code
 from ..ops import OPS
 from ..util import check_legacy_shape
+from ..._core.context import placed
 from ..._core.ndarray import ndarray
 
-NDArray = ndarray
 
 # set by kiln/mx/nd/__init__.py from kiln/mx/nd/sparse: the sparse array classes, the
 # dispatcher of nd functions given a sparse operand, sparse zeros, sparse.array, and the
@@ -52,11 +52,11 @@ def _dtype(dtype):
 def array(source_array, ctx=None, dtype=None):
     """An NDArray from `source_array` (float32 unless `dtype` says otherwise, as in MXNet 1.x)."""
     if isinstance(source_array, ndarray):
-        return source_array.astype(dtype or source_array.dtype)
+        return placed(source_array.astype(dtype or source_array.dtype), ctx)
     if isinstance(source_array, SPARSE["types"]) or type(source_array).__module__.startswith(
             "scipy.sparse"):            # a sparse array or SciPy matrix: a sparse copy (MXNet)
         return SPARSE["array"](source_array, ctx=ctx, dtype=dtype)
-    return ndarray._wrap(_np.array(source_array, dtype=_dtype(dtype)))
+    return placed(ndarray._wrap(_np.array(source_array, dtype=_dtype(dtype))), ctx)
 
 
 def zeros(shape, ctx=None, dtype=None, stype=None, out=None, **_):
@@ -65,13 +65,13 @@ def zeros(shape, ctx=None, dtype=None, stype=None, out=None, **_):
     if stype not in (None, "default"):
         return SPARSE["zeros"](stype, shape, ctx=ctx, dtype=dtype)
     check_legacy_shape("zeros", shape)
-    return _filled(knp.zeros(shape, dtype=_dtype(dtype)), out, "zeros")
+    return _filled(knp.zeros(shape, dtype=_dtype(dtype), ctx=ctx), out, "zeros")
 
 
 def ones(shape, ctx=None, dtype=None, out=None, **_):
     """An NDArray of ones of `shape` (float32 by default); `out=`: written into that array."""
     check_legacy_shape("ones", shape)
-    return _filled(knp.ones(shape, dtype=_dtype(dtype)), out, "ones")
+    return _filled(knp.ones(shape, dtype=_dtype(dtype), ctx=ctx), out, "ones")
 
 
 def _filled(result, out, name):
@@ -84,12 +84,12 @@ def empty(shape, ctx=None, dtype=None, stype=None):
     if stype not in (None, "default"):
         return SPARSE["zeros"](stype, shape, ctx=ctx, dtype=dtype)
     # allocated without shape inference, so legacy mode takes a 0 here as MXNet does
-    return knp.zeros(shape, dtype=_dtype(dtype))
+    return knp.zeros(shape, dtype=_dtype(dtype), ctx=ctx)
 
 
 def full(shape, val, ctx=None, dtype=None, out=None, **_):
     """An NDArray of `shape` filled with `val`; `out=`: written into that array."""
-    return _filled(knp.full(shape, val, dtype=_dtype(dtype)), out, "full")
+    return _filled(knp.full(shape, val, dtype=_dtype(dtype), ctx=ctx), out, "full")
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
@@ -97,7 +97,7 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dty
     """
     # NumPy's arange in the requested dtype (an integer dtype truncates start and step first)
     out = ndarray._wrap(_np.arange(start, stop, step, dtype=_dtype(dtype)))
-    return knp.repeat(out, int(repeat)) if int(repeat) > 1 else out
+    return placed(knp.repeat(out, int(repeat)) if int(repeat) > 1 else out, ctx)
 
 
 def zeros_like(data, **_):

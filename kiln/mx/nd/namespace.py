@@ -7,6 +7,7 @@ import importlib
 from ..ops import OPS
 from . import binary, functions
 from .functions import mx_function
+from .legacy_array import NDArray
 
 
 def lookup(name):
@@ -23,6 +24,8 @@ def lookup(name):
         return importlib.import_module(f"{__package__}.internal")
     if name in _PUBLIC:
         return _PUBLIC[name]
+    if name == "NDArray":
+        return NDArray
     if name in binary.NAMES:
         return binary.FUNCTIONS[name]
     if name == "linalg" or name.startswith("linalg_"):
@@ -53,7 +56,7 @@ def lookup(name):
     return None
 
 
-_PUBLIC = {n: getattr(functions, n) for n in ("NDArray array zeros ones empty full arange "
+_PUBLIC = {n: getattr(functions, n) for n in ("array zeros ones empty full arange "
                                               "zeros_like ones_like waitall save load concat"
                                               ).split()}
 

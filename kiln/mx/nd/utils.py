@@ -21,7 +21,21 @@ def reset_arrays(*arrays, num_arrays=None, **_):
 
 
 def from_numpy(ndarray_, zero_copy=True):
-    return ndarray._wrap(_np.ascontiguousarray(ndarray_))
+    """An array over NumPy array `ndarray_`'s memory (zero_copy, as in MXNet: it must be
+    C-contiguous, and the NumPy array becomes read-only while the array writes it), or over a
+    copy (`zero_copy=False`)."""
+    if not zero_copy:
+        return ndarray._wrap(_np.array(ndarray_))
+    if not ndarray_.flags["C_CONTIGUOUS"]:
+        raise ValueError("Only c-contiguous arrays are supported for zero-copy")
+    if not ndarray_.flags["WRITEABLE"]:
+        try:        # read-only from an earlier from_numpy: MXNet shares the memory anyway
+            ndarray_.flags["WRITEABLE"] = True
+        except ValueError:
+            pass
+    shared = ndarray_.view()            # made before: it stays writeable
+    ndarray_.flags["WRITEABLE"] = False
+    return ndarray._wrap(shared)
 
 
 def load_frombuffer(buf):

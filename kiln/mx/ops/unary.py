@@ -3,6 +3,8 @@ functions, logarithms of other bases, rounding, logical_not, softsign), mapped o
 kiln.np / kiln.npx. Rounding follows MXNet: `round` halves away from zero, `rint` halves
 down (x - floor(x) <= 0.5 gives floor(x)), `fix` and `trunc` toward zero; their gradients
 are zero."""
+import numpy as _np
+
 from ... import np as knp, npx as knpx
 from .table import _op
 
@@ -18,6 +20,8 @@ def fix(data, **_):
 
 @_op("round", same_shape=True)
 def round_(data, **_):
+    if _np.issubdtype(data.dtype, _np.integer):     # already whole: int32 stays int32, exact
+        return knp.copy(data)
     return knp.sign(data) * knp.floor(knp.abs(data) + 0.5)
 
 
