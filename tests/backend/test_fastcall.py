@@ -197,7 +197,7 @@ def test_the_dispatcher_serves_whole_block_calls_and_declines_the_rest():
 
 
 def test_arrays_the_dispatcher_makes_are_like_wrapped_ones():
-    from kiln.ndarray import ndarray
+    from kiln._core.ndarray import ndarray
     net, x, dispatch = _dispatched_net()
     made, wrapped = dispatch(np.array(x)), ndarray._wrap(onp.zeros(2))
     slots = [s for s in ndarray.__slots__ if s not in ("_data", "__weakref__")]
