@@ -68,7 +68,8 @@ def _is_symbolic(prim, arrays, attrs):
             return True
     # a random draw inside a trace must stay in the graph, not become a frozen constant;
     # so must an array made to a symbolic size (zeros of a traced shape in a gradient rule)
-    return (prim.random or attrs and mentions_symbolic(attrs)) and trace.current() is not None
+    # (the trace is asked first: eager calls do not walk their attributes)
+    return trace.current() is not None and (prim.random or bool(attrs) and mentions_symbolic(attrs))
 
 
 _eager_substitute = [None]
