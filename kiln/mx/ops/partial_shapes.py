@@ -9,7 +9,7 @@ inputs are all known. Ops without a rule here are computed only exactly, except 
 elementwise ones (MXOp.same_shape), which unify every input and output.
 """
 from .table import OPS
-from .tensor import mx_legacy_target
+from .tensor import mx_legacy_target, mx_reshape_target
 
 
 class ShapeConflict(Exception):
@@ -93,44 +93,13 @@ def _reverse_reshape(data, out):
 
 
 def _infer_reshape(spec, data, reverse):
-    """MXNet's InferReshapeShape on a partly known input: the special codes (0 copy, -1
-    infer, -2 copy the rest, -3 merge two, -4 split one) with unknown sizes staying -1."""
-    src, spec = list(data), [int(d) for d in spec]
-    if reverse:
-        src, spec = src[::-1], spec[::-1]
-    out, i, k, infer = [], 0, 0, None
-    while k < len(spec):
-        d = spec[k]
-        if d == 0:
-            out.append(src[i])
-            i += 1
-        elif d == -1:
-            infer = len(out)
-            out.append(1)
-            i += 1
-        elif d == -2:
-            out.extend(src[i:])
-            i = len(src)
-        elif d == -3:
-            a, b = src[i], src[i + 1]
-            out.append(a * b if a >= 0 and b >= 0 else -1)
-            i += 2
-        elif d == -4:
-            whole, a, b = src[i], spec[k + 1], spec[k + 2]
-            if a == -1 and whole >= 0:
-                a = whole // b
-            if b == -1 and whole >= 0:
-                b = whole // a
-            out.extend([a, b])
-            i += 1
-            k += 2
-        else:
-            out.append(d)
-            i += 1
-        k += 1
-    if infer is not None:
-        out[infer] = _size(data) // max(_size(out), 1) if known(data) else -1
-    return tuple(out[::-1] if reverse else out)
+    """MXNet's InferReshapeShape on a partly known input: the target with unknown sizes
+    staying -1, and the inferred size filled in once the input is known."""
+    out = list(mx_reshape_target(data, spec, reverse))
+    if known(data) and out.count(-1) == 1:
+        rest = _size([d for d in out if d != -1])
+        out[out.index(-1)] = _size(data) // max(rest, 1)
+    return tuple(out)
 
 
 def _reshape_target(attrs, data):

@@ -135,13 +135,14 @@ def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, **_):
 
 def mx_reshape_target(in_shape, shape, reverse=False):
     """MXNet 1.x Reshape's special codes: 0 copy, -1 infer, -2 copy the rest, -3 merge two,
-    -4 split one into the next two."""
-    src, spec = list(in_shape), list(shape)
+    -4 split one into the next two. The target keeps -1 where the size is inferred (reshape
+    does that), and where an input size is -1, not known yet (partial_shapes.py)."""
+    src, spec = list(in_shape), [int(d) for d in shape]
     if reverse:
         src, spec = src[::-1], spec[::-1]
     out, i, k = [], 0, 0
     while k < len(spec):
-        s = int(spec[k])
+        s = spec[k]
         if s == 0:
             out.append(src[i])
             i += 1
@@ -152,12 +153,14 @@ def mx_reshape_target(in_shape, shape, reverse=False):
             out.extend(src[i:])
             i = len(src)
         elif s == -3:
-            out.append(src[i] * src[i + 1])
+            a, b = src[i], src[i + 1]
+            out.append(a * b if a >= 0 and b >= 0 else -1)
             i += 2
         elif s == -4:
-            a, b = int(spec[k + 1]), int(spec[k + 2])
-            a = src[i] // b if a == -1 else a
-            b = src[i] // a if b == -1 else b
+            whole, a, b = src[i], spec[k + 1], spec[k + 2]
+            if whole >= 0:
+                a = whole // b if a == -1 else a
+                b = whole // a if b == -1 else b
             out.extend([a, b])
             i += 1
             k += 2
