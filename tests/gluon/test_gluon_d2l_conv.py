@@ -1,11 +1,17 @@
 """The d2l book's (MXNet edition) convolution chapters, with `mxnet` -> `kiln`."""
 import numpy as onp
+import pytest
 
 from kiln import autograd
 from kiln import np, npx
 from kiln.gluon import nn
 
-npx.set_np()
+
+@pytest.fixture(autouse=True, scope="module")
+def _numpy_shape_mode():
+    npx.set_np()        # as the book's first cell does; kiln.mx's shape mode is global
+    yield
+    npx.reset_np()      # MXNet 1.x's legacy default again for the test modules after this
 
 
 # ---- 7.2 Convolutions for Images ---------------------------------------------------------

@@ -9,7 +9,12 @@ import pytest
 from kiln import autograd
 from kiln import np, npx
 
-npx.set_np()
+
+@pytest.fixture(autouse=True, scope="module")
+def _numpy_shape_mode():
+    npx.set_np()        # as the book's first cell does; kiln.mx's shape mode is global
+    yield
+    npx.reset_np()      # MXNet 1.x's legacy default again for the test modules after this
 
 
 def same(a, text):
