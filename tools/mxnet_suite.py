@@ -68,6 +68,16 @@ def stage(source, rev, dest):
     return folder
 
 
+def kiln_under_test(folder):
+    """The kiln package the test processes import (an installed one or PYTHONPATH's tree):
+    a run that measured some other checkout than meant says so in its first line."""
+    proc = subprocess.run([sys.executable, "-c", "import kiln; print(kiln.__file__)"],
+                          cwd=folder, capture_output=True, text=True)
+    if proc.returncode:
+        return "none importable: " + (proc.stderr.strip().splitlines() or ["?"])[-1]
+    return os.path.dirname(proc.stdout.strip())
+
+
 def run_file(python, impl, folder, name, timeout, out_dir):
     """One pytest process for one test file; returns {test id: (outcome, message)}."""
     report = os.path.join(out_dir, f"{impl}-{name}.xml")
@@ -174,6 +184,7 @@ def main(argv=None):
     if args.reuse_reference:
         with open(args.reuse_reference) as f:
             previous = {k: tuple(v) for k, v in json.load(f)["mxnet"].items()}
+    print(f"kiln under test: {kiln_under_test(staged)} (run by {sys.executable})", flush=True)
     kiln, reference = {}, {}
     for name in args.files:
         got, seconds = run_file(sys.executable, "kiln", staged, name, args.timeout, out_dir)
