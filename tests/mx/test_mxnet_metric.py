@@ -102,3 +102,19 @@ def test_f1_and_mcc_count_instances_as_mxnet():
     for m in (micro, macro):
         m.update(labels, preds)
     assert micro.num_inst == 4 and macro.num_inst == 1
+
+
+def test_perplexity_sums_log_probabilities_in_the_predictions_float_type():
+    # MXNet takes the log and its sum in float32 for float32 predictions; a float64 sum
+    # differs in the last digits (under NumPy 1.x the comparison below is then unequal)
+    import math
+    import numpy as onp
+    from kiln import np
+    from kiln.gluon import metric as mx_metric
+    pred = onp.array([[0.8, 0.2], [0.2, 0.8], [0.0, 1.0], [0.3, 0.7]], dtype=onp.float32)
+    label = onp.array([0, 1, 1, 1], dtype=onp.float32)
+    picked = pred[onp.arange(4), label.astype(onp.int64)]
+    expected = math.exp(-float(onp.log(picked).sum(dtype=onp.float32)) / 4)
+    metric = mx_metric.create("perplexity", -1)
+    metric.update([np.array(label)], [np.array(pred)])
+    assert metric.get()[1] == expected

@@ -234,12 +234,16 @@ class Perplexity(EvalMetric):
             axis = self.axis % pred.ndim
             moved = _np.moveaxis(pred, axis, -1).reshape(-1, pred.shape[axis])
             picked = moved[_np.arange(label.size), _np.clip(label, 0, moved.shape[1] - 1)]
-            picked = picked.astype(_np.float64)
+            # the log and its sum in the predictions' float type, as MXNet computes them
+            # (float32 for float32 predictions: its values to the last digit)
+            real = picked.dtype.type if picked.dtype.kind == "f" and picked.itemsize >= 4 \
+                else _np.float32
+            picked = picked.astype(real)
             if self.ignore_label is not None:
                 ignore = label == self.ignore_label
                 num -= int(ignore.sum())
-                picked = _np.where(ignore, 1.0, picked)
-            loss -= float(_np.sum(_np.log(_np.maximum(1e-10, picked))))
+                picked = _np.where(ignore, real(1), picked)
+            loss -= float(_np.sum(_np.log(_np.maximum(real(1e-10), picked))))
             num += picked.size
         self.sum_metric += loss
         self.num_inst += num
