@@ -17,8 +17,8 @@ from .._core import trace
 from ..backend.c import fastcall
 from ..hybrid.cached import MISS, shape_policy_of
 from . import f_namespace, naming
-from .hybrid_inputs import (_OP_HOOK_RUN, _SYMBOL_CALL, _check_hybrid_forward_inputs,
-                            _kinds_of)
+from .hybrid_inputs import (DirectForward, _OP_HOOK_RUN, _SYMBOL_CALL,
+                            _check_hybrid_forward_inputs, _kinds_of)
 from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
 
@@ -51,7 +51,7 @@ def _forward(block, method, args, kwargs):
     """Call block.<method>; while hybridize traces, the version whose array-dependent
     control flow became graph ops (kiln/graph/convert.py)."""
     fn = getattr(block, method)
-    fn = getattr(fn, "_kiln_forward_of", fn)     # the user's forward, not _DirectForward's
+    fn = getattr(fn, "_kiln_forward_of", fn)     # the user's forward, not DirectForward's
     if trace.current() is not None:
         from ..graph.convert import convert
         fn = convert(fn)
@@ -358,26 +358,6 @@ class Block:
         raise TypeError("Blocks are not picklable by design; use save_parameters")
 
 
-class _DirectForward:
-    """What a hybridized block's `forward` attribute becomes: MXNet 1.x's `net.forward(x)` on
-    a hybridized block runs its cached graph, like net(x) (hooks aside), so export then knows
-    the input shapes. Calls from hybridize's own trace, from a parent's trace and on Symbols
-    reach the user's forward unchanged. (An object, not a closure: copy.deepcopy of the
-    block then gives the copy's.)"""
-
-    def __init__(self, block, own):
-        forward = own or type(block).forward.__get__(block)
-        self.block, self.own, self.__wrapped__ = block, own, forward  # signature: forward's
-        self._kiln_forward_of = forward
-
-    def __call__(self, *args, **kwargs):
-        block, forward = self.block, self._kiln_forward_of
-        if kwargs or not args or trace.current() is not None or trace.in_body_of(block) \
-                or not block.__dict__.get("_hybrid_active") or "symbol" in _kinds_of(args):
-            return forward(*args, **kwargs)
-        return block(*args)
-
-
 def _compiled_may_serve(block, state):
     """A hybridized block's compiled graphs may serve this call (given its __dict__): no
     hooks to run, and no trace running on this thread, which would have to see the block's
@@ -412,9 +392,9 @@ class HybridBlock(Block):
         opts.update(kwargs)
         object.__setattr__(self, "_hybrid_opts", opts)
         own = self.__dict__.pop("forward", None)   # a forward set on the instance stays
-        own = own.own if isinstance(own, _DirectForward) else own
+        own = own.own if isinstance(own, DirectForward) else own
         if active:
-            object.__setattr__(self, "forward", _DirectForward(self, own))
+            object.__setattr__(self, "forward", DirectForward(self, own))
         elif own is not None:
             object.__setattr__(self, "forward", own)
         cached = self.__dict__.get("_kiln_cached")
