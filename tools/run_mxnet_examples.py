@@ -111,11 +111,10 @@ RUNS = [
         "--param-file", QPARAMS], True),
     # launch_inference_mkldnn.sh's benchmark: dummy data, the symbol's parameters initialized
     ("benchmark float32", QUANT, BENCH + ["--symbol-file", f"model/{MODEL}-symbol.json"], True),
-    # the benchmark initializes every argument by its name, and kiln's int8 weights and
-    # scales are arguments named __const__.N, which no initializer pattern covers (MXNet's
-    # are conv0_weight_quantize, ..._min, ..._max)
+    # the benchmark initializes every argument by its name: kiln's int8 weights and ranges
+    # have MXNet's (..._weight_quantize, ..._weight_quantize_max)
     ("benchmark int8", QUANT, BENCH + [
-        "--symbol-file", f"model/{MODEL}-quantized-2batches-naive-symbol.json"], False),
+        "--symbol-file", f"model/{MODEL}-quantized-2batches-naive-symbol.json"], True),
     ("gen_qsym_mkldnn entropy", QUANT, GEN + ["--calib-mode", "entropy"], True),
     ("inference int8 entropy", QUANT, INFER + [
         "--symbol-file", f"model/{MODEL}-quantized-2batches-entropy-symbol.json",

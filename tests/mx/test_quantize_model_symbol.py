@@ -83,6 +83,40 @@ def test_quantize_model_returns_mxnets_triple_that_saves_and_binds(mx, tmp_path)
     onp.testing.assert_allclose(got, _run(mx, sym, args, auxs, x[:BATCH]), atol=0.02)
 
 
+def test_int8_weights_are_arguments_with_mxnets_names_that_initializers_cover(mx, tmp_path):
+    """MXNet's quantized symbol names a layer's int8 weight `conv0_weight_quantize` and its
+    range `..._max`: imagenet_inference.py --benchmark binds the symbol and initializes every
+    argument by those names (Xavier: weight_quantize -> int8 values, max -> ones)."""
+    sym, args, auxs = _model(mx)
+    x, it = _data(mx)
+    qsym, qargs, qauxs = quantize_model(sym, args, auxs, calib_mode="naive", calib_data=it,
+                                        quantize_mode="full")
+    names = qsym.list_arguments()
+    assert not [n for n in names if n.startswith("__const__")]
+    for layer in ("conv0", "conv1", "fc1"):
+        assert qargs[layer + "_weight_quantize"].dtype == onp.int8
+        assert qargs[layer + "_weight_quantize_max"].dtype == onp.float32
+        assert layer + "_weight" not in names and layer + "_bias" in names
+    # the range is max |w| (quantize_model's default granularity: one for the tensor,
+    # kept per output channel), which the int8 weight's 127 stands for
+    assert onp.abs(qargs["fc1_weight_quantize"].asnumpy()).max() == 127
+    onp.testing.assert_allclose(qargs["fc1_weight_quantize_max"].asnumpy(),
+                                onp.full(10, onp.abs(args["fc1_weight"].asnumpy()).max()),
+                                rtol=1e-6)
+    qsym.save(str(tmp_path / "q-symbol.json"))
+    mod = mx.mod.Module(mx.sym.load(str(tmp_path / "q-symbol.json")), context=mx.cpu(),
+                        label_names=["softmax_label"])
+    mod.bind(data_shapes=[("data", (BATCH, 3, 8, 8))],
+             label_shapes=[("softmax_label", (BATCH,))], for_training=False)
+    mod.init_params(initializer=mx.init.Xavier(magnitude=2.0))
+    got, _ = mod.get_params()
+    assert got["conv0_weight_quantize"].dtype == onp.int8     # MXNet's: one random value
+    assert len(set(got["conv0_weight_quantize"].asnumpy().ravel().tolist())) == 1
+    assert (got["conv0_weight_quantize_max"].asnumpy() == 1).all()
+    mod.forward(mx.io.DataBatch([mx.nd.array(x[:BATCH])], []), is_train=False)
+    assert onp.isfinite(mod.get_outputs()[0].asnumpy()).all()
+
+
 def test_excluded_sym_names_keep_a_layer_float32(mx):
     sym, args, auxs = _model(mx)
     _, it = _data(mx)
