@@ -147,10 +147,28 @@ def test_quantize_graph_and_calib_graph_equal_quantize_model(mx):
                                    _run(mx, rsym, rargs, rauxs, x[:BATCH]))
 
 
-def test_calibration_free_quantization_needs_the_data_shape(mx):
+def test_calibration_free_quantization_without_the_data_shape_rewrites_the_graph(mx):
+    """imagenet_gen_qsym_mkldnn.py --calib-mode none: no calibration data and no shape on
+    the data variable, so nothing to trace; the graph is rewritten layer by layer (as
+    MXNet's quantize pass does) and binds at any batch size."""
     sym, args, auxs = _model(mx)
-    with pytest.raises(KilnError, match="needs the data's shape"):
-        quantize_model(sym, args, auxs, calib_mode="none")
+    x, _ = _data(mx)
+    qsym, qargs, qauxs = quantize_model(sym, args, auxs, calib_mode="none",
+                                        quantize_mode="full", excluded_sym_names=["conv1"])
+    ops = _ops(qsym)
+    assert ops.count("kiln:conv_int8") == 1 and "Convolution" in ops
+    assert "kiln:dense_int8" in ops and ops[-1] == "SoftmaxOutput"
+    assert qargs["conv0_weight_quantize"].dtype == onp.int8 and "conv0_weight" not in qargs
+    assert qargs["conv1_weight"].dtype == onp.float32 and qauxs.keys() == auxs.keys()
+    for rows in (x[:BATCH], x):
+        onp.testing.assert_allclose(_run(mx, qsym, qargs, qauxs, rows),
+                                    _run(mx, sym, args, auxs, rows), atol=0.02)
+    # smart mode leaves the first convolution (27 inputs per output) in float32
+    ops = _ops(quantize_model(sym, args, auxs, calib_mode="none")[0])
+    assert ops.count("kiln:conv_int8") == 1 and ops.count("Convolution") == 1
+
+
+def test_calibration_free_quantization_traces_a_declared_data_shape(mx):
     sym, args, auxs = _model(mx, shape=(BATCH, 3, 8, 8))
     x, _ = _data(mx, BATCH)
     qsym, qargs, qauxs = quantize_model(sym, args, auxs, calib_mode="none",
@@ -171,6 +189,25 @@ def test_amp_convert_model_runs_bfloat16_and_honours_excluded_names(mx):
     onp.testing.assert_allclose(_run(mx, bsym, bargs, bauxs, x), _run(mx, sym, args, auxs, x),
                                 atol=0.02)
     assert _ops(amp.convert_symbol(sym, target_dtype="bfloat16")).count("kiln:conv_bf16") == 2
+    with pytest.raises(KilnError, match="float16 is a GPU format"):
+        amp.convert_model(sym, args, auxs)
+
+
+def test_amp_convert_model_without_the_data_shape_casts_around_the_listed_ops(mx):
+    """imagenet_inference.py --low-precision bfloat16 converts a symbol whose data variable
+    declares no shape: amp_cast nodes as MXNet's pass writes them, any batch size bound."""
+    sym, args, auxs = _model(mx)
+    x, _ = _data(mx)
+    bsym, bargs, bauxs = amp.convert_model(sym, args, auxs, target_dtype="bfloat16",
+                                           excluded_sym_names=["conv0"])
+    ops = _ops(bsym)
+    assert ops.count("amp_cast") == 2 * (3 + 1) and ops.count("Convolution") == 2  # in, out
+    casts = [n for n in json.loads(bsym.tojson())["nodes"] if n["op"] == "amp_cast"]
+    assert {n["attrs"]["dtype"] for n in casts} == {"bfloat16", "float32"}
+    assert bargs is args and bauxs is auxs
+    for rows in (x[:BATCH], x):
+        onp.testing.assert_allclose(_run(mx, bsym, bargs, bauxs, rows),
+                                    _run(mx, sym, args, auxs, rows), atol=0.02)
     with pytest.raises(KilnError, match="float16 is a GPU format"):
         amp.convert_model(sym, args, auxs)
 

@@ -15,7 +15,9 @@ head, and binds in a Module. How it differs from MXNet, and why:
   (max |w| per output channel; kiln's ranges are symmetric, so there is no `_min`) and
   `conv0_bias` (a convolution's bias with its BatchNorm folded in, float32).
 - kiln quantizes a traced graph, so it needs the data's shape: from calib_data, or (for
-  calib_mode='none') from the data variable's `__shape__` attribute.
+  calib_mode='none') from the data variable's `__shape__` attribute. With neither, the
+  graph is rewritten layer by layer instead (symbol_rewrite.quantize_dynamic: no BatchNorm
+  folding, activations quantized per call), as MXNet's pass does without shapes.
 - excluded_sym_names name Convolution / FullyConnected nodes (the layers kiln quantizes);
   other names (a flatten, a pooling) are accepted and change nothing, since kiln keeps
   those ops in float32 anyway.
@@ -26,6 +28,7 @@ import numpy as _np
 
 from ..._core.base import KilnError
 from .quantize_net import layer_of, quantize_in_place
+from .symbol_rewrite import quantize_dynamic, weight_range
 from .symbol_models import as_block, as_symbol, data_example, declared_shapes, layer_weights, \
     split_loss_head
 
@@ -64,10 +67,13 @@ def _quantize(sym, arg_params, aux_params, data_names, label_names, excluded_sym
     shapes = None
     if calib_mode == "none":
         shapes = declared_shapes(sym, data_names)
-        if shapes is None:
-            raise KilnError("quantize_model: kiln quantizes a traced graph and needs the data's "
-                            "shape: with calib_mode='none', declare it on the variable "
-                            "(mx.sym.var('data', shape=(1, 3, 224, 224))) or give calib_data")
+        if shapes is None:      # nothing to trace with: MXNet's way, a rewrite of the graph
+            if logger:
+                logger.info("Quantizing symbol (no data shape: each layer on its own)")
+            qsym, qargs = quantize_dynamic(sym, arg_params, excluded_sym_names,
+                                           excluded_op_names, quantize_mode,
+                                           quantize_granularity == "channel-wise")
+            return qsym, qargs, dict(aux_params or {})
         calib_data = None
     example = data_example(calib_data, shapes)
     if logger:
@@ -97,21 +103,6 @@ def _weight_of(wq, layers, taken):
     return None
 
 
-def _range_of(scale):
-    """float32 max |w| per channel whose float32 division by 127 is `scale` (the value
-    calibrate.quantize_weight divided), so the graph's `max / 127` gives back its scale:
-    scale * 127, or the float32 neighbour of it that divides back exactly."""
-    scale = _np.asarray(scale, _np.float32)
-    seven = _np.float32(127)
-    best = scale * seven
-    up = down = best
-    for _ in range(2):
-        up, down = _np.nextafter(up, _np.float32(_np.inf)), _np.nextafter(down, _np.float32(0))
-        for guess in (up, down):
-            best = _np.where((best / seven != scale) & (guess / seven == scale), guess, best)
-    return best.astype(_np.float32)
-
-
 def mxnet_names(qsym, arg_params, layers):
     """(qsym, arg_params) with each int8 layer's constants as MXNet's quantized symbol names
     them, and kept arguments (a .params file carries them; an initializer's name patterns
@@ -139,7 +130,7 @@ def mxnet_names(qsym, arg_params, layers):
                 continue
             value = args.pop(old).asnumpy()
             if old == scale:
-                value = _range_of(value)
+                value = weight_range(value)
             args[new] = nd.array(value, dtype=value.dtype)
             var = sym.var(new, shape=value.shape, dtype=value.dtype.name)
             replace[old] = var / 127.0 if old == scale else var
