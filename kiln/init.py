@@ -143,6 +143,10 @@ class Initializer:
             self._init_zero(desc, arr)
         elif name.endswith(("running_var", "moving_var", "max")):
             self._init_one(desc, arr)
+        elif name.endswith("weight_quantize"):      # an int8 model's weight (quantize_model)
+            self._init_quantized_weight(desc, arr)
+        elif name.endswith("bias_quantize"):
+            self._init_zero(desc, arr)
         else:
             self._init_default(desc, arr)
         self._verbose_print(desc, self, arr)
@@ -165,6 +169,11 @@ class Initializer:
 
     def _init_one(self, name, arr):
         _fill(arr, 1.0)
+
+    def _init_quantized_weight(self, name, arr):
+        # MXNet 1.9's: one random integer in [-127, 127) for the whole tensor
+        from . import np as knp
+        _fill(arr, float(knp.random.randint(-127, 127)))
 
     def _init_default(self, name, arr):
         # MXNet refuses unknown names; a custom parameter ('scale', 'alpha') is most often a

@@ -17,8 +17,8 @@ from .._core import trace
 from ..backend.c import fastcall
 from ..hybrid.cached import MISS, shape_policy_of
 from . import f_namespace, naming
-from .hybrid_inputs import (_OP_HOOK_RUN, _SYMBOL_CALL, _check_hybrid_forward_inputs,
-                            _kinds_of)
+from .hybrid_inputs import (DirectForward, _OP_HOOK_RUN, _SYMBOL_CALL,
+                            _check_hybrid_forward_inputs, _kinds_of)
 from .parameter import Parameter, _shape_known
 from .parameter_dict import ParameterDict
 
@@ -51,6 +51,7 @@ def _forward(block, method, args, kwargs):
     """Call block.<method>; while hybridize traces, the version whose array-dependent
     control flow became graph ops (kiln/graph/convert.py)."""
     fn = getattr(block, method)
+    fn = getattr(fn, "_kiln_forward_of", fn)     # the user's forward, not DirectForward's
     if trace.current() is not None:
         from ..graph.convert import convert
         fn = convert(fn)
@@ -390,6 +391,12 @@ class HybridBlock(Block):
         opts = dict(backend=backend, static_alloc=static_alloc, static_shape=static_shape)
         opts.update(kwargs)
         object.__setattr__(self, "_hybrid_opts", opts)
+        own = self.__dict__.pop("forward", None)   # a forward set on the instance stays
+        own = own.own if isinstance(own, DirectForward) else own
+        if active:
+            object.__setattr__(self, "forward", DirectForward(self, own))
+        elif own is not None:
+            object.__setattr__(self, "forward", own)
         cached = self.__dict__.get("_kiln_cached")
         if cached is not None:      # hybridize(strict=...) again: applies to the next trace
             cached.strict = bool(kwargs.get("strict", False))

@@ -1,6 +1,12 @@
 """What a HybridBlock accepts as inputs: MXNet 1.x's rules for blocks written with
-hybrid_forward (arrays or Symbols, not both; hybridized, the same nesting on every call), and
-the hook through which kiln/mx/sym builds a Symbol when a block is called on Symbols."""
+hybrid_forward (arrays or Symbols, not both; hybridized, the same nesting on every call), the
+hook through which kiln/mx/sym builds a Symbol when a block is called on Symbols, and
+MXNet 1.x's `net.forward(x)` on a hybridized block (DirectForward)."""
+import copy
+import inspect
+import weakref
+
+from .._core import trace
 from .._core.base import where_in_user_code
 from .._core.ndarray import ndarray
 
@@ -70,3 +76,32 @@ def _check_hybrid_forward_inputs(block, args):
         raise ValueError(f"{type(block).__name__}: the inputs are not arranged as on the first "
                          "call after hybridize() (which arrays are None, how they nest); "
                          "call hybridize() again to trace anew" + where_in_user_code())
+
+
+class DirectForward:
+    """What a hybridized block's `forward` attribute becomes: MXNet 1.x's `net.forward(x)` on
+    a hybridized block runs its cached graph, like net(x) (hooks aside), so export then knows
+    the input shapes. Calls from hybridize's own trace, from a parent's trace and on Symbols
+    reach the user's forward unchanged. It holds the block weakly (no cycle keeps a dropped
+    block alive) and the forward as a function (`own`: one set on the instance)."""
+
+    def __init__(self, block, own):
+        self.block, self.own = weakref.ref(block), own
+
+    @property
+    def _kiln_forward_of(self):
+        return self.own or type(self.block()).forward.__get__(self.block())
+
+    @property
+    def __signature__(self):
+        return inspect.signature(self._kiln_forward_of)
+
+    def __deepcopy__(self, memo):
+        return DirectForward(copy.deepcopy(self.block(), memo), copy.deepcopy(self.own, memo))
+
+    def __call__(self, *args, **kwargs):
+        block = self.block()
+        if kwargs or not args or trace.current() is not None or trace.in_body_of(block) \
+                or not block.__dict__.get("_hybrid_active") or "symbol" in _kinds_of(args):
+            return self._kiln_forward_of(*args, **kwargs)
+        return block(*args)

@@ -11,7 +11,7 @@ import numpy as onp
 import pytest
 
 import kiln
-from kiln import np
+from kiln import gluon, np
 from kiln.gluon import nn
 
 from export_models import BUILDERS, build
@@ -154,6 +154,34 @@ def test_export_needs_a_hybridized_call(tmp_path):
     net.hybridize()
     with pytest.raises(kiln.KilnError, match="hybridized and called once"):
         net.export(str(tmp_path / "m"))
+
+
+def test_export_after_a_direct_forward_call(tmp_path):
+    """MXNet 1.x's net.forward(x) on a hybridized block runs its cached graph, as net(x)
+    does, so export knows the input shapes after it (example/automatic-mixed-precision's
+    amp_model_conversion.py calls forward, then export)."""
+    import inspect
+
+    class Scaled(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.dense = nn.Dense(3, in_units=4)
+
+        def forward(self, x):
+            return self.dense(x) * 2.0
+
+    net = Scaled()
+    net.initialize()
+    x = np.array(onp.random.RandomState(0).standard_normal((2, 4)).astype("float32"))
+    want = net.forward(x).asnumpy()     # not hybridized yet: the user's forward, eagerly
+    net.hybridize()
+    assert list(inspect.signature(net.forward).parameters) == ["x"]
+    onp.testing.assert_allclose(net.forward(x).asnumpy(), want, rtol=1e-6)
+    sym_file, params_file = net.export(str(tmp_path / "m"))
+    back = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+    onp.testing.assert_allclose(back(x).asnumpy(), want, rtol=1e-5, atol=1e-6)
+    net.hybridize(active=False)
+    assert "forward" not in net.__dict__
 
 
 def test_export_epoch_in_file_name(exported, tmp_path):

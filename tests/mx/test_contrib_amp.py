@@ -39,6 +39,23 @@ def test_convert_hybrid_block_runs_dense_layers_in_bfloat16():
     onp.testing.assert_allclose(y16, y32, rtol=0.05, atol=0.05)
 
 
+def test_a_converted_block_exports_at_once(tmp_path):
+    """amp_model_conversion.py --use-gluon-model: net.forward(x), net.export, convert, then
+    net.export again with no call between (MXNet's converted block has its shapes)."""
+    net = _net()
+    net.hybridize()
+    x = np.array(R.standard_normal((16, 32)).astype("float32"))
+    net.forward(x)
+    net.export(str(tmp_path / "fp32"))
+    amp.convert_hybrid_block(net)           # kiln's default target: bfloat16
+    sym_file, params_file = net.export(str(tmp_path / "amp"), remove_amp_cast=False)
+    assert "matmul_bf16" in open(sym_file).read()
+    back = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+    onp.testing.assert_allclose(back(x).asnumpy(), net(x).asnumpy(), rtol=1e-5, atol=1e-6)
+    fresh = _net()      # never called: nothing to trace until it is
+    assert amp.convert_hybrid_block(fresh) is fresh and "_kiln_cached" not in fresh.__dict__
+
+
 def test_excluded_and_fp32_ops_stay_float32():
     net = _net()
     net.hybridize()

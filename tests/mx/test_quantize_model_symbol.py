@@ -83,6 +83,40 @@ def test_quantize_model_returns_mxnets_triple_that_saves_and_binds(mx, tmp_path)
     onp.testing.assert_allclose(got, _run(mx, sym, args, auxs, x[:BATCH]), atol=0.02)
 
 
+def test_int8_weights_are_arguments_with_mxnets_names_that_initializers_cover(mx, tmp_path):
+    """MXNet's quantized symbol names a layer's int8 weight `conv0_weight_quantize` and its
+    range `..._max`: imagenet_inference.py --benchmark binds the symbol and initializes every
+    argument by those names (Xavier: weight_quantize -> int8 values, max -> ones)."""
+    sym, args, auxs = _model(mx)
+    x, it = _data(mx)
+    qsym, qargs, qauxs = quantize_model(sym, args, auxs, calib_mode="naive", calib_data=it,
+                                        quantize_mode="full")
+    names = qsym.list_arguments()
+    assert not [n for n in names if n.startswith("__const__")]
+    for layer in ("conv0", "conv1", "fc1"):
+        assert qargs[layer + "_weight_quantize"].dtype == onp.int8
+        assert qargs[layer + "_weight_quantize_max"].dtype == onp.float32
+        assert layer + "_weight" not in names and layer + "_bias" in names
+    # the range is max |w| (quantize_model's default granularity: one for the tensor,
+    # kept per output channel), which the int8 weight's 127 stands for
+    assert onp.abs(qargs["fc1_weight_quantize"].asnumpy()).max() == 127
+    onp.testing.assert_allclose(qargs["fc1_weight_quantize_max"].asnumpy(),
+                                onp.full(10, onp.abs(args["fc1_weight"].asnumpy()).max()),
+                                rtol=1e-6)
+    qsym.save(str(tmp_path / "q-symbol.json"))
+    mod = mx.mod.Module(mx.sym.load(str(tmp_path / "q-symbol.json")), context=mx.cpu(),
+                        label_names=["softmax_label"])
+    mod.bind(data_shapes=[("data", (BATCH, 3, 8, 8))],
+             label_shapes=[("softmax_label", (BATCH,))], for_training=False)
+    mod.init_params(initializer=mx.init.Xavier(magnitude=2.0))
+    got, _ = mod.get_params()
+    assert got["conv0_weight_quantize"].dtype == onp.int8     # MXNet's: one random value
+    assert len(set(got["conv0_weight_quantize"].asnumpy().ravel().tolist())) == 1
+    assert (got["conv0_weight_quantize_max"].asnumpy() == 1).all()
+    mod.forward(mx.io.DataBatch([mx.nd.array(x[:BATCH])], []), is_train=False)
+    assert onp.isfinite(mod.get_outputs()[0].asnumpy()).all()
+
+
 def test_excluded_sym_names_keep_a_layer_float32(mx):
     sym, args, auxs = _model(mx)
     _, it = _data(mx)
@@ -113,10 +147,28 @@ def test_quantize_graph_and_calib_graph_equal_quantize_model(mx):
                                    _run(mx, rsym, rargs, rauxs, x[:BATCH]))
 
 
-def test_calibration_free_quantization_needs_the_data_shape(mx):
+def test_calibration_free_quantization_without_the_data_shape_rewrites_the_graph(mx):
+    """imagenet_gen_qsym_mkldnn.py --calib-mode none: no calibration data and no shape on
+    the data variable, so nothing to trace; the graph is rewritten layer by layer (as
+    MXNet's quantize pass does) and binds at any batch size."""
     sym, args, auxs = _model(mx)
-    with pytest.raises(KilnError, match="needs the data's shape"):
-        quantize_model(sym, args, auxs, calib_mode="none")
+    x, _ = _data(mx)
+    qsym, qargs, qauxs = quantize_model(sym, args, auxs, calib_mode="none",
+                                        quantize_mode="full", excluded_sym_names=["conv1"])
+    ops = _ops(qsym)
+    assert ops.count("kiln:conv_int8") == 1 and "Convolution" in ops
+    assert "kiln:dense_int8" in ops and ops[-1] == "SoftmaxOutput"
+    assert qargs["conv0_weight_quantize"].dtype == onp.int8 and "conv0_weight" not in qargs
+    assert qargs["conv1_weight"].dtype == onp.float32 and qauxs.keys() == auxs.keys()
+    for rows in (x[:BATCH], x):
+        onp.testing.assert_allclose(_run(mx, qsym, qargs, qauxs, rows),
+                                    _run(mx, sym, args, auxs, rows), atol=0.02)
+    # smart mode leaves the first convolution (27 inputs per output) in float32
+    ops = _ops(quantize_model(sym, args, auxs, calib_mode="none")[0])
+    assert ops.count("kiln:conv_int8") == 1 and ops.count("Convolution") == 1
+
+
+def test_calibration_free_quantization_traces_a_declared_data_shape(mx):
     sym, args, auxs = _model(mx, shape=(BATCH, 3, 8, 8))
     x, _ = _data(mx, BATCH)
     qsym, qargs, qauxs = quantize_model(sym, args, auxs, calib_mode="none",
@@ -137,6 +189,25 @@ def test_amp_convert_model_runs_bfloat16_and_honours_excluded_names(mx):
     onp.testing.assert_allclose(_run(mx, bsym, bargs, bauxs, x), _run(mx, sym, args, auxs, x),
                                 atol=0.02)
     assert _ops(amp.convert_symbol(sym, target_dtype="bfloat16")).count("kiln:conv_bf16") == 2
+    with pytest.raises(KilnError, match="float16 is a GPU format"):
+        amp.convert_model(sym, args, auxs)
+
+
+def test_amp_convert_model_without_the_data_shape_casts_around_the_listed_ops(mx):
+    """imagenet_inference.py --low-precision bfloat16 converts a symbol whose data variable
+    declares no shape: amp_cast nodes as MXNet's pass writes them, any batch size bound."""
+    sym, args, auxs = _model(mx)
+    x, _ = _data(mx)
+    bsym, bargs, bauxs = amp.convert_model(sym, args, auxs, target_dtype="bfloat16",
+                                           excluded_sym_names=["conv0"])
+    ops = _ops(bsym)
+    assert ops.count("amp_cast") == 2 * (3 + 1) and ops.count("Convolution") == 2  # in, out
+    casts = [n for n in json.loads(bsym.tojson())["nodes"] if n["op"] == "amp_cast"]
+    assert {n["attrs"]["dtype"] for n in casts} == {"bfloat16", "float32"}
+    assert bargs is args and bauxs is auxs
+    for rows in (x[:BATCH], x):
+        onp.testing.assert_allclose(_run(mx, bsym, bargs, bauxs, rows),
+                                    _run(mx, sym, args, auxs, rows), atol=0.02)
     with pytest.raises(KilnError, match="float16 is a GPU format"):
         amp.convert_model(sym, args, auxs)
 

@@ -23,11 +23,15 @@ import sys
 
 import numpy as _np
 
+from ..._core import autograd
 from ..._core.base import KilnError
+from ..._core.ndarray import ndarray
 from ...gluon.block import HybridBlock
 from ...gluon.trainer import Trainer
 from ...graph.passes.amp import BF16_OPS
+from ...graph.tree import unflatten
 from ...hybrid.cached import set_default_precision_pipeline, set_precision_pipeline
+from .symbol_rewrite import amp_casts
 from .symbol_models import as_block, as_symbol, declared_shapes, layer_weights, \
     split_loss_head
 
@@ -98,16 +102,32 @@ def convert_hybrid_block(block, target_dtype="bfloat16", target_dtype_ops=None, 
                          conditional_fp32_ops=None, excluded_sym_names=None, ctx=None,
                          cast_optional_params=False):
     """`block` with its traced graphs in mixed precision (converted in place, returned).
-    excluded_sym_names: names of graph nodes (see kiln.explain) kept in float32."""
+    excluded_sym_names: names of graph nodes (see kiln.explain) kept in float32.
+    A block already called is traced again on its last call's shapes (zeros, predict
+    mode), so it exports at once, as MXNet's converted block does (its symbol has them)."""
     _target(target_dtype)
     if not isinstance(block, HybridBlock):
         raise KilnError(f"amp.convert_hybrid_block: expected a HybridBlock, got "
                         f"{type(block).__name__}")
     if conditional_fp32_ops:
         raise KilnError("amp: conditional_fp32_ops is not supported by kiln")
+    example = _last_call(block)
     set_precision_pipeline(block, "amp-bfloat16",
                            **_options(target_dtype_ops, fp32_ops, excluded_sym_names))
+    if example is not None:
+        with autograd.predict_mode():
+            block(*example)
     return block
+
+
+def _last_call(block):
+    """Zeros shaped as the hybridized block's latest call's inputs, or None."""
+    cached = block.__dict__.get("_kiln_cached")
+    if not getattr(block, "_hybrid_active", False) or cached is None or not cached.entries:
+        return None
+    structure, avals, _, _ = list(cached.entries)[-1]
+    return unflatten(structure, [ndarray._wrap(_np.zeros(shape, dtype))
+                                 for shape, dtype in avals])
 
 
 def convert_model(sym, arg_params, aux_params, target_dtype="float16", target_dtype_ops=None,
@@ -119,7 +139,9 @@ def convert_model(sym, arg_params, aux_params, target_dtype="float16", target_dt
     a weight once), so cast_optional_params changes nothing. kiln traces the model to
     convert it: the data shapes come from `data_shapes` or the data variables'
     `__shape__` attributes (the symbol's arguments that are neither parameters nor a loss
-    head's label), and the result has those shapes."""
+    head's label), and the result has those shapes. Without either, the graph is rewritten
+    as MXNet's is (symbol_rewrite.amp_casts): amp_cast to bfloat16 before each listed op
+    and back to float32 after it, for any shape bound later."""
     _target(target_dtype)
     if conditional_fp32_ops:
         raise KilnError("amp: conditional_fp32_ops is not supported by kiln")
@@ -128,10 +150,11 @@ def convert_model(sym, arg_params, aux_params, target_dtype="float16", target_dt
     known = set(arg_params or ()) | set(aux_params or ()) | ({head.label} if head else set())
     data_names = list(data_names or [n for n in sym.list_arguments() if n not in known])
     shapes = list(data_shapes) if data_shapes else declared_shapes(sym, data_names)
-    if shapes is None:
-        raise KilnError("amp.convert_model: kiln converts a traced graph and needs the data's "
-                        f"shape ({data_names}): declare it on the variable (mx.sym.var('data',"
-                        " shape=(1, 3, 224, 224))) or give data_shapes=[(1, 3, 224, 224)]")
+    if shapes is None:      # nothing to trace with: MXNet's way, amp_cast nodes in the graph
+        _options(target_dtype_ops, fp32_ops, excluded_sym_names)     # the lists' checks
+        return (amp_casts(sym, arg_params, BF16_FUNCS if target_dtype_ops is None else
+                          target_dtype_ops, fp32_ops, excluded_sym_names),
+                arg_params, aux_params)
     block = as_block(body, arg_params, aux_params, data_names)
     weights = layer_weights(sym, excluded_sym_names)
     convert_hybrid_block(block, target_dtype, target_dtype_ops, fp32_ops,

@@ -9,19 +9,26 @@ place like a Gluon network, and exported; MXNet's return values come back:
 head, and binds in a Module. How it differs from MXNet, and why:
 - qsym's int8 layers are kiln's fused nodes (conv_int8, dense_int8: quantize, int8
   product, requantize, bias, BatchNorm, residual add and ReLU in one), not MXNet's
-  _contrib_quantize_v2 / _sg_mkldnn_conv / _contrib_requantize chain, and their int8
-  weights and scales are arguments named `__const__.N` (MXNet: `conv0_weight_quantize`,
-  `..._min`, `..._max`).
+  _contrib_quantize_v2 / _sg_mkldnn_conv / _contrib_requantize chain. Their weights are
+  arguments with MXNet's names (`mxnet_names`), so an initializer's name patterns and a
+  .params file cover them: `conv0_weight_quantize` (int8), `conv0_weight_quantize_max`
+  (max |w| per output channel; kiln's ranges are symmetric, so there is no `_min`) and
+  `conv0_bias` (a convolution's bias with its BatchNorm folded in, float32).
 - kiln quantizes a traced graph, so it needs the data's shape: from calib_data, or (for
-  calib_mode='none') from the data variable's `__shape__` attribute.
+  calib_mode='none') from the data variable's `__shape__` attribute. With neither, the
+  graph is rewritten layer by layer instead (symbol_rewrite.quantize_dynamic: no BatchNorm
+  folding, activations quantized per call), as MXNet's pass does without shapes.
 - excluded_sym_names name Convolution / FullyConnected nodes (the layers kiln quantizes);
   other names (a flatten, a pooling) are accepted and change nothing, since kiln keeps
   those ops in float32 anyway.
 """
+import json
+
 import numpy as _np
 
 from ..._core.base import KilnError
 from .quantize_net import layer_of, quantize_in_place
+from .symbol_rewrite import quantize_dynamic, weight_range
 from .symbol_models import as_block, as_symbol, data_example, declared_shapes, layer_weights, \
     split_loss_head
 
@@ -60,10 +67,13 @@ def _quantize(sym, arg_params, aux_params, data_names, label_names, excluded_sym
     shapes = None
     if calib_mode == "none":
         shapes = declared_shapes(sym, data_names)
-        if shapes is None:
-            raise KilnError("quantize_model: kiln quantizes a traced graph and needs the data's "
-                            "shape: with calib_mode='none', declare it on the variable "
-                            "(mx.sym.var('data', shape=(1, 3, 224, 224))) or give calib_data")
+        if shapes is None:      # nothing to trace with: MXNet's way, a rewrite of the graph
+            if logger:
+                logger.info("Quantizing symbol (no data shape: each layer on its own)")
+            qsym, qargs = quantize_dynamic(sym, arg_params, excluded_sym_names,
+                                           excluded_op_names, quantize_mode,
+                                           quantize_granularity == "channel-wise")
+            return qsym, qargs, dict(aux_params or {})
         calib_data = None
     example = data_example(calib_data, shapes)
     if logger:
@@ -77,7 +87,54 @@ def _quantize(sym, arg_params, aux_params, data_names, label_names, excluded_sym
                       num_calib_examples=num_calib_examples)
     if logger:
         logger.info("Quantizing parameters")
-    return as_symbol(block, example, head)
+    qsym, qargs, qaux = as_symbol(block, example, head)
+    return mxnet_names(qsym, qargs, block._kiln_precision[1]["int8_layers"]) + (qaux,)
+
+
+INT8_OPS = ("kiln:conv_int8", "kiln:dense_int8")
+
+
+def _weight_of(wq, layers, taken):
+    """The weight parameter whose int8 value `wq` is (layers: quantize_in_place's specs)."""
+    for name, spec in layers.items():
+        if name not in taken and spec["weight"][0].shape == wq.shape and \
+                _np.array_equal(spec["weight"][0], wq):
+            return name
+    return None
+
+
+def mxnet_names(qsym, arg_params, layers):
+    """(qsym, arg_params) with each int8 layer's constants as MXNet's quantized symbol names
+    them, and kept arguments (a .params file carries them; an initializer's name patterns
+    cover them): for the weight `conv0_weight`, `conv0_weight_quantize` (int8),
+    `conv0_weight_quantize_max` (the graph divides it by 127 into kiln's per-channel scale)
+    and `conv0_bias` (float32: the folded bias of a convolution, or a Dense layer's zeros
+    when it has no bias; `conv0_folded_bias` if the name is taken)."""
+    from .. import nd, sym
+    nodes = json.loads(qsym.tojson())["nodes"]
+    names = {n["name"] for n in nodes}
+    args, replace, taken = dict(arg_params), {}, set()
+    for node in nodes:
+        if node["op"] not in INT8_OPS:
+            continue
+        wq, scale, bias = (nodes[i[0]]["name"] for i in node["inputs"][1:4])
+        weight = _weight_of(args[wq].asnumpy(), layers, taken) if wq in args else None
+        if weight is None:
+            continue
+        taken.add(weight)
+        base = weight[:-len("weight")] if weight.endswith("weight") else weight + "_"
+        bias_name = base + "bias" if base + "bias" not in names else base + "folded_bias"
+        for old, new in ((wq, weight + "_quantize"), (scale, weight + "_quantize_max"),
+                         (bias, bias_name)):
+            if old not in args or not old.startswith("__const__."):
+                continue
+            value = args.pop(old).asnumpy()
+            if old == scale:
+                value = weight_range(value)
+            args[new] = nd.array(value, dtype=value.dtype)
+            var = sym.var(new, shape=value.shape, dtype=value.dtype.name)
+            replace[old] = var / 127.0 if old == scale else var
+    return (qsym(**replace) if replace else qsym), args
 
 
 def quantize_model(sym, arg_params, aux_params, data_names=("data",),
