@@ -116,10 +116,14 @@ def _epilogue(mm, chain):
     return bias, relu, taken
 
 
-def emit(em, step, storage, is_alias, weight_stays):
+def emit(em, step, storage, is_alias, weight_stays, loop_stamp=lambda node: None):
     """(C statements, the chain's nodes still to run) computing a matmul step's head on
     oneDNN, or None when kiln's own kernels should run it. weight_stays(node): is node a
-    parameter the program never writes (its packed copy may be kept between calls)?"""
+    parameter the program never writes (its packed copy may be kept between calls)?
+    loop_stamp(node): for an operand that stays the same over a loop's steps (a recurrent
+    layer's weight in a scan body), the C expression of that loop run's stamp, else None:
+    its packed copy is then made once per run instead of the weight read as it lies (read
+    transposed at every step, oneDNN reorders it anyway)."""
     mm, chain = step.nodes[0], step.nodes[1:]
     if mm.ndim < 2 or mm.dtype != _np.float32 \
             or any(i.dtype != _np.float32 or i.ndim < 2 for i in mm.inputs):
@@ -151,7 +155,8 @@ def emit(em, step, storage, is_alias, weight_stays):
     # row blocks read the weight as it lies: a packed copy per block would hold the
     # weight once per block (the same speed here: 1024 x 512 x 256 in 256-row blocks on
     # one thread, 2.54 ms unpacked, 2.66 packed)
-    pack = weight_stays(b) and rows == M
+    stamp = "kiln_weight_stamp()" if weight_stays(b) else loop_stamp(b)
+    pack = stamp is not None and rows == M
     blocks = [(m0, n0, min(rows, M - m0), min(cols, N - n0))
               for m0 in range(0, M, rows) for n0 in range(0, N, cols)]
     single = int(len(blocks) > 1)
@@ -162,7 +167,7 @@ def emit(em, step, storage, is_alias, weight_stays):
     ops = [em.add_slot(("dnnl_op", lambda lib, args=args: _new_op(lib, args)))
            for args in shapes]
     operands = [storage(x) for x in [a, b] + ([bias] if bias is not None else [])]
-    stamp = "kiln_weight_stamp()" if pack else "0"
+    stamp = stamp if pack else "0"
     if len(ops) == 1:
         stamps = ["0", stamp] + ["0"] * (len(operands) - 1)
         return _call(ops[0], operands + [out], stamps), chain[taken:]
