@@ -130,10 +130,8 @@ class Emitter:
         self.functions = []      # C text of static helper functions, callees first
         self.naive_bytes = 0
         self.param_writes = {}   # id(output node) -> parameter slot it is computed into
-        self.window_sums = {}    # id(allreduce_wait) -> slots of each rank's copy, summed
-                                 # where read (shared_reduce.window_slots)
-        self.loop_stamps = {}    # bound slot of a loop invariant -> C expression of the
-                                 # loop run's stamp (control.Sub)
+        self.window_sums = {}    # id(allreduce_wait) -> ranks' copies, summed where read
+        self.loop_stamps = {}    # a loop invariant's bound slot -> its run's stamp (C)
 
     def add_slot(self, entry):
         self.slots.append(entry)
@@ -355,8 +353,7 @@ def _matmul_step(em, s, storage, ptr, is_alias, top):
         return [kernels.matmul(s.nodes[0], ptr, is_alias, alpha=alpha, beta="1",
                                out=ptr(s.sink))]
     on_dnnl = dnnl_dense.emit(em, s, storage, is_alias,
-                              lambda n: top and _stays(em, n, storage),
-                              lambda n: em.loop_stamps.get(storage(n)))
+                              lambda n: top and _stays(em, n, storage))
     if on_dnnl is None:
         return _own_matmul(em, s, ptr, storage, is_alias, top)
     code, rest = on_dnnl[:2]    # oneDNN's matmul, with the bias and ReLU it can take

@@ -116,14 +116,14 @@ def _epilogue(mm, chain):
     return bias, relu, taken
 
 
-def emit(em, step, storage, is_alias, weight_stays, loop_stamp=lambda node: None):
+def emit(em, step, storage, is_alias, weight_stays):
     """(C statements, the chain's nodes still to run) computing a matmul step's head on
     oneDNN, or None when kiln's own kernels should run it. weight_stays(node): is node a
     parameter the program never writes (its packed copy may be kept between calls)?
-    loop_stamp(node): for an operand that stays the same over a loop's steps (a recurrent
-    layer's weight in a scan body), the C expression of that loop run's stamp, else None:
-    its packed copy is then made once per run instead of the weight read as it lies (read
-    transposed at every step, oneDNN reorders it anyway)."""
+    A weight that stays the same over a loop's steps (a recurrent layer's, in a scan body:
+    em.loop_stamps, control.Sub) gets its packed copy once per loop run, under the run's
+    stamp, instead of being read as it lies at every step (transposed, oneDNN reorders it
+    at every call anyway)."""
     mm, chain = step.nodes[0], step.nodes[1:]
     if mm.ndim < 2 or mm.dtype != _np.float32 \
             or any(i.dtype != _np.float32 or i.ndim < 2 for i in mm.inputs):
@@ -155,7 +155,7 @@ def emit(em, step, storage, is_alias, weight_stays, loop_stamp=lambda node: None
     # row blocks read the weight as it lies: a packed copy per block would hold the
     # weight once per block (the same speed here: 1024 x 512 x 256 in 256-row blocks on
     # one thread, 2.54 ms unpacked, 2.66 packed)
-    stamp = "kiln_weight_stamp()" if weight_stays(b) else loop_stamp(b)
+    stamp = "kiln_weight_stamp()" if weight_stays(b) else em.loop_stamps.get(storage(b))
     pack = stamp is not None and rows == M
     blocks = [(m0, n0, min(rows, M - m0), min(cols, N - n0))
               for m0 in range(0, M, rows) for n0 in range(0, N, cols)]
