@@ -130,8 +130,8 @@ class Emitter:
         self.functions = []      # C text of static helper functions, callees first
         self.naive_bytes = 0
         self.param_writes = {}   # id(output node) -> parameter slot it is computed into
-        self.window_sums = {}    # id(allreduce_wait) -> slots of each rank's copy, summed
-                                 # where read (shared_reduce.window_slots)
+        self.window_sums = {}    # id(allreduce_wait) -> ranks' copies, summed where read
+        self.loop_stamps = {}    # a loop invariant's bound slot -> its run's stamp (C)
 
     def add_slot(self, entry):
         self.slots.append(entry)

@@ -39,6 +39,8 @@ from .lowering import Control, NotLowerable, register
 
 # bytes of loop state a while_loop_grad may record before it switches to recomputation
 HISTORY_BYTES = 1 << 22
+# the count of loop runs, whose stamps (Sub.begin_loop) are never zero and never repeat
+LOOP_RUNS = "static int64_t kiln_loop_runs = 0;"
 
 
 def _nbytes(node):
@@ -46,9 +48,14 @@ def _nbytes(node):
 
 
 class Sub:
-    """One emitted instance of a subgraph: function name, input slots, output slots."""
+    """One emitted instance of a subgraph: function name, input slots, output slots.
 
-    def __init__(self, em, graph, outputs, what):
+    invariants: indices of inputs the caller binds once for a whole loop (a scan's
+    invariants). A oneDNN matmul reading one keeps its packed copy under the loop run's
+    stamp (dnnl_dense.emit), so it is made at the run's first step only; begin_loop() gives
+    each run a stamp no earlier run of any loop had."""
+
+    def __init__(self, em, graph, outputs, what, invariants=()):
         g = run_pipeline("generic", Graph(graph.inputs, [], outputs, graph.name))
         if g.params:
             raise NotLowerable(f"subgraph {graph.name} reads parameters")
@@ -58,9 +65,21 @@ class Sub:
                 raise NotLowerable(f"random op {n.op} inside subgraph {graph.name}")
         self.inputs = [em.add_slot(("bound", f"{graph.name} input {k}"))
                        for k in range(len(g.inputs))]
+        self.stamp = em.add_slot(("bound", f"{graph.name} loop stamp")) if invariants else None
+        for k in invariants:
+            em.loop_stamps[self.inputs[k]] = f"(int64_t)(intptr_t)P[{self.stamp}]"
+        if invariants and LOOP_RUNS not in em.functions:
+            em.functions.append(LOOP_RUNS)
         body, self.outputs, _ = emit_graph(em, g, self.inputs, [])
         self.name = em.add_function(body, f"{what}: subgraph {graph.name}")
         self.nodes = g.outputs
+
+    def begin_loop(self):
+        """C run before the loop's first step (after its invariants are bound)."""
+        if self.stamp is None:
+            return []
+        return [f"  P[{self.stamp}] = (void *)(intptr_t)"
+                "__atomic_add_fetch(&kiln_loop_runs, 1, __ATOMIC_RELAXED);"]
 
     def bind(self, slots):
         return [f"  P[{d}] = P[{s}];" for d, s in zip(self.inputs, slots) if d != s]

@@ -119,7 +119,11 @@ def _epilogue(mm, chain):
 def emit(em, step, storage, is_alias, weight_stays):
     """(C statements, the chain's nodes still to run) computing a matmul step's head on
     oneDNN, or None when kiln's own kernels should run it. weight_stays(node): is node a
-    parameter the program never writes (its packed copy may be kept between calls)?"""
+    parameter the program never writes (its packed copy may be kept between calls)?
+    A weight that stays the same over a loop's steps (a recurrent layer's, in a scan body:
+    em.loop_stamps, control.Sub) gets its packed copy once per loop run, under the run's
+    stamp, instead of being read as it lies at every step (transposed, oneDNN reorders it
+    at every call anyway)."""
     mm, chain = step.nodes[0], step.nodes[1:]
     if mm.ndim < 2 or mm.dtype != _np.float32 \
             or any(i.dtype != _np.float32 or i.ndim < 2 for i in mm.inputs):
@@ -151,7 +155,8 @@ def emit(em, step, storage, is_alias, weight_stays):
     # row blocks read the weight as it lies: a packed copy per block would hold the
     # weight once per block (the same speed here: 1024 x 512 x 256 in 256-row blocks on
     # one thread, 2.54 ms unpacked, 2.66 packed)
-    pack = weight_stays(b) and rows == M
+    stamp = "kiln_weight_stamp()" if weight_stays(b) else em.loop_stamps.get(storage(b))
+    pack = stamp is not None and rows == M
     blocks = [(m0, n0, min(rows, M - m0), min(cols, N - n0))
               for m0 in range(0, M, rows) for n0 in range(0, N, cols)]
     single = int(len(blocks) > 1)
@@ -162,7 +167,7 @@ def emit(em, step, storage, is_alias, weight_stays):
     ops = [em.add_slot(("dnnl_op", lambda lib, args=args: _new_op(lib, args)))
            for args in shapes]
     operands = [storage(x) for x in [a, b] + ([bias] if bias is not None else [])]
-    stamp = "kiln_weight_stamp()" if pack else "0"
+    stamp = stamp if pack else "0"
     if len(ops) == 1:
         stamps = ["0", stamp] + ["0"] * (len(operands) - 1)
         return _call(ops[0], operands + [out], stamps), chain[taken:]

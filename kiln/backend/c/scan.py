@@ -70,7 +70,10 @@ class _ScanBase:
         self.history = self.offsets[len(self.body.outputs):]
         self.out = em.new_buffer(_nbytes(node.shape, node.dtype))
         self.state = [em.add_slot(("bound", f"scan state {k}")) for k in range(self.n)]
-        self.fwd = Sub(em, self.body, self.body.outputs, "scan body") if fwd else None
+        first = self.n + self.n_xs        # the invariants follow the carried values and rows
+        self.invariant_inputs = range(first, first + len(self.invariants))
+        self.fwd = Sub(em, self.body, self.body.outputs, "scan body",
+                       self.invariant_inputs) if fwd else None
 
     def output_slot(self, node):
         return self.out
@@ -107,7 +110,7 @@ class ScanGroup(_ScanBase):
         lines = [f"  {_point(s, self.out, off)}" for s, off in zip(self.state, self.offsets)]
         lines += [f"  memcpy(P[{s}], P[{storage(c)}], {b});"
                   for s, c, b in zip(self.state, self.carried, self.sizes) if b]
-        lines += self.bind_body(self.fwd, storage, self.state)
+        lines += self.bind_body(self.fwd, storage, self.state) + self.fwd.begin_loop()
         lines += [f"  for (int64_t i = 0; i < {self.length}; i++) {{",
                   f"    int64_t t = {self.time()};"]
         lines += [f"    memcpy((char *)P[{self.out}] + {h} + i * {b}, P[{s}], {b});"
@@ -142,7 +145,7 @@ class ScanGradGroup(_ScanBase):
         self.hoisted, outputs = scan_hoist.plan(vjp, n, nx, len(self.invariants), self.length,
                                                 self.reverse, self.grad_offset)
         self.vjp = Sub(em, Graph(vjp.inputs, [], outputs, vjp.name), outputs,
-                       "scan body gradient")
+                       "scan body gradient", self.invariant_inputs)
         extra = len(vjp.outputs)
         self.stacks = scan_hoist.Stacks(em, self.hoisted, self.length, {
             id(node): slot for node, slot in zip(outputs[extra:], self.vjp.outputs[extra:])})
@@ -193,6 +196,7 @@ class ScanGradGroup(_ScanBase):
                             self.y_bytes[len(self.y_bytes) - self.n_saved:]))
         lines += [f"  P[{d}] = P[{storage(x)}];" for d, x in zip(inv, self.invariants)]
         lines += [f"  P[{d}] = P[{s}];" for d, s in zip(vin[n_in:n_in + n], self.g_carried)]
+        lines += self.vjp.begin_loop()
         lines += [f"  for (int64_t i = {T - 1}; i >= 0; i--) {{",
                   f"    int64_t t = {self.time()};"]
         lines += [f"    {_point(d, fwd, f'{h} + i * {b}')}"
