@@ -220,9 +220,10 @@ def bert_rows(quick):
 
 
 def _kiln_train(build, x, y, loss_fn, convert):
-    """One training step: the hybridized net (forward and backward one compiled program
-    each, in AMP when converted), float32 master weights, SGD."""
-    from kiln import autograd, gluon
+    """One training step, compiled whole (kiln.fit.make_step: forward, backward and the SGD
+    update one program, in AMP when the net is converted), float32 master weights."""
+    from kiln import gluon
+    from kiln.fit import make_step
     net = build()
     net.initialize(init.Xavier())
     net(x)
@@ -230,14 +231,8 @@ def _kiln_train(build, x, y, loss_fn, convert):
     if convert:
         amp.convert_hybrid_block(net, "bfloat16")
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
-
-    def step():
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(x.shape[0])
-        loss.wait_to_read()
-    return step
+    step = make_step(net, loss_fn, trainer, compiled=True)
+    return lambda: step(x, y).wait_to_read()
 
 
 def _torch_train(torch, model, x, y, loss_fn, autocast):

@@ -28,6 +28,9 @@ class TraceContext:
         self._consts = {}     # id(numpy value) -> (node, value): one node per captured array
         self.params = {}      # id(Parameter) -> ParamEntry
         self.pre_call = []    # functions to run before every call of the compiled program
+        # the precision pipelines (mixed precision, int8) of the hybridized blocks called
+        # inside this trace: a compiled training step runs its net's over the whole step
+        self.precisions = []
 
     def add(self, node):
         self.nodes.append(node)

@@ -16,6 +16,7 @@ from .._core.base import KilnError, where_in_user_code
 from .._core import trace
 from ..backend.c import fastcall
 from ..hybrid.cached import MISS, shape_policy_of
+from ..hybrid.precision import note_precision_in_trace
 from . import f_namespace, naming
 from .hybrid_inputs import (DirectForward, _OP_HOOK_RUN, _SYMBOL_CALL,
                             _check_hybrid_forward_inputs, _kinds_of)
@@ -451,6 +452,8 @@ class HybridBlock(Block):
                 return self.forward(*args)
             with trace.body_of(self):
                 return call_hybridized(self, *args)
+        if self._hybrid_active and not trace.in_body_of(self):
+            note_precision_in_trace(self)     # called inside another function's trace
         return _forward(self, "forward", args, kwargs)
 
     def export(self, path, epoch=0, remove_amp_cast=True, dynamic_axes=None):

@@ -128,6 +128,7 @@ def capture(fn, args, name, param_names=None, grad_inputs=None, note_side_effect
     cap.connected = getattr(ctx, "connected", None)   # outputs on the tape (with_grad only)
     cap.n_grad_outputs = len(grad_in_nodes)
     cap.pre_call = list(ctx.pre_call)
+    cap.precisions = list(ctx.precisions)
     return cap
 
 

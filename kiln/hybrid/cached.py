@@ -17,18 +17,18 @@ import numpy as _np
 from .._core import autograd
 from .._core.ndarray import ndarray
 from .._core.writes import arrays_written
-from .._core import dispatch, trace
+from .._core import trace
 from .._core.base import GraphBreak, SymbolicValueError
 from .._core.symdim import building
 from ..backend import fast_dispatcher, select
 from ..graph.capture import capture
-from ..graph.passes import amp as amp_pass
 from ..graph.passes.pipeline import run_pipeline
 from ..graph.split import split_forward_backward
 from ..graph.tree import flatten, unflatten, ARRAY
 from .fallback import build_entry, strong
 from .._core.bfloat16 import is_floating
 from .dynamic import ShapePolicy, policy_from_flags
+from .precision import precision_of, run_precision
 
 
 MISS = object()
@@ -154,12 +154,11 @@ class CachedFunction:
     def _names(self):
         return self.param_names() if self.param_names is not None else None
 
-    def with_precision(self, graph):
-        """`graph` through the block's precision pipeline (amp, int8), if it has one."""
-        if self.precision is None:
-            return graph
-        name, options = self.precision
-        return run_pipeline(name, graph, **options)
+    def with_precision(self, graph, called=()):
+        """`graph` through the block's precision pipeline (amp, int8), or else through the
+        one of the hybridized blocks the traced code called (`called`: a compiled training
+        step of an AMP-converted net is mixed precision as one program)."""
+        return run_precision(self.precision, graph, called, self.name)
 
     def _build(self, args, grad_mask):
         """Trace and compile for args: with symbolic sizes where the shape policy says so
@@ -196,14 +195,14 @@ class CachedFunction:
         if grad_mask is None:
             cap = capture(self.fn, args, self.name, self._names(),
                           note_side_effects=self.trace_warning, input_shapes=input_shapes)
-            graph = run_pipeline("generic", self.with_precision(cap.graph))
+            graph = run_pipeline("generic", self.with_precision(cap.graph, cap.precisions))
             program = make_program(graph, self.backend, cap)
             self._known_params = list(cap.params.values())
             return _Entry(cap, program, [cap.params[id(p)] for p in graph.params])
         cap = capture(self.fn, args, self.name, self._names(), grad_inputs=grad_mask,
                       note_side_effects=self.trace_warning, input_shapes=input_shapes)
         cap.grad_mask = grad_mask
-        joint = run_pipeline("generic", self.with_precision(cap.graph))
+        joint = run_pipeline("generic", self.with_precision(cap.graph, cap.precisions))
         if select(self.backend).name == "c":
             from ..backend.c.program import lay_out_joint
             joint = lay_out_joint(joint)
@@ -411,25 +410,9 @@ def cached_function_of(block):
                                         strict=bool(opts.get("strict", False)),
                                         param_names=lambda: _structural_names(owner()),
                                         shape_policy=shape_policy_of(opts))
-                cached.precision = block.__dict__.get("_kiln_precision",
-                                                      _default_precision[0])
+                cached.precision = precision_of(block)
                 block.__dict__["_kiln_cached"] = cached
     return cached
-
-
-_default_precision = [None]      # amp.init's: (pipeline name, options) for every block
-
-
-def set_default_precision_pipeline(name, **options):
-    """set_precision_pipeline for every block that is hybridized from now on; mixed
-    precision (amp-bfloat16) runs eager code's matmuls and convolutions in bfloat16 too, as
-    MXNet's amp.init does (graph/passes/amp.py's eager_substitute)."""
-    _default_precision[0] = None if name is None else (name, dict(options))
-    eager = None
-    if name == "amp-bfloat16":
-        allow = options.get("amp_allow", amp_pass.DEFAULT_ALLOW)
-        eager = amp_pass.eager_substitute(allow, options.get("amp_deny", ()))
-    dispatch.set_eager_substitute(eager)
 
 
 def set_precision_pipeline(block, name, **options):

@@ -1,13 +1,13 @@
 """amp.init runs eager code in mixed precision too, as MXNet's amp.init does for
 imperative calls (kiln/_core/dispatch.py's eager substitute, set by
-hybrid/cached.set_default_precision_pipeline): an eager Dense or Conv2D computes what the
+hybrid/precision.set_default_precision_pipeline): an eager Dense or Conv2D computes what the
 hybridized, converted block computes, and float32 again once AMP is reset."""
 import numpy as onp
 
 from kiln import autograd, gluon, init, np
 from kiln.contrib import amp
 from kiln.gluon import nn
-from kiln.hybrid import cached
+from kiln.hybrid import precision
 
 R = onp.random.default_rng(12)
 
@@ -32,7 +32,7 @@ def test_eager_calls_after_amp_init_equal_the_converted_hybridized_block():
         loss.backward()
         grads = [p.grad().asnumpy() for p in net.collect_params().values()]
     finally:
-        cached.set_default_precision_pipeline(None)
+        precision.set_default_precision_pipeline(None)
     assert all(g.dtype == onp.float32 and onp.isfinite(g).all() for g in grads)
     assert not onp.array_equal(eager, f32)      # the products were rounded to bfloat16
     onp.testing.assert_allclose(eager, f32, rtol=0.05, atol=0.05 * onp.abs(f32).max())

@@ -30,7 +30,8 @@ from ...gluon.block import HybridBlock
 from ...gluon.trainer import Trainer
 from ...graph.passes.amp import BF16_OPS
 from ...graph.tree import unflatten
-from ...hybrid.cached import set_default_precision_pipeline, set_precision_pipeline
+from ...hybrid.cached import set_precision_pipeline
+from ...hybrid.precision import set_default_precision_pipeline
 from .symbol_rewrite import amp_casts
 from .symbol_models import as_block, as_symbol, declared_shapes, layer_weights, \
     split_loss_head
