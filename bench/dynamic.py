@@ -1,7 +1,10 @@
 """Benchmark: one compiled program for every batch size (issue 29), on the C backend.
 
-python -m kiln bench dynamic [--batches 1,64,1024] [--sweep 64] [--quick]
-The issue's MLP (784-256-128-10, float32) three ways, in one process:
+python -m kiln bench dynamic [--model mlp|cnn|both] [--batches 1,64,1024] [--sweep 64]
+                             [--quick]
+The issue's MLP (784-256-128-10, float32) and a small CNN (LeNet on 1x28x28: two 5x5
+convolutions with ReLU and 2x2 max pooling, two Dense layers; and the same with a BatchNorm
+in inference after the first convolution), each three ways, in one process:
 - the programs hybridize makes for batch sizes 1..SWEEP called in order, with the default
   policy (sizes become symbolic once they vary) and with static_shape=True (one program
   per size, as before), and the wall time of each sweep (C compiles included; the disk
@@ -27,10 +30,32 @@ from kiln.gluon import nn  # noqa: E402
 IN_UNITS = 784
 
 
-def get_net(weights=None):
+def _mlp():
     net = nn.HybridSequential()
     net.add(nn.Dense(256, activation="relu", in_units=IN_UNITS),
             nn.Dense(128, activation="relu", in_units=256), nn.Dense(10, in_units=128))
+    return net
+
+
+def _lenet(batch_norm=False):
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(6, 5, padding=2, activation="relu", in_channels=1))
+    if batch_norm:
+        net.add(nn.BatchNorm(in_channels=6))
+    net.add(nn.MaxPool2D(2), nn.Conv2D(16, 5, activation="relu", in_channels=6),
+            nn.MaxPool2D(2), nn.Flatten(), nn.Dense(120, activation="relu", in_units=400),
+            nn.Dense(10, in_units=120))
+    return net
+
+
+# name -> (a new network, the input row's shape)
+MODELS = {"MLP 784-256-128-10": (_mlp, (IN_UNITS,)),
+          "LeNet CNN": (_lenet, (1, 28, 28)),
+          "LeNet CNN with BatchNorm": (lambda: _lenet(batch_norm=True), (1, 28, 28))}
+
+
+def get_net(weights=None, model="MLP 784-256-128-10"):
+    net = MODELS[model][0]()
     net.initialize()
     if weights is not None:
         for p, q in zip(net.collect_params().values(), weights.collect_params().values()):
@@ -38,29 +63,30 @@ def get_net(weights=None):
     return net
 
 
-def _x(batch):
-    return np.array(onp.random.RandomState(batch).randn(batch, IN_UNITS).astype("float32"))
+def _x(batch, model="MLP 784-256-128-10"):
+    shape = (batch,) + MODELS[model][1]
+    return np.array(onp.random.RandomState(batch).randn(*shape).astype("float32"))
 
 
-def sweep(weights, sizes, **flags):
+def sweep(weights, sizes, model, **flags):
     """(programs made, seconds) calling a fresh hybridized net at each size in order."""
-    net = get_net(weights)
+    net = get_net(weights, model)
     net.hybridize(backend="c", **flags)
     start = time.perf_counter()
     for batch in sizes:
-        net(_x(batch))
+        net(_x(batch, model))
     return len(kiln.programs(net)), time.perf_counter() - start
 
 
-def steady_rows(weights, batches):
+def steady_rows(weights, batches, model):
     """Rows for side_by_side: per batch, the specialized and the symbolic program."""
-    symbolic = get_net(weights)
+    symbolic = get_net(weights, model)
     symbolic.hybridize(backend="c", dynamic_axes={"x": {0: "batch"}})
-    eager = get_net(weights)
+    eager = get_net(weights, model)
     rows = []
     for batch in batches:
-        x = _x(batch)
-        special = get_net(weights)
+        x = _x(batch, model)
+        special = get_net(weights, model)
         special.hybridize(backend="c", static_shape=True)
         want = eager(x).asnumpy()
         for net in (special, symbolic):
@@ -80,33 +106,40 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="shorter timing rounds")
     parser.add_argument("--no-static-sweep", action="store_true",
                         help="skip the sweep that compiles one program per size")
+    parser.add_argument("--model", choices=("mlp", "cnn", "both"), default="both")
     args = parser.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
-    weights = get_net()
-    print(f"kiln {kiln.__version__} benchmark: run-time sizes in generated C, MLP "
-          f"784-256-128-10 float32; {harness.setup_line()}; load average "
-          f"{os.getloadavg()[0]:.1f}\n")
+    models = [m for m in MODELS if args.model == "both" or (args.model == "mlp") == ("MLP" in m)]
+    print(f"kiln {kiln.__version__} benchmark: run-time sizes in generated C, float32; "
+          f"{harness.setup_line()}; load average {os.getloadavg()[0]:.1f}\n")
+    for model in models:
+        run_model(model, batches, args)
+
+
+def run_model(model, batches, args):
+    weights = get_net(model=model)
     sizes = list(range(1, args.sweep + 1))
-    lines = ["### programs for batch sizes 1..%d, called in order" % args.sweep, "",
+    lines = [f"### {model}: programs for batch sizes 1..{args.sweep}, called in order", "",
              "| policy | programs | sweep wall time |", "| --- | ---: | ---: |"]
-    n, seconds = sweep(weights, sizes)
+    n, seconds = sweep(weights, sizes, model)
     lines.append(f"| default (symbolic once sizes vary) | {n} | {seconds:.2f} s |")
     if not args.no_static_sweep:
-        n, seconds = sweep(weights, sizes, static_shape=True)
+        n, seconds = sweep(weights, sizes, model, static_shape=True)
         lines.append(f"| static_shape=True (one per size) | {n} | {seconds:.2f} s |")
     print("\n".join(lines) + "\n")
-    rows, n_symbolic, kinds = steady_rows(weights, batches)
+    rows, n_symbolic, kinds = steady_rows(weights, batches, model)
     timed = dict((name, t) for name, t, _ in harness.side_by_side(
         rows, min_time=0.05 if args.quick else 0.3, rounds=5 if args.quick else 9))
-    print(f"### steady state per call: {n_symbolic} symbolic program(s) ({', '.join(kinds)}) "
-          f"served {', '.join(map(str, batches))}; load average {os.getloadavg()[0]:.1f}\n")
+    print(f"### {model}: steady state per call, {n_symbolic} symbolic program(s) "
+          f"({', '.join(kinds)}) served {', '.join(map(str, batches))}; load average "
+          f"{os.getloadavg()[0]:.1f}\n")
     print("| batch | specialized | symbolic | symbolic / specialized |")
     print("| ---: | ---: | ---: | ---: |")
     for batch in batches:
         spec, sym = timed[f"batch {batch} specialized"], timed[f"batch {batch} symbolic"]
         print(f"| {batch} | {harness.fmt_time(spec)} | {harness.fmt_time(sym)} | "
               f"{sym / spec:.3f} |")
-
+    print()
 
 if __name__ == "__main__":
     main()

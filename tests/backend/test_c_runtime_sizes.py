@@ -249,6 +249,24 @@ def test_a_small_cnn_batch_1_to_64_compiles_at_most_two_programs():
     assert len(_sized(listing)) == 1
 
 
+def test_a_cnn_with_a_dynamic_batch_from_a_first_call_of_batch_1_is_one_program():
+    """dynamic_axes makes the batch symbolic at the first call: that call being batch 1 must
+    not pin it (the layout pass asked `batch == 1` to choose a reshape over a transpose, and
+    every later batch then compiled its own program)."""
+    from kiln.backend import dnnl
+    if not dnnl.available():
+        pytest.skip("convolutions take run-time sizes on oneDNN only")
+    net, eager = _twins(_cnn)
+    net.hybridize(backend="c", dynamic_axes={"x": {0: "batch"}})
+    rng = onp.random.RandomState(1)
+    for batch in (1, 64, 7, 1):
+        x = np.array(rng.rand(batch, 1, 28, 28).astype("float32"))
+        onp.testing.assert_allclose(net(x).asnumpy(), eager(x).asnumpy(), rtol=1e-4,
+                                    atol=1e-5)
+    listing = kiln.programs(net)
+    assert len(listing) == 1 and len(_sized(listing)) == 1, str(listing)
+
+
 def test_a_cnn_training_step_specializes_and_says_why():
     """The gradients of convolutions and max pooling still need oneDNN ops of one shape:
     the symbolic build is refused with its reason, and each batch gets its program."""
