@@ -20,7 +20,6 @@ from .lowering import Heavy, register
 from ..dnnl import lowp as dnnl_lowp
 from ..dnnl.library import available
 
-_taken = {}         # geometry -> does oneDNN make it with a real kernel
 
 
 def geometry(node):
@@ -78,16 +77,7 @@ def lowerable(node):
     geo = geometry(node) if node.op == "matmul_bf16" else None
     if geo is None or not available():
         return False
-    ok = _taken.get(geo)
-    if ok is None:
-        lib = dnnl_lowp._lib()
-        op = _maker(geo)(lib)
-        ok = _taken[geo] = bool(op)
-        if op:
-            lib.kd_free(op)
-        else:
-            dnnl_lowp._note_refusal(("bfloat16 matmul",) + geo, lib.kd_error().decode())
-    return ok
+    return dnnl_lowp.makes(("matmul_bf16",) + geo, _maker(geo), "bfloat16 matmul")
 
 
 def emit(em, node, storage, weight_ok):

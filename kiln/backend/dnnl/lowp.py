@@ -174,6 +174,25 @@ def _operands(a, b):
     return None
 
 
+_makes = {}     # key -> does oneDNN make the op with a real kernel (generated C asks)
+
+
+def makes(key, maker, refusal=None):
+    """Whether oneDNN makes the op `maker(lib)` builds, for the C backend's lowerings
+    (bfloat16 matmul, int8 layers): made once per key and freed; a refusal is noted as a
+    `refusal` kernel's when one is named (the one-time warning that says why)."""
+    ok = _makes.get(key)
+    if ok is None:
+        lib = _lib()
+        op = maker(lib)
+        ok = _makes[key] = bool(op)
+        if op:
+            lib.kd_free(op)
+        elif refusal is not None:
+            _note_refusal((refusal,) + tuple(key[1:]), lib.kd_error().decode())
+    return ok
+
+
 def _note_refusal(key, why):
     _refused[key] = why
     kind = key[0]
