@@ -82,7 +82,50 @@ def _combine(op, a, b, hint):
         return SymInt(ea, ha)
     if op == "*" and ea == ("const", 1):
         return SymInt(eb, hb)
+    if op in ("//", "%"):
+        quotient = _exact_quotient(ea, eb)
+        if quotient is not None:       # (batch * 400) // batch: 400, the remainder 0
+            return _from_polynomial(quotient, hint) if op == "//" else 0
     return SymInt((op, ea, eb), hint)
+
+
+def _exact_quotient(ea, eb):
+    """The polynomial ea / eb when eb is one monomial that divides every term of ea (the
+    size of a flattened batch over the batch), else None. Floor division and remainder
+    are then exact at every size where eb is nonzero (where it is zero, the trace's
+    division already failed or a guard excludes it)."""
+    pa, pb = _polynomial(ea), _polynomial(eb)
+    if pa is None or pb is None or len(pb) != 1:
+        return None
+    (mono_b, cb), = pb.items()
+    if not mono_b or cb == 0:
+        return None
+    out = {}
+    for mono, c in pa.items():
+        rest = list(mono)
+        for name in mono_b:
+            if name not in rest:
+                return None
+            rest.remove(name)
+        if c % cb:
+            return None
+        out[tuple(rest)] = c // cb
+    return out
+
+
+def _from_polynomial(poly, hint):
+    """An int or SymInt of a polynomial {monomial: coefficient} (its value `hint`)."""
+    terms = [(mono, c) for mono, c in sorted(poly.items()) if c]
+    if all(not mono for mono, _ in terms):
+        return sum(c for _, c in terms)
+    expr = None
+    for mono, c in terms:
+        term = None
+        for name in mono:
+            term = ("sym", name) if term is None else ("*", term, ("sym", name))
+        term = ("const", c) if term is None else term if c == 1 else ("*", term, ("const", c))
+        expr = term if expr is None else ("+", expr, term)
+    return SymInt(expr, hint)
 
 
 class SymInt:

@@ -20,6 +20,7 @@ introduces is moved, so the 2-D transposes of weights that matmuls read in place
 import os
 
 from ..._core.ir import Node, rewrite
+from ..._core.symdim import provably
 
 HEAVY = {   # op -> (positions of activation inputs, is the output an activation)
     "conv": ((0,), True), "conv_bf16": ((0,), True), "conv_grad_data": ((0,), True),
@@ -62,7 +63,8 @@ def assign_layouts(graph, takes=lambda node: True):
 
     def transpose(x, perm):
         """x transposed by perm, cancelling a transpose it undoes; one node per (x, perm).
-        A transpose that moves only axes of length 1 is a reshape (no copy)."""
+        A transpose that moves only axes of length 1 is a reshape (no copy); a run-time size
+        counts as 1 only where it is 1 at every size, so the choice pins no size."""
         if id(x) in source:
             inner, first = source[id(x)]
         elif x.op == "transpose":
@@ -77,7 +79,7 @@ def assign_layouts(graph, takes=lambda node: True):
         key = (id(x), perm)
         if key not in made:
             shape = tuple(x.shape[p] for p in perm)
-            moved = [p for p in perm if x.shape[p] != 1]
+            moved = [p for p in perm if not provably(x.shape[p], "==", 1)]
             if moved == sorted(moved):
                 node = Node("reshape", (x,), {"shape": shape}, shape, x.dtype)
             else:
