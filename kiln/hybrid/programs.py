@@ -9,7 +9,8 @@ class ProgramInfo:
     def __init__(self, entry, signatures):
         self.entry = entry
         self.signatures = signatures          # the concrete input shapes it served
-        self.symbolic = entry.symbolic        # dynamic.SymbolicInputs or None
+        self.symbolic = getattr(entry, "symbolic", None)   # dynamic.SymbolicInputs or None (an
+                                                           # eager fallback has none)
         program = getattr(entry, "program", None)
         self.backend = getattr(program, "backend", "eager" if entry.eager else "?")
 
