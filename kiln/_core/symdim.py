@@ -20,6 +20,7 @@ import sys
 import threading
 
 from .base import KilnError, user_frame
+from .size_polynomials import exact_quotient, expression_of, polynomial, substitute
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -83,49 +84,13 @@ def _combine(op, a, b, hint):
     if op == "*" and ea == ("const", 1):
         return SymInt(eb, hb)
     if op in ("//", "%"):
-        quotient = _exact_quotient(ea, eb)
+        quotient = exact_quotient(ea, eb)
         if quotient is not None:       # (batch * 400) // batch: 400, the remainder 0
-            return _from_polynomial(quotient, hint) if op == "//" else 0
+            if op == "%":
+                return 0
+            expr = expression_of(quotient)
+            return expr[1] if expr[0] == "const" else SymInt(expr, hint)
     return SymInt((op, ea, eb), hint)
-
-
-def _exact_quotient(ea, eb):
-    """The polynomial ea / eb when eb is one monomial that divides every term of ea (the
-    size of a flattened batch over the batch), else None. Floor division and remainder
-    are then exact at every size where eb is nonzero (where it is zero, the trace's
-    division already failed or a guard excludes it)."""
-    pa, pb = _polynomial(ea), _polynomial(eb)
-    if pa is None or pb is None or len(pb) != 1:
-        return None
-    (mono_b, cb), = pb.items()
-    if not mono_b or cb == 0:
-        return None
-    out = {}
-    for mono, c in pa.items():
-        rest = list(mono)
-        for name in mono_b:
-            if name not in rest:
-                return None
-            rest.remove(name)
-        if c % cb:
-            return None
-        out[tuple(rest)] = c // cb
-    return out
-
-
-def _from_polynomial(poly, hint):
-    """An int or SymInt of a polynomial {monomial: coefficient} (its value `hint`)."""
-    terms = [(mono, c) for mono, c in sorted(poly.items()) if c]
-    if all(not mono for mono, _ in terms):
-        return sum(c for _, c in terms)
-    expr = None
-    for mono, c in terms:
-        term = None
-        for name in mono:
-            term = ("sym", name) if term is None else ("*", term, ("sym", name))
-        term = ("const", c) if term is None else term if c == 1 else ("*", term, ("const", c))
-        expr = term if expr is None else ("+", expr, term)
-    return SymInt(expr, hint)
 
 
 class SymInt:
@@ -291,8 +256,8 @@ class Guard:
         shift = {} if not minimum else {
             name: ("+", ("sym", name), ("const", minimum))
             for name in _symbols_of(self.lhs, set()) | _symbols_of(self.rhs, set())}
-        lhs = _polynomial(_substitute(self.lhs, shift))
-        rhs = _polynomial(_substitute(self.rhs, shift))
+        lhs = polynomial(substitute(self.lhs, shift))
+        rhs = polynomial(substitute(self.rhs, shift))
         if lhs is None or rhs is None:
             return False
         diff = dict(lhs)
@@ -322,42 +287,6 @@ class Guard:
         op = self.op if self.outcome else {"==": "!=", "!=": "==", "<": ">=", "<=": ">",
                                            ">": "<=", ">=": "<"}[self.op]
         return f"{_text(self.lhs)} {op} {_text(self.rhs)}  [{self.where}]"
-
-
-def _substitute(expr, replacements):
-    kind = expr[0]
-    if kind == "sym":
-        return replacements.get(expr[1], expr)
-    if kind == "const":
-        return expr
-    return (kind, _substitute(expr[1], replacements), _substitute(expr[2], replacements))
-
-
-def _polynomial(expr):
-    """{monomial (sorted symbol names): coefficient} of an expression made of +, -, *,
-    or None."""
-    kind = expr[0]
-    if kind == "const":
-        return {(): expr[1]}
-    if kind == "sym":
-        return {(expr[1],): 1}
-    if kind not in ("+", "-", "*"):
-        return None
-    a, b = _polynomial(expr[1]), _polynomial(expr[2])
-    if a is None or b is None:
-        return None
-    out = {}
-    if kind == "*":
-        for ma, ca in a.items():
-            for mb, cb in b.items():
-                mono = tuple(sorted(ma + mb))
-                out[mono] = out.get(mono, 0) + ca * cb
-        return out
-    sign = 1 if kind == "+" else -1
-    out.update(a)
-    for mono, c in b.items():
-        out[mono] = out.get(mono, 0) + sign * c
-    return out
 
 
 class ShapeEnv:
