@@ -2,16 +2,21 @@
 
 python -m kiln bench dynamic [--model mlp|cnn|both] [--batches 1,64,1024] [--sweep 64]
                              [--quick]
-The issue's MLP (784-256-128-10, float32) and a small CNN (LeNet on 1x28x28: two 5x5
-convolutions with ReLU and 2x2 max pooling, two Dense layers; and the same with a BatchNorm
-in inference after the first convolution), each three ways, in one process:
+The models, float32, each three ways in one process:
+- mlp: the issue's MLP (784-256-128-10);
+- lenet: d2l's LeNet (bench/cnn_models.py: Conv/MaxPool/Dense, ReLU) on 1x28x28 images;
+- cnn-bn: Conv/BatchNorm/ReLU/MaxPool, Conv/BatchNorm/ReLU/AvgPool, Dense, BatchNorm in
+  inference (running statistics) on 1x28x28 images;
+`--model cnn` runs lenet and cnn-bn, `both` (the default) all three. For each:
 - the programs hybridize makes for batch sizes 1..SWEEP called in order, with the default
   policy (sizes become symbolic once they vary) and with static_shape=True (one program
   per size, as before), and the wall time of each sweep (C compiles included; the disk
   cache is as this machine has it);
-- the steady-state time per call at each of --batches of a specialized program
+- the steady-state time per call at each of --batches (per model by default: 1, 64 and
+  1024 for the MLP, 1, 64 and 256 for the CNNs) of a specialized program
   (static_shape=True) and of the one symbolic program (dynamic_axes, run-time sizes),
-  timed side by side (harness.side_by_side), with their ratio.
+  timed side by side (harness.side_by_side), with their ratio, and the CPU time per call
+  (time.process_time, every thread of the process) beside it.
 """
 import argparse
 import os
@@ -22,12 +27,14 @@ import numpy as onp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from cnn_models import kiln_lenet  # noqa: E402
 
 import kiln  # noqa: E402
 from kiln import np  # noqa: E402
 from kiln.gluon import nn  # noqa: E402
 
 IN_UNITS = 784
+IMAGE = (1, 28, 28)
 
 
 def _mlp():
@@ -37,61 +44,71 @@ def _mlp():
     return net
 
 
-def _lenet(batch_norm=False):
+def _cnn_bn():
     net = nn.HybridSequential()
-    net.add(nn.Conv2D(6, 5, padding=2, activation="relu", in_channels=1))
-    if batch_norm:
-        net.add(nn.BatchNorm(in_channels=6))
-    net.add(nn.MaxPool2D(2), nn.Conv2D(16, 5, activation="relu", in_channels=6),
-            nn.MaxPool2D(2), nn.Flatten(), nn.Dense(120, activation="relu", in_units=400),
-            nn.Dense(10, in_units=120))
+    net.add(nn.Conv2D(8, kernel_size=3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
+            nn.MaxPool2D(pool_size=2, strides=2),
+            nn.Conv2D(16, kernel_size=3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
+            nn.AvgPool2D(pool_size=2, strides=2), nn.Dense(10))
     return net
 
 
-# name -> (a new network, the input row's shape)
-MODELS = {"MLP 784-256-128-10": (_mlp, (IN_UNITS,)),
-          "LeNet CNN": (_lenet, (1, 28, 28)),
-          "LeNet CNN with BatchNorm": (lambda: _lenet(batch_norm=True), (1, 28, 28))}
+MODELS = {   # name: (maker, shape of one example, batches timed by default, description)
+    "mlp": (_mlp, (IN_UNITS,), (1, 64, 1024), "MLP 784-256-128-10"),
+    "lenet": (kiln_lenet, IMAGE, (1, 64, 256), "LeNet (Conv/MaxPool/Dense) on 1x28x28"),
+    "cnn-bn": (_cnn_bn, IMAGE, (1, 64, 256),
+               "Conv/BatchNorm/ReLU/Pool x2 + Dense on 1x28x28, BatchNorm in inference"),
+}
+CHOICES = {"mlp": ("mlp",), "cnn": ("lenet", "cnn-bn"), "both": ("mlp", "lenet", "cnn-bn")}
 
 
-def get_net(weights=None, model="MLP 784-256-128-10"):
-    net = MODELS[model][0]()
-    net.initialize()
-    if weights is not None:
-        for p, q in zip(net.collect_params().values(), weights.collect_params().values()):
-            p.set_data(q.data())
-    return net
-
-
-def _x(batch, model="MLP 784-256-128-10"):
-    shape = (batch,) + MODELS[model][1]
+def _x(name, batch):
+    shape = (batch,) + MODELS[name][1]
     return np.array(onp.random.RandomState(batch).randn(*shape).astype("float32"))
 
 
-def sweep(weights, sizes, model, **flags):
+def get_net(name, weights=None):
+    """A fresh model; its parameters (running statistics included) those of `weights`, or
+    random ones, so that BatchNorm's inference is not the identity."""
+    net = MODELS[name][0]()
+    net.initialize()
+    net(_x(name, 1))                 # eager: deferred shapes become concrete
+    rng = onp.random.RandomState(7)
+    for k, p in enumerate(net.collect_params().values()):
+        if weights is not None:
+            p.set_data(list(weights.collect_params().values())[k].data())
+        elif p.name.endswith("running_var"):
+            p.set_data(np.array(rng.uniform(0.5, 2, p.shape).astype("float32")))
+        elif p.name.endswith("running_mean"):
+            p.set_data(np.array(rng.uniform(-0.5, 0.5, p.shape).astype("float32")))
+    return net
+
+
+def sweep(name, weights, sizes, **flags):
     """(programs made, seconds) calling a fresh hybridized net at each size in order."""
-    net = get_net(weights, model)
+    net = get_net(name, weights)
     net.hybridize(backend="c", **flags)
     start = time.perf_counter()
     for batch in sizes:
-        net(_x(batch, model))
+        net(_x(name, batch))
     return len(kiln.programs(net)), time.perf_counter() - start
 
 
-def steady_rows(weights, batches, model):
+def steady_rows(name, weights, batches):
     """Rows for side_by_side: per batch, the specialized and the symbolic program."""
-    symbolic = get_net(weights, model)
+    symbolic = get_net(name, weights)
     symbolic.hybridize(backend="c", dynamic_axes={"x": {0: "batch"}})
-    eager = get_net(weights, model)
+    eager = get_net(name, weights)
     rows = []
     for batch in batches:
-        x = _x(batch, model)
-        special = get_net(weights, model)
+        x = _x(name, batch)
+        special = get_net(name, weights)
         special.hybridize(backend="c", static_shape=True)
         want = eager(x).asnumpy()
         for net in (special, symbolic):
             if not onp.allclose(net(x).asnumpy(), want, rtol=1e-4, atol=1e-5):
-                raise SystemExit(f"batch {batch}: a compiled program disagrees with eager")
+                raise SystemExit(f"{name} batch {batch}: a compiled program disagrees "
+                                 "with eager")
         rows.append((f"batch {batch} specialized", lambda net=special, x=x: net(x), ""))
         rows.append((f"batch {batch} symbolic", lambda x=x: symbolic(x), ""))
     listing = kiln.programs(symbolic)
@@ -99,47 +116,64 @@ def steady_rows(weights, batches, model):
     return rows, len(listing), kinds
 
 
+def cpu_per_call(fn, seconds):
+    """CPU time per call (every thread of the process), over about `seconds` of wall time."""
+    n, wall, cpu = 0, time.perf_counter(), time.process_time()
+    while time.perf_counter() - wall < seconds:
+        fn()
+        n += 1
+    return (time.process_time() - cpu) / n
+
+
+def report(name, args):
+    maker, _, default_batches, description = MODELS[name]
+    batches = [int(b) for b in args.batches.split(",")] if args.batches else default_batches
+    weights = get_net(name)
+    sizes = list(range(1, args.sweep + 1))
+    print(f"## {name}: {description}\n")
+    lines = ["### programs for batch sizes 1..%d, called in order" % args.sweep, "",
+             "| policy | programs | sweep wall time |", "| --- | ---: | ---: |"]
+    n, seconds = sweep(name, weights, sizes)
+    lines.append(f"| default (symbolic once sizes vary) | {n} | {seconds:.2f} s |")
+    if not args.no_static_sweep:
+        n, seconds = sweep(name, weights, sizes, static_shape=True)
+        lines.append(f"| static_shape=True (one per size) | {n} | {seconds:.2f} s |")
+    print("\n".join(lines) + "\n")
+    rows, n_symbolic, kinds = steady_rows(name, weights, batches)
+    timed = dict((row, t) for row, t, _ in harness.side_by_side(
+        rows, min_time=0.05 if args.quick else 0.3, rounds=5 if args.quick else 9))
+    cpu = {row: cpu_per_call(fn, 0.02 if args.quick else 0.1) for row, fn, _ in rows}
+    print(f"### {name}: steady state per call, {n_symbolic} symbolic program(s) "
+          f"({', '.join(sorted(kinds))}) served {', '.join(map(str, batches))}; load "
+          f"average {os.getloadavg()[0]:.1f}\n")
+    print("| batch | specialized | symbolic | symbolic / specialized | CPU time "
+          "specialized / symbolic |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for batch in batches:
+        spec, sym = f"batch {batch} specialized", f"batch {batch} symbolic"
+        print(f"| {batch} | {harness.fmt_time(timed[spec])} | {harness.fmt_time(timed[sym])} "
+              f"| {timed[sym] / timed[spec]:.3f} | {harness.fmt_time(cpu[spec])} / "
+              f"{harness.fmt_time(cpu[sym])} |")
+    print()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kiln bench dynamic")
-    parser.add_argument("--batches", default="1,64,1024")
+    parser.add_argument("--model", choices=sorted(CHOICES), default="both",
+                        help="mlp, cnn (LeNet and a CNN with BatchNorm) or both")
+    parser.add_argument("--batches", default=None,
+                        help="batch sizes timed (default per model: 1,64,1024 for the MLP, "
+                             "1,64,256 for the CNNs)")
     parser.add_argument("--sweep", type=int, default=64, help="batch sizes 1..N in order")
     parser.add_argument("--quick", action="store_true", help="shorter timing rounds")
     parser.add_argument("--no-static-sweep", action="store_true",
                         help="skip the sweep that compiles one program per size")
-    parser.add_argument("--model", choices=("mlp", "cnn", "both"), default="both")
     args = parser.parse_args(argv)
-    batches = [int(b) for b in args.batches.split(",")]
-    models = [m for m in MODELS if args.model == "both" or (args.model == "mlp") == ("MLP" in m)]
     print(f"kiln {kiln.__version__} benchmark: run-time sizes in generated C, float32; "
           f"{harness.setup_line()}; load average {os.getloadavg()[0]:.1f}\n")
-    for model in models:
-        run_model(model, batches, args)
+    for name in CHOICES[args.model]:
+        report(name, args)
 
-
-def run_model(model, batches, args):
-    weights = get_net(model=model)
-    sizes = list(range(1, args.sweep + 1))
-    lines = [f"### {model}: programs for batch sizes 1..{args.sweep}, called in order", "",
-             "| policy | programs | sweep wall time |", "| --- | ---: | ---: |"]
-    n, seconds = sweep(weights, sizes, model)
-    lines.append(f"| default (symbolic once sizes vary) | {n} | {seconds:.2f} s |")
-    if not args.no_static_sweep:
-        n, seconds = sweep(weights, sizes, model, static_shape=True)
-        lines.append(f"| static_shape=True (one per size) | {n} | {seconds:.2f} s |")
-    print("\n".join(lines) + "\n")
-    rows, n_symbolic, kinds = steady_rows(weights, batches, model)
-    timed = dict((name, t) for name, t, _ in harness.side_by_side(
-        rows, min_time=0.05 if args.quick else 0.3, rounds=5 if args.quick else 9))
-    print(f"### {model}: steady state per call, {n_symbolic} symbolic program(s) "
-          f"({', '.join(kinds)}) served {', '.join(map(str, batches))}; load average "
-          f"{os.getloadavg()[0]:.1f}\n")
-    print("| batch | specialized | symbolic | symbolic / specialized |")
-    print("| ---: | ---: | ---: | ---: |")
-    for batch in batches:
-        spec, sym = timed[f"batch {batch} specialized"], timed[f"batch {batch} symbolic"]
-        print(f"| {batch} | {harness.fmt_time(spec)} | {harness.fmt_time(sym)} | "
-              f"{sym / spec:.3f} |")
-    print()
 
 if __name__ == "__main__":
     main()

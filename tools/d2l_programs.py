@@ -1,7 +1,7 @@
 """How many programs hybridize traces for d2l chapters, and why each trace was needed.
 
     python tools/d2l_programs.py DIR_WITH_MD_FILES --out SCRATCH --only seq2seq
-                                 [--epochs-cap 2] [--smoke 4] [--verbose]
+                                 [--epochs-cap 2] [--smoke 4] [--verbose] [--static-shape]
 
 The chapters are run as tools/d2l_chapters.py runs them (same prelude, stand-in data,
 epoch cap; by default --smoke 4: at most 4 batches per epoch, so the last smaller batch of
@@ -9,10 +9,12 @@ an epoch is not met unless --smoke 0), with one addition: the book never calls
 hybridize, so every Gluon Block called at the top level (not from inside another block's
 call) is hybridized, with default flags, just before its first call: `block.hybridize()`,
 which hybridizes every HybridBlock under it (Dense, Embedding, GRU, LayerNorm, ...), as
-MXNet's Block.hybridize does. The d2l models are plain Blocks, so their layers are what
-compiles. Losses stay eager: d2l makes a new loss block at every loss call, and a program
-compiled for an object called once measures nothing. Without a GPU, d2l.try_all_gpus()
-returns [cpu()] (the BERT chapters split each batch over it).
+MXNet's Block.hybridize does (`--static-shape`: `hybridize(static_shape=True)`, one program
+per input shape, the count before sizes could be symbolic). The d2l models are plain
+Blocks, so their layers are what compiles. Losses stay eager: d2l makes a new loss block
+at every loss call, and a program compiled for an object called once measures nothing.
+Without a GPU, d2l.try_all_gpus() returns [cpu()] (the BERT chapters split each batch
+over it).
 
 At exit each section prints, per hybridized block (its path under the top-level block),
 the traces made (every trace and compile, a symbolic attempt that failed included), the
@@ -55,7 +57,7 @@ def _hybridize_top_level_blocks(verbose):
         if not trace.active() and not self.__dict__.get("_d2l_roots_seen") \\
                 and not _depth[0] and not isinstance(self, Loss):
             self.__dict__["_d2l_roots_seen"] = True
-            self.hybridize()
+            self.hybridize(static_shape=STATIC_SHAPE)
             roots.append(self)
         _depth[0] += 1
         try:
@@ -110,10 +112,12 @@ del _hybridize_top_level_blocks, _cpu_when_no_gpu
 '''
 
 
-def script_with_hybridize(markdown, cap, smoke, verbose):
+def script_with_hybridize(markdown, cap, smoke, verbose, static_shape=False):
     script = build_script(markdown, cap, smoke)
     head, cells = script.split("# ---- cell 0", 1)
-    return head + HYBRIDIZE.replace("VERBOSE", str(bool(verbose))) + "\n# ---- cell 0" + cells
+    prelude = HYBRIDIZE.replace("VERBOSE", str(bool(verbose))).replace(
+        "STATIC_SHAPE", str(bool(static_shape)))
+    return head + prelude + "\n# ---- cell 0" + cells
 
 
 def counts(log_text):
@@ -133,6 +137,9 @@ def main(argv=None):
                         help="at most N batches per epoch (0: every batch)")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--verbose", action="store_true", help="log every trace")
+    parser.add_argument("--static-shape", action="store_true",
+                        help="hybridize(static_shape=True): one program per input shape, "
+                             "as before sizes could be symbolic (the count to compare with)")
     args = parser.parse_args(argv)
     scratch = os.path.abspath(args.out)
     for sub in ("scripts", "logs", "work"):
@@ -148,7 +155,7 @@ def main(argv=None):
                 continue
             with open(os.path.join(root, fname), encoding="utf-8") as f:
                 script = script_with_hybridize(f.read(), args.epochs_cap, args.smoke,
-                                               args.verbose)
+                                               args.verbose, args.static_shape)
             status, wall, _, error, _ = run_section(name, script, scratch, args.timeout)
             with open(os.path.join(scratch, "logs", f"{name}.txt")) as f:
                 found, reasons = counts(f.read())

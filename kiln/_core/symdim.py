@@ -20,6 +20,7 @@ import sys
 import threading
 
 from .base import KilnError, user_frame
+from .size_polynomials import exact_quotient, expression_of, polynomial, substitute
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -82,6 +83,13 @@ def _combine(op, a, b, hint):
         return SymInt(ea, ha)
     if op == "*" and ea == ("const", 1):
         return SymInt(eb, hb)
+    if op in ("//", "%"):
+        quotient = exact_quotient(ea, eb)
+        if quotient is not None:       # (batch * 400) // batch: 400, the remainder 0
+            if op == "%":
+                return 0
+            expr = expression_of(quotient)
+            return expr[1] if expr[0] == "const" else SymInt(expr, hint)
     return SymInt((op, ea, eb), hint)
 
 
@@ -248,8 +256,8 @@ class Guard:
         shift = {} if not minimum else {
             name: ("+", ("sym", name), ("const", minimum))
             for name in _symbols_of(self.lhs, set()) | _symbols_of(self.rhs, set())}
-        lhs = _polynomial(_substitute(self.lhs, shift))
-        rhs = _polynomial(_substitute(self.rhs, shift))
+        lhs = polynomial(substitute(self.lhs, shift))
+        rhs = polynomial(substitute(self.rhs, shift))
         if lhs is None or rhs is None:
             return False
         diff = dict(lhs)
@@ -279,42 +287,6 @@ class Guard:
         op = self.op if self.outcome else {"==": "!=", "!=": "==", "<": ">=", "<=": ">",
                                            ">": "<=", ">=": "<"}[self.op]
         return f"{_text(self.lhs)} {op} {_text(self.rhs)}  [{self.where}]"
-
-
-def _substitute(expr, replacements):
-    kind = expr[0]
-    if kind == "sym":
-        return replacements.get(expr[1], expr)
-    if kind == "const":
-        return expr
-    return (kind, _substitute(expr[1], replacements), _substitute(expr[2], replacements))
-
-
-def _polynomial(expr):
-    """{monomial (sorted symbol names): coefficient} of an expression made of +, -, *,
-    or None."""
-    kind = expr[0]
-    if kind == "const":
-        return {(): expr[1]}
-    if kind == "sym":
-        return {(expr[1],): 1}
-    if kind not in ("+", "-", "*"):
-        return None
-    a, b = _polynomial(expr[1]), _polynomial(expr[2])
-    if a is None or b is None:
-        return None
-    out = {}
-    if kind == "*":
-        for ma, ca in a.items():
-            for mb, cb in b.items():
-                mono = tuple(sorted(ma + mb))
-                out[mono] = out.get(mono, 0) + ca * cb
-        return out
-    sign = 1 if kind == "+" else -1
-    out.update(a)
-    for mono, c in b.items():
-        out[mono] = out.get(mono, 0) + sign * c
-    return out
 
 
 class ShapeEnv:

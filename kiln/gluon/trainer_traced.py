@@ -9,12 +9,16 @@ The per-step scalars (learning rate from the schedule, step count, bias correcti
 not baked into the graph: a hook computes them in Python before every call, with the same
 `scalars` function the eager path uses, and writes them into a small StateVar the graph
 reads. The optimizer's configuration (momentum, betas, whether weight decay is on, clipping)
-is fixed when the step is traced.
+is fixed when the step is traced. A batch size that is a symbolic size (the step traced
+with its batch symbolic, so that an epoch's last, smaller batch runs the same program)
+makes the gradients' rescale a value of the graph, computed from the call's batch.
 """
 import numpy as _np
 
+from .. import np as _knp
 from .._core.base import KilnError
 from .._core import trace
+from .._core.symdim import SymInt
 from ..graph.state import StateVar
 from ..optimizer.base import preprocess_grad
 
@@ -47,7 +51,10 @@ def _restructure(state, arrays):
 def update_traced(trainer, batch_size):
     opt = trainer._optimizer
     ctx = trace.current()
-    rescale = trainer._scale / batch_size
+    # the rescale a hook writes before every call, or for a symbolic batch, the graph's
+    in_graph = _rescale_in_graph(trainer._scale, batch_size) \
+        if isinstance(batch_size, SymInt) else None
+    rescale = None if in_graph is not None else trainer._scale / batch_size
     for i, (name, param) in enumerate(zip(trainer._names, trainer._params)):
         if getattr(param, "grad_req", "write") == "null":
             continue
@@ -67,9 +74,17 @@ def update_traced(trainer, batch_size):
         scal = StateVar(buf, f"trainer.{name}.scalars")
         sym = scal.data()
         s = {k: sym[j] for j, k in enumerate(keys)}
-        g = preprocess_grad(grad, sym[len(keys)], opt.clip_gradient)
+        g = preprocess_grad(grad, sym[len(keys)] if in_graph is None else
+                            in_graph.astype(eager_weight.dtype), opt.clip_gradient)
         opt.apply(weight, g, sym_state, s)
         ctx.pre_call.append(_refresher(opt, i, keys, buf, rescale))
+
+
+def _rescale_in_graph(scale, batch_size):
+    """scale / batch_size in float64 as a graph value, for a symbolic batch size: the
+    batch's value is the sum of that many ones (exact in float64), so the quotient is the
+    one Python computes eagerly, and rounds to the weight's dtype as eager's does."""
+    return scale / _knp.ones((batch_size,), dtype="float64").sum()
 
 
 def _refresher(opt, i, keys, buf, rescale):
@@ -78,6 +93,7 @@ def _refresher(opt, i, keys, buf, rescale):
         s = opt.scalars(opt._get_lr(i), opt._get_wd(i), t)
         for j, k in enumerate(keys):
             buf[j] = s[k]
-        buf[len(keys)] = rescale
-        opt.rescale_grad = rescale
+        if rescale is not None:      # (a symbolic batch's is computed in the graph)
+            buf[len(keys)] = rescale
+            opt.rescale_grad = rescale
     return refresh

@@ -9,9 +9,10 @@ class ProgramInfo:
     def __init__(self, entry, signatures):
         self.entry = entry
         self.signatures = signatures          # the concrete input shapes it served
-        self.symbolic = entry.symbolic        # dynamic.SymbolicInputs or None
-        program = getattr(entry, "program", None)
-        self.backend = getattr(program, "backend", "eager" if entry.eager else "?")
+        # an eager fallback (fallback.EagerEntry) has no program and no symbolic sizes
+        self.symbolic = None if entry.eager else entry.symbolic   # dynamic.SymbolicInputs
+        self.program = None if entry.eager else entry.program
+        self.backend = "eager" if entry.eager else getattr(self.program, "backend", "?")
 
     @property
     def symbolic_dims(self):
@@ -23,10 +24,12 @@ class ProgramInfo:
         return {at: name for at, name in self.symbolic.positions.items() if name not in pinned}
 
     def __str__(self):
-        graph = getattr(getattr(self.entry, "program", None), "graph", None)
+        graph = getattr(self.program, "graph", None)
         inputs = ", ".join(str(list(n.shape)) for n in graph.inputs) if graph else "?"
         head = (f"program on {self.backend} for inputs ({inputs}), served "
                 f"{len(self.signatures)} signature(s)")
+        if self.entry.eager:
+            return head + " (runs eagerly: " + "; ".join(map(str, self.entry.breaks)) + ")"
         if self.symbolic is None:
             return head + " (specialized)"
         body = self.symbolic.describe().replace("\n", "\n    ")

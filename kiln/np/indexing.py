@@ -12,6 +12,7 @@ import numpy as _np
 
 from .._core.base import normalize_axis, op_error, KilnError
 from .._core.dispatch import to_operands
+from .._core.symdim import has_symbolic, is_symbolic
 from .._core.ndarray import ndarray
 from ..ops import REGISTRY as _R
 from ._base import _arr, _gather
@@ -71,12 +72,29 @@ def pick_along(data, index, axis):
     lead = x.shape[:-1]
     n = x.shape[-1]
     idx = broadcast_to(idx, lead + (idx.shape[-1],))
+    if has_symbolic(lead) and not is_symbolic(n) and x.dtype.kind == "f":
+        clipped = _R["minimum"](_R["maximum"](idx.astype(_np.int64), 0), n - 1)
+        return moveaxis(_pick_by_mask(x, clipped, n), -1, axis)
     base = _np.arange(int(_np.prod(lead, dtype=_np.int64)), dtype=_np.int64).reshape(
         lead + (1,)) * n
     clipped = _R["minimum"](_R["maximum"](idx.astype(_np.int64), 0), n - 1)   # np.clip's ops
     flat = ndarray._wrap(base) + clipped
     out = _R["take"](reshape(x, (-1,)), flat, axis=0, mode="clip")
     return moveaxis(out, -1, axis)
+
+
+def _pick_by_mask(x, idx, n):
+    """pick_along's result where the rows are a symbolic size (a batch that varies): the
+    row offsets of one flat take would be a constant of the traced row count, so each
+    index selects its element by comparing with 0..n-1 instead, and the row sums of the
+    selection are the picked values exactly (one element and zeros; NaN and inf kept).
+    It does n times the work of a take, about what a softmax over those n costs."""
+    shape = tuple(idx.shape) + (n,)
+    hit = _R["equal"](broadcast_to(reshape(idx, tuple(idx.shape) + (1,)), shape),
+                      broadcast_to(ndarray._wrap(_np.arange(n, dtype=_np.int64)), shape))
+    values = broadcast_to(reshape(x, tuple(x.shape[:-1]) + (1, n)), shape)
+    zero = broadcast_to(ndarray._wrap(_np.zeros((), x.dtype)), shape)
+    return _R["sum"](_R["where"](hit, values, zero), axis=-1)
 
 
 def choose(a, choices, mode="raise"):

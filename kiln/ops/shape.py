@@ -1,4 +1,6 @@
 """Data-movement primitives: reshape, transpose, broadcast, slicing, concatenation, gather."""
+import math
+
 import numpy as _np
 
 from .registry import register
@@ -197,6 +199,11 @@ def take(x, idx, axis, mode="clip"):
 def _scatter_rule(g, idx, axis, size, mode="clip"):
     _check_int("scatter_add", idx)
     ax = normalize_axis("scatter_add", axis, g.ndim - idx.ndim + 1)
+    middle = tuple(g.shape[ax:ax + idx.ndim])
+    if len(middle) != idx.ndim or math.prod(middle) != idx.size:
+        # (the kernels read one slice of g per index: a g of other sizes was read short)
+        raise op_error("scatter_add", f"g of shape {tuple(g.shape)} has no slice per index "
+                       f"of the {tuple(idx.shape)} indices at axis {ax}")
     shape = tuple(g.shape[:ax]) + (size,) + tuple(g.shape[ax + idx.ndim:])
     return shape, g.dtype
 

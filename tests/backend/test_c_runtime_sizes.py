@@ -249,22 +249,75 @@ def test_a_small_cnn_batch_1_to_64_compiles_at_most_two_programs():
     assert len(_sized(listing)) == 1
 
 
-def test_a_cnn_with_a_dynamic_batch_from_a_first_call_of_batch_1_is_one_program():
-    """dynamic_axes makes the batch symbolic at the first call: that call being batch 1 must
-    not pin it (the layout pass asked `batch == 1` to choose a reshape over a transpose, and
-    every later batch then compiled its own program)."""
+def _lenet():
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(6, 5, padding=2, activation="relu", in_channels=1), nn.MaxPool2D(2, 2),
+            nn.Conv2D(16, 5, activation="relu", in_channels=6), nn.MaxPool2D(2, 2),
+            nn.Dense(120, activation="relu", in_units=400),
+            nn.Dense(84, activation="relu", in_units=120), nn.Dense(10, in_units=84))
+    net.initialize()
+    return net
+
+
+def _cnn_batchnorm():
+    """BatchNorm in inference, with running statistics that are not the identity's."""
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(8, 3, padding=1, in_channels=1), nn.BatchNorm(in_channels=8),
+            nn.Activation("relu"), nn.MaxPool2D(2, 2),
+            nn.Conv2D(16, 3, padding=1, in_channels=8), nn.BatchNorm(in_channels=16),
+            nn.Activation("relu"), nn.AvgPool2D(2, 2), nn.Dense(10, in_units=16 * 7 * 7))
+    net.initialize()
+    rng = onp.random.RandomState(3)
+    for name, p in net.collect_params().items():
+        if name.endswith(("running_mean", "running_var", "gamma", "beta")):
+            low = 0.5 if name.endswith(("running_var", "gamma")) else -0.5
+            p.set_data(np.array(rng.uniform(low, low + 1.5, p.shape).astype("float32")))
+    return net
+
+
+CNNS = {"lenet": _lenet, "batchnorm": _cnn_batchnorm}
+
+
+def _images(batch):
+    return np.array(onp.random.RandomState(batch).rand(batch, 1, 28, 28).astype("float32"))
+
+
+@pytest.mark.parametrize("name", sorted(CNNS))
+def test_cnns_compile_two_programs_for_batches_1_to_64_and_equal_eager(name):
+    """The issue's row for a small CNN: the first call's program, then one symbolic
+    program for every other batch, each call equal to eager code."""
     from kiln.backend import dnnl
     if not dnnl.available():
         pytest.skip("convolutions take run-time sizes on oneDNN only")
-    net, eager = _twins(_cnn)
+    net, eager = _twins(CNNS[name])
+    net.hybridize(backend="c")
+    for batch in list(range(1, 65)) + [64, 1, 9]:
+        x = _images(batch)
+        onp.testing.assert_allclose(net(x).asnumpy(), eager(x).asnumpy(), rtol=1e-4,
+                                    atol=1e-5)
+    listing = kiln.programs(net)
+    assert len(listing) == 2, str(listing)
+    assert len(_sized(listing)) == 1 and len(_sized(listing)[0].signatures) == 63
+
+
+@pytest.mark.parametrize("name", sorted(CNNS))
+def test_a_cnn_traced_at_batch_1_is_one_program_for_every_batch(name):
+    """Traced at batch 1 with the batch named, the layout and fusion passes ask no size
+    whether it is 1 and the flatten before the dense layer divides exactly: one program,
+    no guard that bounds the batch from 1 up, so the C dispatcher serves it directly."""
+    from kiln.backend import dnnl
+    if not dnnl.available():
+        pytest.skip("convolutions take run-time sizes on oneDNN only")
+    net, eager = _twins(CNNS[name])
     net.hybridize(backend="c", dynamic_axes={"x": {0: "batch"}})
-    rng = onp.random.RandomState(1)
-    for batch in (1, 64, 7, 1):
-        x = np.array(rng.rand(batch, 1, 28, 28).astype("float32"))
+    for batch in (1, 7, 64, 2, 1, 33):
+        x = _images(batch)
         onp.testing.assert_allclose(net(x).asnumpy(), eager(x).asnumpy(), rtol=1e-4,
                                     atol=1e-5)
     listing = kiln.programs(net)
     assert len(listing) == 1 and len(_sized(listing)) == 1, str(listing)
+    program = listing.programs[0].entry.program
+    assert program.caller_for([_images(3).asnumpy()]) is not None, str(listing)
 
 
 def test_a_cnn_training_step_specializes_and_says_why():

@@ -43,3 +43,18 @@ def test_a_value_outside_a_build_is_an_error_not_a_guess():
         int(b)
     assert repr(b * 2) == "(b * 2)"
     assert hash(b) == hash(SymInt.symbol("b", 7))
+
+
+def test_dividing_by_a_monomial_that_divides_every_term_is_exact():
+    env = ShapeEnv()
+    with building(env):
+        b, s = env.symbol("b", 5), env.symbol("s", 3)
+        flat = b * 16 * 5 * 5                      # a flattened batch of 16x5x5 maps
+        assert flat // b == 400 and type(flat // b) is int and flat % b == 0
+        per_row = (b * s * 48 + b * 2) // b
+        assert isinstance(per_row, SymInt) and per_row.hint == 3 * 48 + 2
+        assert per_row.evaluate({"s": 7}) == 7 * 48 + 2
+        inexact = (b * 3 + 1) // b                 # a term b does not divide: unchanged
+        assert inexact.evaluate({"b": 2}) == 3 and isinstance((b * 6) // (b * 4), SymInt)
+        assert inexact != 0
+    assert [g.kind() for g in env.guards] == ["condition"]   # only the comparison

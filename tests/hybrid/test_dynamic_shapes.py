@@ -1,4 +1,6 @@
 """hybridize with symbolic dimensions: one program serves many sizes, and equals eager."""
+import warnings
+
 import numpy as onp
 import pytest
 
@@ -300,3 +302,16 @@ def test_sizes_that_varied_in_training_are_symbolic_from_the_first_prediction():
         "first call of this kind (structure, dtypes, ranks, mode, gradients)",
         "sizes changed",
         "first call of this kind (structure, dtypes, ranks, mode, gradients)"]
+
+
+def test_programs_lists_an_eager_fallback():
+    def f(x):
+        return x * float(x.asnumpy().sum())      # needs a value: runs eagerly
+    g = kiln.hybridize(f, backend="numpy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g(np.ones((2, 3)))
+    info = kiln.programs(g)
+    assert len(info) == 1 and info.programs[0].backend == "eager"
+    assert info.programs[0].symbolic is None and info.programs[0].symbolic_dims == {}
+    str(info)

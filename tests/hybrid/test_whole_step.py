@@ -139,3 +139,35 @@ def test_loading_optimizer_states_reaches_the_compiled_step(tmp_path):
     for pa, pb in zip(a.collect_params().values(), b.collect_params().values()):
         onp.testing.assert_allclose(pb.data().asnumpy(), pa.data().asnumpy(), rtol=1e-4,
                                     atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+@pytest.mark.parametrize("loss_name", ["softmax_ce", "l2"])
+def test_a_whole_step_with_a_last_smaller_batch_every_epoch_is_one_program(backend, loss_name):
+    """The batch named symbolic: the update's 1/batch is computed in the graph from the
+    call's batch, and the loss's pick selects by comparison, so epochs of 16, 16, 16 and
+    a last batch of 5 run one program, equal to eager steps."""
+    from kiln.backend.c import build as c_build
+    if backend == "c" and not c_build.available():
+        pytest.skip("no C compiler")
+    (a, ta), (b, tb), shape = twins("mlp", "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+    loss = {"softmax_ce": gluon.loss.SoftmaxCrossEntropyLoss(),
+            "l2": gluon.loss.L2Loss()}[loss_name]
+    eager = fit_step(a, loss, ta, compiled=False)
+    compiled = kiln.hybridize(fit_step(b, loss, tb, compiled=False), backend=backend,
+                              dynamic_axes={0: {0: "batch"}, 1: {0: "batch"}})
+    rng = onp.random.default_rng(4)
+    for _ in range(3):
+        for batch in (16, 16, 16, 5):
+            x = np.array(rng.normal(size=(batch, shape[1])).astype("float32"))
+            y = np.array((rng.integers(0, 10, size=batch) if loss_name == "softmax_ce"
+                          else rng.normal(size=(batch, 10))).astype("float32"))
+            onp.testing.assert_allclose(compiled(x, y).asnumpy(), eager(x, y).asnumpy(),
+                                        rtol=1e-5, atol=1e-6)
+    for pa, pb in zip(a.collect_params().values(), b.collect_params().values()):
+        onp.testing.assert_allclose(pb.data().asnumpy(), pa.data().asnumpy(), rtol=1e-5,
+                                    atol=1e-6)
+    listing = kiln.programs(compiled)
+    assert len(listing) == 1 and not listing.refused, str(listing)
+    assert listing.programs[0].symbolic is not None
+    assert ta.optimizer.num_update == tb.optimizer.num_update == 12

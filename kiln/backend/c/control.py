@@ -119,6 +119,17 @@ def copy_back(em, pairs, aliases):
     return first + then
 
 
+def _check_bound(operands, graph):
+    """Operands bound to a subgraph's inputs have its input shapes and dtypes: bound, not
+    copied, an operand smaller than the input the subgraph was made for would be read past
+    its end. (A symbolic size compared with a subgraph's fixed one is pinned by the guard
+    the comparison records: that build specializes.)"""
+    for x, inp in zip(operands, graph.inputs):
+        if tuple(x.shape) != tuple(inp.shape) or x.dtype != inp.dtype:
+            raise NotLowerable(f"subgraph {graph.name} takes {inp.shape} {inp.dtype}, "
+                               f"its operand is {x.shape} {x.dtype}")
+
+
 class CondGroup:
     @staticmethod
     def key(node):
@@ -133,6 +144,8 @@ class CondGroup:
             raise NotLowerable(f"cond predicate of shape {pred.shape}")
         self.pred = pred
         self.operands = node.inputs[1:]
+        for branch in (a["then_graph"], a["else_graph"]):
+            _check_bound(self.operands, branch)
         self.indices = sorted({m.attrs["index"] for m in members})
         # only the results the graph reads are computed, as the NumPy path does
         self.then = Sub(em, a["then_graph"], [a["then_graph"].outputs[i] for i in self.indices],

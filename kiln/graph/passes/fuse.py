@@ -9,6 +9,7 @@ buffer and the epilogue then updates it element by element in place, which is on
 when both read and write elements of one size (a cast to float64 or a comparison after a
 float32 matmul starts a group of its own).
 """
+from ..._core.symdim import same_at_every_size
 from ...ops.registry import REGISTRY
 
 
@@ -32,7 +33,7 @@ def group_elementwise(graph):
         joined = None
         for i in node.inputs:
             gid = group_of.get(id(i))
-            if gid is None or i.shape != node.shape or id(i) in outputs:
+            if gid is None or not same_at_every_size(i.shape, node.shape) or id(i) in outputs:
                 continue
             if len(users[id(i)]) != 1:
                 continue

@@ -20,7 +20,7 @@ introduces is moved, so the 2-D transposes of weights that matmuls read in place
 import os
 
 from ..._core.ir import Node, rewrite
-from ..._core.symdim import is_symbolic, provably
+from ..._core.symdim import provably
 
 HEAVY = {   # op -> (positions of activation inputs, is the output an activation)
     "conv": ((0,), True), "conv_bf16": ((0,), True), "conv_grad_data": ((0,), True),
@@ -34,11 +34,6 @@ BATCH_NORM = {  # op -> positions of full-size inputs, is the output full-size
     "batch_norm_param_grad": ((0, 1), False), "batch_norm_data_grad": ((0, 1), True),
 }
 SMALL = 4       # an input this many times smaller than the output is permuted to move past
-
-
-def _known_one(size):
-    """Is this size 1 at every size the program serves (no guard recorded)?"""
-    return provably(size, "==", 1) if is_symbolic(size) else size == 1
 
 
 def to_last(ndim):
@@ -68,7 +63,8 @@ def assign_layouts(graph, takes=lambda node: True):
 
     def transpose(x, perm):
         """x transposed by perm, cancelling a transpose it undoes; one node per (x, perm).
-        A transpose that moves only axes of length 1 is a reshape (no copy)."""
+        A transpose that moves only axes of length 1 is a reshape (no copy); a run-time size
+        counts as 1 only where it is 1 at every size, so the choice pins no size."""
         if id(x) in source:
             inner, first = source[id(x)]
         elif x.op == "transpose":
@@ -83,9 +79,7 @@ def assign_layouts(graph, takes=lambda node: True):
         key = (id(x), perm)
         if key not in made:
             shape = tuple(x.shape[p] for p in perm)
-            # a symbolic size counts as maybe more than 1 (no guard asked): a batch made
-            # symbolic on a first call of batch 1 must not be pinned to 1 by this choice
-            moved = [p for p in perm if not _known_one(x.shape[p])]
+            moved = [p for p in perm if not provably(x.shape[p], "==", 1)]
             if moved == sorted(moved):
                 node = Node("reshape", (x,), {"shape": shape}, shape, x.dtype)
             else:
