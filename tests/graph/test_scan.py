@@ -247,3 +247,38 @@ def test_a_step_output_outside_the_window_adds_no_zeros(monkeypatch):
             False] * (len(grads) - 2), [g.name for g in grads if id(g) in read]
     for a, b in zip(compiled, eager):
         onp.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_an_input_bias_gradient_reads_the_recurrent_bias_gradient(backend):
+    """An LSTM layer's input-side bias gradient is the same column sum of the gate gradients
+    as its recurrent bias gradient, which scan_grad returns: the compiled backward reads it
+    (graph/passes/scan_grad_shared_sums.py) instead of summing the rows again, and every
+    gradient equals eager's."""
+    if backend == "c" and not c_build.available():
+        pytest.skip("no working C compiler")
+    from kiln.gluon import rnn
+    from kiln.graph.passes.scan_grad_shared_sums import _rows_of_piece
+    x = onp.random.default_rng(4).normal(size=(5, 3, 4)).astype("float32")
+
+    def grads(hybrid):
+        np.random.seed(0)
+        net = rnn.LSTM(6, num_layers=2, input_size=4)
+        net.initialize()
+        if hybrid:
+            net.hybridize(backend=backend)
+        xa = np.array(x)
+        xa.attach_grad()
+        with autograd.record():
+            loss = (net(xa) * np.array(onp.linspace(-1, 1, 90, dtype="float32")
+                                       .reshape(5, 3, 6))).sum()
+        loss.backward()
+        params = net.collect_params()
+        return net, [xa.grad.asnumpy()] + [params[k].grad().asnumpy() for k in sorted(params)]
+    _, eager = grads(False)
+    net, compiled = grads(True)
+    graphs = [e.grad[0].graph for e in net._kiln_cached.entries.values()]
+    assert any(n.op == "scan_grad" for g in graphs for n in g.nodes)
+    assert not [n for g in graphs for n in g.nodes if _rows_of_piece(n) is not None]
+    for a, b in zip(compiled, eager):
+        onp.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
