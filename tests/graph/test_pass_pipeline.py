@@ -9,7 +9,8 @@ from kiln.graph.passes.pipeline import PIPELINES, Step, run_pipeline
 from test_layout_pass import inp, node, values, arrays_for, conv_bias_relu, CONV, POOL
 
 GENERIC = ["eliminate_dead_code", "fold_constants", "eliminate_common_subexpressions",
-           "simplify", "gather_pieces", "scan_grad_window", "eliminate_dead_code",
+           "simplify", "gather_pieces", "scan_grad_window",
+           "scan_grad_shared_sums", "eliminate_dead_code",
            "group_elementwise"]
 
 

@@ -211,3 +211,74 @@ def test_no_stack_past_the_memory_limit_and_the_same_values(monkeypatch):
     assert plans and "copy" not in kinds, kinds
     for a, b in zip(compiled, eager):
         onp.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+
+
+def test_a_step_output_outside_the_window_adds_no_zeros(monkeypatch):
+    """With g_window, the step outputs outside it (the values the forward saves for the
+    backward) get no gradient: the step's gradient graph does not read their incoming
+    gradient (no `0 + x` over a zero row each step), and the values equal the eager loop's."""
+    if not c_build.available():
+        pytest.skip("no working C compiler")
+    from kiln.backend.c import scan_hoist
+    vjps = []
+    real_plan = scan_hoist.plan
+
+    def spy(vjp, *args):
+        vjps.append(vjp)
+        return real_plan(vjp, *args)
+    monkeypatch.setattr(scan_hoist, "plan", spy)
+    rng = onp.random.default_rng(3)
+    values = [rng.normal(size=s).astype("float32")
+              for s in ((6, 2, 3), (2, 3), (3, 3), (3, 3), (3,))]
+
+    def f(xs, h, w, u, b):
+        ys, _ = projected_input_model(False)(xs, h, w, u, b)
+        return ys
+    head = np.array(onp.linspace(-1, 1, 36, dtype="float32").reshape(6, 2, 3))
+    eager = grads_of(f, values, lambda ys: (ys * head).sum())
+    fn = kiln.hybridize(f, backend="c")
+    compiled = grads_of(fn, values, lambda ys: (ys * head).sum())
+    assert vjps
+    for vjp in vjps:
+        grads = [n for n in vjp.inputs if n.name.startswith("grad_out")]
+        read = {id(i) for n in vjp.nodes for i in n.inputs} | {id(o) for o in vjp.outputs}
+        # the carried value's and the step output's gradients are read, the saved ones not
+        assert len(grads) > 2 and [id(g) in read for g in grads] == [True, True] + [
+            False] * (len(grads) - 2), [g.name for g in grads if id(g) in read]
+    for a, b in zip(compiled, eager):
+        onp.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_an_input_bias_gradient_reads_the_recurrent_bias_gradient(backend):
+    """An LSTM layer's input-side bias gradient is the same column sum of the gate gradients
+    as its recurrent bias gradient, which scan_grad returns: the compiled backward reads it
+    (graph/passes/scan_grad_shared_sums.py) instead of summing the rows again, and every
+    gradient equals eager's."""
+    if backend == "c" and not c_build.available():
+        pytest.skip("no working C compiler")
+    from kiln.gluon import rnn
+    from kiln.graph.passes.scan_grad_shared_sums import _rows_of_piece
+    x = onp.random.default_rng(4).normal(size=(5, 3, 4)).astype("float32")
+
+    def grads(hybrid):
+        np.random.seed(0)
+        net = rnn.LSTM(6, num_layers=2, input_size=4)
+        net.initialize()
+        if hybrid:
+            net.hybridize(backend=backend)
+        xa = np.array(x)
+        xa.attach_grad()
+        with autograd.record():
+            loss = (net(xa) * np.array(onp.linspace(-1, 1, 90, dtype="float32")
+                                       .reshape(5, 3, 6))).sum()
+        loss.backward()
+        params = net.collect_params()
+        return net, [xa.grad.asnumpy()] + [params[k].grad().asnumpy() for k in sorted(params)]
+    _, eager = grads(False)
+    net, compiled = grads(True)
+    graphs = [e.grad[0].graph for e in net._kiln_cached.entries.values()]
+    assert any(n.op == "scan_grad" for g in graphs for n in g.nodes)
+    assert not [n for g in graphs for n in g.nodes if _rows_of_piece(n) is not None]
+    for a, b in zip(compiled, eager):
+        onp.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)

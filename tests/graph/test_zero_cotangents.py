@@ -32,3 +32,15 @@ def test_nothing_absent_changes_nothing():
     out = Node("multiply", (g0, r), {}, (3,), "float32")
     graph = Graph([g0, r], [], [out])
     assert prune_zero_cotangents(graph, [g0], []).outputs[0] is out
+
+
+def test_a_node_reading_an_absent_and_a_live_gradient_reads_zeros():
+    """add(g0, g1) with g1 absent reads a zero constant, not the input: simplification can
+    then drop the add (a scan step's gradient of a step output it never reads)."""
+    from kiln.graph.passes.pipeline import run_pipeline
+    g0, g1 = _input("g0"), _input("g1")
+    total = Node("add", (g1, g0), {}, (3,), "float32")
+    graph = Graph([g0, g1], [], [total])
+    pruned = prune_zero_cotangents(graph, [g0, g1], [g1])
+    assert all(g1 not in n.inputs for n in pruned.nodes)
+    assert run_pipeline("generic", pruned).outputs[0] is g0

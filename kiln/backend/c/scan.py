@@ -138,9 +138,19 @@ class ScanGradGroup(_ScanBase):
                 offset += _nbytes(x.shape, x.dtype)
             else:
                 self.grad_offset.append(None)
+        # with g_window, step outputs outside the window get no gradient: their cotangent
+        # inputs are zeros the pruned-backward pipeline folds away (no add of a zero row)
+        window = node.attrs.get("g_window")
+        self.window = None if window is None else tuple(k * self.g.dtype.itemsize
+                                                         for k in window)
         vjp = vjp_graph(self.body, tuple(range(len(self.body.outputs))),
                         saved_nodes(self.body, self.n_saved))
-        vjp = run_pipeline("generic", Graph(vjp.inputs, [], vjp.outputs, vjp.name))
+        cotangents = vjp.inputs[len(vjp.inputs) - len(self.body.outputs):]
+        absent = [c for c, off, b in zip(cotangents[self.n:], self.offsets[self.n:],
+                                         self.y_bytes)
+                  if self._g(None, off, self.length * b) is None]
+        vjp = run_pipeline("pruned-backward", Graph(vjp.inputs, [], vjp.outputs, vjp.name),
+                           cotangents=cotangents, absent=absent)
         n, nx = self.n, self.n_xs
         self.hoisted, outputs = scan_hoist.plan(vjp, n, nx, len(self.invariants), self.length,
                                                 self.reverse, self.grad_offset)
@@ -150,10 +160,7 @@ class ScanGradGroup(_ScanBase):
         self.stacks = scan_hoist.Stacks(em, self.hoisted, self.length, {
             id(node): slot for node, slot in zip(outputs[extra:], self.vjp.outputs[extra:])})
         self.g_carried = [em.new_buffer(b) for b in self.sizes]
-        # with g_window, step outputs outside the window read a row of zeros
-        window = node.attrs.get("g_window")
-        self.window = None if window is None else tuple(k * self.g.dtype.itemsize
-                                                         for k in window)
+        # step outputs outside the window (unread after pruning) point at a row of zeros
         self.zero_row = em.new_buffer(max(self.y_bytes)) \
             if self.window is not None and self.y_bytes and max(self.y_bytes) else None
 

@@ -34,7 +34,8 @@ import os
 import sys
 
 from . import (amp, attention, conv_epilogue, cse, dce, expand_heavy, fold, fuse, gather_pieces,
-               layout, normalization, quantize, scan_grad_window, simplify, zero_cotangents)
+               layout, normalization, quantize, scan_grad_shared_sums, scan_grad_window, simplify,
+               zero_cotangents)
 
 
 class Step:
@@ -80,6 +81,8 @@ PIPELINES = {
         Step("algebraic simplification", simplify, "simplify"),
         Step("slice gradients gathered", gather_pieces, "gather_pieces"),
         Step("scan gradients windowed", scan_grad_window, "scan_grad_window"),
+        Step("scan gradient column sums shared", scan_grad_shared_sums,
+             "scan_grad_shared_sums"),
         DEAD_CODE,
         FusionStep("elementwise fusion groups", fuse, "group_elementwise"),
     ),

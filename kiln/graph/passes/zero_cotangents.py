@@ -6,7 +6,8 @@ one incoming gradient per output; feeding zeros for the unused ones would comput
 `0 * inf = nan` through that output's chain (an argument divided by zero and left unused,
 say). Given the gradient inputs that are absent, this pass replaces every node that
 depends on them alone with zeros, before any arithmetic: a backward graph is linear in its
-incoming gradients, so such a node is exactly zero in eager's sense.
+incoming gradients, so such a node is exactly zero in eager's sense. A node that also reads
+other values reads constant zeros for the absent ones, which simplification folds away.
 """
 from ..._core.ir import Node, rewrite
 
@@ -26,16 +27,25 @@ def prune_zero_cotangents(graph, cotangents, absent):
             if all(id(i) in zero for i in touched):
                 zero.add(id(n))
 
+    absent_ids = {id(n) for n in absent}
+
+    def zeros(node):
+        return Node("full", (), {"shape": node.shape, "value": 0, "dtype": node.dtype},
+                    node.shape, node.dtype)
+
     def replace(node, inputs):
         if id(node) in zero and not node.is_source:
-            return Node("full", (), {"shape": node.shape, "value": 0, "dtype": node.dtype},
-                        node.shape, node.dtype)
+            return zeros(node)
+        if any(id(i) in absent_ids for i in inputs):
+            # a node that also reads other values reads zeros for the absent gradient, so
+            # simplification drops `0 + x` (a scan step's gradient of an unused output)
+            inputs = tuple(zeros(i) if id(i) in absent_ids else i for i in inputs)
+            return Node(node.op, inputs, node.attrs, node.shape, node.dtype, name=node.name,
+                        value=node.value)
         return None
 
     pruned = rewrite(graph, replace)
     # an output that is an absent input itself
-    outputs = [Node("full", (), {"shape": o.shape, "value": 0, "dtype": o.dtype}, o.shape,
-                    o.dtype) if id(o) in {id(a) for a in absent} else o
-               for o in pruned.outputs]
+    outputs = [zeros(o) if id(o) in absent_ids else o for o in pruned.outputs]
     from ..._core.ir import Graph
     return Graph(graph.inputs, graph.params, outputs, graph.name)
