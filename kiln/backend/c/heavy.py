@@ -20,6 +20,7 @@ from . import fixed_source
 from .lowering import Heavy, register
 from ..dnnl import lowp as dnnl_lowp
 from .sizes import is_runtime
+from ..._core.symdim import provably
 from ...ops.registry import REGISTRY
 
 OPS = ("conv", "conv_bf16", "conv_bias", "conv_grad_data", "conv_grad_weight", "pool",
@@ -74,8 +75,8 @@ def pair_max_pools(em, nodes):
         elif key in first:
             pool = first[key]
             if id(pool) not in shared:
-                shared[id(pool)] = em.new_buffer(max(_workspace_bytes(
-                    _pool_maker(1, pool.inputs[0], pool.shape, pool.attrs)), 64))
+                spec = _pool_spec(1, pool.inputs[0], pool.shape, pool.attrs)
+                shared[id(pool)] = em.new_buffer(_workspace_bytes(spec))
             shared[id(node)] = shared[id(pool)]
 
 
@@ -85,64 +86,128 @@ def _nchw(shape, attrs):
     return channels_first(shape) if attrs.get("channels_last") else tuple(shape)
 
 
-def _pool_maker(which, x, y_shape, attrs):
+# A shim op is described by a spec, the arguments of the shim's kd_conv or kd_pool:
+#   ("conv", which, nsp, x dims, w dims, y dims, stride, dilation, lo, hi, groups, flags)
+#   ("pool", which, alg, nsp, x dims, y dims, kernel, stride, lo, hi, flags)
+# (activation dims in NCHW order; which: 0 forward, 1 data gradient / forward keeping the
+# max workspace, 2 weights' gradient / pooling's backward). The same spec with its batch
+# left 0 describes a call site's cache of one op per batch size (dnnl/batch.c).
+
+def _conv_spec(which, x_shape, w_shape, y_shape, attrs, bias=False, relu=False, bf16=False):
     from ..dnnl import ops
-    geo = (attrs["kernel"], attrs["stride"], attrs["pad"])
-    xs, ys, last = _nchw(x.shape, attrs), _nchw(y_shape, attrs), bool(attrs.get("channels_last"))
-    return lambda lib: ops.make_pool(lib, which, attrs["kind"], xs, ys, *geo,
-                                     channels_last=last)
+    flags = ((ops.CHANNELS_LAST if attrs.get("channels_last") else 0)
+             | (ops.BIAS if bias else 0) | (ops.RELU if relu else 0)
+             | (ops.BF16 if bf16 else 0))
+    return ("conv", which, len(attrs["stride"]), _nchw(x_shape, attrs), tuple(w_shape),
+            _nchw(y_shape, attrs), attrs["stride"], attrs["dilation"], attrs["pad"][0::2],
+            attrs["pad"][1::2], attrs.get("groups", 1), flags)
+
+
+def _pool_spec(which, x, y_shape, attrs):
+    from ..dnnl import ops
+    return ("pool", which, ops.POOL_KINDS[attrs["kind"]], len(attrs["kernel"]),
+            _nchw(x.shape, attrs), _nchw(y_shape, attrs), attrs["kernel"], attrs["stride"],
+            attrs["pad"][0::2], attrs["pad"][1::2],
+            ops.CHANNELS_LAST if attrs.get("channels_last") else 0)
+
+
+def _dims(spec):
+    """The positions of the spec's activation dims (x, and y; w has no batch)."""
+    return (3, 5) if spec[0] == "conv" else (4, 5)
+
+
+def _with_batch(spec, n):
+    spec = list(spec)
+    for at in _dims(spec):
+        spec[at] = (n,) + tuple(spec[at][1:])
+    return tuple(spec)
+
+
+def _call_shim(lib, spec, batch_cache=False):
+    """A new shim op for `spec` (or, batch_cache, the call site's cache of ops per batch
+    for the spec with its batch left 0); 0 on failure."""
+    from ..dnnl.ops import _i64
+    if spec[0] == "pool":
+        _, which, alg, nsp, xs, ys, kernel, stride, lo, hi, flags = spec
+        new = lib.kd_pool_batch_new if batch_cache else lib.kd_pool
+        return new(which, alg, nsp, _i64(xs), _i64(ys), _i64(kernel), _i64(stride),
+                   _i64(lo), _i64(hi), flags)
+    _, which, nsp, xs, ws, ys, stride, dilation, lo, hi, groups, flags = spec
+    new = lib.kd_conv_batch_new if batch_cache else lib.kd_conv
+    return new(which, nsp, _i64(xs), _i64(ws), _i64(ys), _i64(stride), _i64(dilation),
+               _i64(lo), _i64(hi), groups, flags)
 
 
 def _makers(node, workspace=None):
-    """[(maker, argument nodes or workspace sizes)] for the shim calls of one node;
+    """[(spec, argument nodes or workspace sizes)] for the shim calls of one node;
     workspace: the buffer slot of a workspace shared with the node's partner
     (pair_max_pools)."""
-    from ..dnnl import ops
     a = node.attrs
     if node.op == "conv_bias" or (node.op == "conv_bf16" and len(node.inputs) == 3):
         x, w, b = node.inputs
-        geo = (a["stride"], a["dilation"], a["pad"], a.get("groups", 1))
-        shapes = (0, _nchw(x.shape, a), w.shape, _nchw(node.shape, a))
-        flags = dict(channels_last=bool(a.get("channels_last")), bias=True,
-                     relu=bool(a.get("relu")), bf16=_bf16(node))
-        return [(lambda lib: ops.make_conv(lib, *shapes, *geo, **flags), [x, w, b, node])]
+        spec = _conv_spec(0, x.shape, w.shape, node.shape, a, bias=True,
+                          relu=bool(a.get("relu")), bf16=_bf16(node))
+        return [(spec, [x, w, b, node])]
     if node.op in ("conv", "conv_bf16", "conv_grad_data", "conv_grad_weight"):
-        geo = (a["stride"], a["dilation"], a["pad"], a.get("groups", 1))
         first, second = node.inputs
         if node.op in ("conv", "conv_bf16"):
-            shapes = (0, _nchw(first.shape, a), second.shape, _nchw(node.shape, a))
+            shapes = (0, first.shape, second.shape, node.shape)
         elif node.op == "conv_grad_data":
-            shapes = (1, _nchw(node.shape, a), second.shape, _nchw(first.shape, a))
+            shapes = (1, node.shape, second.shape, first.shape)
         else:
-            shapes = (2, _nchw(first.shape, a), node.shape, _nchw(second.shape, a))
-        last, bf16 = bool(a.get("channels_last")), _bf16(node)
-        return [(lambda lib: ops.make_conv(lib, *shapes, *geo, channels_last=last, bf16=bf16),
-                 [first, second, node])]
+            shapes = (2, first.shape, node.shape, second.shape)
+        return [(_conv_spec(*shapes, a, bf16=_bf16(node)), [first, second, node])]
     kind = a["kind"]
     if node.op == "pool":
         x = node.inputs[0]
         if workspace is not None:
-            return [(_pool_maker(1, x, node.shape, a), [x, node, ("shared", workspace)])]
-        return [(_pool_maker(0, x, node.shape, a), [x, node])]
+            return [(_pool_spec(1, x, node.shape, a), [x, node, ("shared", workspace)])]
+        return [(_pool_spec(0, x, node.shape, a), [x, node])]
     g, x = node.inputs
     if workspace is not None:
-        return [(_pool_maker(2, x, g.shape, a), [g, ("shared", workspace), node])]
+        return [(_pool_spec(2, x, g.shape, a), [g, ("shared", workspace), node])]
     if kind != "max":
-        return [(_pool_maker(2, x, g.shape, a), [g, node])]
+        return [(_pool_spec(2, x, g.shape, a), [g, node])]
     # max: the forward pass again, keeping where each maximum was, then the backward
-    fwd, bwd = _pool_maker(1, x, g.shape, a), _pool_maker(2, x, g.shape, a)
+    fwd, bwd = _pool_spec(1, x, g.shape, a), _pool_spec(2, x, g.shape, a)
     return [(fwd, [x, ("scratch", g.size * 4), ("workspace", fwd)]),
             (bwd, [g, ("workspace", fwd), node])]
 
 
-def _workspace_bytes(make):
+def _batch(spec):
+    """The spec's run-time batch when it is its only run-time size (the same in x and y),
+    else None (a spec of fixed sizes, or one oneDNN's ops per batch cannot serve)."""
+    xs, ys = (spec[at] for at in _dims(spec))
+    if not is_runtime(xs[0]):
+        return None
+    rest = [d for at, part in enumerate(spec) if isinstance(part, tuple)
+            for k, d in enumerate(part) if not (at in _dims(spec) and k == 0)]
+    if not provably(xs[0], "==", ys[0]) or any(is_runtime(d) for d in rest):
+        return None
+    return xs[0]
+
+
+def _workspace_bytes(spec):
+    """The bytes of the workspace of a max pool's op, at least 64; of a run-time batch, a
+    size expression in it (oneDNN's workspace grows by the same bytes per image)."""
     from ..dnnl.library import shim
     lib = shim()
-    op = _new(lib, make)
-    try:
-        return int(lib.kd_arg_size(op, 2))
-    finally:
-        lib.kd_free(op)
+
+    def size(s):
+        op = _new(lib, lambda lib: _call_shim(lib, s))
+        try:
+            return int(lib.kd_arg_size(op, 2))
+        finally:
+            lib.kd_free(op)
+    batch = _batch(spec)
+    if batch is None:
+        return max(size(spec), 64)
+    one, two, three = (size(_with_batch(spec, n)) for n in (1, 2, 3))
+    per_image = two - one
+    if three - two != per_image:
+        raise KilnError("oneDNN's max pooling workspace does not grow by the same bytes per "
+                        "image; a run-time batch cannot size it")
+    return batch * per_image + (one - per_image) + 64
 
 
 def _new(lib, make):
@@ -156,13 +221,9 @@ def _new(lib, make):
 def emit(em, node, storage, weight_ok):
     """C statements for one heavy node. weight_ok(input node): may its reordered copy be
     kept between calls (a parameter the program does not write)?"""
-    if any(is_runtime(d) for n in (node,) + node.inputs for d in n.shape):
-        code = _emit_batch(em, node, storage, weight_ok)
-        if code is not None:
-            return code
     lines, extra = [], {}
     workspace = em.__dict__.get("pool_workspaces", {}).get(id(node))
-    for make, args in _makers(node, workspace):
+    for spec, args in _makers(node, workspace):
         slots, stamps = [], []
         for arg in args:
             if isinstance(arg, tuple) and arg[0] == "shared":
@@ -170,81 +231,40 @@ def emit(em, node, storage, weight_ok):
                 stamps.append("0")
             elif isinstance(arg, tuple):
                 if id(arg[1]) not in extra:
-                    size = arg[1] if arg[0] == "scratch" else _workspace_bytes(arg[1])
-                    extra[id(arg[1])] = em.new_buffer(max(size, 64))
+                    size = (arg[1] + 64 if arg[0] == "scratch"
+                            else _workspace_bytes(arg[1]))
+                    extra[id(arg[1])] = em.new_buffer(size)
                 slots.append(f"P[{extra[id(arg[1])]}]")
                 stamps.append("0")
             else:
                 slots.append(f"P[{storage(arg)}]")
                 stamps.append("kiln_weight_stamp()" if arg is not node and weight_ok(arg)
                               else "0")
-        op = op_slot(em, make, node)
-        lines += ["  {", f"    void *a[{len(slots)}] = {{{', '.join(slots)}}};",
-                  f"    int64_t s[{len(slots)}] = {{{', '.join(stamps)}}};",
-                  f"    if (kiln_dnnl_run(P[{op}], a, s) != 0) return {DNNL_FAILED};", "  }"]
+        call = [f"    void *a[{len(slots)}] = {{{', '.join(slots)}}};",
+                f"    int64_t s[{len(slots)}] = {{{', '.join(stamps)}}};"]
+        batch = _batch(spec)
+        if batch is None:
+            op = op_slot(em, lambda lib, spec=spec: _call_shim(lib, spec), node)
+            lines += ["  {", *call,
+                      f"    if (kiln_dnnl_run(P[{op}], a, s) != 0) return {DNNL_FAILED};",
+                      "  }"]
+            continue
+        # the op for the call's batch from this call site's cache (dnnl/batch.c)
+        slot = em.add_slot(("dnnl_batch", _with_batch(spec, 0)))
+        em.sized_dnnl = True
+        lines += [f"  if (({batch}) > 0) {{",
+                  f"    void *op = kiln_batch_op(P[{slot}], {batch});",
+                  f"    if (!op) return {DNNL_FAILED};", *call,
+                  f"    if (kiln_dnnl_run(op, a, s) != 0) return {DNNL_FAILED};", "  }"]
+        if node.op == "conv_grad_weight":    # no images: the weights' gradient is 0
+            nbytes = node.size * _np.dtype(node.dtype).itemsize
+            lines += [f"  else memset(P[{storage(node)}], 0, {nbytes});"]
     return "\n".join(lines)
 
 
-def _batch_args(node):
-    """The shim's arguments of a convolution or pooling (forward, no workspace) whose batch
-    is its only run-time size, the batch left 0; else None."""
-    from ..dnnl import ops
-    a = node.attrs
-    if node.op not in ("conv", "conv_bias", "pool"):
-        return None
-    x = node.inputs[0]
-    xs, ys = _nchw(x.shape, a), _nchw(node.shape, a)
-    if xs[0] is not ys[0] and xs[0] != ys[0] or any(
-            is_runtime(d) for d in xs[1:] + ys[1:] + sum((i.shape for i in node.inputs[1:]),
-                                                          ())):
-        return None
-    xs, ys = (0,) + tuple(int(d) for d in xs[1:]), (0,) + tuple(int(d) for d in ys[1:])
-    last = ops.CHANNELS_LAST if a.get("channels_last") else 0
-    lo, hi = a["pad"][0::2], a["pad"][1::2]
-    if node.op == "pool":
-        return ("pool", 0, ops.POOL_KINDS[a["kind"]], len(a["kernel"]), xs, ys, a["kernel"],
-                a["stride"], lo, hi, last)
-    flags = last | (ops.BIAS | (ops.RELU if a.get("relu") else 0)
-                    if node.op == "conv_bias" else 0)
-    return ("conv", 0, len(a["stride"]), xs, tuple(node.inputs[1].shape), ys, a["stride"],
-            a["dilation"], lo, hi, a.get("groups", 1), flags)
-
-
-def _emit_batch(em, node, storage, weight_ok):
-    """C for a convolution or pooling whose batch is a run-time size: the op for the
-    call's batch from its call site's cache in the shim (dnnl/batch.c), or None when the
-    node needs more (a gradient, a workspace, another run-time size)."""
-    if id(node) in em.__dict__.get("pool_workspaces", {}):
-        return None       # a max pooling whose gradient reads its workspace: training
-    args = _batch_args(node)
-    if args is None:
-        return None
-    batch = _nchw(node.inputs[0].shape, node.attrs)[0]
-    slot = em.add_slot(("dnnl_batch", args))
-    em.sized_dnnl = True
-    operands = list(node.inputs) + [node]
-    slots = ", ".join(f"P[{storage(x)}]" for x in operands)
-    stamps = ", ".join("kiln_weight_stamp()" if x is not node and weight_ok(x) else "0"
-                       for x in operands)
-    n = len(operands)
-    return "\n".join([
-        f"  if (({batch}) > 0) {{",
-        f"    void *op = kiln_batch_op(P[{slot}], {batch});",
-        f"    if (!op) return {DNNL_FAILED};",
-        f"    void *a[{n}] = {{{slots}}};", f"    int64_t s[{n}] = {{{stamps}}};",
-        f"    if (kiln_dnnl_run(op, a, s) != 0) return {DNNL_FAILED};", "  }"])
-
-
-def new_batch_cache(lib, args):
-    """The shim's op cache of one _emit_batch call site (args: its slot's)."""
-    from ..dnnl.ops import _i64
-    if args[0] == "pool":
-        _, which, alg, nsp, xs, ys, kernel, stride, lo, hi, flags = args
-        return lib.kd_pool_batch_new(which, alg, nsp, _i64(xs), _i64(ys), _i64(kernel),
-                                     _i64(stride), _i64(lo), _i64(hi), flags)
-    _, which, nsp, xs, ws, ys, stride, dilation, lo, hi, groups, flags = args
-    return lib.kd_conv_batch_new(which, nsp, _i64(xs), _i64(ws), _i64(ys), _i64(stride),
-                                 _i64(dilation), _i64(lo), _i64(hi), groups, flags)
+def new_batch_cache(lib, spec):
+    """The shim's op cache of one call site of a run-time batch (spec: its slot's)."""
+    return _call_shim(lib, spec, batch_cache=True)
 
 
 register(OPS, Heavy(emit, accepts=lowerable))

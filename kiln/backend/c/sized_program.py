@@ -68,10 +68,10 @@ class SizedCProgram:
                                  f"({pinned[0]!r})")
         fixed = [entry[1] for entry in gen.slots if entry[0] == "dnnl_op" and
                  entry[2:] == ("pinned",)]
-        if fixed:     # made once, for one shape of run-time sizes (heavy.op_slot): conv,
-                      # pool and their gradients
-            raise NotSizeGeneric("oneDNN ops of fixed shape (convolution, pooling) do not "
-                                 "take run-time sizes yet")
+        if fixed:     # made once, for one shape of run-time sizes (heavy.op_slot): a
+                      # convolution or pooling with a run-time size other than its batch
+            raise NotSizeGeneric("oneDNN's convolutions and poolings take only their batch "
+                                 "as a run-time size")
         if debug_level() >= 2:
             print(f"[kiln] generated C for {graph.name}:\n{gen.source}", file=sys.stderr)
         self.source = gen.source
