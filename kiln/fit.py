@@ -2,9 +2,10 @@
 
     history = kiln.fit(net, train_loader, loss_fn, trainer, epochs=10, val_data=test_loader)
 
-Each step (forward, backward, optimizer update) is compiled once per batch shape with
-kiln.hybridize, so an epoch runs one native program per batch. Pass compiled=False to
-train eagerly with the same loop (for debugging, or to compare).
+Each step (forward, backward, optimizer update) is compiled whole with kiln.hybridize, its
+batch a run-time size: one native program serves every batch of an epoch, the last
+smaller one included (static_shape=True compiles one per batch size instead). Pass
+compiled=False to train eagerly with the same loop (for debugging, or to compare).
 
 Under `mpiexec` (kiln.distributed) the loop is unchanged: the loss and accuracy are summed
 over the ranks, and only rank 0 shows progress and logs.
@@ -15,8 +16,15 @@ from ._core import autograd
 from .hybrid.cached import hybridize
 
 
-def make_step(net, loss_fn, trainer, compiled=True, backend=None):
-    """step(x, y) -> per-sample loss; one optimizer update per call."""
+# the batch axis of a step's data and labels: a run-time size from the first call on
+BATCH_AXES = {0: {0: "batch"}, 1: {0: "batch"}}
+
+
+def make_step(net, loss_fn, trainer, compiled=True, backend=None, static_shape=False):
+    """step(x, y) -> per-sample loss; one optimizer update per call. Compiled, one
+    program serves every batch size (a step whose code needs the batch's value, or a
+    backend that cannot take it at run time, says why in kiln.programs(step) and
+    specializes); static_shape=True: one program per batch size."""
     def step(x, y):
         with autograd.record():
             loss = loss_fn(net(x), y)
@@ -24,7 +32,10 @@ def make_step(net, loss_fn, trainer, compiled=True, backend=None):
         trainer.step(x.shape[0])
         return loss
     # the step is kiln's code: the user is not told its side effects run only in tracing
-    return hybridize(step, backend=backend, trace_warning=False) if compiled else step
+    if not compiled:
+        return step
+    shapes = {"static_shape": True} if static_shape else {"dynamic_axes": BATCH_AXES}
+    return hybridize(step, backend=backend, trace_warning=False, **shapes)
 
 
 def accuracy(net, loader):
@@ -41,13 +52,14 @@ def accuracy(net, loader):
 
 
 def fit(net, train_data, loss_fn, trainer, epochs=1, val_data=None, compiled=True,
-        backend=None, quiet=False, log=print):
+        backend=None, quiet=False, log=print, static_shape=False):
     """Train `net`; returns a list of per-epoch dicts (loss, seconds, and val accuracy)."""
     from .utils.progress import progress
     from .distributed import rank, sum_over_ranks
     if rank() != 0:
         quiet, log = True, None
-    step = make_step(net, loss_fn, trainer, compiled=compiled, backend=backend)
+    step = make_step(net, loss_fn, trainer, compiled=compiled, backend=backend,
+                     static_shape=static_shape)
     history = []
     for epoch in range(1, epochs + 1):
         start = time.perf_counter()

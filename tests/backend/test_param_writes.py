@@ -120,7 +120,11 @@ def test_a_read_only_parameter_is_never_written():
         onp.testing.assert_array_equal(frozen, wv)
 
 
-def test_compiled_sgd_step_updates_the_parameter_arrays_in_place():
+@pytest.mark.parametrize("static_shape", [True, False])
+def test_compiled_sgd_step_updates_the_parameter_arrays_in_place(static_shape):
+    """Of one batch size (CProgram) and of a run-time batch (SizedCProgram, make_step's
+    default) alike."""
+    from kiln.backend.c.sized_program import SizedCProgram
     net = nn.HybridSequential()
     net.add(nn.Dense(16, activation="relu"), nn.Dense(4))
     net.initialize(init.Xavier())
@@ -128,12 +132,13 @@ def test_compiled_sgd_step_updates_the_parameter_arrays_in_place():
     y = np.array(onp.arange(8) % 4, dtype="float32")
     net(x)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
-    step = make_step(net, gluon.loss.SoftmaxCrossEntropyLoss(), trainer, backend="c")
+    step = make_step(net, gluon.loss.SoftmaxCrossEntropyLoss(), trainer, backend="c",
+                     static_shape=static_shape)
     arrays = [p.data()._data for p in net.collect_params().values()]
     before = [a.copy() for a in arrays]
     step(x, y)
     prog = next(iter(step._cached.entries.values())).program
-    assert isinstance(prog, CProgram)
+    assert isinstance(prog, CProgram if static_shape else SizedCProgram)
     assert len(prog._written) == len(arrays)
     for p, a, b in zip(net.collect_params().values(), arrays, before):
         assert p.data()._data is a and not onp.array_equal(a, b)
