@@ -16,7 +16,11 @@ The models, float32, each three ways in one process:
   1024 for the MLP, 1, 64 and 256 for the CNNs) of a specialized program
   (static_shape=True) and of the one symbolic program (dynamic_axes, run-time sizes),
   timed side by side (harness.side_by_side), with their ratio, and the CPU time per call
-  (time.process_time, every thread of the process) beside it.
+  (time.process_time, every thread of the process) beside it;
+- for mlp and lenet, one whole compiled training step (kiln.fit.make_step: forward,
+  backward, SGD update) over batches of 64 and a last one of 17: the programs it makes
+  with a run-time batch (make_step's default) and with static_shape=True, and the time
+  per step of each at both batches, side by side.
 """
 import argparse
 import os
@@ -157,6 +161,49 @@ def report(name, args):
     print()
 
 
+def training_rows(name, weights, batches):
+    """Rows for side_by_side: a whole compiled training step (kiln.fit.make_step, SGD) with
+    a run-time batch (make_step's default) and one per batch size (static_shape=True), at
+    each batch; and the programs each made for an epoch of these batches."""
+    from kiln import gluon
+    from kiln.fit import make_step
+    steps, rows = {}, []
+    for static in (True, False):
+        net = get_net(name, weights)
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
+        steps[static] = make_step(net, gluon.loss.SoftmaxCrossEntropyLoss(), trainer,
+                                  backend="c", static_shape=static)
+    rng = onp.random.RandomState(0)
+    for batch in batches:
+        y = np.array(rng.randint(0, 10, batch).astype("float32"))
+        for static, label in ((True, "one per batch size"), (False, "run-time batch")):
+            rows.append((f"batch {batch} {label}",
+                         lambda s=steps[static], x=_x(name, batch), y=y: s(x, y), ""))
+    for _, fn, _ in rows:
+        fn()
+    return rows, {static: len(kiln.programs(s)) for static, s in steps.items()}
+
+
+def report_training(name, args):
+    """The training step of `name` over an epoch of batches 64 and a last one of 17."""
+    batches = (64, 17)
+    rows, programs = training_rows(name, get_net(name), batches)
+    timed = dict((row, t) for row, t, _ in harness.side_by_side(
+        rows, min_time=0.05 if args.quick else 0.3, rounds=5 if args.quick else 9))
+    print(f"### {name}: one compiled training step (kiln.fit.make_step, SGD) over batches of "
+          f"64 and a last one of 17: {programs[False]} program(s) with a run-time batch, "
+          f"{programs[True]} with static_shape=True; load average "
+          f"{os.getloadavg()[0]:.1f}\n")
+    print("| batch | one per batch size | run-time batch | run-time / per size |")
+    print("| ---: | ---: | ---: | ---: |")
+    for batch in batches:
+        spec, sym = (timed[f"batch {batch} {k}"] for k in ("one per batch size",
+                                                             "run-time batch"))
+        print(f"| {batch} | {harness.fmt_time(spec)} | {harness.fmt_time(sym)} | "
+              f"{sym / spec:.3f} |")
+    print()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kiln bench dynamic")
     parser.add_argument("--model", choices=sorted(CHOICES), default="both",
@@ -173,6 +220,8 @@ def main(argv=None):
           f"{harness.setup_line()}; load average {os.getloadavg()[0]:.1f}\n")
     for name in CHOICES[args.model]:
         report(name, args)
+        if name != "cnn-bn":      # (its BatchNorm is for inference)
+            report_training(name, args)
 
 
 if __name__ == "__main__":
