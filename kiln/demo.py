@@ -1,7 +1,7 @@
 """`python -m kiln demo`: kiln's main job, end to end, on the 8x8 digits from scikit-learn.
 
 1. An MLP trained with compiled steps (forward + backward + update in one native program
-   per batch shape), with eager vs compiled step time measured side by side.
+   for every batch size), with eager vs compiled step time measured side by side.
 2. A small CNN trained the same way.
 3. The MLP exported (symbol JSON + npz params), reloaded without its Python class, and
    compiled to a standalone C program that classifies the test set with no Python at all.
