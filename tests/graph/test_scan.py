@@ -133,6 +133,23 @@ def test_invariant_gradients_summed_after_the_loop(model, reverse, monkeypatch):
         onp.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
 
 
+def _step_outputs_case(reverse, seed):
+    """A projected-input loop whose loss reads only its step outputs: (f, its inputs, the
+    loss of its outputs, the eager loop's gradients)."""
+    rng = onp.random.default_rng(seed)
+    values = [rng.normal(size=s).astype("float32")
+              for s in ((6, 2, 3), (2, 3), (3, 3), (3, 3), (3,))]
+
+    def f(xs, h, w, u, b):
+        ys, _ = projected_input_model(reverse)(xs, h, w, u, b)
+        return ys
+    head = np.array(onp.linspace(-1, 1, 36, dtype="float32").reshape(6, 2, 3))
+
+    def loss(ys):
+        return (ys * head).sum()
+    return f, values, loss, grads_of(f, values, loss)
+
+
 @pytest.mark.parametrize("backend", ["c", "numpy"])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_gradient_reaching_only_the_step_outputs_is_passed_as_a_window(backend, reverse):
@@ -141,17 +158,9 @@ def test_gradient_reaching_only_the_step_outputs_is_passed_as_a_window(backend, 
     gradient, on both backends, and the gradients equal the eager loop's."""
     if backend == "c" and not c_build.available():
         pytest.skip("no working C compiler")
-    rng = onp.random.default_rng(2)
-    values = [rng.normal(size=s).astype("float32")
-              for s in ((6, 2, 3), (2, 3), (3, 3), (3, 3), (3,))]
-
-    def f(xs, h, w, u, b):
-        ys, _ = projected_input_model(reverse)(xs, h, w, u, b)
-        return ys
-    head = np.array(onp.linspace(-1, 1, 36, dtype="float32").reshape(6, 2, 3))
-    eager = grads_of(f, values, lambda ys: (ys * head).sum())
+    f, values, loss, eager = _step_outputs_case(reverse, seed=2)
     fn = kiln.hybridize(f, backend=backend)
-    compiled = grads_of(fn, values, lambda ys: (ys * head).sum())
+    compiled = grads_of(fn, values, loss)
     windows = [n.attrs.get("g_window") for e in fn._cached.entries.values()
                for n in e.grad[0].graph.nodes if n.op == "scan_grad"]
     assert windows and all(windows), "the incoming gradient was not passed as a window"
@@ -227,17 +236,9 @@ def test_a_step_output_outside_the_window_adds_no_zeros(monkeypatch):
         vjps.append(vjp)
         return real_plan(vjp, *args)
     monkeypatch.setattr(scan_hoist, "plan", spy)
-    rng = onp.random.default_rng(3)
-    values = [rng.normal(size=s).astype("float32")
-              for s in ((6, 2, 3), (2, 3), (3, 3), (3, 3), (3,))]
-
-    def f(xs, h, w, u, b):
-        ys, _ = projected_input_model(False)(xs, h, w, u, b)
-        return ys
-    head = np.array(onp.linspace(-1, 1, 36, dtype="float32").reshape(6, 2, 3))
-    eager = grads_of(f, values, lambda ys: (ys * head).sum())
+    f, values, loss, eager = _step_outputs_case(False, seed=3)
     fn = kiln.hybridize(f, backend="c")
-    compiled = grads_of(fn, values, lambda ys: (ys * head).sum())
+    compiled = grads_of(fn, values, loss)
     assert vjps
     for vjp in vjps:
         grads = [n for n in vjp.inputs if n.name.startswith("grad_out")]
