@@ -11,12 +11,12 @@ cond / while_loop and wraps the result in a static function that shares the tabl
 """
 from ..._core.ir import Graph, Node
 from ...graph.passes.memory import plan_memory, MemoryPlan
-from ...ops.subgraph import CONTROL_OPS
 from ...ops.registry import REGISTRY
 from ..._core.bfloat16 import any_bfloat16, is_bfloat16
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     prelude, C_TYPES)
-from .lowering import DRAWN, MATMUL, Elementwise, NotLowerable, lowering_of, register
+from .lowering import (DRAWN, MATMUL, ControlFlow, Elementwise, NotLowerable, lowering_of,
+                       register)
 from . import collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy, shared_reduce
 from .sizes import SizeNames, is_runtime, maybe_nonempty, prelude as sizes_prelude, symbols_of
 from .gemm_accumulate import accumulate_form
@@ -306,44 +306,6 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         body.append("  }")
         body.append(collective.progress(em, s.sink, ptr))
     return body, [storage(o) for o in graph.outputs], plan
-
-
-class ControlFlow:
-    """The control-flow groups of one emitted graph. The IR has one node per result of a
-    construct; the nodes with one group key (same operands and subgraphs) form one group,
-    whose C (its Control lowering's group, control.py and scan.py) runs once, at its first
-    node in the schedule."""
-
-    def __init__(self, em, graph):
-        self.em = em
-        self.members = {}
-        for n in graph.nodes:
-            if n.op in CONTROL_OPS:
-                self.members.setdefault(_group_key(n), []).append(n)
-        self.groups = {}
-        self.emitted = set()
-
-    def _group(self, node):
-        key = _group_key(node)
-        g = self.groups.get(key)
-        if g is None:
-            make = lowering_of(node).group
-            g = self.groups[key] = make(self.em, node, self.members[key])
-        return g
-
-    def output_slot(self, node):
-        return self._group(node).output_slot(node)
-
-    def emit(self, node, storage):
-        key = _group_key(node)
-        if key in self.emitted:
-            return ""
-        self.emitted.add(key)
-        return "\n".join(["  int rc;"] + self._group(node).code(storage))
-
-
-def _group_key(node):
-    return lowering_of(node).group.key(node)
 
 
 def _matmul_step(em, s, storage, ptr, is_alias, top):

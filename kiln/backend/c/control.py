@@ -8,7 +8,7 @@ planned graph never writes into its inputs (the memory planner only reuses buffe
 computed values). Its outputs are wherever its own plan put them.
 
 The IR has one node per result of a construct (selected by `index`); nodes that share
-operands and subgraphs (the group class's `key`) form one group (codegen.ControlFlow
+operands and subgraphs (the group class's `key`) form one group (lowering.ControlFlow
 collects them) that runs once, at its first node in the schedule,
 and writes every result into buffers of its own. Those buffers are outside the parent's
 memory plan, so no later step can reuse them while a group member is still to be read.

@@ -25,6 +25,7 @@ machine) cannot be lowered after all. What else it carries depends on that kind:
 import numpy as _np
 
 from ...ops.registry import REGISTRY
+from ...ops.subgraph import CONTROL_OPS
 from .loops import ctype
 
 
@@ -148,7 +149,7 @@ class Heavy:
 
 class Control:
     """An op with subgraphs. Its nodes with one group.key(node) (the same operands and
-    subgraphs) form one group (codegen.ControlFlow), whose C group(em, node, members)
+    subgraphs) form one group (ControlFlow), whose C group(em, node, members)
     writes, once."""
 
     def __init__(self, group):
@@ -156,3 +157,41 @@ class Control:
 
     def step_for(self, node, users, outputs):
         return "control"
+
+
+class ControlFlow:
+    """The control-flow groups of one emitted graph. The IR has one node per result of a
+    construct; the nodes with one group key (same operands and subgraphs) form one group,
+    whose C (its Control lowering's group, control.py and scan.py) runs once, at its first
+    node in the schedule."""
+
+    def __init__(self, em, graph):
+        self.em = em
+        self.members = {}
+        for n in graph.nodes:
+            if n.op in CONTROL_OPS:
+                self.members.setdefault(_group_key(n), []).append(n)
+        self.groups = {}
+        self.emitted = set()
+
+    def _group(self, node):
+        key = _group_key(node)
+        g = self.groups.get(key)
+        if g is None:
+            make = lowering_of(node).group
+            g = self.groups[key] = make(self.em, node, self.members[key])
+        return g
+
+    def output_slot(self, node):
+        return self._group(node).output_slot(node)
+
+    def emit(self, node, storage):
+        key = _group_key(node)
+        if key in self.emitted:
+            return ""
+        self.emitted.add(key)
+        return "\n".join(["  int rc;"] + self._group(node).code(storage))
+
+
+def _group_key(node):
+    return lowering_of(node).group.key(node)
