@@ -16,5 +16,6 @@ from . import (  # noqa: F401
     lowp,
     normalization,
     scan,
+    slice_views,
     special_ops,
 )

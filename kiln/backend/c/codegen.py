@@ -20,6 +20,7 @@ from .lowering import (DRAWN, MATMUL, ControlFlow, Elementwise, NotLowerable, lo
 from . import collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy, shared_reduce
 from .sizes import SizeNames, is_runtime, maybe_nonempty, prelude as sizes_prelude, symbols_of
 from .gemm_accumulate import accumulate_form
+from .slice_views import window_offset
 from .runtime import thread_count
 from .param_writes import param_writes
 
@@ -35,8 +36,8 @@ class Step:
     __slots__ = ("kind", "nodes", "sink", "inputs", "collapsed", "lowering")
 
     def __init__(self, kind, nodes, inputs, lowering=None):
-        self.kind = kind        # 'fused' | 'matmul' | 'alias' | 'random' | 'op' | 'heavy'
-                                # | 'control'
+        self.kind = kind        # 'fused' | 'matmul' | 'alias' | 'window' | 'random' | 'op'
+                                # | 'heavy' | 'control'
         self.nodes = nodes          # graph nodes computed by this step (in order)
         self.sink = nodes[-1]       # the node whose value leaves the step
         self.inputs = inputs        # graph nodes read from outside the step
@@ -198,9 +199,9 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
                if s.sink.op in ("allreduce", "allreduce_start", "allreduce_wait")}
     plan = plan_memory(
         cgraph,
-        is_view=lambda n: kinds.get(id(n)) == "alias",
+        is_view=lambda n: kinds.get(id(n)) in ("alias", "window"),
         # control steps write their own dedicated buffers (see control.py)
-        writes_into=lambda n: kinds.get(id(n)) not in ("alias", "random", "control")
+        writes_into=lambda n: kinds.get(id(n)) not in ("alias", "window", "random", "control")
         and maybe_nonempty(n.size),
         # an allreduce reduces in place (MPI_IN_PLACE) when its input dies there
         inplace_ok=lambda n: kinds.get(id(n)) == "fused" or id(n) in reduced,
@@ -233,6 +234,8 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         step_kind = kinds.get(id(c))
         if step_kind == "alias":
             return storage(_alias_source(node))
+        if step_kind == "window":     # a pointer into its input, set where it is computed
+            slot_of[id(node)] = em.add_slot(("bound", f"{node.name}: a window of its input"))
         if step_kind == "random":
             slot_of[id(node)] = em.add_slot(("random", node))
         elif step_kind == "control":
@@ -265,6 +268,10 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
             continue
         if s.kind in ("alias", "random"):
             storage(s.sink)
+            continue
+        if s.kind == "window":
+            src, nbytes = s.sink.inputs[0], window_offset(s.sink) * s.sink.dtype.itemsize
+            body.append(f"  P[{storage(s.sink)}] = (char *)P[{storage(src)}] + {nbytes};")
             continue
         if s.kind == "control":
             storage(s.sink)

@@ -464,7 +464,7 @@ def read_transposed_by_matmuls(node, users, outputs):
 register_kernels({
     "sum": reduction, "prod": reduction, "max": reduction, "min": reduction,
     "argmax": arg_reduction, "argmin": arg_reduction,
-    "broadcast_to": broadcast_to, "slice": slice_, "slice_assign": slice_assign,
+    "broadcast_to": broadcast_to, "slice_assign": slice_assign,
     "concatenate": concatenate, "take": take, "scatter_add": scatter_add, "full": full,
     "windows": windows, "unwindows": unwindows,
 })

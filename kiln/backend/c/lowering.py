@@ -117,14 +117,17 @@ def elementwise_rule(*ops):
 class Kernel:
     """C statements of its own: emit(node, ptr), or emit(node, ptr, em) with_emitter (for
     table slots or buffers of its own). view_when(node, users, outputs): when true, the
-    node costs nothing, its readers read its input in place (an 'alias' step)."""
+    node costs nothing, its readers read its input in place: an 'alias' step (the input's
+    own pointer), or with view_kind='window' a 'window' step (a pointer into the input,
+    window_offset(node) elements on: slice_views.py)."""
 
-    def __init__(self, emit, with_emitter=False, view_when=None):
+    def __init__(self, emit, with_emitter=False, view_when=None, view_kind="alias"):
         self.emit, self.with_emitter, self.view_when = emit, with_emitter, view_when
+        self.view_kind = view_kind
 
     def step_for(self, node, users, outputs):
         if self.view_when is not None and self.view_when(node, users, outputs):
-            return "alias"
+            return self.view_kind
         return "op"
 
     def code(self, node, ptr, em):
