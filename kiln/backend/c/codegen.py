@@ -61,14 +61,19 @@ def _fusable(node):
     return isinstance(low, Elementwise) and low.lowers(node)
 
 
+def _read_slice(node, group):
+    """A slice the group's loop reads through (fuse.py): its input comes from outside."""
+    return node.op == "slice" and all(node.inputs[0] is not n for n in group)
+
+
 def build_steps(graph):
     _check_dtypes(graph)
     users = graph.consumers()
     outputs = {id(o) for o in graph.outputs}
     group_of = {}
     for grp in graph.fusion_groups:
-        head_ok = lowering_of(grp[0]) is MATMUL or _fusable(grp[0])
-        if head_ok and all(_fusable(n) for n in grp[1:]):
+        head_ok = lowering_of(grp[0]) is MATMUL or _fusable(grp[0]) or _read_slice(grp[0], grp)
+        if head_ok and all(_fusable(n) or _read_slice(n, grp) for n in grp[1:]):
             for n in grp:
                 group_of[id(n)] = grp
     steps = []
@@ -371,11 +376,15 @@ def _alias_source(node):
     return node.inputs[0] if node.op in ("reshape", "transpose") else node
 
 
-def _external_inputs(nodes):
-    """The nodes read by `nodes` from outside them, in order of first use."""
+def _external_inputs(nodes, through_slices=True):
+    """The nodes read by `nodes` from outside them, in order of first use; without
+    through_slices, not those read only by a slice among them (the loop reads such an
+    input where the slice's items lie: _fused_parts)."""
     members = {id(n) for n in nodes}
     ext = []
     for n in nodes:
+        if n.op == "slice" and not through_slices:
+            continue
         for i in n.inputs:
             if id(i) not in members and all(i is not e for e in ext):
                 ext.append(i)
@@ -391,15 +400,21 @@ def _fused_parts(step, ptr, sums=None, named=None):
     {id(input): C name} for inputs read once before the loop."""
     out = step.sink
     sums, named = sums or {}, named or {}
-    ext = [i for i in _external_inputs(step.nodes) if id(i) not in named]
+    ext = [i for i in _external_inputs(step.nodes, through_slices=False) if id(i) not in named]
     operands = [Operand(ptr(out), 0, contiguous_strides(out.shape))]
-    reads = []      # per input of ext: its operands' positions
+    reads = []      # per input of ext, and per slice the loop reads: its operands' positions
     for i in ext:
         strides = broadcast_strides(i.shape, out.shape)
         pointers = [f"(({ctype(i.dtype)} *)P[{k}])" for k in sums[id(i)]] \
             if id(i) in sums else [ptr(i)]
         reads.append(range(len(operands), len(operands) + len(pointers)))
         operands += [Operand(p, 0, strides) for p in pointers]
+    sliced = [n for n in step.nodes if n.op == "slice"]
+    for n in sliced:      # read where its items lie in its input (its shape is the loop's)
+        base, strides = kernels.slice_layout(n)
+        reads.append(range(len(operands), len(operands) + 1))
+        operands.append(Operand(ptr(n.inputs[0]), base, strides))
+    ext = ext + sliced
 
     def body(offsets):
         lines, names = [], dict(named)
@@ -407,6 +422,8 @@ def _fused_parts(step, ptr, sums=None, named=None):
             loads = [f"{operands[k].ptr}[{offsets[k]}]" for k in at]
             names[id(i)] = loads[0] if len(loads) == 1 else f"({' + '.join(loads)})"
         for k, n in enumerate(step.nodes):
+            if n.op == "slice":
+                continue
             args = [names[id(i)] for i in n.inputs]
             expr = lowering_of(n).expression(n, args)
             lines.append(f"{ctype(n.dtype)} t{k} = {expr};")
@@ -429,7 +446,7 @@ def _fused(step, ptr, sums=None, em=None):
     besides several arrays it gives up vectorizing the loop. With `em`, a large loop is a
     parallel job: a static function doing one block of its outermost dimension."""
     sums = sums or {}
-    scalars = [i for i in _external_inputs(step.nodes)
+    scalars = [i for i in _external_inputs(step.nodes, through_slices=False)
                if not is_runtime(i.size) and i.size == 1 and id(i) not in sums]
     named = {id(i): f"s{k}" for k, i in enumerate(scalars)}
     before = [f"  const {ctype(i.dtype)} s{k} = {ptr(i)}[0];" for k, i in enumerate(scalars)]

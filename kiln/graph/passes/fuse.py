@@ -8,6 +8,11 @@ A matmul's epilogue keeps the matmul's dtype: the matmul writes into the group's
 buffer and the epilogue then updates it element by element in place, which is only sound
 when both read and write elements of one size (a cast to float64 or a comparison after a
 float32 matmul starts a group of its own).
+
+A slice read only by an elementwise node of its shape joins that node's group too (not
+a matmul's): the loop reads the sliced input where the slice's items lie, so an LSTM
+step's four gate slices cost no copies. Its steps are positive, so the loop's output
+never overlaps what it still has to read through the slice.
 """
 from ..._core.symdim import same_at_every_size
 from ...ops.registry import REGISTRY
@@ -15,6 +20,22 @@ from ...ops.registry import REGISTRY
 
 def _elementwise(node):
     return not node.is_source and REGISTRY[node.op].elementwise
+
+
+def _read_in_a_loop(node, users):
+    """A slice with positive steps whose one reader is elementwise and of its shape."""
+    if node.op != "slice" or any(step <= 0 for step in node.attrs["step"]):
+        return False
+    readers = users[id(node)]
+    return (len(readers) == 1 and _elementwise(readers[0])
+            and same_at_every_size(readers[0].shape, node.shape))
+
+
+def _mergeable(a, b):
+    """One loop for groups a and b: not a slice read in a matmul's epilogue."""
+    def has(group, op):
+        return any(n.op == op for n in group)
+    return not (has(a, "matmul") and has(b, "slice") or has(a, "slice") and has(b, "matmul"))
 
 
 def group_elementwise(graph):
@@ -26,7 +47,7 @@ def group_elementwise(graph):
         if node.is_source:
             continue
         if not _elementwise(node):
-            if node.op == "matmul":
+            if node.op == "matmul" or _read_in_a_loop(node, users):
                 group_of[id(node)] = len(groups)
                 groups.append([node])
             continue
@@ -38,6 +59,8 @@ def group_elementwise(graph):
             if len(users[id(i)]) != 1:
                 continue
             if groups[gid][0].op == "matmul" and node.dtype != groups[gid][0].dtype:
+                continue
+            if joined is not None and not _mergeable(groups[joined], groups[gid]):
                 continue
             if joined is None:
                 joined = gid
