@@ -8,6 +8,8 @@ Each module that writes one kind of C registers the ops it lowers when it is imp
   kernels.py                      Kernel       reductions, data movement, gathers, windows;
                                                a transpose only matmuls read is a view
                                   VIEW         reshape: no code, it reads its input's storage
+  slice_views.py                  Kernel       slice: a copy, or a window (a pointer into
+                                               its input) when its items lie contiguously
                                   MATMUL       a gemm (codegen writes it with what it absorbs)
   batchnorm.py, collective.py     Kernel
   heavy.py, lowp.py, int8.py      Heavy        a call into the oneDNN shim
