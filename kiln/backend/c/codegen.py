@@ -17,7 +17,8 @@ from ..._core.bfloat16 import any_bfloat16, is_bfloat16
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
                     prelude, C_TYPES)
 from .lowering import DRAWN, MATMUL, Elementwise, NotLowerable, lowering_of, register
-from . import collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy, shared_reduce
+from . import (collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy, shared_reduce,
+               vector_math)
 from .sizes import SizeNames, is_runtime, maybe_nonempty, prelude as sizes_prelude, symbols_of
 from .gemm_accumulate import accumulate_form
 from .runtime import thread_count
@@ -35,8 +36,7 @@ class Step:
     __slots__ = ("kind", "nodes", "sink", "inputs", "collapsed", "lowering")
 
     def __init__(self, kind, nodes, inputs, lowering=None):
-        self.kind = kind        # 'fused' | 'matmul' | 'alias' | 'random' | 'op' | 'heavy'
-                                # | 'control'
+        self.kind = kind  # 'fused' | 'matmul' | 'alias' | 'random' | 'op' | 'heavy' | 'control'
         self.nodes = nodes          # graph nodes computed by this step (in order)
         self.sink = nodes[-1]       # the node whose value leaves the step
         self.inputs = inputs        # graph nodes read from outside the step
@@ -447,18 +447,17 @@ def _fused_parts(step, ptr, sums=None, named=None):
     return operands, body
 
 
-# an elementwise loop over this many elements or more runs as a job of the runtime's pool,
-# in blocks of at least FUSED_BLOCK_MIN elements
+# an elementwise loop of this much work or more (vector_math.loop_work: elements, a call of
+# vector math weighing more) runs as a job of the runtime's pool, in blocks of FUSED_BLOCK_MIN
 FUSED_PARALLEL_MIN = 1 << 16
 FUSED_BLOCK_MIN = 1 << 14
 
 
 def _fused(step, ptr, sums=None, em=None):
-    """The loop of an elementwise chain. Its one-element inputs (a learning rate, a
-    scale) are read once before it: read through the pointer table at every element, the
-    compiler must assume the loop's stores may change them, and with a few such loads
-    besides several arrays it gives up vectorizing the loop. With `em`, a large loop is a
-    parallel job: a static function doing one block of its outermost dimension."""
+    """The loop of an elementwise chain. Its one-element inputs (a learning rate, a scale)
+    are read once before it: read through the pointer table at every element, the compiler
+    must assume the loop's stores may change them, and with a few such loads besides several
+    arrays it gives up vectorizing. With `em`, a loop of much work is a parallel job."""
     sums = sums or {}
     scalars = [i for i in _external_inputs(step.nodes)
                if not is_runtime(i.size) and i.size == 1 and id(i) not in sums]
@@ -468,8 +467,9 @@ def _fused(step, ptr, sums=None, em=None):
     size, threads = step.sink.size, thread_count()
     if is_runtime(size):
         return _fused_runtime(step, before, operands, body, em, threads)
-    blocks = min(size // FUSED_BLOCK_MIN, 4 * threads)
-    if em is None or size < FUSED_PARALLEL_MIN or threads < 2 or blocks < 2:
+    work = vector_math.loop_work(size, body(["0"] * len(operands)))
+    blocks = min(work // FUSED_BLOCK_MIN, 4 * threads, size // 16)
+    if em is None or work < FUSED_PARALLEL_MIN or threads < 2 or blocks < 2:
         return "\n".join(before + [loop_nest(step.sink.shape, operands, body)])
     name = f"kiln_fused_blocks{len(em.functions)}"
     em.functions.append("\n".join([

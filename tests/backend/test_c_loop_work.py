@@ -1,0 +1,60 @@
+"""Which elementwise loops of generated C run as parallel jobs of the runtime's pool
+(codegen._fused with vector_math.loop_work): a loop's work counts each element's calls of
+vector math (exp, tanh, sigmoid) as several elements, so an LSTM step's gate loop (32x256
+elements, three transcendentals each) is split over the threads while a loop of as many
+multiplies stays on the calling thread; both equal eager."""
+import warnings
+
+import numpy as onp
+import pytest
+
+import kiln
+from kiln import np, npx
+from kiln.backend.c import build, vector_math
+
+pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler")
+
+
+def _compiled(fn, *xs):
+    f = kiln.hybridize(fn, backend="c")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = f(*[np.array(x) for x in xs]).asnumpy()
+    (entry,) = f._cached.entries.values()
+    return out, entry.program.source
+
+
+def _gates(i, f, g, c):
+    return npx.sigmoid(f) * c + npx.sigmoid(i) * np.tanh(g)
+
+
+def _products(i, f, g, c):
+    return f * c + i * g
+
+
+@pytest.mark.parametrize("fn, parallel", [(_gates, True), (_products, False)])
+def test_loop_of_vector_math_runs_on_the_pool(monkeypatch, fn, parallel):
+    monkeypatch.setenv("KILN_NUM_THREADS", "2")
+    rng = onp.random.default_rng(0)
+    xs = [rng.standard_normal((32, 256)).astype("float32") for _ in range(4)]
+    got, source = _compiled(fn, *xs)
+    assert ("kiln_parallel_ptr(kiln_fused_blocks" in source) is parallel
+    want = fn(*[np.array(x) for x in xs]).asnumpy()
+    onp.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_one_thread_keeps_every_loop_serial(monkeypatch):
+    monkeypatch.setenv("KILN_NUM_THREADS", "1")
+    rng = onp.random.default_rng(1)
+    xs = [rng.standard_normal((32, 256)).astype("float32") for _ in range(4)]
+    got, source = _compiled(_gates, *xs)
+    assert "kiln_fused_blocks" not in source
+    onp.testing.assert_allclose(got, _gates(*[np.array(x) for x in xs]).asnumpy(),
+                                rtol=1e-6, atol=1e-6)
+
+
+def test_loop_work_counts_calls_of_vector_math():
+    body = ["float t0 = kiln_sigmoidf(a[i0]);", "float t1 = kiln_vm_tanhf(b[i0]);",
+            "float t2 = kiln_max_float(t0, t1) * c[i0];"]
+    assert vector_math.loop_work(100, body) == 100 * (1 + 2 * vector_math.CALL_COST)
+    assert vector_math.loop_work(100, ["o[i0] = a[i0] * b[i0];"]) == 100
