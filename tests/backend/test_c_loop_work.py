@@ -58,3 +58,29 @@ def test_loop_work_counts_calls_of_vector_math():
             "float t2 = kiln_max_float(t0, t1) * c[i0];"]
     assert vector_math.loop_work(100, body) == 100 * (1 + 2 * vector_math.CALL_COST)
     assert vector_math.loop_work(100, ["o[i0] = a[i0] * b[i0];"]) == 100
+
+
+def test_lstm_bias_gradient_column_sums_run_on_the_pool(monkeypatch):
+    """The backward loop's hoisted bias gradient (scan_hoist: the gate gradients' rows of
+    every step summed once) is split by blocks of columns; gradients equal eager."""
+    from kiln import autograd
+    from kiln.gluon import rnn
+    monkeypatch.setenv("KILN_NUM_THREADS", "2")
+    x = onp.random.default_rng(2).standard_normal((70, 8, 16)).astype("float32")
+    grads = []
+    for hybrid in (False, True):
+        np.random.seed(0)
+        net = rnn.LSTM(128, input_size=16)
+        net.initialize(kiln.init.Uniform(0.1))
+        if hybrid:
+            net.hybridize(backend="c")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with autograd.record():
+                loss = net(np.array(x)).sum()
+            loss.backward()
+        grads.append({k: p.grad().asnumpy() for k, p in net.collect_params().items()})
+    (entry,) = net._kiln_cached.entries.values()
+    assert "kiln_parallel_ptr(kiln_column_sums" in entry.grad[0].source
+    for k, want in grads[0].items():
+        onp.testing.assert_allclose(grads[1][k], want, rtol=1e-4, atol=1e-4, err_msg=k)

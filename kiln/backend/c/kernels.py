@@ -267,7 +267,7 @@ def reduction(node, ptr):
     return loop_nest([x.shape[d] for d in kept], outer_ops, body)
 
 
-_ROW_BLOCK = 256     # accumulators on the stack: 2 KB of doubles
+ROW_BLOCK = 256     # accumulators on the stack: 2 KB of doubles
 
 
 def _leading_reduction(node, ptr, rows, cols, acc_t, init):
@@ -277,14 +277,17 @@ def _leading_reduction(node, ptr, rows, cols, acc_t, init):
                         "+" if node.op == "sum" else "*")
 
 
-def rows_reduced(x, out, X, T, rows, cols, acc_t="double", init="0", sym="+"):
+def rows_reduced(x, out, X, T, rows, cols, acc_t="double", init="0", sym="+", block=None):
     """C: out[j] = x[0, j] sym x[1, j] sym ... over `rows` rows of `cols` elements (C pointer
     expressions of element types X and T), accumulated in acc_t. Walking down each column
     reads one element per row, a cache line apart; this walks the rows, a block of columns
-    at a time, in the same order of operations per element."""
-    return f"""  for (int64_t c0 = 0; c0 < {cols}; c0 += {_ROW_BLOCK}) {{
-    int64_t width = {cols} - c0 < {_ROW_BLOCK} ? {cols} - c0 : {_ROW_BLOCK};
-    {acc_t} acc[{_ROW_BLOCK}];
+    at a time, in the same order of operations per element. block: a C expression b; only
+    block b of the ROW_BLOCK-column blocks (a parallel job's share)."""
+    first, stop = ("0", f"c0 < {cols}") if block is None else \
+        (f"({block}) * {ROW_BLOCK}", f"c0 < {cols} && c0 < (({block}) + 1) * {ROW_BLOCK}")
+    return f"""  for (int64_t c0 = {first}; {stop}; c0 += {ROW_BLOCK}) {{
+    int64_t width = {cols} - c0 < {ROW_BLOCK} ? {cols} - c0 : {ROW_BLOCK};
+    {acc_t} acc[{ROW_BLOCK}];
     for (int64_t j = 0; j < width; j++) acc[j] = {init};
     for (int64_t r = 0; r < {rows}; r++) {{
       const {X} *row = {x} + r * {cols} + c0;
