@@ -84,3 +84,15 @@ def test_lstm_bias_gradient_column_sums_run_on_the_pool(monkeypatch):
     assert "kiln_parallel_ptr(kiln_column_sums" in entry.grad[0].source
     for k, want in grads[0].items():
         onp.testing.assert_allclose(grads[1][k], want, rtol=1e-4, atol=1e-4, err_msg=k)
+
+
+@pytest.mark.parametrize("rows, parallel", [(300, True), (20, False)])
+def test_large_slice_copies_on_the_pool(monkeypatch, rows, parallel):
+    """A slice of many elements (a layer's gradient rows out of a scan's result) is copied
+    by blocks on the runtime's threads; a small one stays on the calling thread."""
+    monkeypatch.setenv("KILN_NUM_THREADS", "2")
+    x = onp.random.default_rng(3).standard_normal((rows + 2, 1024)).astype("float32")
+    got, source = _compiled(lambda v: v[1:-1] * 1.0 + v[2:, ::2].sum(), x)
+    assert ("kiln_parallel_ptr(kiln_copy_blocks" in source) is parallel
+    want = (np.array(x)[1:-1] * 1.0 + np.array(x)[2:, ::2].sum()).asnumpy()
+    onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)

@@ -13,7 +13,8 @@ import numpy as _np
 from . import dot, row_reductions
 from .loops import Operand, loop_nest, contiguous_strides, broadcast_strides, ctype
 from .lowering import MATMUL, VIEW, Kernel, NotLowerable, register, register_kernels
-from .sizes import maybe_nonempty
+from .runtime import thread_count
+from .sizes import is_runtime, maybe_nonempty
 from ...ops.shape import slice_len, slice_start
 
 # below this many multiply-adds kiln's own loops beat a BLAS call's fixed cost
@@ -318,10 +319,31 @@ def arg_reduction(node, ptr):
 
 # ---- data movement ------------------------------------------------------------------------
 
-def _copy(node, ptr, src, strides, base=0):
+# a copy of this many elements or more (a slice of a layer's gradient rows out of a scan's
+# result: 1120x1024 floats) runs as a job of the runtime's pool, in blocks of COPY_BLOCK_MIN
+COPY_PARALLEL_MIN = 1 << 16
+COPY_BLOCK_MIN = 1 << 14
+
+
+def _copy(node, ptr, src, strides, base=0, em=None):
+    """The loop writing node from src read at `strides`; with `em`, a large one is a
+    parallel job: a static function copying one block of its outermost dimension."""
     T = ctype(node.dtype)
     ops = [Operand(ptr(node), 0, contiguous_strides(node.shape)), Operand(ptr(src), base, strides)]
-    return loop_nest(node.shape, ops, lambda o: [f"{ptr(node)}[{o[0]}] = ({T}){ptr(src)}[{o[1]}];"])
+
+    def nest(block=None):
+        return loop_nest(node.shape, ops, lambda o: [
+            f"{ptr(node)}[{o[0]}] = ({T}){ptr(src)}[{o[1]}];"], block=block)
+    threads = thread_count()
+    if em is None or is_runtime(node.size) or node.size < COPY_PARALLEL_MIN or threads < 2:
+        return nest()
+    blocks = min(node.size // COPY_BLOCK_MIN, 4 * threads)
+    name = f"kiln_copy_blocks{len(em.functions)}"
+    em.functions.append("\n".join([f"/* block b of {blocks} of a copy: {node.op} -> {node.name} */",
+                                   f"static void {name}(void *ctx, int64_t b) {{",
+                                   "  void **P = ctx;", nest(("b", blocks)), "}"]))
+    return "\n".join([f"  if (kiln_parallel_ptr) kiln_parallel_ptr({name}, (void *)P, {blocks});",
+                      f"  else for (int64_t b = 0; b < {blocks}; b++) {name}((void *)P, b);"])
 
 
 def transpose(node, ptr):
@@ -343,12 +365,12 @@ def _slice_geometry(shape, attrs):
     return ([slice_start(*t) for t in triples], tuple(slice_len(*t) for t in triples))
 
 
-def slice_(node, ptr):
+def slice_(node, ptr, em=None):
     x = node.inputs[0]
     xs = contiguous_strides(x.shape)
     starts, _ = _slice_geometry(x.shape, node.attrs)
     base = sum(b * s for b, s in zip(starts, xs))
-    return _copy(node, ptr, x, [s * st for s, st in zip(xs, node.attrs["step"])], base)
+    return _copy(node, ptr, x, [s * st for s, st in zip(xs, node.attrs["step"])], base, em)
 
 
 def slice_assign(node, ptr):
@@ -467,10 +489,11 @@ def read_transposed_by_matmuls(node, users, outputs):
 register_kernels({
     "sum": reduction, "prod": reduction, "max": reduction, "min": reduction,
     "argmax": arg_reduction, "argmin": arg_reduction,
-    "broadcast_to": broadcast_to, "slice": slice_, "slice_assign": slice_assign,
+    "broadcast_to": broadcast_to, "slice_assign": slice_assign,
     "concatenate": concatenate, "take": take, "scatter_add": scatter_add, "full": full,
     "windows": windows, "unwindows": unwindows,
 })
+register(("slice",), Kernel(slice_, with_emitter=True))
 register(("transpose",), Kernel(transpose, view_when=read_transposed_by_matmuls))
 register(("reshape",), VIEW)
 register(("matmul",), MATMUL)
