@@ -15,7 +15,7 @@ from ...ops.subgraph import CONTROL_OPS
 from ...ops.registry import REGISTRY
 from ..._core.bfloat16 import any_bfloat16, is_bfloat16
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
-                    prelude, C_TYPES)
+                    pool_job, prelude, C_TYPES)
 from .lowering import DRAWN, MATMUL, Elementwise, NotLowerable, lowering_of, register
 from . import (collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy, shared_reduce,
                vector_math)
@@ -471,14 +471,9 @@ def _fused(step, ptr, sums=None, em=None):
     blocks = min(work // FUSED_BLOCK_MIN, 4 * threads, size // 16)
     if em is None or work < FUSED_PARALLEL_MIN or threads < 2 or blocks < 2:
         return "\n".join(before + [loop_nest(step.sink.shape, operands, body)])
-    name = f"kiln_fused_blocks{len(em.functions)}"
-    em.functions.append("\n".join([
-        f"/* block b of {blocks} of an elementwise loop: {', '.join(n.op for n in step.nodes)}"
-        f" -> {step.sink.name} */",
-        f"static void {name}(void *ctx, int64_t b) {{", "  void **P = ctx;", *before,
-        loop_nest(step.sink.shape, operands, body, block=("b", blocks)), "}"]))
-    return "\n".join([f"  if (kiln_parallel_ptr) kiln_parallel_ptr({name}, (void *)P, {blocks});",
-                      f"  else for (int64_t b = 0; b < {blocks}; b++) {name}((void *)P, b);"])
+    return pool_job(em, "fused", f"an elementwise loop: {', '.join(n.op for n in step.nodes)}"
+                    f" -> {step.sink.name}", blocks, lambda b: [
+                        *before, loop_nest(step.sink.shape, operands, body, block=(b, blocks))])
 
 
 def _fused_runtime(step, before, operands, body, em, threads):

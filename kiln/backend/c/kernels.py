@@ -11,7 +11,8 @@ import math
 import numpy as _np
 
 from . import dot, row_reductions
-from .loops import Operand, loop_nest, contiguous_strides, broadcast_strides, ctype
+from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
+                    pool_job)
 from .lowering import MATMUL, VIEW, Kernel, NotLowerable, register, register_kernels
 from .runtime import thread_count
 from .sizes import is_runtime, maybe_nonempty
@@ -338,12 +339,8 @@ def _copy(node, ptr, src, strides, base=0, em=None):
     if em is None or is_runtime(node.size) or node.size < COPY_PARALLEL_MIN or threads < 2:
         return nest()
     blocks = min(node.size // COPY_BLOCK_MIN, 4 * threads)
-    name = f"kiln_copy_blocks{len(em.functions)}"
-    em.functions.append("\n".join([f"/* block b of {blocks} of a copy: {node.op} -> {node.name} */",
-                                   f"static void {name}(void *ctx, int64_t b) {{",
-                                   "  void **P = ctx;", nest(("b", blocks)), "}"]))
-    return "\n".join([f"  if (kiln_parallel_ptr) kiln_parallel_ptr({name}, (void *)P, {blocks});",
-                      f"  else for (int64_t b = 0; b < {blocks}; b++) {name}((void *)P, b);"])
+    return pool_job(em, "copy", f"a copy: {node.op} -> {node.name}", blocks,
+                    lambda b: [nest((b, blocks))])
 
 
 def transpose(node, ptr):

@@ -17,7 +17,7 @@ The summation order changes (one long dot product per element instead of T parti
 so results match the per-step loop within float rounding, not bit for bit.
 """
 from .kernels import ROW_BLOCK, rows_reduced
-from .loops import ctype
+from .loops import ctype, pool_job
 from .runtime import thread_count
 from .sizes import is_runtime, maybe_nonempty
 
@@ -185,11 +185,5 @@ class Stacks:
         blocks = 0 if is_runtime(rows) or is_runtime(cols) else -(-cols // ROW_BLOCK)
         if blocks < 2 or rows * cols < COLUMN_SUMS_PARALLEL_MIN or thread_count() < 2:
             return rows_reduced(x, out, T, T, rows, cols)
-        name = f"kiln_column_sums{len(self.em.functions)}"
-        self.em.functions.append("\n".join([
-            f"/* block b of {blocks} of the column sums of {rows} stacked rows */",
-            f"static void {name}(void *ctx, int64_t b) {{", "  void **P = ctx;",
-            rows_reduced(x, out, T, T, rows, cols, block="b"), "}"]))
-        return "\n".join([
-            f"  if (kiln_parallel_ptr) kiln_parallel_ptr({name}, (void *)P, {blocks});",
-            f"  else for (int64_t b = 0; b < {blocks}; b++) {name}((void *)P, b);"])
+        return pool_job(self.em, "column_sums", f"the column sums of {rows} stacked rows",
+                        blocks, lambda b: [rows_reduced(x, out, T, T, rows, cols, block=b)])
