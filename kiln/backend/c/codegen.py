@@ -14,10 +14,11 @@ from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.registry import REGISTRY
 from ..._core.bfloat16 import any_bfloat16, is_bfloat16
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
-                    prelude, C_TYPES)
+                    pool_job, prelude, C_TYPES)
 from .lowering import (DRAWN, MATMUL, ControlFlow, Elementwise, NotLowerable, lowering_of,
                        register)
-from . import collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy, shared_reduce
+from . import (collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy, shared_reduce,
+               vector_math)
 from .sizes import SizeNames, is_runtime, maybe_nonempty, prelude as sizes_prelude, symbols_of
 from .gemm_accumulate import accumulate_form
 from .slice_views import window_offset
@@ -433,18 +434,17 @@ def _fused_parts(step, ptr, sums=None, named=None):
     return operands, body
 
 
-# an elementwise loop over this many elements or more runs as a job of the runtime's pool,
-# in blocks of at least FUSED_BLOCK_MIN elements
+# an elementwise loop of this much work or more (vector_math.loop_work: elements, a call of
+# vector math weighing more) runs as a job of the runtime's pool, in blocks of FUSED_BLOCK_MIN
 FUSED_PARALLEL_MIN = 1 << 16
 FUSED_BLOCK_MIN = 1 << 14
 
 
 def _fused(step, ptr, sums=None, em=None):
-    """The loop of an elementwise chain. Its one-element inputs (a learning rate, a
-    scale) are read once before it: read through the pointer table at every element, the
-    compiler must assume the loop's stores may change them, and with a few such loads
-    besides several arrays it gives up vectorizing the loop. With `em`, a large loop is a
-    parallel job: a static function doing one block of its outermost dimension."""
+    """The loop of an elementwise chain. Its one-element inputs (a learning rate, a scale)
+    are read once before it: read through the pointer table at every element, the compiler
+    must assume the loop's stores may change them, and with a few such loads besides several
+    arrays it gives up vectorizing. With `em`, a loop of much work is a parallel job."""
     sums = sums or {}
     scalars = [i for i in _external_inputs(step.nodes, through_slices=False)
                if not is_runtime(i.size) and i.size == 1 and id(i) not in sums]
@@ -454,17 +454,13 @@ def _fused(step, ptr, sums=None, em=None):
     size, threads = step.sink.size, thread_count()
     if is_runtime(size):
         return _fused_runtime(step, before, operands, body, em, threads)
-    blocks = min(size // FUSED_BLOCK_MIN, 4 * threads)
-    if em is None or size < FUSED_PARALLEL_MIN or threads < 2 or blocks < 2:
+    work = vector_math.loop_work(size, body(["0"] * len(operands)))
+    blocks = min(work // FUSED_BLOCK_MIN, 4 * threads, size // 16)
+    if em is None or work < FUSED_PARALLEL_MIN or threads < 2 or blocks < 2:
         return "\n".join(before + [loop_nest(step.sink.shape, operands, body)])
-    name = f"kiln_fused_blocks{len(em.functions)}"
-    em.functions.append("\n".join([
-        f"/* block b of {blocks} of an elementwise loop: {', '.join(n.op for n in step.nodes)}"
-        f" -> {step.sink.name} */",
-        f"static void {name}(void *ctx, int64_t b) {{", "  void **P = ctx;", *before,
-        loop_nest(step.sink.shape, operands, body, block=("b", blocks)), "}"]))
-    return "\n".join([f"  if (kiln_parallel_ptr) kiln_parallel_ptr({name}, (void *)P, {blocks});",
-                      f"  else for (int64_t b = 0; b < {blocks}; b++) {name}((void *)P, b);"])
+    return pool_job(em, "fused", f"an elementwise loop: {', '.join(n.op for n in step.nodes)}"
+                    f" -> {step.sink.name}", blocks, lambda b: [
+                        *before, loop_nest(step.sink.shape, operands, body, block=(b, blocks))])
 
 
 def _fused_runtime(step, before, operands, body, em, threads):

@@ -11,9 +11,11 @@ import math
 import numpy as _np
 
 from . import dot, row_reductions
-from .loops import Operand, loop_nest, contiguous_strides, broadcast_strides, ctype
+from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
+                    pool_job)
 from .lowering import MATMUL, VIEW, Kernel, NotLowerable, register, register_kernels
-from .sizes import maybe_nonempty
+from .runtime import thread_count
+from .sizes import is_runtime, maybe_nonempty
 from ...ops.shape import slice_len, slice_start
 
 # below this many multiply-adds kiln's own loops beat a BLAS call's fixed cost
@@ -267,7 +269,7 @@ def reduction(node, ptr):
     return loop_nest([x.shape[d] for d in kept], outer_ops, body)
 
 
-_ROW_BLOCK = 256     # accumulators on the stack: 2 KB of doubles
+ROW_BLOCK = 256     # accumulators on the stack: 2 KB of doubles
 
 
 def _leading_reduction(node, ptr, rows, cols, acc_t, init):
@@ -277,14 +279,17 @@ def _leading_reduction(node, ptr, rows, cols, acc_t, init):
                         "+" if node.op == "sum" else "*")
 
 
-def rows_reduced(x, out, X, T, rows, cols, acc_t="double", init="0", sym="+"):
+def rows_reduced(x, out, X, T, rows, cols, acc_t="double", init="0", sym="+", block=None):
     """C: out[j] = x[0, j] sym x[1, j] sym ... over `rows` rows of `cols` elements (C pointer
     expressions of element types X and T), accumulated in acc_t. Walking down each column
     reads one element per row, a cache line apart; this walks the rows, a block of columns
-    at a time, in the same order of operations per element."""
-    return f"""  for (int64_t c0 = 0; c0 < {cols}; c0 += {_ROW_BLOCK}) {{
-    int64_t width = {cols} - c0 < {_ROW_BLOCK} ? {cols} - c0 : {_ROW_BLOCK};
-    {acc_t} acc[{_ROW_BLOCK}];
+    at a time, in the same order of operations per element. block: a C expression b; only
+    block b of the ROW_BLOCK-column blocks (a parallel job's share)."""
+    first, stop = ("0", f"c0 < {cols}") if block is None else \
+        (f"({block}) * {ROW_BLOCK}", f"c0 < {cols} && c0 < (({block}) + 1) * {ROW_BLOCK}")
+    return f"""  for (int64_t c0 = {first}; {stop}; c0 += {ROW_BLOCK}) {{
+    int64_t width = {cols} - c0 < {ROW_BLOCK} ? {cols} - c0 : {ROW_BLOCK};
+    {acc_t} acc[{ROW_BLOCK}];
     for (int64_t j = 0; j < width; j++) acc[j] = {init};
     for (int64_t r = 0; r < {rows}; r++) {{
       const {X} *row = {x} + r * {cols} + c0;
@@ -315,10 +320,27 @@ def arg_reduction(node, ptr):
 
 # ---- data movement ------------------------------------------------------------------------
 
-def _copy(node, ptr, src, strides, base=0):
+# a copy of this many elements or more (a slice of a layer's gradient rows out of a scan's
+# result: 1120x1024 floats) runs as a job of the runtime's pool, in blocks of COPY_BLOCK_MIN
+COPY_PARALLEL_MIN = 1 << 16
+COPY_BLOCK_MIN = 1 << 14
+
+
+def _copy(node, ptr, src, strides, base=0, em=None):
+    """The loop writing node from src read at `strides`; with `em`, a large one is a
+    parallel job: a static function copying one block of its outermost dimension."""
     T = ctype(node.dtype)
     ops = [Operand(ptr(node), 0, contiguous_strides(node.shape)), Operand(ptr(src), base, strides)]
-    return loop_nest(node.shape, ops, lambda o: [f"{ptr(node)}[{o[0]}] = ({T}){ptr(src)}[{o[1]}];"])
+
+    def nest(block=None):
+        return loop_nest(node.shape, ops, lambda o: [
+            f"{ptr(node)}[{o[0]}] = ({T}){ptr(src)}[{o[1]}];"], block=block)
+    threads = thread_count()
+    if em is None or is_runtime(node.size) or node.size < COPY_PARALLEL_MIN or threads < 2:
+        return nest()
+    blocks = min(node.size // COPY_BLOCK_MIN, 4 * threads)
+    return pool_job(em, "copy", f"a copy: {node.op} -> {node.name}", blocks,
+                    lambda b: [nest((b, blocks))])
 
 
 def transpose(node, ptr):
@@ -349,9 +371,9 @@ def slice_layout(node):
     return base, [s * st for s, st in zip(xs, node.attrs["step"])]
 
 
-def slice_(node, ptr):
+def slice_(node, ptr, em=None):
     base, strides = slice_layout(node)
-    return _copy(node, ptr, node.inputs[0], strides, base)
+    return _copy(node, ptr, node.inputs[0], strides, base, em)
 
 
 def slice_assign(node, ptr):

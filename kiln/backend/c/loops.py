@@ -121,6 +121,18 @@ def loop_nest(shape, operands, body, indent="  ", var="i", block=None):
     return "\n".join(lines)
 
 
+def pool_job(em, kind, what, blocks, block_code):
+    """C running block_code(b) for b < blocks as one job of the runtime's pool (serially
+    without one): a static function `kiln_<kind>_blocks<n>` of em reading the table P.
+    what: the comment naming the work."""
+    name = f"kiln_{kind}_blocks{len(em.functions)}"
+    em.functions.append("\n".join([f"/* block b of {blocks} of {what} */",
+                                   f"static void {name}(void *ctx, int64_t b) {{",
+                                   "  void **P = ctx;", *block_code("b"), "}"]))
+    return "\n".join([f"  if (kiln_parallel_ptr) kiln_parallel_ptr({name}, (void *)P, {blocks});",
+                      f"  else for (int64_t b = 0; b < {blocks}; b++) {name}((void *)P, b);"])
+
+
 def prelude():
     """The start of every generated program, csrc/program_prelude.h: the C headers, the ABI
     version, and the scalar functions the elementwise expressions call (elementwise.py,

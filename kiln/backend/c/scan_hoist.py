@@ -16,13 +16,17 @@ sequence operand (row t), or a stack the loop fills with a copy of the row after
 The summation order changes (one long dot product per element instead of T partial sums),
 so results match the per-step loop within float rounding, not bit for bit.
 """
-from .kernels import rows_reduced
-from .loops import ctype
+from .kernels import ROW_BLOCK, rows_reduced
+from .loops import ctype, pool_job
+from .runtime import thread_count
 from .sizes import is_runtime, maybe_nonempty
 
 # memory the loop may take for stacks of rows it copies (a reversed layer's gradient rows);
 # rows the forward or the result keep anyway cost nothing
 MAX_STACK_BYTES = 1 << 28
+# a sum of stacked rows over this many elements (an LSTM's bias gradient: T x batch rows of
+# 4 x hidden) is split over the runtime's threads by blocks of columns
+COLUMN_SUMS_PARALLEL_MIN = 1 << 16
 
 
 class Factor:
@@ -172,5 +176,14 @@ class Stacks:
                 lines.append(f"  kiln_gemm_{T}(1, 0, {a}, {b}, {rows}, 1, {bases[0]}, {a}, "
                              f"{bases[1]}, {b}, 0, {out});")
                 continue
-            lines.append(rows_reduced(bases[0], out, T, T, rows, h.factors[0].node.shape[1]))
+            lines.append(self._column_sums(bases[0], out, T, rows, h.factors[0].node.shape[1]))
         return lines
+
+    def _column_sums(self, x, out, T, rows, cols):
+        """C summing the rows of x into out; a large sum as a job of the runtime's pool, a
+        block of ROW_BLOCK columns per task (each column's order of additions unchanged)."""
+        blocks = 0 if is_runtime(rows) or is_runtime(cols) else -(-cols // ROW_BLOCK)
+        if blocks < 2 or rows * cols < COLUMN_SUMS_PARALLEL_MIN or thread_count() < 2:
+            return rows_reduced(x, out, T, T, rows, cols)
+        return pool_job(self.em, "column_sums", f"the column sums of {rows} stacked rows",
+                        blocks, lambda b: [rows_reduced(x, out, T, T, rows, cols, block=b)])

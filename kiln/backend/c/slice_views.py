@@ -45,4 +45,4 @@ def read_in_place(node, users, outputs):
     return not _reaches_output(node, users, outputs) and window_offset(node) is not None
 
 
-register(("slice",), Kernel(slice_, view_when=read_in_place, view_kind="window"))
+register(("slice",), Kernel(slice_, with_emitter=True, view_when=read_in_place, view_kind="window"))
