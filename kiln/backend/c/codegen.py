@@ -21,7 +21,7 @@ from . import (collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy
                vector_math)
 from .sizes import SizeNames, is_runtime, maybe_nonempty, prelude as sizes_prelude, symbols_of
 from .gemm_accumulate import accumulate_form
-from .slice_views import window_offset
+from .slice_views import slice_layout, window_offset
 from .runtime import thread_count
 from .param_writes import param_writes
 
@@ -412,7 +412,7 @@ def _fused_parts(step, ptr, sums=None, named=None):
         operands += [Operand(p, 0, strides) for p in pointers]
     sliced = [n for n in step.nodes if n.op == "slice"]
     for n in sliced:      # read where its items lie in its input (its shape is the loop's)
-        base, strides = kernels.slice_layout(n)
+        base, strides = slice_layout(n)
         reads.append(range(len(operands), len(operands) + 1))
         operands.append(Operand(ptr(n.inputs[0]), base, strides))
     ext = ext + sliced

@@ -362,20 +362,6 @@ def _slice_geometry(shape, attrs):
     return ([slice_start(*t) for t in triples], tuple(slice_len(*t) for t in triples))
 
 
-def slice_layout(node):
-    """(element offset, strides) at which a slice node's items lie in its input."""
-    x = node.inputs[0]
-    xs = contiguous_strides(x.shape)
-    starts, _ = _slice_geometry(x.shape, node.attrs)
-    base = sum(b * s for b, s in zip(starts, xs))
-    return base, [s * st for s, st in zip(xs, node.attrs["step"])]
-
-
-def slice_(node, ptr, em=None):
-    base, strides = slice_layout(node)
-    return _copy(node, ptr, node.inputs[0], strides, base, em)
-
-
 def slice_assign(node, ptr):
     x, v = node.inputs
     a = node.attrs

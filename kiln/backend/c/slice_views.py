@@ -1,17 +1,34 @@
-"""A slice whose items lie contiguously in its input (a range of rows, one row of a
-matrix, a block of a flat buffer) costs nothing in generated C: its step ('window') sets
-its own table entry to a pointer into the input, and its readers read there. A scan's
-results, packed into one flat buffer and sliced apart (ops/scan.py), and the rows of a
-sequence are such windows. Any other slice copies (kernels.slice_).
+"""The C lowering of `slice`. A slice whose items lie contiguously in its input (a range
+of rows, one row of a matrix, a block of a flat buffer) costs nothing in generated C: its
+step ('window') sets its own table entry to a pointer into the input, and its readers
+read there. A scan's results, packed into one flat buffer and sliced apart
+(ops/scan.py), and the rows of a sequence are such windows. Any other slice copies
+(slice_), unless the elementwise loop that reads it reads its input where its items lie
+(slice_layout; graph/passes/fuse.py).
 
 The memory plan treats a window as a view of its input (graph/passes/memory.py): the
 input's buffer lives while the window is read, and no step writes in place over a
 window. A slice that is a graph output stays a copy (outputs are read from buffers and
 parameters, never from pointers the program sets), and so does one an output reshapes."""
 from ..._core.symdim import provably
-from .kernels import _slice_geometry, slice_
+from .kernels import _copy, _slice_geometry
 from .loops import contiguous_strides
 from .lowering import Kernel, register
+
+
+def slice_layout(node):
+    """(element offset, strides) at which a slice node's items lie in its input."""
+    x = node.inputs[0]
+    xs = contiguous_strides(x.shape)
+    starts, _ = _slice_geometry(x.shape, node.attrs)
+    base = sum(b * s for b, s in zip(starts, xs))
+    return base, [s * st for s, st in zip(xs, node.attrs["step"])]
+
+
+def slice_(node, ptr, em=None):
+    """The copy (a job of the runtime's pool when large: kernels._copy)."""
+    base, strides = slice_layout(node)
+    return _copy(node, ptr, node.inputs[0], strides, base, em)
 
 
 def window_offset(node):
