@@ -37,6 +37,18 @@ def wrap(value):
     return ndarray._wrap(onp.array(value))
 
 
+def compiled_c(fn, *xs):
+    """(output, generated C) of fn hybridized on the C backend and called once on NumPy
+    values xs (the trace warning silenced)."""
+    import warnings
+    f = kiln.hybridize(fn, backend="c")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = f(*[kiln.np.array(x) for x in xs]).asnumpy()
+    (entry,) = f._cached.entries.values()
+    return out, entry.program.source
+
+
 def assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=""):
     onp.testing.assert_allclose(to_np(actual), to_np(expected), rtol=rtol, atol=atol,
                                 err_msg=msg)

@@ -10,18 +10,10 @@ import pytest
 
 import kiln
 from kiln import np, npx
+from conftest import compiled_c
 from kiln.backend.c import build, vector_math
 
 pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler")
-
-
-def _compiled(fn, *xs):
-    f = kiln.hybridize(fn, backend="c")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = f(*[np.array(x) for x in xs]).asnumpy()
-    (entry,) = f._cached.entries.values()
-    return out, entry.program.source
 
 
 def _gates(i, f, g, c):
@@ -37,7 +29,7 @@ def test_loop_of_vector_math_runs_on_the_pool(monkeypatch, fn, parallel):
     monkeypatch.setenv("KILN_NUM_THREADS", "2")
     rng = onp.random.default_rng(0)
     xs = [rng.standard_normal((32, 256)).astype("float32") for _ in range(4)]
-    got, source = _compiled(fn, *xs)
+    got, source = compiled_c(fn, *xs)
     assert ("kiln_parallel_ptr(kiln_fused_blocks" in source) is parallel
     want = fn(*[np.array(x) for x in xs]).asnumpy()
     onp.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
@@ -47,7 +39,7 @@ def test_one_thread_keeps_every_loop_serial(monkeypatch):
     monkeypatch.setenv("KILN_NUM_THREADS", "1")
     rng = onp.random.default_rng(1)
     xs = [rng.standard_normal((32, 256)).astype("float32") for _ in range(4)]
-    got, source = _compiled(_gates, *xs)
+    got, source = compiled_c(_gates, *xs)
     assert "kiln_fused_blocks" not in source
     onp.testing.assert_allclose(got, _gates(*[np.array(x) for x in xs]).asnumpy(),
                                 rtol=1e-6, atol=1e-6)
@@ -92,7 +84,7 @@ def test_large_slice_copies_on_the_pool(monkeypatch, rows, parallel):
     by blocks on the runtime's threads; a small one stays on the calling thread."""
     monkeypatch.setenv("KILN_NUM_THREADS", "2")
     x = onp.random.default_rng(3).standard_normal((rows + 2, 1024)).astype("float32")
-    got, source = _compiled(lambda v: v[1:-1] * 1.0 + v[2:, ::2].sum(), x)
+    got, source = compiled_c(lambda v: v[1:-1] * 1.0 + v[2:, ::2].sum(), x)
     assert ("kiln_parallel_ptr(kiln_copy_blocks" in source) is parallel
     want = (np.array(x)[1:-1] * 1.0 + np.array(x)[2:, ::2].sum()).asnumpy()
     onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)

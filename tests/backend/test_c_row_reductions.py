@@ -10,18 +10,10 @@ import pytest
 
 import kiln
 from kiln import autograd, np, npx
+from conftest import compiled_c
 from kiln.backend.c import build
 
 pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler")
-
-
-def _compiled(fn, *xs):
-    f = kiln.hybridize(fn, backend="c")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = f(*[np.array(x) for x in xs]).asnumpy()
-    (entry,) = f._cached.entries.values()
-    return out, entry.program.source
 
 
 def _rows(shape, dtype, seed):
@@ -49,7 +41,7 @@ def _rows(shape, dtype, seed):
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_row_max_min_equal_eager_exactly(dtype, shape, axis, op):
     x = _rows(shape, dtype, 0)
-    got, source = _compiled(lambda v: getattr(np, op)(v, axis=axis), x)
+    got, source = compiled_c(lambda v: getattr(np, op)(v, axis=axis), x)
     assert f"reduction({op}:acc)" in source
     want = getattr(np, op)(np.array(x), axis=axis).asnumpy()
     onp.testing.assert_array_equal(onp.isnan(got), onp.isnan(want))
@@ -78,7 +70,7 @@ def _scalar_loop(x, axis, op):
                                         ((8, 4, 37), (1, 2)), ((16, 200), None)])
 def test_row_sums_equal_eager(dtype, shape, axis):
     x = _rows(shape, dtype, 1)
-    got, source = _compiled(lambda v: np.sum(v, axis=axis, keepdims=True), x)
+    got, source = compiled_c(lambda v: np.sum(v, axis=axis, keepdims=True), x)
     assert "reduction(+:acc)" in source
     want = np.sum(np.array(x), axis=axis, keepdims=True).asnumpy()
     onp.testing.assert_array_equal(onp.isnan(got), onp.isnan(want))
@@ -88,7 +80,7 @@ def test_row_sums_equal_eager(dtype, shape, axis):
 
 def test_empty_rows_sum_to_zero():
     x = onp.zeros((3, 0), onp.float32)
-    got, _ = _compiled(lambda v: np.sum(v, axis=-1), x)
+    got, _ = compiled_c(lambda v: np.sum(v, axis=-1), x)
     onp.testing.assert_array_equal(got, onp.zeros(3, onp.float32))
 
 
