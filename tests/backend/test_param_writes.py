@@ -166,6 +166,29 @@ def _update_graph(k, n, m, op="subtract", operand_is_w=False):
     return graph
 
 
+def test_a_window_of_the_weight_read_after_its_update_reads_the_old_value():
+    """w[1:3] is a window (a pointer into w, slice_views.py) that the update reads first
+    (w - lr * sum(w[1:3])) and exp reads after the update's loop: the new value must not
+    go into w in place while the window still has a reader."""
+    w = Node("param", (), {}, (4, 3), F32, name="w")
+    lr = Node("input", (), {}, (), F32, name="lr")
+    rows = Node("slice", (w,), {"begin": (1, 0), "end": (3, 3), "step": (1, 1)}, (2, 3), F32)
+    total = Node("sum", (rows,), {"axis": None, "keepdims": False}, (), F32)
+    new_w = Node("subtract", (w, Node("multiply", (lr, total), {}, (), F32)), {}, (4, 3), F32)
+    later = Node("exp", (rows,), {}, (2, 3), F32)
+    graph = Graph([lr], [w], [new_w, later])
+    graph.state_outputs = {0: 0}
+    prog = CProgram(graph)
+    run = prog.source[prog.source.index("int kiln_run"):]
+    assert "= (char *)P[" in run and run.index("subtract") < run.index("exp"), run
+    w0 = onp.arange(12, dtype=F32).reshape(4, 3) / 10
+    w_arr = w0.copy()
+    out = prog([onp.array(0.5, F32)], [w_arr])
+    onp.testing.assert_allclose(out[1], onp.exp(w0[1:3]), rtol=1e-6)
+    new = w_arr if out[0] is None else out[0]
+    onp.testing.assert_allclose(new, w0 - 0.5 * w0[1:3].sum(), rtol=1e-6)
+
+
 @pytest.mark.parametrize("k,n,m", [(3, 5, 4), (200, 300, 64)])   # kiln's loops, then BLAS
 @pytest.mark.parametrize("op", ["subtract", "add"])
 def test_weight_update_accumulates_in_one_gemm(k, n, m, op):
@@ -192,6 +215,47 @@ def test_a_gemm_reading_the_weight_does_not_accumulate_into_it():
     want = w64 - 0.1 * ((w64 @ w64.T).T @ w64)
     out = prog([a, b, onp.array(0.1, F32)], [w])
     got = w if out[0] is None else out[0]
+    onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_an_update_reading_a_window_of_the_weight_elsewhere_is_not_written_in_place():
+    """w - w[:1] (the first row, a window into w, broadcast over the rows): written
+    into w in place, the first row would change before the later rows read it."""
+    w = Node("param", (), {}, (4, 3), F32, name="w")
+    lr = Node("input", (), {}, (), F32, name="lr")
+    first = Node("slice", (w,), {"begin": (0, 0), "end": (1, 3), "step": (1, 1)}, (1, 3), F32)
+    new_w = Node("subtract", (w, first), {}, (4, 3), F32)     # the loop broadcasts the row
+    graph = Graph([lr], [w], [new_w])
+    graph.state_outputs = {0: 0}
+    prog = CProgram(graph)
+    w0 = onp.arange(12, dtype=F32).reshape(4, 3) / 10
+    w_arr = w0.copy()
+    out = prog([onp.array(0.5, F32)], [w_arr])
+    got = w_arr if out[0] is None else out[0]
+    onp.testing.assert_allclose(got, w0 - w0[:1], rtol=1e-6)
+
+
+def test_a_gemm_reading_a_window_of_the_weight_does_not_accumulate_into_it():
+    """w - lr * (a^T @ w[:4]): the gemm's B is a window of w (a pointer into it), so it
+    may not accumulate into w while reading w's first rows."""
+    w = Node("param", (), {}, (6, 5), F32, name="w")
+    a = Node("input", (), {}, (4, 6), F32, name="a")
+    lr = Node("input", (), {}, (), F32, name="lr")
+    rows = Node("slice", (w,), {"begin": (0, 0), "end": (4, 5), "step": (1, 1)}, (4, 5), F32)
+    at = Node("transpose", (a,), {"axes": (1, 0)}, (6, 4), F32)
+    grad = Node("matmul", (at, rows), {}, (6, 5), F32)
+    new_w = Node("subtract", (w, Node("multiply", (grad, lr), {}, (6, 5), F32)), {},
+                 (6, 5), F32)
+    from kiln.graph.passes import run_pipeline
+    graph = run_pipeline("generic", Graph([a, lr], [w], [new_w]))
+    graph.state_outputs = {0: 0}
+    prog = CProgram(graph)
+    rng = onp.random.default_rng(2)
+    av, w0 = rng.standard_normal((4, 6)).astype(F32), rng.standard_normal((6, 5)).astype(F32)
+    w_arr = w0.copy()
+    out = prog([av, onp.array(0.1, F32)], [w_arr])
+    got = w_arr if out[0] is None else out[0]
+    want = w0.astype(onp.float64) - 0.1 * (av.T.astype(onp.float64) @ w0[:4])
     onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 

@@ -55,12 +55,14 @@ def _other_input(node, current):
 
 
 def _gemm_operands(mm):
-    """The nodes whose storage the gemm reads (a transpose read in place reads its input)."""
-    out = []
-    for i in mm.inputs:
+    """The nodes whose storage the gemm may read: a transpose read in place reads its
+    input, and a slice may be a window into its input (slice_views.py)."""
+    out, todo = [], list(mm.inputs)
+    while todo:
+        i = todo.pop()
         out.append(i)
-        if i.op == "transpose":
-            out.append(i.inputs[0])
+        if i.op in ("transpose", "slice"):
+            todo.append(i.inputs[0])
     return out
 
 

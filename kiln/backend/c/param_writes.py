@@ -24,11 +24,17 @@ def param_writes(graph, steps, storage, param_slots):
     output_count = Counter(id(o) for o in graph.outputs)
     position = {id(s.sink): k for k, s in enumerate(steps)}
     readers = {}    # slot -> positions of the steps reading it (other than as a gemm input)
+    inside = {}     # a window's slot -> the slot it points into (slice_views.py)
     for k, s in enumerate(steps):
         if s.kind == "alias":
             continue
+        if s.kind == "window":
+            inside[storage(s.sink)] = storage(s.sink.inputs[0])
         for i in s.inputs:
-            readers.setdefault(storage(i), []).append(k)
+            slot = storage(i)
+            while slot is not None:     # a read through a window reads what it points into
+                readers.setdefault(slot, []).append(k)
+                slot = inside.get(slot)
     written = {}
     for out_index, param_index in sorted(graph.state_outputs.items()):
         node = graph.outputs[out_index]
@@ -67,4 +73,15 @@ def _writes_elementwise(step, param, storage, slot):
                 continue
             if storage(i) == slot and (i is not param or i.shape != step.sink.shape):
                 return False
+            if i is not param and any(storage(v) == slot for v in _viewed(i)):
+                return False      # a window (slice_views.py) or a reshape of one into it
     return True
+
+
+def _viewed(node):
+    """What a value may be a view of: through slices (windows), reshapes and transposes."""
+    out = []
+    while node.op in ("slice", "reshape", "transpose"):
+        node = node.inputs[0]
+        out.append(node)
+    return out
