@@ -28,6 +28,10 @@ FORMS = {   # name: (function of x (rows, 12), slices the generated C still copi
               0),
     "every other column": (lambda x: x[:, ::2] * 3 + x[:, 1::2], 0),
     "rows of a product": (lambda x: np.tanh((x @ x.T)[1:4]), 0),
+    # a window into the value the loop reads and could write in place (graph/passes/memory.py)
+    "a row of the value beside it": (lambda x: (lambda h: h - h[:1])(np.tanh(x)), 0),
+    "a block of its flat self": (lambda x: (lambda h: h * 2 + h.reshape(-1)[3:15])(
+        np.tanh(x)), 0),
     "reversed": (lambda x: x[::-1] + 1, 1),
     "two readers": (_two_readers, 1),
     "the output": (lambda x: (x * 2).reshape(-1)[4:16], 1),

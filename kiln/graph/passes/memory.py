@@ -91,9 +91,12 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
             for i in n.inputs:
                 r = root.get(id(i), id(i))
                 b = buffer_of.get(r)
+                # (not when the step also reads a view of it: a window elsewhere in the
+                # buffer, read after the loop has written there)
                 if (b is not None and r == id(i) and last_use.get(r) == k and i.shape == n.shape
                         and i.dtype == n.dtype and owner_count[b] == 1
-                        and not (output and b in fixed)):
+                        and not (output and b in fixed)
+                        and not any(j is not i and root.get(id(j)) == r for j in n.inputs)):
                     chosen, taken = b, r     # in place: the input dies here
                     owner_count[b] -= 1
                     break
