@@ -113,3 +113,17 @@ def test_softmax_and_layer_norm_in_training_equal_eager(form, n):
     onp.testing.assert_array_equal(onp.isnan(g), onp.isnan(g0))
     onp.testing.assert_allclose(y, y0, rtol=1e-5, atol=1e-5)
     onp.testing.assert_allclose(g, g0, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_of_integers_equals_eager(log):
+    """The row kernels read their input in the result's type; an int64 input (found by
+    the fuzzer: its bits were read as doubles) runs where it is converted first."""
+    def f(a):
+        return npx.log_softmax(a.reshape(-1)) if log else npx.softmax(a.reshape(-1))
+    x = np.array(onp.array([[0], [-1], [2]], dtype="int64"))
+    compiled = kiln.hybridize(f, backend="c")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = compiled(x).asnumpy()
+    onp.testing.assert_allclose(got, f(x).asnumpy(), rtol=1e-12)

@@ -49,7 +49,16 @@ def _run(kind, T, fields, tasks):
         "  }"])
 
 
+def _same_dtype(node):
+    """The row kernels read their inputs in the result's type: an integer input (the
+    log-softmax of int64 labels is float64) is not theirs; the NumPy executor runs it."""
+    for x in node.inputs:
+        if x.dtype != node.dtype:
+            raise NotLowerable(f"{node.op} of {x.dtype} into {node.dtype}")
+
+
 def emit_layer_norm(node, ptr, em):
+    _same_dtype(node)
     T, n, rows, tasks, per_task = _prepare(node, em)
     if not is_runtime(node.size) and node.size == 0:
         return ""
@@ -61,6 +70,7 @@ def emit_layer_norm(node, ptr, em):
 
 
 def emit_softmax(node, ptr, em):
+    _same_dtype(node)
     T, n, rows, tasks, per_task = _prepare(node, em)
     if not is_runtime(node.size) and node.size == 0:
         return ""
