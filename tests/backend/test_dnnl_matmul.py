@@ -351,3 +351,30 @@ def test_a_recurrent_weight_is_packed_once_per_loop_run():
     for p, value in zip(entry.params, params):
         p.set_data(np.array(value))
     onp.testing.assert_allclose(second, net(np.array(xv)).asnumpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [9, 300])
+def test_an_added_tensor_of_the_output_shape_runs_in_the_primitive(rows):
+    """bias, ReLU and then a tensor of the output's shape (a residual, an LSTM step's input
+    projection) added by the primitive, in one op and in row blocks: no loop after it. A
+    transposed tensor is added as the transpose's result."""
+    rng = onp.random.default_rng(6)
+    xv, wv = rng.standard_normal((rows, 20)).astype("float32"), \
+        rng.standard_normal((20, 24)).astype("float32")
+    bv, rv = rng.standard_normal(24).astype("float32"), \
+        rng.standard_normal((rows, 24)).astype("float32")
+    x64, w64 = xv.astype("float64"), wv.astype("float64")
+    forms = [(lambda x, w, b, r: np.maximum(np.dot(x, w) + b, 0) + r,
+              onp.maximum(x64 @ w64 + bv, 0) + rv),
+             (lambda x, w, b, r: r + np.dot(x, w), rv + x64 @ w64),
+             (lambda x, w, b, r: np.dot(x, w) + b + r, x64 @ w64 + bv + rv),
+             (lambda x, w, b, r: np.dot(x, w) + r.T, x64 @ w64 + rv)]
+    for f, want in forms:
+        h = kiln.hybridize(f, backend="c")
+        r = rv.T.copy() if f is forms[-1][0] else rv
+        got = quiet(h, np.array(xv), np.array(wv), np.array(bv), np.array(r)).asnumpy()
+        (source,) = sources(h)
+        assert "kiln_dnnl_run(" in source
+        onp.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        if f is not forms[-1][0]:
+            assert "/* fused:" not in source and "/* op:" not in source

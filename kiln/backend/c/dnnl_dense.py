@@ -53,9 +53,11 @@ def _i64(values):
 
 
 def _new_op(lib, args):
-    nd, ad, as_, bd, bs, ldc, bias, act, pack, single = args
+    """args: (nd, a dims, a strides, b dims, b strides, ldc, bias?, act, pack?, single?,
+    ldr: the residual's row stride, 0 for none), as kd_matmul takes them."""
+    nd, ad, as_, bd, bs, ldc, bias, act, pack, single, ldr = args
     return lib.kd_matmul(nd, _i64(ad), _i64(as_), _i64(bd), _i64(bs), ldc, bias, act, pack,
-                         single)
+                         single, ldr)
 
 
 def _probe(args):
@@ -94,26 +96,39 @@ def _operand(node, is_alias):
     return node, (node.shape[-1], 1)
 
 
-def _epilogue(mm, chain):
-    """(bias node or None, relu?, nodes taken): the bias add and ReLU that directly follow
-    the matmul, as the primitive can run them."""
+def _added(node, current):
+    """The other operand of `node` when it adds a float32 value to `current`, else None."""
+    if node.op != "add" or len(node.inputs) != 2 or node.shape != current.shape:
+        return None
+    x, y = node.inputs
+    other = y if x is current else x if y is current else None
+    return None if other is None or other is current or other.dtype != _np.float32 \
+        else other
+
+
+def _epilogue(mm, chain, is_alias, residuals=True):
+    """(bias node or None, relu?, residual node or None, nodes taken): the bias add, ReLU
+    and (with residuals) add of a tensor of the output's shape (an LSTM step's input
+    projection, a residual connection) that directly follow the matmul, as the primitive
+    can run them."""
     n = mm.shape[-1]
-    taken, bias, relu, current = 0, None, False, mm
-    if chain and chain[0].op == "add" and len(chain[0].inputs) == 2:
-        x, y = chain[0].inputs
-        other = y if x is mm else x if y is mm else None
-        if other is not None and other is not mm and other.dtype == _np.float32 \
-                and other.shape in ((n,), (1,) * (mm.ndim - 1) + (n,)) \
-                and chain[0].shape == mm.shape:
-            bias, current, taken = other, chain[0], 1
+    taken, bias, relu, residual, current = 0, None, False, None, mm
+    if chain and (other := _added(chain[0], mm)) is not None \
+            and other.shape in ((n,), (1,) * (mm.ndim - 1) + (n,)):
+        bias, current, taken = other, chain[0], 1
     if len(chain) > taken and chain[taken].op == "relu" and chain[taken].inputs[0] is current:
         relu, current, taken = True, chain[taken], taken + 1
+    # a residual of the output's shape, laid out as a matrix of its own (not a view that
+    # reads elsewhere, such as a transpose)
+    if residuals and len(chain) > taken and (other := _added(chain[taken], current)) \
+            is not None and other.shape == mm.shape and not is_alias(other):
+        residual, current, taken = other, chain[taken], taken + 1
     # the rest of the chain may read only the last value computed here (they share storage)
     last = chain[taken - 1] if taken else mm
     inner = {id(mm)} | {id(c) for c in chain[:taken]}
     if any(id(i) in inner and i is not last for c in chain[taken:] for i in c.inputs):
-        return None, False, 0
-    return bias, relu, taken
+        return None, False, None, 0
+    return bias, relu, residual, taken
 
 
 def emit(em, step, storage, is_alias, weight_stays):
@@ -143,36 +158,60 @@ def emit(em, step, storage, is_alias, weight_stays):
     if not one_matrix:
         return _batched(em, step, storage, is_alias)
     (a, sa), (b, sb) = _operand(mm.inputs[0], is_alias), _operand(mm.inputs[1], is_alias)
-    bias, relu, taken = _epilogue(mm, chain)
+    bias, relu, residual, taken = _epilogue(mm, chain, is_alias)
     # the rest of the chain reads the primitive's result where the matmul's value is kept,
     # which is not the step's result when that goes straight into a parameter
     out = storage(step.sink) if taken == len(chain) else storage(chain[taken - 1] if taken
                                                                    else mm)
-    if any(storage(x) == out for x in (a, b, bias) if x is not None):
+    if any(storage(x) == out for x in (a, b, bias, residual) if x is not None):
         return None          # oneDNN's output may not overlap its inputs
+    stamp = "kiln_weight_stamp()" if weight_stays(b) else em.loop_stamps.get(storage(b))
+    pointers = [None if x is None else f"P[{storage(x)}]" for x in (a, b, bias)] + [
+        f"P[{out}]", None if residual is None else f"P[{storage(residual)}]"]
+    code = _dense_code(em, M, N, K, sa, sb, pointers, relu, stamp)
+    return None if code is None else (code, chain[taken:])
+
+
+def matmul_code(em, M, N, K, a, sa, b, sb, out):
+    """C computing out = a . b on oneDNN in kiln's pool, or None where kiln's gemm should
+    (no oneDNN, a small or run-time size, only a reference kernel): a, b, out are C
+    expressions of float32 pointers, sa and sb the element strides of a's rows and
+    columns and of b's, the output's rows N apart (scan_hoist's weight gradients)."""
+    if any(is_runtime(d) for d in (M, N, K)) or M * N * K < DNNL_MIN_FLOPS \
+            or M < DNNL_MIN_ROWS:
+        return None
+    from .. import dnnl
+    if not dnnl.available():
+        return None
+    return _dense_code(em, M, N, K, sa, sb, [a, b, None, out, None], False, None)
+
+
+def _dense_code(em, M, N, K, sa, sb, pointers, relu, stamp):
+    """C computing an M x N float32 product on one-thread oneDNN ops, a grid of blocks in
+    kiln's pool, or None where oneDNN has only its reference kernel. pointers: C
+    expressions of a, b, the bias (or None), the output and the residual (or None); stamp:
+    the weight's (b's) stamp expression when its packed copy may be kept, else None."""
     from .runtime import thread_count
+    a, b, bias, out, residual = pointers
     rows, cols = grid(M, N, thread_count())
     # row blocks read the weight as it lies: a packed copy per block would hold the
     # weight once per block (the same speed here: 1024 x 512 x 256 in 256-row blocks on
     # one thread, 2.54 ms unpacked, 2.66 packed)
-    stamp = "kiln_weight_stamp()" if weight_stays(b) else em.loop_stamps.get(storage(b))
     pack = stamp is not None and rows == M
     blocks = [(m0, n0, min(rows, M - m0), min(cols, N - n0))
               for m0 in range(0, M, rows) for n0 in range(0, N, cols)]
     single = int(len(blocks) > 1)
     shapes = [(2, (mb, K), sa, (K, nb), sb, N, int(bias is not None), int(relu), int(pack),
-               single) for _, _, mb, nb in blocks]
+               single, N if residual is not None else 0) for _, _, mb, nb in blocks]
     if not all(_probe(args) for args in set(shapes)):
         return None
     ops = [em.add_slot(("dnnl_op", lambda lib, args=args: _new_op(lib, args)))
            for args in shapes]
-    operands = [storage(x) for x in [a, b] + ([bias] if bias is not None else [])]
     stamp = stamp if pack else "0"
     if len(ops) == 1:
-        stamps = ["0", stamp] + ["0"] * (len(operands) - 1)
-        return _call(ops[0], operands + [out], stamps), chain[taken:]
-    return _blocks(em, ops, (rows, cols, -(-N // cols)), operands, (sa[0], sb[1], N), out,
-                   stamp), chain[taken:]
+        given = [p for p in (a, b, bias, out, residual) if p is not None]
+        return _call(ops[0], given, ["0", stamp] + ["0"] * (len(given) - 2))
+    return _blocks(em, ops, (rows, cols, -(-N // cols)), pointers, (sa[0], sb[1], N), stamp)
 
 
 def _batched(em, step, storage, is_alias):
@@ -193,32 +232,34 @@ def _batched(em, step, storage, is_alias):
     out = storage(step.sink if len(step.nodes) == 1 else mm)    # as in emit
     if any(storage(x) == out for x in mm.inputs):
         return None
-    args = (3, (ba, M, K), (M * K, K, 1), (bb, K, N), (K * N, N, 1), N, 0, 0, 0, 0)
+    args = (3, (ba, M, K), (M * K, K, 1), (bb, K, N), (K * N, N, 1), N, 0, 0, 0, 0, 0)
     if not _probe(args):
         return None
     op = em.add_slot(("dnnl_op", lambda lib: _new_op(lib, args)))
-    slots = [storage(x) for x in mm.inputs] + [out]
-    return _call(op, slots, ["0"] * 3), step.nodes[1:]
+    pointers = [f"P[{storage(x)}]" for x in mm.inputs] + [f"P[{out}]"]
+    return _call(op, pointers, ["0"] * 3), step.nodes[1:]
 
 
-def _call(op, slots, stamps):
-    """C calling one shim op on the values in `slots`."""
-    pointers = [f"P[{k}]" for k in slots]
+def _call(op, pointers, stamps):
+    """C calling one shim op on the values at `pointers` (C expressions)."""
     return "\n".join(["  {", f"    void *a[{len(pointers)}] = {{{', '.join(pointers)}}};",
                       f"    int64_t s[{len(pointers)}] = {{{', '.join(stamps)}}};",
                       f"    if (kiln_dnnl_run(P[{op}], a, s) != 0) return {DNNL_FAILED};",
                       "  }"])
 
 
-def _blocks(em, ops, grid_, operands, steps, out, stamp):
+def _blocks(em, ops, grid_, pointers, steps, stamp):
     """C running one op per block through kiln's pool; ops are consecutive slots.
-    grid_: (rows, columns) per block and blocks per row of the grid; operands: the slots
-    of a, b and the bias if any; steps: elements between rows of a, columns of b, rows of
-    the output."""
+    grid_: (rows, columns) per block and blocks per row of the grid; pointers: C
+    expressions of a, b, the bias or None, the output, the residual or None; steps:
+    elements between rows of a, columns of b, rows of the output (and of the residual)."""
     rows, cols, across = grid_
     a_row, b_col, out_row = steps
+    a, b, bias, out, residual = pointers
     name = f"kiln_dnnl_blocks{len(em.functions)}"
-    bias = f", (float *)P[{operands[2]}] + n0" if len(operands) == 3 else ""
+    bias = "" if bias is None else f", (float *)({bias}) + n0"
+    res = "" if residual is None else f", (float *)({residual}) + m0 * {out_row} + n0"
+    n_args = 3 + bool(bias) + bool(res)
     job = "" if any("} kiln_dnnl_job;" in f for f in em.functions) else \
         "typedef struct { void **P; int failed; } kiln_dnnl_job;\n"
     em.functions.append("\n".join([
@@ -227,10 +268,10 @@ def _blocks(em, ops, grid_, operands, steps, out, stamp):
         "  kiln_dnnl_job *job = ctx;",
         "  void **P = job->P;",
         f"  int64_t m0 = b / {across} * {rows}, n0 = b % {across} * {cols};",
-        f"  void *a[{len(operands) + 1}] = {{(float *)P[{operands[0]}] + m0 * {a_row}, "
-        f"(float *)P[{operands[1]}] + n0 * {b_col}{bias}, "
-        f"(float *)P[{out}] + m0 * {out_row} + n0}};",
-        f"  int64_t s[{len(operands) + 1}] = {{0, {stamp}{', 0' if bias else ''}, 0}};",
+        f"  void *a[{n_args}] = {{(float *)({a}) + m0 * {a_row}, "
+        f"(float *)({b}) + n0 * {b_col}{bias}, "
+        f"(float *)({out}) + m0 * {out_row} + n0{res}}};",
+        f"  int64_t s[{n_args}] = {{0, {stamp}{', 0' * (n_args - 2)}}};",
         f"  if (kiln_dnnl_run(P[{ops[0]} + b], a, s) != 0) "
         "__atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);",
         "}"]))
@@ -274,7 +315,7 @@ def sized_dense(em, step, storage, is_alias, weight_stays):
     (a, sa), (b, sb) = _operand(a_node, is_alias), _operand(b_node, is_alias)
     if any(is_runtime(x) for x in sa + sb):
         return None
-    bias, relu, taken = _epilogue(mm, chain)
+    bias, relu, _, taken = _epilogue(mm, chain, is_alias, residuals=False)
     out = storage(step.sink) if taken == len(chain) else storage(chain[taken - 1] if taken
                                                                    else mm)
     if any(storage(x) == out for x in (a, b, bias) if x is not None):

@@ -147,7 +147,7 @@ def _on_dnnl(a, b, operand_a, operand_b):
     (m, k), n = a.shape, b.shape[1]
     (ta, lda), (tb, ldb) = operand_a, operand_b
     args = (2, (m, k), (1, lda) if ta else (lda, 1), (k, n), (1, ldb) if tb else (ldb, 1), n,
-            0, 0, 0, 0)
+            0, 0, 0, 0, 0)
     key = ("matmul",) + args
     if key in _refused:
         return None

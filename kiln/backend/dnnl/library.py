@@ -116,7 +116,8 @@ def _load():
                              I64, ctypes.c_int]
     shim.kd_matmul.restype = P
     shim.kd_matmul.argtypes = [ctypes.c_int, I64, I64, I64, I64, ctypes.c_int64,
-                               ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+                               ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                               ctypes.c_int64]
     shim.kd_matmul_rows_new.restype = P
     shim.kd_matmul_rows_new.argtypes = [ctypes.c_int64, I64, I64, ctypes.c_int64,
                                         ctypes.c_int, ctypes.c_int]

@@ -57,28 +57,32 @@ fail:
    place is just other strides); y: (batch, M, N) with rows ldc apart (a block of columns
    of a wider output), batches M * ldc; bias: plain (N). act: 0 none, 1 ReLU. pack: let
    oneDNN choose b's layout (a reorder, kept between calls by the stamp) instead of
-   reading b as it lies. Fails (0, kd_error) on a reference implementation: slower than
-   kiln's own loops, so the caller keeps those. */
+   reading b as it lies. ldr: 0, or the residual's row stride: y += a tensor of y's dims
+   (a binary post-op after the activation: an LSTM step's input projection, a residual
+   connection), read with rows ldr apart; it is the argument after y. Fails (0, kd_error)
+   on a reference implementation: slower than kiln's own loops, so the caller keeps those. */
 static kd_op *kd_matmul_make(int nd, const int64_t *ad, const int64_t *as,
                              const int64_t *bd, const int64_t *bs, int64_t ldc, int bias,
-                             int act, int pack) {
-  int64_t yd[3], ys[3], biasd[3] = {1, 1, 1};
+                             int act, int pack, int64_t ldr) {
+  int64_t yd[3], ys[3], rs[3], biasd[3] = {1, 1, 1};
   for (int i = 0; i < nd - 2; i++) yd[i] = ad[i] > bd[i] ? ad[i] : bd[i];
   yd[nd - 2] = ad[nd - 2]; yd[nd - 1] = bd[nd - 1]; biasd[nd - 1] = bd[nd - 1];
   ys[nd - 1] = 1; ys[nd - 2] = ldc; if (nd == 3) ys[0] = ldc * yd[1];
+  rs[nd - 1] = 1; rs[nd - 2] = ldr; if (nd == 3) rs[0] = ldr * yd[1];
   dnnl_memory_desc_t am = kd_strided(nd, ad, as), ym = kd_strided(nd, yd, ys);
   dnnl_memory_desc_t bm = pack ? kd_any(nd, bd) : kd_strided(nd, bd, bs);
   dnnl_memory_desc_t biasm = bias ? kd_plain(nd, biasd) : 0;
+  dnnl_memory_desc_t resm = ldr ? kd_strided(nd, yd, rs) : 0;
   dnnl_primitive_attr_t attr = kd_attr();
   dnnl_primitive_desc_t pd = 0;
   dnnl_memory_desc_t user[KD_MAX_ARGS] = {0};
   int args[KD_MAX_ARGS], outs[KD_MAX_ARGS] = {0}, nargs = 0;
   if (kd_init()) goto fail;
-  if (!am || !ym || !bm || !attr || (bias && !biasm)) {
+  if (!am || !ym || !bm || !attr || (bias && !biasm) || (ldr && !resm)) {
     snprintf(kd_message, sizeof kd_message, "matmul: bad dims or strides");
     goto fail;
   }
-  if (kd_matmul_epilogue(attr, act ? KD_ACT_RELU : KD_ACT_NONE, 1.0f, 0)) goto fail;
+  if (kd_matmul_epilogue(attr, act ? KD_ACT_RELU : KD_ACT_NONE, 1.0f, resm)) goto fail;
   KD_TRY(dnnl_matmul_primitive_desc_create(&pd, kd_engine, am, bm, biasm, ym, attr));
   if (kd_real_kernel(pd, "matmul")) goto fail;
   args[0] = DNNL_ARG_SRC; user[0] = kd_strided(nd, ad, as);
@@ -86,8 +90,13 @@ static kd_op *kd_matmul_make(int nd, const int64_t *ad, const int64_t *as,
   nargs = 2;
   if (bias) { args[2] = DNNL_ARG_BIAS; user[2] = kd_plain(nd, biasd); nargs = 3; }
   args[nargs] = DNNL_ARG_DST; outs[nargs] = 1; user[nargs] = kd_strided(nd, yd, ys); nargs++;
+  if (ldr) {       /* the binary add is the epilogue's last post-op */
+    args[nargs] = DNNL_ARG_ATTR_MULTIPLE_POST_OP(act != KD_ACT_NONE) | DNNL_ARG_SRC_1;
+    user[nargs] = kd_strided(nd, yd, rs); nargs++;
+  }
   dnnl_memory_desc_destroy(am); dnnl_memory_desc_destroy(bm); dnnl_memory_desc_destroy(ym);
   if (biasm) dnnl_memory_desc_destroy(biasm);
+  if (resm) dnnl_memory_desc_destroy(resm);
   dnnl_primitive_attr_destroy(attr);
   return kd_make(pd, nargs, args, outs, user);
 fail:
@@ -95,6 +104,7 @@ fail:
   if (bm) dnnl_memory_desc_destroy(bm);
   if (ym) dnnl_memory_desc_destroy(ym);
   if (biasm) dnnl_memory_desc_destroy(biasm);
+  if (resm) dnnl_memory_desc_destroy(resm);
   if (attr) dnnl_primitive_attr_destroy(attr);
   if (pd) dnnl_primitive_desc_destroy(pd);
   for (int i = 0; i < KD_MAX_ARGS; i++) if (user[i]) dnnl_memory_desc_destroy(user[i]);
@@ -105,14 +115,15 @@ fail:
    and runs a one-thread op inline, without OpenMP, so kiln's pool can run several such ops
    (blocks of one layer) at once, each on the thread that takes it. */
 kd_op *kd_matmul(int nd, const int64_t *ad, const int64_t *as, const int64_t *bd,
-                 const int64_t *bs, int64_t ldc, int bias, int act, int pack, int single) {
+                 const int64_t *bs, int64_t ldc, int bias, int act, int pack, int single,
+                 int64_t ldr) {
   if (nd < 2 || nd > 3) {
     snprintf(kd_message, sizeof kd_message, "matmul over %d dims (2 or 3 taken)", nd);
     return 0;
   }
   int before = omp_get_max_threads();
   if (single) omp_set_num_threads(1); else kd_enter();
-  kd_op *op = kd_matmul_make(nd, ad, as, bd, bs, ldc, bias, act, pack);
+  kd_op *op = kd_matmul_make(nd, ad, as, bd, bs, ldc, bias, act, pack, ldr);
   if (op && single) op->threads = 1;
   omp_set_num_threads(before);
   return op;
@@ -167,7 +178,7 @@ kd_op *kd_matmul_rows_op(kd_rows *r, int64_t rows, int64_t cols, int64_t block, 
   }
   if (r->n < KD_ROW_OPS) {
     int64_t ad[2] = {rows, r->K}, bd[2] = {r->K, cols};
-    op = kd_matmul(2, ad, r->as, bd, r->bs, r->ldc, r->bias, r->act, pack, single);
+    op = kd_matmul(2, ad, r->as, bd, r->bs, r->ldc, r->bias, r->act, pack, single, 0);
     kd_rows_entry e = {rows, cols, block, single, pack, op};
     r->ops[r->n++] = e;     /* a failed make too: it is not tried again */
   }
@@ -214,7 +225,7 @@ kd_op *kd_bmm_op(kd_bmm *c, int64_t ba, int64_t bb, int64_t M, int64_t K, int64_
   if (c->n < KD_ROW_OPS) {
     int64_t ad[3] = {ba, M, K}, as[3] = {M * K, K, 1}, bd[3] = {bb, K, N},
             bs[3] = {K * N, N, 1};
-    op = kd_matmul(3, ad, as, bd, bs, N, 0, 0, 0, 0);
+    op = kd_matmul(3, ad, as, bd, bs, N, 0, 0, 0, 0, 0);
     kd_bmm_entry e = {{ba, bb, M, K, N}, op};
     c->ops[c->n++] = e;     /* a failed make too: it is not tried again */
   }

@@ -46,7 +46,7 @@ def _step_matmul(a, b):
         return _matmul(a, b)
     (m, k), n = a.shape, b.shape[1]
     args = (2, (m, k), (1, m) if fa[0] else (k, 1), (k, n), (1, k) if fb[0] else (n, 1), n,
-            0, 0, 0, 1)
+            0, 0, 0, 1, 0)
     key = ("matmul",) + args
     if key in _refused:
         return _matmul(a, b)
