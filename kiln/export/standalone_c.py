@@ -180,7 +180,8 @@ def build_c(symbol_file, param_file, out_dir, sizes=None):
 
     A model with symbolic sizes keeps them, read at run time (main.c's NAME=N arguments,
     kiln_model_run_sized), unless `sizes` ({symbol: int}) fixes them at compile time."""
-    from ..backend.c.codegen import generate, NotLowerable
+    from ..backend.c.codegen import generate
+    from ..backend.c.lowering import NotLowerable
     from ..backend.c.sizes import pinned_by_codegen
     from ..graph.passes.pipeline import run_pipeline
     model = load_model(symbol_file, param_file)

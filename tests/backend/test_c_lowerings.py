@@ -1,10 +1,11 @@
 """Each primitive's C lowering is registered into it (kiln/backend/c/lowering.py), and
-codegen.build_steps decides every node's step with that one lookup."""
+steps.build_steps decides every node's step with that one lookup."""
 import pytest
 
 import kiln  # noqa: F401  (registers the primitives and, through the backend, their lowerings)
 from kiln._core.ir import Graph, Node
-from kiln.backend.c import codegen, lowering
+from kiln.backend.c import lowering
+from kiln.backend.c.steps import build_steps
 from kiln.graph.passes import run_pipeline
 from kiln.ops.subgraph import CONTROL_OPS
 from kiln.ops.registry import REGISTRY
@@ -31,7 +32,7 @@ def _graph():
 
 
 def test_each_node_takes_the_step_its_lowering_names():
-    steps = codegen.build_steps(_graph())
+    steps = build_steps(_graph())
     assert [(s.kind, [n.op for n in s.nodes]) for s in steps] == [
         ("alias", ["transpose"]), ("matmul", ["matmul", "exp", "relu"]), ("op", ["sum"]),
         ("alias", ["reshape"])]
@@ -41,4 +42,4 @@ def test_each_node_takes_the_step_its_lowering_names():
 def test_an_op_without_a_c_lowering_is_not_lowerable(monkeypatch):
     monkeypatch.delitem(REGISTRY["sum"].lowerings, "c")
     with pytest.raises(lowering.NotLowerable, match="op sum"):
-        codegen.build_steps(_graph())
+        build_steps(_graph())

@@ -1,22 +1,18 @@
 """Generating one C source for an optimized graph.
 
-The graph is first collapsed into steps, one lookup of each node's C lowering deciding its
-step (lowering.py lists them and the modules that register them): each fusion group (an
-elementwise chain, possibly headed by a matmul) becomes one loop nest; reshapes, and
-transposes that only feed a matmul, become aliases that cost nothing. Memory is planned
-over the steps with the same liveness planner the NumPy executor uses. All data pointers
+The graph is first cut into steps (steps.py: one lookup of each node's C lowering decides
+its step); in a loop's body, elementwise steps of one shape merge into one loop
+(loop_merge.py). Memory is planned over the steps with the same liveness planner the
+NumPy executor uses. All data pointers
 come from one table `P` (inputs, parameters, constants, planned buffers, random draws),
 filled once per plan. `emit_graph` is reusable: control.py calls it for each subgraph of
 cond / while_loop and wraps the result in a static function that shares the table.
 """
-from ..._core.ir import Graph, Node
 from ...graph.passes.memory import plan_memory, MemoryPlan
 from ...ops.registry import REGISTRY
-from ..._core.bfloat16 import any_bfloat16, is_bfloat16
 from .loops import (Operand, loop_nest, contiguous_strides, broadcast_strides, ctype,
-                    pool_job, prelude, C_TYPES)
-from .lowering import (DRAWN, MATMUL, ControlFlow, Elementwise, NotLowerable, lowering_of,
-                       register)
+                    pool_job, prelude)
+from .lowering import DRAWN, ControlFlow, lowering_of, register
 from . import (collective, dense_chain, dnnl_dense, fixed_source, kernels, heavy, shared_reduce,
                vector_math)
 from .sizes import SizeNames, is_runtime, maybe_nonempty, prelude as sizes_prelude, symbols_of
@@ -24,92 +20,11 @@ from .gemm_accumulate import accumulate_form
 from .slice_views import slice_layout, window_offset
 from .runtime import thread_count
 from .param_writes import param_writes
+from .steps import Step, build_steps, collapse, external_inputs
+from . import loop_merge
 
 # a random primitive's value is drawn by its eager kernel before each call (program.py)
 register([name for name, prim in REGISTRY.items() if prim.random], DRAWN)
-
-
-class Step:
-    """What one step computes. Its kind comes from the lowering of its last node, except
-    for the graph's fusion groups (a pass's result, graph.fusion_groups): 'fused', or
-    'matmul' when a matmul heads the group. The graph's sources (input, param, const) make
-    no step: they are table entries of their own (emit_graph)."""
-    __slots__ = ("kind", "nodes", "sink", "inputs", "collapsed", "lowering")
-
-    def __init__(self, kind, nodes, inputs, lowering=None):
-        self.kind = kind        # 'fused' | 'matmul' | 'alias' | 'window' | 'random' | 'op'
-                                # | 'heavy' | 'control'
-        self.nodes = nodes          # graph nodes computed by this step (in order)
-        self.sink = nodes[-1]       # the node whose value leaves the step
-        self.inputs = inputs        # graph nodes read from outside the step
-        self.collapsed = None
-        self.lowering = lowering    # the sink's C lowering, for a step of one node
-
-
-def _check_dtypes(graph):
-    for n in graph.nodes:
-        if is_bfloat16(n.dtype) and (n.is_source or n.op == "cast"):
-            continue        # C moves bfloat16 in and out of casts; the NumPy executor the rest
-        if n.dtype not in C_TYPES:
-            raise NotLowerable(f"dtype {n.dtype} of {n.name}")
-        if n.op != "cast" and any_bfloat16(n.inputs):
-            raise NotLowerable(f"{n.op} on bfloat16 ({n.name})")
-
-
-def _fusable(node):
-    """Can node join an elementwise loop (its expression exists for its dtypes)?"""
-    low = lowering_of(node)
-    return isinstance(low, Elementwise) and low.lowers(node)
-
-
-def _read_slice(node, group):
-    """A slice the group's loop reads through (fuse.py): its input comes from outside."""
-    return node.op == "slice" and all(node.inputs[0] is not n for n in group)
-
-
-def build_steps(graph):
-    _check_dtypes(graph)
-    users = graph.consumers()
-    outputs = {id(o) for o in graph.outputs}
-    group_of = {}
-    for grp in graph.fusion_groups:
-        head_ok = lowering_of(grp[0]) is MATMUL or _fusable(grp[0]) or _read_slice(grp[0], grp)
-        if head_ok and all(_fusable(n) or _read_slice(n, grp) for n in grp[1:]):
-            for n in grp:
-                group_of[id(n)] = grp
-    steps = []
-    for node in graph.nodes:
-        if node.is_source:
-            continue
-        grp = group_of.get(id(node))
-        if grp is not None:
-            if node is not grp[-1]:
-                continue
-            steps.append(Step("matmul" if grp[0].op == "matmul" else "fused", list(grp),
-                              _external_inputs(grp)))
-            continue
-        low = lowering_of(node)
-        kind = low.step_for(node, users, outputs) if low is not None else None
-        if kind is None:
-            raise NotLowerable(f"op {node.op}")
-        steps.append(Step(kind, [node], [] if kind == "random" else list(node.inputs), low))
-    return steps
-
-
-def collapse(graph, steps):
-    """A graph with one node per step, for memory planning."""
-    mapping = {id(n): n for n in graph.inputs + graph.params}
-    for n in graph.nodes:
-        if n.op == "const":
-            mapping[id(n)] = n
-    for s in steps:
-        ins = tuple(mapping[id(i)] for i in s.inputs)
-        s.collapsed = Node(f"step:{s.kind}", ins, {}, s.sink.shape, s.sink.dtype,
-                           name=s.sink.name)
-        for n in s.nodes:   # a matmul heading a group writes where the group's result goes
-            mapping[id(n)] = s.collapsed
-    outs = [mapping[id(o)] for o in graph.outputs]
-    return Graph(graph.inputs, graph.params, outs, graph.name), mapping
 
 
 class Generated:
@@ -189,12 +104,19 @@ def generate(graph):
     return gen
 
 
-def emit_graph(em, graph, input_slots, param_slots, top=False):
+def emit_graph(em, graph, input_slots, param_slots, top=False, placed=()):
     """C statements computing `graph` into table slots of `em`.
 
-    input_slots/param_slots: the table entries holding graph.inputs / graph.params. Returns
-    (lines, output slots, the graph's memory plan)."""
+    input_slots/param_slots: the table entries holding graph.inputs / graph.params.
+    placed: indices of outputs the caller would rather give memory for (a loop's step
+    writing into its row of the result); those that can be are written where a bound slot
+    points, set by the caller before each run. Returns (lines, output slots, the graph's
+    memory plan); plan.placed_outputs maps each placed output index to its slot."""
     steps = build_steps(graph)
+    written = []
+    if not top:        # a loop body's elementwise steps, run at every iteration
+        steps = loop_merge.merge(steps, graph)
+        written = loop_merge.into_concat(steps, graph)
     cgraph, mapping = collapse(graph, steps)
     # emit steps in exactly the order the memory planner's liveness analysis assumed
     order = {id(n): k for k, n in enumerate(cgraph.nodes)}
@@ -203,12 +125,22 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
     kinds = {id(s.collapsed): s.kind for s in steps}
     reduced = {id(s.collapsed) for s in steps
                if s.sink.op in ("allreduce", "allreduce_start", "allreduce_wait")}
+
+    def writes_into(n):
+        # control steps write their own dedicated buffers (see control.py)
+        return kinds.get(id(n)) not in ("alias", "window", "random", "control") \
+            and maybe_nonempty(n.size)
+
+    value_of = {id(c): v for s in steps for v, c in [(s.sink, s.collapsed)] + s.stored_early}
+    placeable = _placeable(graph, placed, lambda o: (c := mapping.get(id(o))) is not None
+                           and value_of.get(id(c)) is o and writes_into(c))
+    placed_nodes = [mapping[id(graph.outputs[k])] for k in placeable]
     plan = plan_memory(
         cgraph,
         is_view=lambda n: kinds.get(id(n)) in ("alias", "window"),
-        # control steps write their own dedicated buffers (see control.py)
-        writes_into=lambda n: kinds.get(id(n)) not in ("alias", "window", "random", "control")
-        and maybe_nonempty(n.size),
+        writes_into=writes_into,
+        own=placed_nodes + [c for s in steps for _, c in s.stored_early]
+        + [mapping[id(n)] for n in written],
         # an allreduce reduces in place (MPI_IN_PLACE) when its input dies there
         inplace_ok=lambda n: kinds.get(id(n)) == "fused" or id(n) in reduced,
         # inputs the caller gives up (graph.donated_inputs: a backward's residuals)
@@ -221,10 +153,16 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         slot_of[id(n)] = k
     # a donated buffer is its input's slot (its own slot stays, so that buffer indices are
     # the source-wide ones, but gets no memory)
-    buffer_slot = [em.new_buffer(0 if b in plan.donated else c)
+    placed_ids = {id(c) for c in placed_nodes}
+    placed_buffers = {b for b, c in plan.own.items() if id(c) in placed_ids}
+    buffer_slot = [em.new_buffer(0 if b in plan.donated or b in placed_buffers else c)
                    for b, c in enumerate(plan.capacities)]
     for b, x in plan.donated.items():
         buffer_slot[b] = slot_of[id(x)]
+    for b in placed_buffers:
+        buffer_slot[b] = em.add_slot(("bound", f"{plan.own[b].name}: placed by the caller"))
+    plan.placed_outputs = {k: buffer_slot[plan.buffer_of[id(mapping[id(graph.outputs[k])])]]
+                           for k in placeable}
     for n in graph.nodes:
         if n.op == "const":
             slot_of[id(n)] = em.add_slot(("const", n.value))
@@ -272,7 +210,7 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
     for k, s in enumerate(steps):
         if id(s) in chained:
             continue
-        if s.kind in ("alias", "random"):
+        if s.kind in ("alias", "random", "written"):
             storage(s.sink)
             continue
         if s.kind == "window":
@@ -319,6 +257,21 @@ def emit_graph(em, graph, input_slots, param_slots, top=False):
         body.append("  }")
         body.append(collective.progress(em, s.sink, ptr))
     return body, [storage(o) for o in graph.outputs], plan
+
+
+def _placeable(graph, placed, written_here):
+    """The indices in `placed` of outputs the program can write where the caller says:
+    written_here(node): the node is a step's result written into a buffer (not an input,
+    a view or a loop's own result). Each node once (a value returned twice is placed at
+    its first index only)."""
+    taken, found = set(), []
+    for k in placed:
+        o = graph.outputs[k]
+        if not written_here(o) or id(o) in taken:
+            continue
+        taken.add(id(o))
+        found.append(k)
+    return found
 
 
 def _matmul_step(em, s, storage, ptr, is_alias, top):
@@ -377,21 +330,6 @@ def _alias_source(node):
     return node.inputs[0] if node.op in ("reshape", "transpose") else node
 
 
-def _external_inputs(nodes, through_slices=True):
-    """The nodes read by `nodes` from outside them, in order of first use; without
-    through_slices, not those read only by a slice among them (the loop reads such an
-    input where the slice's items lie: _fused_parts)."""
-    members = {id(n) for n in nodes}
-    ext = []
-    for n in nodes:
-        if n.op == "slice" and not through_slices:
-            continue
-        for i in n.inputs:
-            if id(i) not in members and all(i is not e for e in ext):
-                ext.append(i)
-    return ext
-
-
 def _fused_parts(step, ptr, sums=None, named=None):
     """(operands, body) of an elementwise chain: the output first, then every input from
     outside the chain, with strides over the output's shape; body(offset expressions)
@@ -401,8 +339,14 @@ def _fused_parts(step, ptr, sums=None, named=None):
     {id(input): C name} for inputs read once before the loop."""
     out = step.sink
     sums, named = sums or {}, named or {}
-    ext = [i for i in _external_inputs(step.nodes, through_slices=False) if id(i) not in named]
-    operands = [Operand(ptr(out), 0, contiguous_strides(out.shape))]
+    ext = [i for i in external_inputs(step.nodes, through_slices=False) if id(i) not in named]
+    # the values stored (a merged loop's, loop_merge.py, store more than the sink), each
+    # an operand of the sink's shape
+    stored = step.also + [out]
+    operands = [Operand(ptr(v), 0, contiguous_strides(out.shape)) if id(v) not in step.into
+                else Operand(ptr(step.into[id(v)][0]), step.into[id(v)][1],
+                             contiguous_strides(step.into[id(v)][0].shape))
+                for v in stored]
     reads = []      # per input of ext, and per slice the loop reads: its operands' positions
     for i in ext:
         strides = broadcast_strides(i.shape, out.shape)
@@ -429,7 +373,8 @@ def _fused_parts(step, ptr, sums=None, named=None):
             expr = lowering_of(n).expression(n, args)
             lines.append(f"{ctype(n.dtype)} t{k} = {expr};")
             names[id(n)] = f"t{k}"
-        lines.append(f"{operands[0].ptr}[{offsets[0]}] = t{len(step.nodes) - 1};")
+        lines += [f"{operands[j].ptr}[{offsets[j]}] = {names[id(v)]};"
+                  for j, v in enumerate(stored)]
         return lines
     return operands, body
 
@@ -446,7 +391,7 @@ def _fused(step, ptr, sums=None, em=None):
     must assume the loop's stores may change them, and with a few such loads besides several
     arrays it gives up vectorizing. With `em`, a loop of much work is a parallel job."""
     sums = sums or {}
-    scalars = [i for i in _external_inputs(step.nodes, through_slices=False)
+    scalars = [i for i in external_inputs(step.nodes, through_slices=False)
                if not is_runtime(i.size) and i.size == 1 and id(i) not in sums]
     named = {id(i): f"s{k}" for k, i in enumerate(scalars)}
     before = [f"  const {ctype(i.dtype)} s{k} = {ptr(i)}[0];" for k, i in enumerate(scalars)]
@@ -456,11 +401,16 @@ def _fused(step, ptr, sums=None, em=None):
         return _fused_runtime(step, before, operands, body, em, threads)
     work = vector_math.loop_work(size, body(["0"] * len(operands)))
     blocks = min(work // FUSED_BLOCK_MIN, 4 * threads, size // 16)
+    # a merged loop's stores (loop_merge.py) go to buffers of their own or, for its result,
+    # over an input it reads at the same element only
+    simd = bool(step.also)
     if em is None or work < FUSED_PARALLEL_MIN or threads < 2 or blocks < 2:
-        return "\n".join(before + [loop_nest(step.sink.shape, operands, body)])
+        return "\n".join(before + [loop_nest(step.sink.shape, operands, body,
+                                              independent=simd)])
     return pool_job(em, "fused", f"an elementwise loop: {', '.join(n.op for n in step.nodes)}"
                     f" -> {step.sink.name}", blocks, lambda b: [
-                        *before, loop_nest(step.sink.shape, operands, body, block=(b, blocks))])
+                        *before, loop_nest(step.sink.shape, operands, body, block=(b, blocks),
+                                           independent=simd)])
 
 
 def _fused_runtime(step, before, operands, body, em, threads):

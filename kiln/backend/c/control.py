@@ -55,7 +55,7 @@ class Sub:
     stamp (dnnl_dense.emit), so it is made at the run's first step only; begin_loop() gives
     each run a stamp no earlier run of any loop had."""
 
-    def __init__(self, em, graph, outputs, what, invariants=()):
+    def __init__(self, em, graph, outputs, what, invariants=(), placed=()):
         g = run_pipeline("generic", Graph(graph.inputs, [], outputs, graph.name))
         if g.params:
             raise NotLowerable(f"subgraph {graph.name} reads parameters")
@@ -70,7 +70,9 @@ class Sub:
             em.loop_stamps[self.inputs[k]] = f"(int64_t)(intptr_t)P[{self.stamp}]"
         if invariants and LOOP_RUNS not in em.functions:
             em.functions.append(LOOP_RUNS)
-        body, self.outputs, _ = emit_graph(em, g, self.inputs, [])
+        body, self.outputs, plan = emit_graph(em, g, self.inputs, [], placed=placed)
+        # output index -> a slot the caller points where that output is to be written
+        self.placed = plan.placed_outputs
         self.name = em.add_function(body, f"{what}: subgraph {graph.name}")
         self.nodes = g.outputs
 

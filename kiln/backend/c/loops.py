@@ -24,7 +24,7 @@ C_TYPES = {
 def ctype(dtype):
     dt = _np.dtype(dtype)
     if is_bfloat16(dt):
-        return "uint16_t"   # the bits; only casts compute on it (codegen._check_dtypes)
+        return "uint16_t"   # the bits; only casts compute on it (steps._check_dtypes)
     return C_TYPES[dt]
 
 
@@ -82,13 +82,16 @@ def merge_dims(shape, operands):
     return new_shape, [Operand(op.ptr, op.base, st) for op, st in zip(operands, new_strides)]
 
 
-def loop_nest(shape, operands, body, indent="  ", var="i", block=None):
+def loop_nest(shape, operands, body, indent="  ", var="i", block=None, independent=False):
     """C for a loop nest over `shape`; body(offset_exprs) returns the innermost statements.
 
     `var` names the index variables (nests inside nests need distinct names). Vectorizing
     is left to the compiler (-O3; build.FLAGS keeps IEEE semantics, no reassociation).
     block: (C expression of a block number b, number of blocks B): the nest covers only
     block b of B equal parts of its outermost (merged) dimension, for a parallel job.
+    independent: the caller knows no element's stores reach another element's loads, so
+    the innermost loop says so (`omp simd`): with several stores the compiler would need
+    more run-time overlap checks than it makes, and leave the loop scalar.
     """
     if any(not isinstance(d, SymInt) and d == 0 for d in shape):
         return ""       # (a loop of run-time size 0 runs no iteration)
@@ -97,6 +100,8 @@ def loop_nest(shape, operands, body, indent="  ", var="i", block=None):
     depth = len(shape)
     for d, n in enumerate(shape):
         pad = indent * (d + 1)
+        if independent and d == depth - 1:
+            lines.append(f"{pad}#pragma omp simd")
         if d == 0 and block is not None:
             b, blocks = block
             lines.append(f"{pad}for (int64_t {var}0 = ({b}) * {n} / {blocks}; "

@@ -16,7 +16,7 @@ Each module that writes one kind of C registers the ops it lowers when it is imp
   control.py, scan.py             Control      subgraphs as static functions
   codegen.py                      DRAWN        random ops, drawn by Python before each call
 
-A lowering names the kind of step codegen makes of a node (codegen.Step.kind) through
+A lowering names the kind of step codegen makes of a node (steps.Step.kind) through
 `step_for(node, users, outputs)`, None when this node (its dtypes, its attributes, the
 machine) cannot be lowered after all. What else it carries depends on that kind:
   Elementwise.expression(node, args)   the C expression of one element

@@ -17,7 +17,7 @@ from collections import Counter
 def param_writes(graph, steps, storage, param_slots):
     """{id(output node): table slot of the parameter it may be written into}.
 
-    steps: the emission order (codegen.build_steps, sorted); storage(node) -> table slot;
+    steps: the emission order (steps.build_steps, sorted); storage(node) -> table slot;
     param_slots: the slot of each graph.params entry."""
     if not graph.state_outputs or any(s.kind == "control" for s in steps):
         return {}

@@ -322,7 +322,7 @@ class CannotCompile(KilnError):
 
 def compile_graph(graph):
     """A CProgram, or raise CannotCompile."""
-    from .codegen import NotLowerable
+    from .lowering import NotLowerable
     if not build.available():
         try:
             build.compiler()
@@ -343,7 +343,7 @@ def compile_sized(graph):
     """A SizedCProgram for a graph with symbolic sizes (sized_program.py); raises
     CannotCompile as compile_graph does, and NotSizeGeneric when the generated C would
     need a symbolic size's value."""
-    from .codegen import NotLowerable
+    from .lowering import NotLowerable
     from .sized_program import SizedCProgram
     if not build.available():
         try:

@@ -3,15 +3,16 @@
 The body (and, for scan_grad, the body's gradient graph) is one static function, as for
 while_loop (control.py). Its inputs are bound table slots pointed at their data, so a row
 x[t] of a sequence, a row of the incoming gradient or a recorded state costs a pointer
-assignment, not a copy.
+assignment, not a copy; so are the outputs it can write where they go (Sub's placed
+outputs): the rest are copied there after the step.
 
-  scan       the carried values live in their pieces of the node's flat result; each step
-             records them in their history rows, binds x[t], calls the body, copies the
-             new carried values back and y_t into its row of the result.
+  scan       the state before step i is its row i of the history in the node's flat
+             result, where the step reads it; the step writes its new state into row
+             i + 1 (the last step into the final pieces) and y_t into its row.
   scan_grad  walks the steps in reverse through the body's gradient graph, reading the
              states from the forward result's history: x[t]'s gradient goes into its row
              of the result, the invariants' gradients add up, the carried gradients flow
-             to the step before.
+             to the step before (two buffers each: a step reads one, writes the other).
 
 Both group classes are registered as their ops' C lowerings (lowering.Control).
 """
@@ -20,7 +21,7 @@ from ..._core.symdim import provably
 from ...graph.passes.pipeline import run_pipeline
 from ...ops.scan import layout, grad_dtype, saved_nodes
 from . import scan_hoist
-from .control import Sub, copy_back
+from .control import Sub
 from .loops import ctype
 from .lowering import Control, register
 
@@ -69,11 +70,10 @@ class _ScanBase:
         self.y_bytes = [_nbytes(o.shape, o.dtype) for o in self.body.outputs[self.n:]]
         self.history = self.offsets[len(self.body.outputs):]
         self.out = em.new_buffer(_nbytes(node.shape, node.dtype))
-        self.state = [em.add_slot(("bound", f"scan state {k}")) for k in range(self.n)]
         first = self.n + self.n_xs        # the invariants follow the carried values and rows
         self.invariant_inputs = range(first, first + len(self.invariants))
-        self.fwd = Sub(em, self.body, self.body.outputs, "scan body",
-                       self.invariant_inputs) if fwd else None
+        self.fwd = Sub(em, self.body, self.body.outputs, "scan body", self.invariant_inputs,
+                       placed=range(len(self.body.outputs))) if fwd else None
 
     def output_slot(self, node):
         return self.out
@@ -82,44 +82,59 @@ class _ScanBase:
         """C expression of the time index t at processing step i."""
         return f"({self.length - 1} - i)" if self.reverse else "i"
 
-    def bind_body(self, sub, storage, state_slots):
-        """Point sub's carried / invariant inputs (the first inputs, as in the body)."""
-        ins = sub.inputs
-        lines = [f"  P[{d}] = P[{s}];" for d, s in zip(ins[:self.n], state_slots)]
-        inv = ins[self.n + self.n_xs:self.n + self.n_xs + len(self.invariants)]
-        return lines + [f"  P[{d}] = P[{storage(x)}];" for d, x in zip(inv, self.invariants)]
-
     def bind_rows(self, sub, storage, indent="    "):
         rows = sub.inputs[self.n:self.n + self.n_xs]
         return [indent + _point(d, storage(x), f"t * {b}")
                 for d, x, b in zip(rows, self.xs, self.row_bytes)]
 
-    def advance(self, indent="    "):
-        """One body call; carried values copied back into the state slots."""
-        aliases = dict(zip(self.fwd.inputs, self.state))
-        pairs = list(zip(self.state, self.fwd.outputs[:self.n], self.sizes))
-        return [indent + self.fwd.call().strip()] + [
-            indent + line.strip() for line in copy_back(self.em, pairs, aliases)]
+
+def _if_steps(length, test, statement):
+    """statement where `length test 0` holds (a run-time length tests it when it runs)."""
+    if isinstance(length, int):
+        holds = length > 0 if test == ">" else length == 0
+        return [f"  {statement}"] if holds else []
+    return [f"  if ({length} {test} 0) {statement}"]
 
 
 class ScanGroup(_ScanBase):
+    """The state before step i lies in its history row i, where the step reads it: row 0
+    starts as the initial value, and step i writes its carried results into row i + 1
+    (the last step into their final pieces), its outputs into their rows, each computed
+    there where the body can (Sub's placed outputs), else copied after the step."""
+
     def __init__(self, em, node, members):
         super().__init__(em, node, node.inputs)
 
+    def _destination(self, k):
+        """C address where step i writes body output k."""
+        out, T = self.out, self.length
+        if k < self.n:
+            h, b = self.history[k], self.sizes[k]
+            return f"(char *)P[{out}] + (i + 1 < {T} ? {h} + (i + 1) * {b} : {self.offsets[k]})"
+        return f"(char *)P[{out}] + {self.offsets[k]} + t * {self.y_bytes[k - self.n]}"
+
     def code(self, storage):
-        lines = [f"  {_point(s, self.out, off)}" for s, off in zip(self.state, self.offsets)]
-        lines += [f"  memcpy(P[{s}], P[{storage(c)}], {b});"
-                  for s, c, b in zip(self.state, self.carried, self.sizes) if b]
-        lines += self.bind_body(self.fwd, storage, self.state) + self.fwd.begin_loop()
+        n, nx, out, fwd = self.n, self.n_xs, self.out, self.fwd
+        lines = []
+        for c, h, off, b in zip(self.carried, self.history, self.offsets, self.sizes):
+            if b:
+                copy = f"memcpy((char *)P[{out}] + {{}}, P[{storage(c)}], {b});"
+                lines += _if_steps(self.length, ">", copy.format(h))
+                lines += _if_steps(self.length, "==", copy.format(off))   # no step runs
+        inv = fwd.inputs[n + nx:n + nx + len(self.invariants)]
+        lines += [f"  P[{d}] = P[{storage(x)}];" for d, x in zip(inv, self.invariants)]
+        lines += fwd.begin_loop()
         lines += [f"  for (int64_t i = 0; i < {self.length}; i++) {{",
                   f"    int64_t t = {self.time()};"]
-        lines += [f"    memcpy((char *)P[{self.out}] + {h} + i * {b}, P[{s}], {b});"
-                  for h, s, b in zip(self.history, self.state, self.sizes) if b]
-        lines += self.bind_rows(self.fwd, storage) + self.advance()
-        for src, off, b in zip(self.fwd.outputs[self.n:], self.offsets[self.n:], self.y_bytes):
-            if b:
-                lines.append(f"    memcpy((char *)P[{self.out}] + {off} + t * {b}, P[{src}], "
-                             f"{b});")
+        lines += [f"    {_point(d, out, f'{h} + i * {b}')}"
+                  for d, h, b in zip(fwd.inputs[:n], self.history, self.sizes)]
+        lines += self.bind_rows(fwd, storage)
+        sizes = self.sizes + self.y_bytes
+        lines += [f"    P[{fwd.placed[k]}] = {self._destination(k)};"
+                  for k in range(len(sizes)) if k in fwd.placed]
+        lines.append("  " + fwd.call())
+        lines += [f"    memcpy({self._destination(k)}, P[{fwd.outputs[k]}], {b});"
+                  for k, b in enumerate(sizes) if b and k not in fwd.placed]
         return lines + ["  }"]
 
 
@@ -154,12 +169,24 @@ class ScanGradGroup(_ScanBase):
         n, nx = self.n, self.n_xs
         self.hoisted, outputs = scan_hoist.plan(vjp, n, nx, len(self.invariants), self.length,
                                                 self.reverse, self.grad_offset)
-        self.vjp = Sub(em, Graph(vjp.inputs, [], outputs, vjp.name), outputs,
-                       "scan body gradient", self.invariant_inputs)
         extra = len(vjp.outputs)
+        # written where they go: the carried gradients, the sequences' gradient rows, the
+        # rows the stacks keep
+        self.vjp = Sub(em, Graph(vjp.inputs, [], outputs, vjp.name), outputs,
+                       "scan body gradient", self.invariant_inputs,
+                       placed=[k for k in range(n + nx)
+                               if k < n or self.grad_offset[k] is not None]
+                       + list(range(extra, len(outputs))))
         self.stacks = scan_hoist.Stacks(em, self.hoisted, self.length, {
-            id(node): slot for node, slot in zip(outputs[extra:], self.vjp.outputs[extra:])})
+            id(node): slot for node, slot in zip(outputs[extra:], self.vjp.outputs[extra:])},
+            {id(outputs[k]): self.vjp.placed[k] for k in range(extra, len(outputs))
+             if k in self.vjp.placed})
+        # each carried gradient in two buffers: a step reads the current one and writes
+        # the next (bound slots say which is which; they swap after the step)
         self.g_carried = [em.new_buffer(b) for b in self.sizes]
+        self.g_spare = [em.new_buffer(b) for b in self.sizes]
+        self.g_now = [em.add_slot(("bound", f"scan gradient state {k}")) for k in range(n)]
+        self.g_next = [em.add_slot(("bound", f"scan gradient next {k}")) for k in range(n)]
         # step outputs outside the window (unread after pruning) point at a row of zeros
         self.zero_row = em.new_buffer(max(self.y_bytes)) \
             if self.window is not None and self.y_bytes and max(self.y_bytes) else None
@@ -202,7 +229,8 @@ class ScanGradGroup(_ScanBase):
         saved_at = list(zip(self.offsets[n_outs - self.n_saved:n_outs],
                             self.y_bytes[len(self.y_bytes) - self.n_saved:]))
         lines += [f"  P[{d}] = P[{storage(x)}];" for d, x in zip(inv, self.invariants)]
-        lines += [f"  P[{d}] = P[{s}];" for d, s in zip(vin[n_in:n_in + n], self.g_carried)]
+        lines += [f"  P[{now}] = P[{a}]; P[{nxt}] = P[{b}];" for now, nxt, a, b
+                  in zip(self.g_now, self.g_next, self.g_carried, self.g_spare)]
         lines += self.vjp.begin_loop()
         lines += [f"  for (int64_t i = {T - 1}; i >= 0; i--) {{",
                   f"    int64_t t = {self.time()};"]
@@ -215,23 +243,30 @@ class ScanGradGroup(_ScanBase):
             at = self._g(g, off, T * b)
             lines.append(f"    P[{d}] = P[{self.zero_row}];" if at is None else
                          f"    {_point(d, at[0], f'{at[1]} + t * {b}')}")
+        lines += [f"    P[{d}] = P[{now}];" for d, now in zip(vin[n_in:n_in + n], self.g_now)]
+        placed = self.vjp.placed
+        # where the step's carried gradients and sequence gradient rows go
+        dests = [(k, f"P[{self.g_next[k]}]", b) for k, b in enumerate(self.sizes)] + [
+            (n + j, f"(char *)P[{out}] + {off} + t * {b}", b)
+            for j, (off, b) in enumerate(zip(self.grad_offset[n:n + nx], self.row_bytes))
+            if off is not None]
+        lines += [f"    P[{placed[k]}] = {dest};" for k, dest, _ in dests if k in placed]
+        lines += self.stacks.place()
         lines.append("  " + self.vjp.call())
         lines += self.stacks.per_step(self.vjp.inputs)
         outs = self.vjp.outputs
-        for src, off, b in zip(outs[n:n + nx], self.grad_offset[n:n + nx], self.row_bytes):
-            if off is not None and b:
-                lines.append(f"    memcpy((char *)P[{out}] + {off} + t * {b}, P[{src}], {b});")
+        lines += [f"    memcpy({dest}, P[{outs[k]}], {b});" for k, dest, b in dests
+                  if b and k not in placed]
         for k, (src, x, off) in enumerate(zip(outs[n + nx:], self.invariants, inv_offsets)):
             if off is not None and x.size and k not in hoisted:
                 lines.append(_accumulate(f"(char *)P[{out}] + {off}", f"P[{src}]", x))
-        pairs = list(zip(self.g_carried, outs[:n], self.sizes))
-        aliases = dict(zip(vin[n_in:n_in + n], self.g_carried))
-        lines += ["  " + line for line in copy_back(self.em, pairs, aliases)]
-        for gc, x, h in zip(self.g_carried, self.carried, self.history):
+        lines += [f"    {{ void *s = P[{now}]; P[{now}] = P[{nxt}]; P[{nxt}] = s; }}"
+                  for now, nxt in zip(self.g_now, self.g_next)]
+        for now, x, h in zip(self.g_now, self.carried, self.history):
             at = self._g(g, h, T * _nbytes(x.shape, x.dtype))
             if x.size and at is not None:
                 # the history row i is the state before step i: its gradient joins
-                lines.append(_accumulate(f"P[{gc}]", f"(char *)P[{at[0]}] + {at[1]} + i * "
+                lines.append(_accumulate(f"P[{now}]", f"(char *)P[{at[0]}] + {at[1]} + i * "
                                          f"{_nbytes(x.shape, x.dtype)}", x))
         lines.append("  }")
         rows = {"history": lambda k: f"(char *)P[{fwd}] + {self.history[k]}",
@@ -239,9 +274,9 @@ class ScanGradGroup(_ScanBase):
                 "xsgrad": lambda k: f"(char *)P[{out}] + {self.grad_offset[n + k]}"}
         lines += self.stacks.after(lambda k: f"(char *)P[{out}] + {inv_offsets[k]}",
                                    lambda kind, k: rows[kind](k))
-        for gc, off, b in zip(self.g_carried, self.grad_offset[:n], self.sizes):
+        for now, off, b in zip(self.g_now, self.grad_offset[:n], self.sizes):
             if off is not None and b:
-                lines.append(f"  memcpy((char *)P[{out}] + {off}, P[{gc}], {b});")
+                lines.append(f"  memcpy((char *)P[{out}] + {off}, P[{now}], {b});")
         return lines
 
 

@@ -16,6 +16,7 @@ sequence operand (row t), or a stack the loop fills with a copy of the row after
 The summation order changes (one long dot product per element instead of T partial sums),
 so results match the per-step loop within float rounding, not bit for bit.
 """
+from . import dnnl_dense
 from .kernels import ROW_BLOCK, rows_reduced
 from .loops import ctype, pool_job
 from .runtime import thread_count
@@ -129,8 +130,9 @@ def plan(g, n, nx, n_inv, length, reverse, grad_offsets):
 class Stacks:
     """The C of a plan inside one scan_grad loop: stacks, per-step copies, final sums."""
 
-    def __init__(self, em, hoisted, length, out_slots):
-        """out_slots: the Sub's output slot of each extra output node (by id)."""
+    def __init__(self, em, hoisted, length, out_slots, placed=None):
+        """out_slots: the Sub's output slot of each extra output node (by id); placed: the
+        slot of each the body writes where the caller points it (its stack's row)."""
         self.em, self.hoisted, self.length = em, hoisted, length
         self.stack = {}      # id(factor source) -> buffer slot
         for h in hoisted:
@@ -139,6 +141,23 @@ class Stacks:
                 if f.kind == "copy" and key not in self.stack:
                     self.stack[key] = em.new_buffer(length * f.row_bytes)
         self.out_slots = out_slots
+        self.placed = placed or {}
+
+    def _copied(self):
+        """(stack key, factor, where, what) of each stack the loop fills, once each."""
+        done = set()
+        for h in self.hoisted:
+            for f in h.factors:
+                key = self._key(f)
+                if f.kind == "copy" and key not in done:
+                    done.add(key)
+                    yield key, f, f.index[0], f.index[1]
+
+    def place(self):
+        """C pointing the body's placed outputs at this step's rows of their stacks."""
+        return [f"    P[{self.placed[id(what)]}] = (char *)P[{self.stack[key]}] + "
+                f"i * {f.row_bytes};" for key, f, where, what in self._copied()
+                if where == "output" and id(what) in self.placed]
 
     @staticmethod
     def _key(f):
@@ -147,17 +166,13 @@ class Stacks:
 
     def per_step(self, input_slots):
         """C copying this step's rows into their stacks (after the body's gradient ran)."""
-        lines, done = [], set()
-        for h in self.hoisted:
-            for f in h.factors:
-                key = self._key(f)
-                if f.kind != "copy" or key in done:
-                    continue
-                done.add(key)
-                where, what = f.index
-                src = self.out_slots[id(what)] if where == "output" else input_slots[what]
-                lines.append(f"    memcpy((char *)P[{self.stack[key]}] + i * {f.row_bytes}, "
-                             f"P[{src}], {f.row_bytes});")
+        lines = []
+        for key, f, where, what in self._copied():
+            if where == "output" and id(what) in self.placed:
+                continue            # written there by the body
+            src = self.out_slots[id(what)] if where == "output" else input_slots[what]
+            lines.append(f"    memcpy((char *)P[{self.stack[key]}] + i * {f.row_bytes}, "
+                         f"P[{src}], {f.row_bytes});")
         return lines
 
     def after(self, out_ptr, rows_ptr):
@@ -173,8 +188,12 @@ class Stacks:
             rows = self.length * h.factors[0].node.shape[0]
             if h.form == "matmul":
                 a, b = (f.node.shape[1] for f in h.factors)
-                lines.append(f"  kiln_gemm_{T}(1, 0, {a}, {b}, {rows}, 1, {bases[0]}, {a}, "
-                             f"{bases[1]}, {b}, 0, {out});")
+                # sum_t A_t^T B_t = A^T B over the stacked rows: a's columns are the rows
+                on_dnnl = dnnl_dense.matmul_code(self.em, a, b, rows, bases[0], (1, a),
+                                                 bases[1], (b, 1), out) if T == "float" \
+                    else None
+                lines.append(on_dnnl or f"  kiln_gemm_{T}(1, 0, {a}, {b}, {rows}, 1, "
+                             f"{bases[0]}, {a}, {bases[1]}, {b}, 0, {out});")
                 continue
             lines.append(self._column_sums(bases[0], out, T, rows, h.factors[0].node.shape[1]))
         return lines

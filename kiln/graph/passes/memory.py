@@ -10,18 +10,26 @@ returned, and nothing reads them after) are buffers the caller already holds: on
 for the last time, each can hold later values that fit in it, as MXNet's backward reuses
 its forward's memory. It cannot grow, and never holds an output, which must outlive the
 call.
+
+Some values get a buffer of their own, exactly their size, that no other value shares and
+no node writes in place of an input: results whose memory the caller gives at each call (a
+loop points a step's result at its row of the stacked result instead of copying it there
+after the step), and values a backend writes at another node's time (a loop computing
+several nodes stores some on the way: backend/c/loop_merge.py).
 """
 from ..._core.symdim import SymInt, hinted, provably
 from ...ops.registry import REGISTRY
 
 
 class MemoryPlan:
-    def __init__(self, buffer_of, capacities, naive_bytes, outputs_private, donated=None):
+    def __init__(self, buffer_of, capacities, naive_bytes, outputs_private, donated=None,
+                 own=None):
         self.buffer_of = buffer_of          # id(node) -> buffer index
         self.capacities = capacities        # bytes per buffer
         self.naive_bytes = naive_bytes      # one fresh allocation per computed node
         self.outputs_private = outputs_private
         self.donated = donated or {}        # buffer index -> the donated input it is
+        self.own = own or {}                # buffer index -> the value it alone holds
 
     @property
     def num_buffers(self):
@@ -45,7 +53,7 @@ def _registry_elementwise(node):
 
 
 def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True,
-                inplace_ok=_registry_elementwise, donated=()):
+                inplace_ok=_registry_elementwise, donated=(), own=()):
     """Assign buffers to the computed nodes of `graph`.
 
     is_view(node):     the backend computes node as a view of its first input (no buffer)
@@ -53,6 +61,7 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
     inplace_ok(node):  node may overwrite an input of its shape and dtype that dies there
     donated:           inputs of graph whose storage may be overwritten after their last
                        read (each becomes a buffer of its size; MemoryPlan.donated)
+    own:               computed nodes that get a buffer of their own (MemoryPlan.own)
     """
     schedule = [n for n in graph.nodes if not n.is_source]
     position = {id(n): k for k, n in enumerate(schedule)}
@@ -79,6 +88,8 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
             fixed[len(capacities)] = x
             owner_count[len(capacities)] = 1
             capacities.append(_nbytes(x))
+    own_ids = {id(x) for x in own}
+    own_buffers = {}
     naive = 0
     for k, n in enumerate(schedule):
         if is_view(n) or not writes_into(n):
@@ -87,7 +98,11 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
         naive += need
         chosen, taken = None, None
         output = last_use.get(id(n)) == forever
-        if inplace_ok(n):
+        if id(n) in own_ids:
+            capacities.append(0)
+            chosen = len(capacities) - 1
+            own_buffers[chosen] = n
+        elif inplace_ok(n):
             for i in n.inputs:
                 r = root.get(id(i), id(i))
                 b = buffer_of.get(r)
@@ -120,7 +135,7 @@ def plan_memory(graph, is_view=lambda node: False, writes_into=lambda node: True
             owner_count[chosen] -= 1
             if owner_count[chosen] == 0:
                 free.append(chosen)
-    return MemoryPlan(buffer_of, capacities, naive, True, fixed)
+    return MemoryPlan(buffer_of, capacities, naive, True, fixed, own_buffers)
 
 
 def _grown(capacity, need):
