@@ -394,7 +394,7 @@ FORMS = ((unary, 6), (binary, 8), (cast, 3), (reduce_, 4), (shape_op, 4), (index
          (gluon, 1), (convolutional, 1), (nn_op, 2), (recurrent, 1), (collective, 1),
          (zero_product, 1), (activation_0d, 2), (alias_forms.alias_if, 2),
          (alias_forms.alias_while, 1), (fused_forms.attention, 1),
-         (fused_forms.normalization, 1))
+         (fused_forms.normalization, 1), (fused_forms.loop_body, 2))
 
 
 def draw(state):

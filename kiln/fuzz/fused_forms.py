@@ -1,9 +1,11 @@
 """Statement forms for what the C backend fuses into kernels of its own: attention written
 out (graph/passes/attention.py: scores, a softmax with or without a mask or lengths, the
 weighted sum of values) and layer norm and the softmax family over the last axis
-(graph/passes/normalization.py), with real scales and shifts. Compiled code runs them as
-one blocked or row kernel, eager code as the composite: the comparison checks the two
-agree on what the fuzzer's values hold (NaN, inf, rows of one, zeros)."""
+(graph/passes/normalization.py), with real scales and shifts, and a loop over rows whose
+body's elementwise steps the C backend merges into one loop (backend/c/loop_merge.py).
+Compiled code runs them as one blocked or row kernel, eager code as the composite: the
+comparison checks the two agree on what the fuzzer's values hold (NaN, inf, rows of one,
+zeros)."""
 
 
 def _rows(s):
@@ -43,3 +45,23 @@ def normalization(s):
                f"npx.layer_norm({x} + {x}.mean(), np.ones({last}), np.zeros({last}))",
                f"npx.softmax({x} * 3, axis=-1)", f"npx.log_softmax({x} - 2, axis=-1)"]
     return f"{s.new()} = {s.choice(options)}"
+
+
+def loop_body(s):
+    """npx.foreach over the rows of a 2-D array (the scan op), its body elementwise steps
+    that compiled code runs as one loop writing where the loop keeps its results: states
+    swapped, passed through or returned twice, the row itself as the output, a result read
+    through a slice or joined by a concatenation."""
+    x = s.pick(lambda sh, d: len(sh) == 2 and d == "float32" and min(sh) > 1)
+    if x is None:
+        return None
+    act = ["np.tanh", "npx.sigmoid", "np.abs", "npx.relu"]
+    f, ys, states = s.new(), s.new(), s.new()
+    extra = s.choice(["", "q = np.concatenate([q[1:], q[:1]]) * 1\n    ",
+                      "r = np.concatenate([p, q])\n    q = q + r[:p.shape[0]] * r[p.shape[0]:]"
+                      "\n    "])
+    body = (f"def {f}(x_t, st):\n    a, b = st\n    p = {s.choice(act)}(x_t * a + b)\n"
+            f"    q = {s.choice(act)}(p - b) * a\n    {extra}"
+            f"return {s.choice(['p + q', 'p', 'x_t', 'q * a'])}, "
+            f"{s.choice(['[q, p]', '[b, p + q]', '[a, q]', '[p, p]'])}")
+    return (f"{body}\n{ys}, {states} = npx.foreach({f}, {x}, [{x}[0] * 0.5, {x}[0] * 0 + 1])")

@@ -19,6 +19,8 @@ FORM_PATTERNS = {
     "if on an array": re.compile(r"^ +if ", re.M),
     "while on an array": re.compile(r"^ +while ", re.M),
     "Gluon block": re.compile(r"^blk\d+ = nn\.", re.M),
+    "recurrent layer": re.compile(r"^blk\d+ = rnn\.", re.M),
+    "loop over rows (foreach)": re.compile(r"npx\.foreach\("),
     "matmul family": re.compile(r"np\.(dot|matmul|inner|outer|tensordot)|npx\.batch_dot| @ "),
     "product": re.compile(r"np\.prod\(|\.prod\("),
     "activation of a 0-d value": re.compile(

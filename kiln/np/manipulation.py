@@ -158,8 +158,6 @@ def concatenate(seq, axis=0, out=None):
         arrays, axis = [reshape(a, (-1,)) for a in arrays], 0
     if not arrays:
         raise op_error("concatenate", "need at least one array to concatenate")
-    if len(arrays) == 1:
-        return arrays[0]
     ndims = {a.ndim for a in arrays}
     if len(ndims) != 1:
         raise op_error("concatenate", f"all the input arrays must have the same number of "

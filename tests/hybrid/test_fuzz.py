@@ -16,11 +16,12 @@ from kiln.fuzz.run import fuzz
 CI_SEED, CI_PROGRAMS = 20261123, 20
 # seeds with the forms of issue 24 (products with zeros, 0-d operands into activations,
 # variables that are the caller's array on some paths of an if/while) and of issue 27
-# (attention written out, normalization over the last axis), each with a few of every
-# new form in its first programs (chosen again when issue 27's forms changed the stream)
-NEW_SEEDS, NEW_PROGRAMS = (2404, 2407, 2409), 10
+# (attention written out, normalization over the last axis, loops over rows whose bodies
+# merge), each with a few of every new form in its first programs (chosen again whenever
+# a new form changes the stream)
+NEW_SEEDS, NEW_PROGRAMS = (2404, 2407, 2410), 10
 NEW_FORMS = ("product", "activation of a 0-d value", "if/while, then an in-place write",
-             "attention", "normalization over the last axis")
+             "attention", "normalization over the last axis", "loop over rows (foreach)")
 
 
 def test_fixed_seed_budget_finds_nothing():

@@ -160,3 +160,17 @@ def test_shape_functions():
     assert_close(np.tril(x), onp.tril(a))
     assert_close(np.diag(np.array([1.0, 2.0])), onp.diag([1.0, 2.0]))
     assert np.unique(np.array([3, 1, 3])).tolist() == [1, 3]
+
+
+@pytest.mark.parametrize("join", [lambda x: np.concatenate([x]), lambda x: np.stack([x[0]]),
+                                  lambda x: np.vstack([x]), lambda x: np.hstack([x])])
+def test_joining_one_array_makes_a_new_one(join):
+    """As in NumPy, joining a single array copies it: writing the result leaves the input
+    (a foreach over one row returned the data itself, so `ys *= 2` changed it)."""
+    x = k(A[:1])
+    y = join(x)
+    y *= 3
+    assert_close(x, A[:1])
+    out = np.zeros((1,) + A.shape[1:])
+    np.concatenate([x], out=out)
+    assert_close(out, A[:1])

@@ -9,12 +9,14 @@ forward's new cell state and hidden state likewise become one loop.
 
 merge() walks the schedule and groups the 'fused' steps of one fixed shape: a step joins
 the open group when it reads the group's results (if at all) element by element, not
-through a slice (a loop iteration has only its own element of them); a step in between
-that reads them closes the group, as it would run before the loop computing them. The
-merged step sits where its last member was, its nodes the members' in order, its sink the
-last member's; `also` lists the other members' results read outside the group or
-returned, which the loop stores on the way (codegen's collapse() and memory plan give each
-a buffer of its own).
+through a slice (a loop iteration has only its own element of them). Once another step
+reads the group's results, the merged loop must run before it, so a later step joins only
+if all else it reads is computed before that reader (the cell's gradient times the forget
+gate, after the recurrent matmul in the schedule, joins the loop before it). The merged
+step sits before the first reader (else where its last member was), its nodes the
+members' in order, its sink the last member's; `also` lists the other members' results
+read outside the group or returned, which the loop stores on the way (codegen's
+collapse() and memory plan give each a buffer of its own).
 
 into_concat() lets such a loop store the values a concatenation joins straight into their
 places in its result (the four gate gradients of an LSTM step, which the recurrent matmul

@@ -95,9 +95,10 @@ def collapse(graph, steps):
                            name=s.sink.name)
         for n in s.nodes:   # a matmul heading a group writes where the group's result goes
             mapping[id(n)] = s.collapsed
-        # a value stored on the way (a merged loop's, loop_merge.py) is a node of its own
-        # that reads everything the step reads: no buffer of those is reused before the
-        # loop has run; it gets a buffer of its own (emit_graph), written at the step
+        # a value stored on the way (a merged loop's, loop_merge.py) is a node of its own,
+        # with a buffer of its own (emit_graph) that the step writes; it reads everything
+        # the step reads, so none of that dies at the step and the step's result never
+        # takes the place of an input
         s.stored_early = []
         for v in s.also:
             c = Node("step:stored", (s.collapsed,) + ins, {}, v.shape, v.dtype, name=v.name)
