@@ -25,7 +25,7 @@ gradient graph takes them as given inputs, so a step's matmul runs once, not twi
 import numpy as _np
 
 from . import compose
-from .._core.symdim import is_symbolic
+from .._core.symdim import SymInt, concrete_value, is_symbolic
 from .registry import register, REGISTRY
 from .subgraph import run, vjp_graph
 
@@ -47,10 +47,12 @@ def layout(body, n_carried, length):
             + [(length,) + tuple(o.shape) for o in outs[:n_carried]])
 
 
-def unpack(flat, body, n_carried, length):
-    """The pieces of a flat scan result (or of a gradient of one), shaped."""
+def unpack(flat, body, n_carried, length, bindings=None):
+    """The pieces of a flat scan result (or of a gradient of one), shaped; bindings: the
+    values of the body's symbolic sizes in this call (_bindings), if it has any."""
+    shapes = layout(body, n_carried, length)
     pieces, offset = [], 0
-    for shape in layout(body, n_carried, length):
+    for shape in concrete_value(shapes, bindings) if bindings else shapes:
         end = offset + _size(shape)
         if is_symbolic(flat.shape[0]):     # a run-time length: no window needs its value
             piece = REGISTRY["slice"](flat, begin=(offset,), end=(end,), step=(1,))
@@ -68,6 +70,21 @@ def saved_nodes(body, n_saved):
 
 def _length(operands, n_carried):
     return operands[n_carried].shape[0]
+
+
+def _bindings(body, n_carried, n_xs, operands):
+    """{symbol: size} of the body's symbolic sizes (a program of run-time sizes runs its
+    body as traced) from what a call gives it: carried values, rows of the sequences,
+    invariants."""
+    shapes = ([_np.shape(c) for c in operands[:n_carried]]
+              + [_np.shape(x)[1:] for x in operands[n_carried:n_carried + n_xs]]
+              + [_np.shape(v) for v in operands[n_carried + n_xs:]])
+    bindings = {}
+    for node, shape in zip(body.inputs, shapes):
+        for dim, size in zip(node.shape, shape):
+            if isinstance(dim, SymInt) and dim.expr[0] == "sym":
+                bindings[dim.expr[1]] = size
+    return bindings
 
 
 def _scan_shape(*operands, body, n_carried, n_xs, reverse, n_saved):
@@ -105,13 +122,18 @@ def _forward(operands, body, n_carried, n_xs, reverse):
     carried = list(operands[:n_carried])
     xs, invariants = operands[n_carried:n_carried + n_xs], list(operands[n_carried + n_xs:])
     length = _length(operands, n_carried)
-    ys = [_np.empty((length,) + tuple(o.shape), o.dtype) for o in body.outputs[n_carried:]]
-    history = [_np.empty((length,) + tuple(c.shape), c.dtype) for c in carried]
+    # shapes from the values (the body's may be symbolic sizes: a program of run-time
+    # sizes on the NumPy executor); with no step, no element either
+    ys = [_np.empty((0,), o.dtype) for o in body.outputs[n_carried:]]
+    history = [_np.empty((length,) + _np.shape(c), c.dtype) for c in carried]
     for i, t in enumerate(_steps(length, reverse)):
         for h, c in zip(history, carried):
             h[i] = c
         outs = run(body, carried + [x[t] for x in xs] + invariants)
         carried = [_np.array(c) for c in outs[:n_carried]]   # the program reuses its buffers
+        if i == 0:
+            ys = [_np.empty((length,) + _np.shape(v), y.dtype)
+                  for y, v in zip(ys, outs[n_carried:])]
         for y, value in zip(ys, outs[n_carried:]):
             y[t] = value
     return carried, ys, history
@@ -146,10 +168,11 @@ def scan_grad(*values, body, n_carried, n_xs, reverse, n_saved, g_window=None):
     length = _length(operands, n_carried)
     xs, invariants = operands[n_carried:n_carried + n_xs], list(operands[n_carried + n_xs:])
     n_ys = len(body.outputs) - n_carried
-    g_pieces = unpack(g, body, n_carried, length)
+    bindings = _bindings(body, n_carried, n_xs, operands)
+    g_pieces = unpack(g, body, n_carried, length, bindings)
     g_carried, g_ys = g_pieces[:n_carried], g_pieces[n_carried:n_carried + n_ys]
     g_history = g_pieces[n_carried + n_ys:]
-    pieces = unpack(out, body, n_carried, length)
+    pieces = unpack(out, body, n_carried, length, bindings)
     history = pieces[n_carried + n_ys:]
     saved = pieces[len(body.outputs) - n_saved:len(body.outputs)] if n_saved else []
     vjp = vjp_graph(body, tuple(range(len(body.outputs))), saved_nodes(body, n_saved))

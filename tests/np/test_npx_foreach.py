@@ -123,3 +123,29 @@ def test_a_random_body_runs_step_by_step_under_hybridize():
     onp.testing.assert_allclose(last.asnumpy(), 3.0)
     kept = onp.arange(1, 4, dtype="float32")[:, None] * 2  # (x + s) / (1 - p) where kept
     assert onp.all((ys.asnumpy() == 0) | (ys.asnumpy() == kept))
+
+
+def rows_of_any_width(xs):
+    def body(x_t, states):
+        a, b = states
+        p = npx.relu(x_t * a + b)
+        q = np.tanh(p - b) * a
+        return q * a, [q, p]
+    ys, (a, b) = npx.foreach(body, xs, [xs[0] * 0.5, xs[0] * 0 + 1])
+    return ys, a, b
+
+
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_every_size_symbolic_values_and_gradients_equal_eager(backend):
+    """dynamic=True names every size symbolic, the row width too: the NumPy executor's scan
+    and scan_grad take the body's sizes from the call's values (they read the traced
+    body's symbolic shapes and stopped)."""
+    from kiln.backend.c import build as c_build
+    if backend == "c" and not c_build.available():
+        pytest.skip("no working C compiler")
+    hybrid = kiln.hybridize(rows_of_any_width, backend=backend, dynamic=True)
+    rng = onp.random.default_rng(4)
+    for shape in ((2, 3), (1, 3), (5, 4), (3, 1)):
+        values = [rng.normal(size=shape).astype("float32")]
+        for got, want in zip(_run(hybrid, values), _run(rows_of_any_width, values)):
+            onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
