@@ -2,15 +2,15 @@
 merged loop storing what a concatenation joins straight into its result: each form equals
 eager forward and backward, and the generated bodies have the loops they should."""
 import re
-import warnings
 
 import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, np, npx
+from kiln import np, npx
 from kiln.backend.c import build
 from kiln.gluon.rnn import time_loop
+from conftest import outputs_and_gradients
 
 pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler")
 
@@ -99,20 +99,6 @@ def values(form, rng):
             rng.normal(size=(2, 3)).astype("float32"), w.astype("float32")]
 
 
-def run(fn, vals):
-    arrays = [np.array(v) for v in vals]
-    for a in arrays:
-        a.attach_grad()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with autograd.record():
-            outs = fn(*arrays)
-            loss = sum((o * np.array(onp.linspace(-1, 1, o.size).reshape(o.shape)
-                                     .astype("float32"))).sum() for o in outs)
-        loss.backward()
-    return [o.asnumpy() for o in outs] + [a.grad.asnumpy() for a in arrays]
-
-
 def bodies(source):
     """{function name: its text} of the subgraph functions (loop bodies) of a source."""
     return dict(re.findall(r"static int (kiln_sub\d+)\(void \*\*P\) \{\n(.*?)\n  return 0;",
@@ -121,7 +107,7 @@ def bodies(source):
 
 def programs(form, vals):
     f = kiln.hybridize(form, backend="c")
-    got = run(f, vals)
+    got = outputs_and_gradients(f, vals)
     (entry,) = f._cached.entries.values()
     return got, bodies(entry.program.source), bodies(entry.grad[0].source)
 
@@ -130,7 +116,7 @@ def programs(form, vals):
 def test_merged_loops_equal_eager(form):
     vals = values(form, onp.random.default_rng(3))
     got, _, _ = programs(form, vals)
-    for a, b in zip(got, run(form, vals)):
+    for a, b in zip(got, outputs_and_gradients(form, vals)):
         onp.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 

@@ -6,15 +6,15 @@ passes through, returns twice, or swaps with another) is copied, and these forms
 that both paths give eager's values and gradients, at lengths 0, 1 and more, forward and
 reversed, with a fixed and a run-time length."""
 import re
-import warnings
 
 import numpy as onp
 import pytest
 
 import kiln
-from kiln import autograd, np
+from kiln import np
 from kiln.backend.c import build
 from kiln.gluon.rnn import time_loop
+from conftest import outputs_and_gradients
 
 pytestmark = pytest.mark.skipif(not build.available(), reason="no C compiler")
 
@@ -74,26 +74,12 @@ def values(form, length, rng):
             rng.normal(size=(n, gates)).astype("float32") * 0.5]
 
 
-def run(fn, vals):
-    arrays = [np.array(v) for v in vals]
-    for a in arrays:
-        a.attach_grad()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with autograd.record():
-            outs = fn(*arrays)
-            loss = sum((o * np.array(onp.linspace(-1, 1, o.size).reshape(o.shape)
-                                     .astype("float32"))).sum() for o in outs)
-        loss.backward()
-    return [o.asnumpy() for o in outs] + [a.grad.asnumpy() for a in arrays]
-
-
 FORMS = [swapped, row_through, lstm_like, reversed_form]
 
 
 def no_steps(vals):
     """Values and gradients of a form over no steps (an eager loop cannot stack no rows):
-    the states come out as they went in, and their gradients are run()'s heads."""
+    the states come out as they went in, and their gradients are the loss's weights."""
     xs, a, b, w = vals
     heads = [onp.linspace(-1, 1, v.size).reshape(v.shape).astype("float32") for v in (a, b)]
     return [onp.zeros((0,) + a.shape, "float32"), a, b, onp.zeros_like(xs), *heads,
@@ -104,8 +90,8 @@ def no_steps(vals):
 @pytest.mark.parametrize("length", [1, 5])
 def test_placed_and_copied_results_equal_eager(form, length):
     vals = values(form, length, onp.random.default_rng(length))
-    eager = run(form, vals)
-    compiled = run(kiln.hybridize(form, backend="c"), vals)
+    eager = outputs_and_gradients(form, vals)
+    compiled = outputs_and_gradients(kiln.hybridize(form, backend="c"), vals)
     for got, want in zip(compiled, eager):
         onp.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
@@ -116,8 +102,8 @@ def test_at_run_time_lengths_and_no_steps(form):
     programs = []
     for length in (4, 0, 1, 6, 9):
         vals = values(form, length, onp.random.default_rng(10 + length))
-        want = run(form, vals) if length else no_steps(vals)
-        for got, expected in zip(run(f, vals), want):
+        want = outputs_and_gradients(form, vals) if length else no_steps(vals)
+        for got, expected in zip(outputs_and_gradients(f, vals), want):
             onp.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
         programs.append(len(kiln.programs(f).programs))
     assert programs[-1] == programs[-2] == programs[-3]     # 1, 6 and 9 steps: one program
@@ -131,7 +117,7 @@ def loop_bodies(source):
 def test_an_lstm_step_copies_only_its_output_twice_returned():
     vals = values(lstm_like, 5, onp.random.default_rng(0))
     f = kiln.hybridize(lstm_like, backend="c")
-    run(f, vals)
+    outputs_and_gradients(f, vals)
     (entry,) = f._cached.entries.values()
     forward, backward = loop_bodies(entry.program.source), loop_bodies(entry.grad[0].source)
     assert forward and backward
