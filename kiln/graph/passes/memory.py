@@ -11,11 +11,12 @@ for the last time, each can hold later values that fit in it, as MXNet's backwar
 its forward's memory. It cannot grow, and never holds an output, which must outlive the
 call.
 
-Some values get a buffer of their own, exactly their size, that no other value shares and
-no node writes in place of an input: results whose memory the caller gives at each call (a
-loop points a step's result at its row of the stacked result instead of copying it there
-after the step), and values a backend writes at another node's time (a loop computing
-several nodes stores some on the way: backend/c/loop_merge.py).
+Some values get a buffer of their own, exactly their size, that no earlier value used
+and that does not take the place of an input: results whose memory the caller gives at
+each call (a loop points a step's result at its row of the stacked result instead of
+copying it there after the step), and values a backend writes before their place in the
+schedule (a loop computing several nodes stores some on the way:
+backend/c/loop_merge.py). Once such a value dies, later ones may reuse its buffer.
 """
 from ..._core.symdim import SymInt, hinted, provably
 from ...ops.registry import REGISTRY
