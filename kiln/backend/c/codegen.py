@@ -389,7 +389,9 @@ def _fused(step, ptr, sums=None, em=None):
     """The loop of an elementwise chain. Its one-element inputs (a learning rate, a scale)
     are read once before it: read through the pointer table at every element, the compiler
     must assume the loop's stores may change them, and with a few such loads besides several
-    arrays it gives up vectorizing. With `em`, a loop of much work is a parallel job."""
+    arrays it gives up vectorizing. With `em`, a loop of much work (a call of vector math
+    weighing several elements) is a parallel job; for a run-time size C makes that choice
+    with the same rule."""
     sums = sums or {}
     scalars = [i for i in external_inputs(step.nodes, through_slices=False)
                if not is_runtime(i.size) and i.size == 1 and id(i) not in sums]
@@ -397,36 +399,29 @@ def _fused(step, ptr, sums=None, em=None):
     before = [f"  const {ctype(i.dtype)} s{k} = {ptr(i)}[0];" for k, i in enumerate(scalars)]
     operands, body = _fused_parts(step, ptr, sums, named)
     size, threads = step.sink.size, thread_count()
-    if is_runtime(size):
-        return _fused_runtime(step, before, operands, body, em, threads)
-    work = vector_math.loop_work(size, body(["0"] * len(operands)))
-    blocks = min(work // FUSED_BLOCK_MIN, 4 * threads, size // 16)
+    # work per element (vector_math.loop_work): a call of vector math weighs several
+    per_element = vector_math.loop_work(1, body(["0"] * len(operands)))
     # a merged loop's stores (loop_merge.py) go to buffers of their own or, for its result,
     # over an input it reads at the same element only
     simd = bool(step.also)
-    if em is None or work < FUSED_PARALLEL_MIN or threads < 2 or blocks < 2:
-        return "\n".join(before + [loop_nest(step.sink.shape, operands, body,
-                                              independent=simd)])
-    return pool_job(em, "fused", f"an elementwise loop: {', '.join(n.op for n in step.nodes)}"
-                    f" -> {step.sink.name}", blocks, lambda b: [
-                        *before, loop_nest(step.sink.shape, operands, body, block=(b, blocks),
+    what = f"an elementwise loop: {', '.join(n.op for n in step.nodes)} -> {step.sink.name}"
+
+    def job(blocks):
+        return pool_job(em, "fused", what, blocks, lambda b: [
+            *before, loop_nest(step.sink.shape, operands, body, block=(b, blocks),
+                               independent=simd)])
+    serial = "\n".join(before + [loop_nest(step.sink.shape, operands, body,
                                            independent=simd)])
-
-
-def _fused_runtime(step, before, operands, body, em, threads):
-    """_fused for a loop whose size is known at run time: the same choice, made in C."""
-    serial = loop_nest(step.sink.shape, operands, body)
     if em is None or threads < 2:
-        return "\n".join(before + [serial])
-    size = step.sink.size
-    blocks = f"kiln_min64(({size}) / {FUSED_BLOCK_MIN}, {4 * threads})"
-    name = f"kiln_fused_blocks{len(em.functions)}"
-    em.functions.append("\n".join([
-        f"/* block b of an elementwise loop of run-time size: "
-        f"{', '.join(n.op for n in step.nodes)} -> {step.sink.name} */",
-        f"static void {name}(void *ctx, int64_t b) {{", "  void **P = ctx;", *before,
-        loop_nest(step.sink.shape, operands, body, block=("b", blocks)), "}"]))
-    return "\n".join([
-        f"  if (kiln_parallel_ptr && ({size}) >= {FUSED_PARALLEL_MIN} && {blocks} >= 2)",
-        f"    kiln_parallel_ptr({name}, (void *)P, {blocks});",
-        "  else {", *before, serial, "  }"])
+        return serial
+    if is_runtime(size):      # the same choice, made in C when the size is known
+        work = f"({size}) * {per_element}"
+        blocks = (f"kiln_min64(kiln_min64({work} / {FUSED_BLOCK_MIN}, {4 * threads}), "
+                  f"({size}) / 16)")
+        return "\n".join([f"  if ({work} >= {FUSED_PARALLEL_MIN} && {blocks} >= 2) {{",
+                          job(blocks), "  } else {", serial, "  }"])
+    work = size * per_element
+    blocks = min(work // FUSED_BLOCK_MIN, 4 * threads, size // 16)
+    if work < FUSED_PARALLEL_MIN or blocks < 2:
+        return serial
+    return job(blocks)
