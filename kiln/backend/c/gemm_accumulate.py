@@ -9,6 +9,7 @@ alpha = -(lr * rescale) and beta = 1.
 """
 from ..._core.symdim import same_shape
 from .sizes import is_runtime
+from .slice_views import viewed
 
 
 def accumulate_form(step, storage, ptr):
@@ -55,15 +56,9 @@ def _other_input(node, current):
 
 
 def _gemm_operands(mm):
-    """The nodes whose storage the gemm may read: a transpose read in place reads its
-    input, and a slice may be a window into its input (slice_views.py)."""
-    out, todo = [], list(mm.inputs)
-    while todo:
-        i = todo.pop()
-        out.append(i)
-        if i.op in ("transpose", "slice"):
-            todo.append(i.inputs[0])
-    return out
+    """The nodes whose storage the gemm may read: its operands and what they may be views
+    of (a transpose read in place reads its input, a slice may be a window into it)."""
+    return [v for i in mm.inputs for v in [i] + viewed(i)]
 
 
 def _is_one(node):

@@ -13,6 +13,8 @@ which saves a copy of the whole state per step.
 """
 from collections import Counter
 
+from .slice_views import viewed
+
 
 def param_writes(graph, steps, storage, param_slots):
     """{id(output node): table slot of the parameter it may be written into}.
@@ -73,15 +75,6 @@ def _writes_elementwise(step, param, storage, slot):
                 continue
             if storage(i) == slot and (i is not param or i.shape != step.sink.shape):
                 return False
-            if i is not param and any(storage(v) == slot for v in _viewed(i)):
+            if i is not param and any(storage(v) == slot for v in viewed(i)):
                 return False      # a window (slice_views.py) or a reshape of one into it
     return True
-
-
-def _viewed(node):
-    """What a value may be a view of: through slices (windows), reshapes and transposes."""
-    out = []
-    while node.op in ("slice", "reshape", "transpose"):
-        node = node.inputs[0]
-        out.append(node)
-    return out

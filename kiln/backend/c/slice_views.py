@@ -31,6 +31,16 @@ def slice_(node, ptr, em=None):
     return _copy(node, ptr, node.inputs[0], strides, base, em)
 
 
+def viewed(node):
+    """The values `node` may be a view of in generated C, nearest first: through slices
+    (windows), reshapes and transposes (aliases) to the value whose buffer holds it."""
+    out = []
+    while node.op in ("slice", "reshape", "transpose"):
+        node = node.inputs[0]
+        out.append(node)
+    return out
+
+
 def window_offset(node):
     """The element offset in its input of a slice node whose items lie there contiguously
     and in order, else None: leading axes of one item, then one axis of step 1, then
