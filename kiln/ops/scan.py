@@ -122,18 +122,15 @@ def _forward(operands, body, n_carried, n_xs, reverse):
     carried = list(operands[:n_carried])
     xs, invariants = operands[n_carried:n_carried + n_xs], list(operands[n_carried + n_xs:])
     length = _length(operands, n_carried)
-    # shapes from the values (the body's may be symbolic sizes: a program of run-time
-    # sizes on the NumPy executor); with no step, no element either
-    ys = [_np.empty((0,), o.dtype) for o in body.outputs[n_carried:]]
+    bindings = _bindings(body, n_carried, n_xs, operands)
+    ys = [_np.empty((length,) + tuple(concrete_value(o.shape, bindings)), o.dtype)
+          for o in body.outputs[n_carried:]]
     history = [_np.empty((length,) + _np.shape(c), c.dtype) for c in carried]
     for i, t in enumerate(_steps(length, reverse)):
         for h, c in zip(history, carried):
             h[i] = c
         outs = run(body, carried + [x[t] for x in xs] + invariants)
         carried = [_np.array(c) for c in outs[:n_carried]]   # the program reuses its buffers
-        if i == 0:
-            ys = [_np.empty((length,) + _np.shape(v), y.dtype)
-                  for y, v in zip(ys, outs[n_carried:])]
         for y, value in zip(ys, outs[n_carried:]):
             y[t] = value
     return carried, ys, history
