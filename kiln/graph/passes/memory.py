@@ -30,7 +30,7 @@ class MemoryPlan:
         self.naive_bytes = naive_bytes      # one fresh allocation per computed node
         self.outputs_private = outputs_private
         self.donated = donated or {}        # buffer index -> the donated input it is
-        self.own = own or {}                # buffer index -> the value it alone holds
+        self.own = own or {}                # buffer index -> the value it was made for
 
     @property
     def num_buffers(self):
